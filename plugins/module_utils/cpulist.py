@@ -1,0 +1,150 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Linux cpulist strings ("0-3,8,10-11") to and from lists of CPU ids.
+
+Pure functions, standard library only, importable on Python 3.7.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
+
+# One item of a cpulist: "N" or "N-M"; the kernel also allows "N-M:S/G" (stride) in
+# cpusets written by users, which we accept on input.
+_ITEM = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*(?::\s*(\d+)\s*/\s*(\d+)\s*)?)?$")
+
+
+def parse_ordered(text, source="cpulist"):
+    """Expand a cpulist keeping the written order and duplicates (vllm-ascend's behaviour).
+
+    ``"0-2, 4, 6-8"`` -> ``[0, 1, 2, 4, 6, 7, 8]``. An empty or blank string gives ``[]``.
+    Raises ParseError naming ``source`` on anything that is not a cpulist.
+    """
+    if text is None:
+        return []
+    if not isinstance(text, str):
+        raise ParseError(source, "expected a cpulist string, got %r" % (text,))
+    text = text.strip()
+    if not text:
+        return []
+    cpus = []
+    for part in text.split(","):
+        m = _ITEM.match(part)
+        if not m:
+            raise ParseError(source, "invalid cpulist item %r in %r" % (part.strip(), text))
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) is not None else lo
+        if hi < lo:
+            raise ParseError(source, "descending range %r in %r" % (part.strip(), text))
+        if m.group(3) is not None:
+            used, group = int(m.group(3)), int(m.group(4))
+            if group == 0 or used == 0 or used > group:
+                raise ParseError(source, "invalid stride %r in %r" % (part.strip(), text))
+            cpus.extend(c for c in range(lo, hi + 1) if (c - lo) % group < used)
+        else:
+            cpus.extend(range(lo, hi + 1))
+    return cpus
+
+
+def parse(text, source="cpulist"):
+    """Expand a cpulist into a sorted list of unique CPU ids."""
+    return sorted(set(parse_ordered(text, source)))
+
+
+def is_cpulist(text):
+    """True when ``text`` is a non-empty cpulist (digits, ranges, commas)."""
+    if not isinstance(text, str) or not text.strip():
+        return False
+    try:
+        parse_ordered(text)
+    except ParseError:
+        return False
+    return True
+
+
+def format(cpus):  # pylint: disable=redefined-builtin
+    """Compress CPU ids into the kernel's cpulist form: ``[0,1,2,5]`` -> ``"0-2,5"``.
+
+    Input order does not matter; duplicates are dropped. ``[]`` -> ``""``.
+    """
+    ids = sorted(set(int(c) for c in cpus))
+    if not ids:
+        return ""
+    parts = []
+    start = prev = ids[0]
+    for cpu in ids[1:]:
+        if cpu == prev + 1:
+            prev = cpu
+            continue
+        parts.append(_range_text(start, prev))
+        start = prev = cpu
+    parts.append(_range_text(start, prev))
+    return ",".join(parts)
+
+
+def format_ordered(cpus):
+    """Cpulist text that keeps the given order (runs are compressed only when ascending).
+
+    Used where position matters, e.g. vllm-ascend's unsorted multi-NUMA pools.
+    """
+    ids = [int(c) for c in cpus]
+    if not ids:
+        return ""
+    parts = []
+    start = prev = ids[0]
+    for cpu in ids[1:]:
+        if cpu == prev + 1:
+            prev = cpu
+            continue
+        parts.append(_range_text(start, prev))
+        start = prev = cpu
+    parts.append(_range_text(start, prev))
+    return ",".join(parts)
+
+
+def _range_text(lo, hi):
+    return str(lo) if lo == hi else "%d-%d" % (lo, hi)
+
+
+def to_mask(cpus):
+    """Kernel hex mask (``/proc/irq/N/smp_affinity`` format): 32-bit groups, MSB group first.
+
+    ``[3]`` -> ``"00000008"``; ``[35]`` -> ``"00000008,00000000"``.
+    """
+    ids = sorted(set(int(c) for c in cpus))
+    if not ids:
+        raise ValueError("an affinity mask needs at least one CPU")
+    value = 0
+    for cpu in ids:
+        value |= 1 << cpu
+    groups = []
+    while value:
+        groups.append("%08x" % (value & 0xFFFFFFFF))
+        value >>= 32
+    return ",".join(reversed(groups))
+
+
+def from_mask(text, source="mask"):
+    """Parse a kernel hex mask (``"00000008,00000000"``) into sorted CPU ids."""
+    text = (text or "").strip()
+    if not text:
+        return []
+    value = 0
+    for group in text.split(","):
+        group = group.strip()
+        if not re.match(r"^[0-9a-fA-F]{1,8}$", group):
+            raise ParseError(source, "invalid mask group %r in %r" % (group, text))
+        value = (value << 32) | int(group, 16)
+    cpus = []
+    cpu = 0
+    while value:
+        if value & 1:
+            cpus.append(cpu)
+        value >>= 1
+        cpu += 1
+    return cpus

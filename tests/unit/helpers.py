@@ -3,9 +3,9 @@
 
 - ``REPO``, ``FIXTURES`` (tests/fixtures/real), ``SNAPSHOTS`` (tests/snapshots)
 - ``fixture_text(rel)``: a real fixture with its ``# Source:`` first line stripped
-- ``run_module(name, args, check=False, diff=False)``: runs ``npuops.fleet.<name>`` through a
-  real ``ansible-playbook`` on localhost and returns the task result dict (``failed``/``msg``
-  included, never raises on module failure)
+- ``run_module(name, args, check=False, diff=False, env=None, fqcn=None)``: runs
+  ``npuops.fleet.<name>`` (or ``fqcn``) through a real ``ansible-playbook`` on localhost and
+  returns the task result dict (``failed``/``msg`` included, never raises on module failure)
 - ``run_playbook(path, inventory=None, extra_args=())``: runs a playbook, returns CompletedProcess
 """
 
@@ -46,11 +46,16 @@ def ansible_env(**extra):
     return env
 
 
-def run_module(name, args, check=False, diff=False, env=None):
-    """Run npuops.fleet.<name> with ``args`` through ansible-playbook; return its result."""
+def run_module(name, args, check=False, diff=False, env=None, fqcn=None):
+    """Run npuops.fleet.<name> with ``args`` through ansible-playbook; return its result.
+
+    ``fqcn`` runs any other module instead (e.g. ``ansible.builtin.stat``); ``name`` is then
+    ignored. The result carries ``failed``/``msg`` on module failure rather than raising.
+    """
+    action = fqcn or "npuops.fleet." + name
     play = [{
         "hosts": "localhost", "gather_facts": False, "connection": "local",
-        "tasks": [{"name": "under test", "npuops.fleet." + name: args,
+        "tasks": [{"name": "under test", action: args,
                    "register": "r", "ignore_errors": True},
                   {"name": "emit", "ansible.builtin.copy": {
                       "content": "{{ r | to_json }}", "dest": "{{ out_path }}"}, "check_mode": False,
@@ -68,7 +73,8 @@ def run_module(name, args, check=False, diff=False, env=None):
         if diff:
             cmd.append("--diff")
         proc = subprocess.run(cmd, env=ansible_env(**(env or {})), cwd=tmp,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              check=False)
         if not os.path.exists(out):
             raise AssertionError("ansible-playbook failed before the module ran:\n" + proc.stdout)
         with open(out) as handle:
@@ -81,4 +87,5 @@ def run_playbook(path, inventory=None, extra_args=(), env=None, cwd=None):
         cmd[1:1] = ["-i", inventory]
     cmd.extend(extra_args)
     return subprocess.run(cmd, env=ansible_env(**(env or {})), cwd=cwd or REPO,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          check=False)

@@ -1,0 +1,58 @@
+# npuops.fleet developer entry points. `make help` lists them.
+# A fresh machine needs only Python 3.11+, pip and apt: `make test` installs the rest.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export VENV := $(abspath $(VENV))
+
+.PHONY: help deps venv test check unit unit-fast py37 sanity lint changelog bench demo demo-clean clean
+
+help: ## list targets
+	@grep -E '^[a-z][a-z0-9-]*:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
+
+deps: ## system packages (apt): shellcheck, sshd, chromium, numactl, debootstrap, rsync, procps
+	@scripts/install-system-deps.sh
+
+venv: ## .venv from requirements-dev.txt (rebuilt when it changes) + collection link
+	@scripts/ensure-venv.sh
+
+test: deps venv ## everything CI runs: py3.7 compile, pytest, ansible-test sanity, ansible-lint
+	@scripts/check.sh py37 unit sanity lint
+
+check: ## the gates of `make test` without deps/venv (GATES="unit lint" to pick)
+	@scripts/check.sh $(GATES)
+
+unit: venv ## pytest tests/unit (unit + slow module tests)
+	@scripts/check.sh unit
+
+unit-fast: venv ## pytest without the slow ansible-playbook tests
+	@$(PY) -m pytest tests/unit -q -m "not slow"
+
+py37: ## host-side code compiles on Python 3.7
+	@scripts/compile-py37.sh
+
+sanity: venv ## ansible-test sanity, offline, on a copy of the tree
+	@scripts/check.sh sanity
+
+lint: venv ## ansible-lint, production profile
+	@scripts/check.sh lint
+
+changelog: venv ## lint fragments, regenerate CHANGELOG.rst preview
+	@scripts/changelog.sh
+
+bench: venv ## run every bench/bench_*.py and print their tables
+	@scripts/bench.sh
+
+demo: deps venv ## simulated fleet: site.yml + audit report (scripts/demo.sh)
+	@scripts/demo.sh
+
+demo-clean: ## remove the demo sandbox
+	rm -rf .demo
+
+clean: ## remove caches and build output (keeps .venv)
+	rm -rf .cache/check .cache/sanity tests/output .pytest_cache .hypothesis .ansible collections *.tar.gz bench/results
+	find . -path ./.venv -prune -o -name __pycache__ -type d -exec rm -rf {} +

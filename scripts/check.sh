@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Run the quality gates in order, keep going after a failure, print one summary table and exit
+# non-zero if any gate failed. Usage: scripts/check.sh [py37] [unit] [sanity] [lint] (default: all)
+# Each gate's output streams to the terminal and to .cache/check/<gate>.log.
+set -uo pipefail
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+VENV=${VENV:-$REPO/.venv}
+LOGS=$REPO/.cache/check
+PYTEST_ARGS=${PYTEST_ARGS:-}
+mkdir -p "$LOGS"
+cd "$REPO" || exit 2
+
+gates=("$@")
+[[ ${#gates[@]} -eq 0 ]] && gates=(py37 unit sanity lint)
+
+gate_cmd() {
+    case "$1" in
+        py37)   echo "scripts/compile-py37.sh" ;;
+        unit)   echo "$VENV/bin/python -m pytest tests/unit -q -n ${PYTEST_WORKERS:-2} $PYTEST_ARGS" ;;
+        sanity) echo "scripts/sanity.sh" ;;
+        lint)   echo "scripts/lint.sh" ;;
+        *)      return 1 ;;
+    esac
+}
+
+# One line worth showing per gate in the summary.
+gate_detail() {
+    local gate=$1 log=$2
+    case "$gate" in
+        py37)   grep -E '^py37:' "$log" | tail -1 ;;
+        unit)   grep -E '(passed|failed|error|no tests ran)' "$log" | grep -E ' in [0-9.]+s' | tail -1 | sed 's/=//g; s/^ *//' ;;
+        sanity) if grep -q 'FATAL: The' "$log"; then grep 'FATAL: The' "$log" | tail -1;
+                else printf '%s tests run' "$(grep -c '^Running sanity test' "$log")"; fi ;;
+        lint)   grep -E '^(Passed|Failed)' "$log" | tail -1 ;;
+    esac
+}
+
+declare -A status detail seconds
+overall=0
+for gate in "${gates[@]}"; do
+    cmd=$(gate_cmd "$gate") || { echo "check: unknown gate '$gate'" >&2; exit 2; }
+    log=$LOGS/$gate.log
+    printf '\n===== %s: %s\n' "$gate" "$cmd"
+    start=$(date +%s)
+    # shellcheck disable=SC2086  # cmd is a word list built above
+    $cmd </dev/null 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    seconds[$gate]=$(( $(date +%s) - start ))
+    if [[ $rc -eq 0 ]]; then status[$gate]=PASS; else status[$gate]="FAIL(rc=$rc)"; overall=1; fi
+    detail[$gate]=$(gate_detail "$gate" "$log")
+done
+
+printf '\n===== summary\n'
+printf '%-7s %-12s %6s  %s\n' gate result time detail
+for gate in "${gates[@]}"; do
+    printf '%-7s %-12s %5ss  %s\n' "$gate" "${status[$gate]}" "${seconds[$gate]}" "${detail[$gate]}"
+done
+if [[ $overall -eq 0 ]]; then echo "ALL GATES PASSED"; else echo "SOME GATES FAILED (logs: .cache/check/)"; fi
+exit $overall

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Create or refresh .venv from requirements-dev.txt, and link the collection for Ansible.
+#
+# Rebuild trigger: the sha256 of requirements-dev.txt differs from the stamp in .venv (or the
+# venv is missing/broken). Quick no-op otherwise. Controller Python must be 3.11-3.13
+# (ansible-core 2.19); the first suitable python3.X on PATH wins.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+VENV=${VENV:-$REPO/.venv}
+REQ=$REPO/requirements-dev.txt
+STAMP=$VENV/.requirements.sha256
+
+log() { printf 'venv: %s\n' "$*"; }
+
+link_collection() {
+    local parent=$REPO/.cache/collections/ansible_collections/npuops
+    mkdir -p "$parent"
+    if [[ "$(readlink "$parent/fleet" 2>/dev/null)" != "../../../.." ]]; then
+        rm -f "$parent/fleet"
+        ln -s ../../../.. "$parent/fleet"
+        log "linked .cache/collections/ansible_collections/npuops/fleet -> repo"
+    fi
+}
+
+pick_python() {
+    local candidate
+    for candidate in ${PYTHON:-} python3.11 python3.12 python3.13 python3; do
+        if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c \
+            'import sys, venv; sys.exit(not ((3, 11) <= sys.version_info[:2] <= (3, 13)))' 2>/dev/null; then
+            command -v "$candidate"
+            return 0
+        fi
+    done
+    return 1
+}
+
+want=$(sha256sum "$REQ" | cut -d' ' -f1)
+if [[ -x "$VENV/bin/python" ]] && [[ -f "$STAMP" ]] && [[ "$(cat "$STAMP")" == "$want" ]] \
+    && "$VENV/bin/python" -c 'import ansible, pytest' 2>/dev/null; then
+    log "up to date ($VENV)"
+    link_collection
+    exit 0
+fi
+
+if [[ ! -x "$VENV/bin/python" ]]; then
+    python=$(pick_python) || { log "need Python 3.11-3.13 for ansible-core 2.19 (set PYTHON=...)" >&2; exit 2; }
+    log "creating $VENV with $python ($("$python" --version 2>&1))"
+    "$python" -m venv "$VENV"
+fi
+log "installing requirements-dev.txt"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$REQ" </dev/null
+printf '%s\n' "$want" >"$STAMP"
+link_collection
+log "ready: $("$VENV/bin/ansible" --version | head -1)"

@@ -1,0 +1,313 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Render a vLLM instance's launch files from a plan: bash wrapper, systemd unit, plan JSON.
+
+Pure functions (text in, text out). ``instance_view`` resolves which devices and CPUs an
+instance owns; ``render_wrapper`` / ``render_unit`` / ``render_plan_json`` turn that into
+files. Every value that reaches a shell is ``shlex.quote``d, every value that reaches a unit
+file is systemd-escaped, so hostile arguments reach vLLM verbatim and run nothing.
+
+Standard library only; importable on Python 3.7.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import re
+import shlex
+
+from ansible_collections.npuops.fleet.plugins.module_utils import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
+
+NAME_RE = re.compile(r"^[A-Za-z0-9_.@-]+$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ADDITIONAL_CONFIG_FLAGS = ("--additional-config", "--additional_config")
+BINDINGS = ("host", "vllm")
+PLAN_JSON_SCHEMA = 1
+# Characters systemd takes literally in a command line word (no quoting needed).
+_SYSTEMD_SAFE_RE = re.compile(r"^[A-Za-z0-9_./:@+=,-]+$")
+
+
+class WrapperError(NpuopsError):
+    """A wrapper or unit cannot be rendered from these inputs; the message says why."""
+
+
+def check_name(name):
+    """An instance name is used in file and unit names: ``[A-Za-z0-9_.@-]+``, not '.'/'..'."""
+    if not isinstance(name, str) or not NAME_RE.match(name) or name in (".", ".."):
+        raise WrapperError("name %r: must match [A-Za-z0-9_.@-]+ and not be '.' or '..'" % (name,))
+    return name
+
+
+def _vendor(plan):
+    if plan.get("mode") == "gpu_numa" or (plan.get("gpus") and not plan.get("npus")):
+        return "nvidia"
+    return "ascend"
+
+
+def _cpus(text, source):
+    if text is None or text == "":
+        return []
+    if isinstance(text, int):
+        return [text]
+    return cpulist.parse(str(text), source)
+
+
+def instance_view(plan, name, npus=None):
+    """What instance ``name`` owns under ``plan``.
+
+    Devices: ``npus`` when given, else the plan instance's ``npus``, else every device of the
+    plan. Returns ``{name, vendor, devices, main, pool, numa_nodes, env, device_type, mode}``
+    with CPU sets as sorted lists of ints. Raises WrapperError naming the missing device.
+    """
+    check_name(name)
+    if not isinstance(plan, dict):
+        raise WrapperError("plan: must be a dict (the npu_cpu_plan result)")
+    if plan.get("skipped"):
+        raise WrapperError("plan: skipped (%s); nothing to launch with" % (plan.get("reason"),))
+    vendor = _vendor(plan)
+    table_key = "gpus" if vendor == "nvidia" else "npus"
+    table = plan.get(table_key) or {}
+    if not isinstance(table, dict) or not table:
+        raise WrapperError("plan: has no %s" % table_key)
+    instance = (plan.get("instances") or {}).get(name) or {}
+    if npus is None:
+        npus = instance.get("npus")
+    if npus is None:
+        npus = sorted(int(k) for k in table)
+    try:
+        devices = [int(n) for n in npus]
+    except (TypeError, ValueError):
+        raise WrapperError("npus: %r is not a list of device ids" % (npus,))
+    if not devices:
+        raise WrapperError("npus: the instance %s has no devices" % name)
+    if len(set(devices)) != len(devices):
+        raise WrapperError("npus: %r lists a device twice" % (devices,))
+    main, pool, nodes = set(), set(), set()
+    for dev in devices:
+        entry = table.get(str(dev))
+        if not isinstance(entry, dict):
+            raise WrapperError("plan: %s %d is not in the plan (planned: %s)"
+                               % (table_key[:-1].upper(), dev, ", ".join(sorted(table))))
+        source = "plan %s %d" % (table_key, dev)
+        dev_pool = _cpus(entry.get("pool"), source + " pool")
+        dev_main = _cpus(entry.get("main"), source + " main") if vendor == "ascend" else dev_pool
+        if not dev_main:
+            raise WrapperError("%s: no main CPUs" % source)
+        main.update(dev_main)
+        pool.update(dev_pool or dev_main)
+        if vendor == "nvidia":
+            if entry.get("numa_node") is not None:
+                nodes.add(int(entry["numa_node"]))
+        else:
+            nodes.update(int(n) for n in entry.get("numa_nodes") or [])
+    env = {}
+    for source, extra in (("plan env", plan.get("env")), ("plan instance env", instance.get("env"))):
+        if extra:
+            env.update(check_env(extra, source))
+    return {"name": name, "vendor": vendor, "devices": devices, "main": sorted(main),
+            "pool": sorted(pool), "numa_nodes": sorted(nodes), "env": env,
+            "device_type": plan.get("device_type"), "mode": plan.get("mode")}
+
+
+def check_env(env, source="env"):
+    """Validate an environment dict: names are shell identifiers, values strings without NUL."""
+    if not isinstance(env, dict):
+        raise WrapperError("%s: must be a dict of NAME: value" % source)
+    out = {}
+    for key, value in env.items():
+        if not isinstance(key, str) or not ENV_NAME_RE.match(key):
+            raise WrapperError("%s: %r is not a valid environment variable name" % (source, key))
+        if isinstance(value, bool):
+            value = "1" if value else "0"
+        if value is None:
+            value = ""
+        value = str(value)
+        if "\x00" in value:
+            raise WrapperError("%s: %s contains a NUL byte" % (source, key))
+        out[key] = value
+    return out
+
+
+def check_command(command):
+    """The vLLM argv: a non-empty list of strings, program first (no leading '-', no NUL)."""
+    if not isinstance(command, (list, tuple)) or not command:
+        raise WrapperError("command: must be a non-empty list of arguments (argv)")
+    for index, arg in enumerate(command):
+        if not isinstance(arg, str):
+            raise WrapperError("command[%d]: %r is not a string" % (index, arg))
+        if "\x00" in arg:
+            raise WrapperError("command[%d]: contains a NUL byte" % index)
+    if not command[0] or command[0].startswith("-"):
+        raise WrapperError("command[0]: %r must be the program to run (vllm, python3, ...)"
+                           % (command[0],))
+    return list(command)
+
+
+def merge_additional_config(command, settings):
+    """Merge ``settings`` into every ``--additional-config`` JSON object of ``command``.
+
+    Handles ``--additional-config=JSON`` and ``--additional-config JSON`` (and the
+    underscore spelling vLLM also accepts); appends the option when absent. Returns
+    ``(argv, overridden)`` where ``overridden`` lists keys whose user value we replaced.
+    Raises WrapperError on JSON that is not an object.
+    """
+    argv = list(command)
+    overridden = []
+    found = False
+
+    def merged(text, where):
+        try:
+            value = json.loads(text)
+        except ValueError as err:
+            raise WrapperError("command %s: --additional-config is not valid JSON (%s): %r"
+                               % (where, err, text))
+        if not isinstance(value, dict):
+            raise WrapperError("command %s: --additional-config must be a JSON object, got %r"
+                               % (where, text))
+        for key, new in settings.items():
+            if key in value and value[key] != new:
+                overridden.append(key)
+            value[key] = new
+        return json.dumps(value, separators=(",", ":"))
+
+    index = 1
+    while index < len(argv):
+        arg = argv[index]
+        for flag in ADDITIONAL_CONFIG_FLAGS:
+            if arg == flag:
+                if index + 1 >= len(argv):
+                    raise WrapperError("command[%d]: %s has no value" % (index, flag))
+                argv[index + 1] = merged(argv[index + 1], "[%d]" % (index + 1))
+                found = True
+                index += 1
+                break
+            if arg.startswith(flag + "="):
+                argv[index] = flag + "=" + merged(arg[len(flag) + 1:], "[%d]" % index)
+                found = True
+                break
+        index += 1
+    if not found:
+        argv.extend([ADDITIONAL_CONFIG_FLAGS[0], json.dumps(settings, separators=(",", ":"))])
+    return argv, overridden
+
+
+def launch_argv(view, command, binding="host"):
+    """The final argv the wrapper execs (before quoting) and warnings about it."""
+    if binding not in BINDINGS:
+        raise WrapperError("binding: %r must be one of %s" % (binding, ", ".join(BINDINGS)))
+    argv = check_command(command)
+    warnings = []
+    if binding == "host" and view["vendor"] == "ascend":
+        # Our binder owns the threads; vllm-ascend's in-process binding would re-pin them.
+        argv, overridden = merge_additional_config(argv, {"enable_cpu_binding": False})
+        if overridden:
+            warnings.append("command: enable_cpu_binding in --additional-config was set to false "
+                            "because binding=host (our binder pins the workers)")
+    if binding == "host":
+        argv = ["taskset", "-c", cpulist.format(view["main"])] + argv
+    return argv, warnings
+
+
+def visibility_env(view):
+    var = "CUDA_VISIBLE_DEVICES" if view["vendor"] == "nvidia" else "ASCEND_RT_VISIBLE_DEVICES"
+    return var, ",".join(str(d) for d in view["devices"])
+
+
+def quote_always(value):
+    """Single-quoted shell word, even when shlex would leave it bare (``=mlx5_0`` reads as
+    ``==`` in an assignment to shellcheck)."""
+    return "'" + value.replace("'", "'\"'\"'") + "'"
+
+
+def render_wrapper(view, command, env=None, binding="host"):
+    """Bash launch wrapper text for one instance. ``view`` comes from ``instance_view``."""
+    argv, _warnings = launch_argv(view, command, binding)
+    merged_env = dict(view.get("env") or {})
+    merged_env.update(check_env(env or {}, "env"))
+    var, devices = visibility_env(view)
+    if var in merged_env:
+        raise WrapperError("env: %s is set by the plan's device list (%s); remove it from env"
+                           % (var, devices))
+    lines = [
+        "#!/usr/bin/env bash",
+        "# vLLM instance %s, generated by npuops.fleet vllm_launch_wrapper; do not edit." % view["name"],
+        "# devices: %s  main CPUs: %s  binding: %s"
+        % (devices, cpulist.format(view["main"]), binding),
+        # Arguments are single-quoted on purpose: '$(...)' and '\\' must stay literal.
+        "# shellcheck disable=SC1003,SC2016",
+        "set -euo pipefail",
+        "",
+        "export %s=%s" % (var, shlex.quote(devices)),
+    ]
+    for key in sorted(merged_env):
+        lines.append("export %s=%s" % (key, quote_always(merged_env[key])))
+    lines.append("")
+    lines.append("exec " + " ".join(shlex.quote(a) for a in argv))
+    return "\n".join(lines) + "\n"
+
+
+def systemd_quote(word):
+    """One word of a systemd command line / setting, escaped (``%`` and ``$`` doubled)."""
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in word):
+        raise WrapperError("systemd unit: %r contains a control character" % (word,))
+    word = word.replace("%", "%%")
+    if _SYSTEMD_SAFE_RE.match(word):
+        return word
+    escaped = word.replace("\\", "\\\\").replace('"', '\\"').replace("$", "$$")
+    return '"%s"' % escaped
+
+
+def render_unit(view, wrapper_path, binder_path=None, plan_path=None, binding="host",
+                bind_timeout=900):
+    """systemd unit text: ExecStart = wrapper, ExecStartPost = binder (binding=host)."""
+    if binding not in BINDINGS:
+        raise WrapperError("binding: %r must be one of %s" % (binding, ", ".join(BINDINGS)))
+    lines = [
+        "# Generated by npuops.fleet vllm_launch_wrapper; do not edit.",
+        "[Unit]",
+        "Description=vLLM instance %s (npuops.fleet)" % view["name"].replace("%", "%%"),
+        "Wants=network-online.target",
+        "After=network-online.target",
+        "",
+        "[Service]",
+        "Type=simple",
+        "ExecStart=%s" % systemd_quote(wrapper_path),
+    ]
+    if binding == "host":
+        if not binder_path or not plan_path:
+            raise WrapperError("binding=host needs the binder and plan paths")
+        post = [binder_path, "--plan", plan_path, "--instance", view["name"],
+                "--timeout", str(int(bind_timeout))]
+        # '-': a failed binding is logged but never stops the inference service.
+        lines.append("ExecStartPost=-" + " ".join(systemd_quote(w) for w in post))
+        # The unit stays 'activating' while the binder waits for the workers.
+        lines.append("TimeoutStartSec=%d" % (int(bind_timeout) + 60))
+        lines.append("CPUAffinity=%s" % cpulist.format(view["pool"]))
+    lines.extend([
+        "Restart=on-failure",
+        "RestartSec=10",
+        "KillMode=control-group",
+        "",
+        "[Install]",
+        "WantedBy=multi-user.target",
+    ])
+    return "\n".join(lines) + "\n"
+
+
+def render_plan_json(plan, view, binding="host"):
+    """The plan JSON the binder reads: the plan plus an ``npuops_instance`` block."""
+    doc = dict(plan)
+    doc["npuops_instance"] = {
+        "schema": PLAN_JSON_SCHEMA,
+        "name": view["name"],
+        "vendor": view["vendor"],
+        "devices": view["devices"],
+        "main": cpulist.format(view["main"]),
+        "pool": cpulist.format(view["pool"]),
+        "binding": binding,
+    }
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,623 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Host snapshot files: ``snapshot.yml`` load/save without PyYAML.
+
+Managed hosts may not have PyYAML, so this module reads and writes a small, strict YAML
+subset: block mappings and sequences, flow mappings/sequences (``{rc: 0, stdout_file: x}``),
+plain / single-quoted / double-quoted scalars (JSON-style escapes), ints, floats, bools,
+null, ``|`` literal blocks and comments. Anything outside the subset raises SnapshotError
+naming the file and line. A file holding one JSON object is also accepted.
+
+The writer emits only that subset: JSON-style double-quoted strings, flow mappings for
+command results, and ``stdout_file`` for multi-line command outputs.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import re
+
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import SnapshotError
+
+SCHEMA = 1
+SNAPSHOT_FILE = "snapshot.yml"
+FS_DIR = "fs"
+CMD_DIR = "cmd"
+
+_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$")
+_FLOAT = re.compile(r"^[-+]?([0-9]+\.[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$")
+_NULLS = ("null", "Null", "NULL", "~")
+_TRUES = ("true", "True", "TRUE")
+_FALSES = ("false", "False", "FALSE")
+# Characters that start YAML constructs outside the subset (anchors, tags, directives...).
+_BAD_START = "&*!%@`>?"
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+
+
+class _Line(object):
+    __slots__ = ("no", "indent", "text")
+
+    def __init__(self, no, indent, text):
+        self.no = no
+        self.indent = indent
+        self.text = text
+
+
+class _Reader(object):
+    """Recursive-descent reader over the lines of one document."""
+
+    def __init__(self, text, source):
+        self.source = source
+        self.raw = text.split("\n")
+
+    def fail(self, lineno, msg):
+        raise SnapshotError("%s line %d: %s" % (self.source, lineno, msg))
+
+    # -- lines ---------------------------------------------------------------------------
+    def _content(self, index):
+        """(indent, text without comment) of raw line ``index``, or None for blank/comment."""
+        line = self.raw[index].rstrip("\r")
+        stripped = line.lstrip(" ")
+        if stripped.startswith("\t") or (stripped and "\t" in line[:len(line) - len(stripped)]):
+            self.fail(index + 1, "tab in indentation")
+        if not stripped or stripped.startswith("#"):
+            return None
+        return len(line) - len(stripped), stripped
+
+    def _next(self, index):
+        """Index of the next meaningful line at or after ``index`` (len(raw) at the end)."""
+        while index < len(self.raw):
+            if self._content(index) is not None:
+                return index
+            index += 1
+        return index
+
+    # -- documents -----------------------------------------------------------------------
+    def document(self):
+        index = self._next(0)
+        if index < len(self.raw) and self._content(index)[1].rstrip() == "---":
+            index = self._next(index + 1)
+        if index >= len(self.raw):
+            return None
+        indent, text = self._content(index)
+        if indent != 0:
+            self.fail(index + 1, "the document must start at column 0")
+        is_item = text.startswith("- ") or text.rstrip() == "-"
+        if not is_item and (text[0] in "{[" or not self._is_entry(text, index)):
+            value = self._inline(text, index)
+            end = self._next(index + 1)
+            if end < len(self.raw):
+                self.fail(end + 1, "unexpected content after the document value")
+            return value
+        value, index = self._block(index, 0)
+        if index < len(self.raw):
+            self.fail(index + 1, "unexpected indentation")
+        return value
+
+    def _block(self, index, indent):
+        """Parse the block node starting at meaningful line ``index`` with ``indent``."""
+        text = self._content(index)[1]
+        if text.startswith("- ") or text.rstrip() == "-":
+            return self._sequence(index, indent)
+        return self._mapping(index, indent)
+
+    def _is_entry(self, text, index):
+        """True when ``text`` starts with ``key:`` (a mapping entry)."""
+        try:
+            self._split_key(text, index)
+        except SnapshotError:
+            return False
+        return True
+
+    def _split_key(self, text, index):
+        """(key, rest) of a ``key: value`` line; raises when the line is not an entry."""
+        if text[0] in "\"'":
+            key, pos = self._quoted(text, 0, index)
+        else:
+            pos = 0
+            while True:
+                pos = text.find(":", pos)
+                if pos < 0:
+                    self.fail(index + 1, "expected 'key: value', got %r" % text[:60])
+                if pos + 1 == len(text) or text[pos + 1] == " ":
+                    break
+                pos += 1
+            key = text[:pos].rstrip()
+            if not key or key[0] in _BAD_START + "{[]},#|" or key.startswith("- ") or key == "-":
+                self.fail(index + 1, "unsupported key %r" % key)
+        rest = text[pos:]
+        if not rest.startswith(":") or (len(rest) > 1 and rest[1] != " "):
+            self.fail(index + 1, "expected ':' after key %r" % (key,))
+        return key, rest[1:].strip()
+
+    def _mapping(self, index, indent):
+        result = {}
+        while index < len(self.raw):
+            ind, text = self._content(index)
+            if ind < indent:
+                break
+            if ind > indent:
+                self.fail(index + 1, "unexpected indentation")
+            if text.startswith("- ") or text.rstrip() == "-":
+                self.fail(index + 1, "a sequence item where a mapping key was expected")
+            key, rest = self._split_key(text, index)
+            if key in result:
+                self.fail(index + 1, "duplicate key %r" % (key,))
+            result[key], index = self._value(rest, index, indent, allow_same_indent_seq=True)
+        return result, index
+
+    def _sequence(self, index, indent):
+        result = []
+        while index < len(self.raw):
+            ind, text = self._content(index)
+            if ind < indent:
+                break
+            if ind > indent:
+                self.fail(index + 1, "unexpected indentation")
+            if not (text.startswith("- ") or text.rstrip() == "-"):
+                break
+            rest = text[1:].lstrip(" ")
+            nested_seq = rest.startswith("- ") or rest.rstrip() == "-"
+            if nested_seq or (rest and rest[0] not in "{[|#" and self._is_entry(rest, index)):
+                # "- key: value" / "- - x": a block node whose column is that of its first token.
+                column = ind + len(text) - len(rest)
+                self.raw[index] = " " * column + rest
+                item, index = self._block(index, column)
+            else:
+                item, index = self._value(rest, index, indent, allow_same_indent_seq=False)
+            result.append(item)
+        return result, index
+
+    def _value(self, rest, index, indent, allow_same_indent_seq):
+        """Value after ``key:`` or ``-`` on line ``index``; returns (value, next index)."""
+        if rest.startswith("#"):
+            rest = ""
+        if rest.startswith("|"):
+            return self._literal(rest, index, indent)
+        if rest:
+            return self._inline(rest, index), self._next(index + 1)
+        nxt = self._next(index + 1)
+        if nxt >= len(self.raw):
+            return None, nxt
+        ind, text = self._content(nxt)
+        if ind > indent:
+            return self._block(nxt, ind)
+        if ind == indent and allow_same_indent_seq and (text.startswith("- ") or text.rstrip() == "-"):
+            return self._sequence(nxt, ind)
+        return None, nxt
+
+    def _literal(self, header, index, indent):
+        match = re.match(r"^\|([-+]?)\s*(#.*)?$", header)
+        if not match:
+            self.fail(index + 1, "unsupported block scalar header %r" % header)
+        chomp = match.group(1)
+        lines = []
+        block_indent = None
+        pos = index + 1
+        while pos < len(self.raw):
+            line = self.raw[pos].rstrip("\r")
+            if not line.strip(" "):
+                lines.append("")
+                pos += 1
+                continue
+            ind = len(line) - len(line.lstrip(" "))
+            if block_indent is None:
+                if ind <= indent:
+                    break
+                block_indent = ind
+            if ind < block_indent:
+                if ind > indent:
+                    self.fail(pos + 1, "literal block line less indented than its first line")
+                break
+            lines.append(line[block_indent:])
+            pos += 1
+        # Trailing blank lines belong to the block only for chomping '+'.
+        trailing = 0
+        while lines and lines[-1] == "":
+            lines.pop()
+            trailing += 1
+        text = "\n".join(lines)
+        if chomp == "-":
+            value = text
+        elif chomp == "+":
+            value = text + "\n" * (1 + trailing) if lines else "\n" * trailing
+        else:
+            value = text + "\n" if lines else ""
+        return value, self._next(pos)
+
+    # -- inline (flow) values ------------------------------------------------------------
+    def _inline(self, text, index):
+        value, pos = self._flow(text, 0, index, top=True)
+        rest = text[pos:].strip()
+        if rest and not rest.startswith("#"):
+            self.fail(index + 1, "unexpected text %r after value" % rest[:40])
+        return value
+
+    def _flow(self, text, pos, index, top=False):
+        while pos < len(text) and text[pos] == " ":
+            pos += 1
+        if pos >= len(text):
+            self.fail(index + 1, "missing value")
+        char = text[pos]
+        if char == "{":
+            return self._flow_mapping(text, pos + 1, index)
+        if char == "[":
+            return self._flow_sequence(text, pos + 1, index)
+        if char in "\"'":
+            return self._quoted(text, pos, index)
+        return self._plain(text, pos, index, top)
+
+    def _flow_mapping(self, text, pos, index):
+        result = {}
+        pos = self._skip(text, pos)
+        if pos < len(text) and text[pos] == "}":
+            return result, pos + 1
+        while True:
+            pos = self._skip(text, pos)
+            if pos < len(text) and text[pos] in "\"'":
+                key, pos = self._quoted(text, pos, index)
+            else:
+                match = re.compile(r"[^:,{}\[\]]*").match(text, pos)
+                key = match.group(0).strip()
+                pos = match.end()
+                if not key or key[0] in _BAD_START:
+                    self.fail(index + 1, "bad key in flow mapping")
+            pos = self._skip(text, pos)
+            if pos >= len(text) or text[pos] != ":":
+                self.fail(index + 1, "expected ':' in flow mapping after %r" % (key,))
+            value, pos = self._flow(text, pos + 1, index)
+            if key in result:
+                self.fail(index + 1, "duplicate key %r" % (key,))
+            result[key] = value
+            pos = self._skip(text, pos)
+            if pos < len(text) and text[pos] == ",":
+                pos += 1
+                continue
+            if pos < len(text) and text[pos] == "}":
+                return result, pos + 1
+            self.fail(index + 1, "unterminated flow mapping")
+
+    def _flow_sequence(self, text, pos, index):
+        result = []
+        pos = self._skip(text, pos)
+        if pos < len(text) and text[pos] == "]":
+            return result, pos + 1
+        while True:
+            value, pos = self._flow(text, pos, index)
+            result.append(value)
+            pos = self._skip(text, pos)
+            if pos < len(text) and text[pos] == ",":
+                pos += 1
+                continue
+            if pos < len(text) and text[pos] == "]":
+                return result, pos + 1
+            self.fail(index + 1, "unterminated flow sequence")
+
+    @staticmethod
+    def _skip(text, pos):
+        while pos < len(text) and text[pos] == " ":
+            pos += 1
+        return pos
+
+    def _quoted(self, text, pos, index):
+        quote = text[pos]
+        if quote == "'":
+            out = []
+            cur = pos + 1
+            while True:
+                end = text.find("'", cur)
+                if end < 0:
+                    self.fail(index + 1, "unterminated single-quoted string")
+                out.append(text[cur:end])
+                if text[end + 1:end + 2] == "'":
+                    out.append("'")
+                    cur = end + 2
+                    continue
+                return "".join(out), end + 1
+        cur = pos + 1
+        while True:
+            end = text.find('"', cur)
+            if end < 0:
+                self.fail(index + 1, "unterminated double-quoted string")
+            backslashes = 0
+            back = end - 1
+            while back > pos and text[back] == "\\":
+                backslashes += 1
+                back -= 1
+            if backslashes % 2 == 0:
+                break
+            cur = end + 1
+        token = text[pos:end + 1]
+        try:
+            return json.loads(token), end + 1
+        except ValueError as err:
+            self.fail(index + 1, "bad double-quoted string (JSON escapes only): %s" % err)
+
+    def _plain(self, text, pos, index, top):
+        if text[pos] in _BAD_START + "|]}," or (text[pos] == "-" and text[pos + 1:pos + 2] == " "):
+            self.fail(index + 1, "unsupported YAML construct %r" % text[pos:pos + 20])
+        if top:
+            end = text.find(" #", pos)
+            raw = text[pos:] if end < 0 else text[pos:end]
+            if ": " in raw or raw.endswith(":"):
+                self.fail(index + 1, "unexpected ':' in plain value %r (quote it)" % raw[:40])
+            return _resolve(raw.strip()), pos + len(raw)
+        match = re.compile(r"[^,{}\[\]]*").match(text, pos)
+        raw = match.group(0)
+        if ": " in raw or raw.rstrip().endswith(":") or " #" in raw:
+            self.fail(index + 1, "unexpected text in flow value %r (quote it)" % raw[:40])
+        return _resolve(raw.strip()), match.end()
+
+
+def _resolve(raw):
+    if raw in _NULLS or raw == "":
+        return None
+    if raw in _TRUES:
+        return True
+    if raw in _FALSES:
+        return False
+    if _INT.match(raw):
+        return int(raw)
+    if _FLOAT.match(raw):
+        return float(raw)
+    return raw
+
+
+def loads(text, source="snapshot.yml"):
+    """Parse YAML-subset (or JSON) text; raises SnapshotError naming ``source`` and line."""
+    if not isinstance(text, str):
+        raise SnapshotError("%s: expected text" % source)
+    stripped = text.strip()
+    if stripped.startswith("{") and "\n" in stripped and stripped.endswith("}"):
+        try:
+            return json.loads(stripped)
+        except ValueError:
+            pass  # Fall through: a one-document flow mapping is parsed (and reported) below.
+    return _Reader(text, source).document()
+
+
+# -- writer -------------------------------------------------------------------------------
+def _scalar(value):
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        # ASCII-only output: control and non-ASCII characters become JSON \u escapes.
+        return json.dumps(value)
+    raise SnapshotError("cannot write %r (type %s) to a snapshot" % (value, type(value).__name__))
+
+
+def _key(key):
+    if not isinstance(key, str):
+        raise SnapshotError("snapshot keys must be strings, got %r" % (key,))
+    if _PLAIN_KEY.match(key) and _resolve(key) == key:
+        return key
+    return json.dumps(key)
+
+
+def _is_scalar(value):
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def _flow_ok(value):
+    return isinstance(value, dict) and all(_is_scalar(v) for v in value.values()) \
+        and len(value) <= 6 and all("\n" not in v for v in value.values() if isinstance(v, str))
+
+
+def _emit(value, indent, out):
+    pad = " " * indent
+    if isinstance(value, dict):
+        for key in value:
+            item = value[key]
+            if isinstance(item, (dict, list)) and not item:
+                out.append("%s%s: %s" % (pad, _key(key), "{}" if isinstance(item, dict) else "[]"))
+            elif isinstance(item, dict) and _flow_ok(item) and indent > 0:
+                out.append("%s%s: {%s}" % (pad, _key(key), ", ".join(
+                    "%s: %s" % (_key(k), _scalar(v)) for k, v in item.items())))
+            elif isinstance(item, (dict, list)):
+                out.append("%s%s:" % (pad, _key(key)))
+                _emit(item, indent + 2, out)
+            else:
+                out.append("%s%s: %s" % (pad, _key(key), _scalar(item)))
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, (dict, list)) and not item:
+                out.append("%s- %s" % (pad, "{}" if isinstance(item, dict) else "[]"))
+            elif isinstance(item, dict) and _flow_ok(item):
+                out.append("%s- {%s}" % (pad, ", ".join(
+                    "%s: %s" % (_key(k), _scalar(v)) for k, v in item.items())))
+            elif isinstance(item, (dict, list)):
+                out.append("%s-" % pad)
+                _emit(item, indent + 2, out)
+            else:
+                out.append("%s- %s" % (pad, _scalar(item)))
+    else:
+        out.append(pad + _scalar(value))
+
+
+def dumps(value):
+    """YAML-subset text for ``value`` (dicts, lists, str, int, float, bool, None)."""
+    if isinstance(value, (dict, list)) and not value:
+        return ("{}" if isinstance(value, dict) else "[]") + "\n"
+    out = []
+    _emit(value, 0, out)
+    return "\n".join(out) + "\n"
+
+
+# -- snapshot directories -----------------------------------------------------------------
+def inside(base, rel, what):
+    """Absolute path of ``rel`` under ``base``; SnapshotError when it would escape ``base``."""
+    if not isinstance(rel, str) or not rel or rel.startswith("/") or "\x00" in rel:
+        raise SnapshotError("%s: %r is not a relative path" % (what, rel))
+    parts = rel.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        raise SnapshotError("%s: path %r escapes the snapshot" % (what, rel))
+    return os.path.join(base, *parts)
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", "replace")
+    except (IOError, OSError) as err:
+        raise SnapshotError("%s: cannot read: %s" % (path, err.strerror or err))
+
+
+def _commands(raw, base, source):
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise SnapshotError("%s: 'commands' must be a mapping" % source)
+    commands = {}
+    for key, entry in raw.items():
+        what = "%s: command %r" % (source, key)
+        if not isinstance(entry, dict):
+            raise SnapshotError("%s must be a mapping like {rc: 0, stdout: ...}" % what)
+        unknown = set(entry) - set(["rc", "stdout", "stdout_file", "stderr", "missing",
+                                    "timed_out", "seconds"])
+        if unknown:
+            raise SnapshotError("%s has unknown fields %s" % (what, ", ".join(sorted(unknown))))
+        if "stdout" in entry and "stdout_file" in entry:
+            raise SnapshotError("%s has both stdout and stdout_file" % what)
+        stdout = entry.get("stdout")
+        if "stdout_file" in entry:
+            stdout = _read(inside(base, entry["stdout_file"], what))
+        rc = entry.get("rc", 0)
+        if not isinstance(rc, int) or isinstance(rc, bool):
+            raise SnapshotError("%s: rc must be an integer" % what)
+        for field, value in (("stdout", stdout), ("stderr", entry.get("stderr"))):
+            if value is not None and not isinstance(value, str):
+                raise SnapshotError("%s: %s must be a string" % (what, field))
+        commands[key] = {"rc": rc, "stdout": stdout or "", "stderr": entry.get("stderr") or "",
+                         "missing": bool(entry.get("missing")),
+                         "timed_out": bool(entry.get("timed_out")),
+                         "seconds": float(entry.get("seconds") or 0.0)}
+    return commands
+
+
+def _string_map(raw, name, source, allow_null=False):
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise SnapshotError("%s: '%s' must be a mapping" % (source, name))
+    for key, value in raw.items():
+        if not (isinstance(value, str) or (allow_null and value is None)):
+            raise SnapshotError("%s: %s[%r] must be a string" % (source, name, key))
+    return dict(raw)
+
+
+def load(directory):
+    """Read ``<directory>/snapshot.yml``; returns a normalised dict.
+
+    Keys: schema, hostname, captured_at, arch, env, commands (key -> {rc, stdout, stderr,
+    missing, timed_out, seconds}), links (host path -> resolved host path), tools (name ->
+    path or null). Raises SnapshotError on a missing directory or malformed file.
+    """
+    if not directory or not os.path.isdir(directory):
+        raise SnapshotError("snapshot directory %s does not exist" % directory)
+    source = os.path.join(directory, SNAPSHOT_FILE)
+    if not os.path.isfile(source):
+        raise SnapshotError("%s: missing (not a host snapshot directory)" % source)
+    data = loads(_read(source), source)
+    if not isinstance(data, dict):
+        raise SnapshotError("%s: the document must be a mapping" % source)
+    if data.get("schema") != SCHEMA:
+        raise SnapshotError("%s: unsupported schema %r (expected %d)" % (source, data.get("schema"), SCHEMA))
+    for name in ("hostname", "arch", "captured_at"):
+        if data.get(name) is not None and not isinstance(data[name], str):
+            raise SnapshotError("%s: %s must be a string" % (source, name))
+    return {
+        "schema": SCHEMA,
+        "hostname": data.get("hostname"),
+        "captured_at": data.get("captured_at"),
+        "arch": data.get("arch"),
+        "env": _string_map(data.get("env"), "env", source, allow_null=True),
+        "commands": _commands(data.get("commands"), directory, source),
+        "links": _string_map(data.get("links"), "links", source),
+        "tools": _string_map(data.get("tools"), "tools", source, allow_null=True),
+    }
+
+
+def _slug(key):
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", key).strip("-") or "cmd"
+
+
+def save(directory, hostname=None, arch=None, captured_at=None, env=None, commands=None,
+         links=None, tools=None, files=None, dirs=None):
+    """Write a snapshot directory.
+
+    ``commands``: key -> {rc, stdout, stderr, missing, timed_out, seconds}; multi-line
+    stdout goes to ``cmd/<slug>.txt`` (``stdout_file``). ``files``: host path -> text,
+    written under ``fs/``. ``dirs``: host paths of directories to create (empty ones get a
+    ``.snapshot-keep`` marker so version control keeps them).
+    """
+    if not os.path.isdir(directory):
+        os.makedirs(directory)
+    doc = {"schema": SCHEMA, "hostname": hostname, "captured_at": captured_at, "arch": arch}
+    if env:
+        doc["env"] = dict(sorted(env.items()))
+    out_cmds = {}
+    used = set()
+    for key in sorted(commands or {}):
+        res = commands[key]
+        entry = {}
+        if res.get("missing"):
+            entry["missing"] = True
+        else:
+            entry["rc"] = int(res.get("rc") or 0)
+            stdout = res.get("stdout") or ""
+            if "\n" in stdout.rstrip("\n") or len(stdout) > 200:
+                name = _slug(key)
+                while name in used:
+                    name += "_"
+                used.add(name)
+                rel = "%s/%s.txt" % (CMD_DIR, name)
+                _write(os.path.join(directory, CMD_DIR, name + ".txt"), stdout)
+                entry["stdout_file"] = rel
+            else:
+                entry["stdout"] = stdout
+            if res.get("stderr"):
+                entry["stderr"] = res["stderr"]
+            if res.get("timed_out"):
+                entry["timed_out"] = True
+                entry["seconds"] = round(float(res.get("seconds") or 0.0), 1)
+        out_cmds[key] = entry
+    doc["commands"] = out_cmds
+    if links:
+        doc["links"] = dict(sorted(links.items()))
+    if tools:
+        doc["tools"] = dict(sorted(tools.items()))
+    fs_root = os.path.join(directory, FS_DIR)
+    for path in sorted(dirs or ()):
+        target = inside(fs_root, path.lstrip("/"), "snapshot fs") if path != "/" else fs_root
+        if not os.path.isdir(target):
+            os.makedirs(target)
+    for path in sorted(files or {}):
+        _write(inside(fs_root, path.lstrip("/"), "snapshot fs"), files[path])
+    for path in sorted(dirs or ()):
+        target = inside(fs_root, path.lstrip("/"), "snapshot fs") if path != "/" else fs_root
+        if not os.listdir(target):
+            _write(os.path.join(target, KEEP), "")
+    _write(os.path.join(directory, SNAPSHOT_FILE), dumps(doc))
+
+
+KEEP = ".snapshot-keep"
+
+
+def _write(path, text):
+    parent = os.path.dirname(path)
+    if not os.path.isdir(parent):
+        os.makedirs(parent)
+    with open(path, "wb") as handle:
+        handle.write(text.encode("utf-8"))

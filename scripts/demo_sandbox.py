@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Build the demo sandbox roots: .demo/<host>/root from tests/snapshots/<snapshot>/fs.
+
+Usage: demo_sandbox.py [--inventory inventories/demo/hosts.yml] [--demo .demo] [--hosts h1,h2]
+
+Each demo host gets a copy of its snapshot's ``fs/`` tree (/proc/interrupts, /proc/irq/*,
+the /sys trees the modules read) plus an empty ``etc/``. A root that exists already is left
+alone, so a second ``make demo`` starts from what the first one wrote (and must change
+nothing); ``make demo-clean`` removes .demo. Prints one line per host, JSON on --json.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def inventory_hosts(path):
+    """[(host, snapshot name)] from a YAML inventory, in file order."""
+    with open(path, encoding="utf-8") as handle:
+        data = yaml.safe_load(handle) or {}
+    found = []
+
+    def walk(group):
+        group = group or {}
+        for host, hvars in (group.get("hosts") or {}).items():
+            snap = (hvars or {}).get("npuops_demo_snapshot") or host
+            if host not in [h for h, _ in found]:
+                found.append((host, snap))
+        for child in (group.get("children") or {}).values():
+            walk(child)
+
+    for group in data.values():
+        walk(group)
+    return found
+
+
+def build_root(host, snap, demo_dir, snapshots_dir):
+    """Create .demo/<host>/root from the snapshot; returns 'created', 'kept' or 'missing'."""
+    src = os.path.join(snapshots_dir, snap, "fs")
+    root = os.path.join(demo_dir, host, "root")
+    if os.path.isdir(root):
+        return "kept"
+    if not os.path.isdir(os.path.join(snapshots_dir, snap)):
+        return "missing"
+    tmp = root + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    if os.path.isdir(src):
+        shutil.copytree(src, tmp, symlinks=True)
+    else:
+        os.makedirs(tmp)
+    os.makedirs(os.path.join(tmp, "etc"), exist_ok=True)
+    os.rename(tmp, root)
+    return "created"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--inventory", default=os.path.join(REPO, "inventories", "demo", "hosts.yml"))
+    parser.add_argument("--demo", default=os.path.join(REPO, ".demo"))
+    parser.add_argument("--snapshots", default=os.path.join(REPO, "tests", "snapshots"))
+    parser.add_argument("--hosts", default="", help="comma-separated subset of inventory hosts")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    wanted = [h for h in args.hosts.split(",") if h]
+    result = {}
+    for host, snap in inventory_hosts(args.inventory):
+        if wanted and host not in wanted:
+            continue
+        result[host] = {"snapshot": snap,
+                        "state": build_root(host, snap, args.demo, args.snapshots)}
+    if args.json:
+        json.dump(result, sys.stdout, indent=1, sort_keys=True)
+        sys.stdout.write("\n")
+    else:
+        for host, info in result.items():
+            print("sandbox %-16s %-8s (snapshot %s)" % (host, info["state"], info["snapshot"]))
+    missing = [h for h, i in result.items() if i["state"] == "missing"]
+    if missing:
+        sys.stderr.write("no snapshot for: %s\n" % ", ".join(missing))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

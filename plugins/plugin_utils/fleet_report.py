@@ -699,7 +699,7 @@ h3{margin:0 0 6px;font-size:16px}
 .card{background:#2c3e50;border-radius:6px;padding:8px 14px;min-width:92px}
 .card .num{display:block;font-size:22px;font-weight:600}
 .card .lbl{font-size:12px;opacity:.85}
-.card.bad{background:#8e1b1b}.card.warn{background:#8a5a00}
+.card.c-bad{background:#8e1b1b}.card.c-warn{background:#8a5a00}
 table{border-collapse:collapse;background:#fff;margin:6px 0 12px;font-size:13px}
 th,td{border:1px solid #d9dee4;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#eef1f4}
@@ -741,21 +741,21 @@ class _Ptr(object):
 def _summary_cards(report):
     s = report["summary"]
     cards = [("hosts", "hosts", ""), ("npus", "NPUs", ""), ("gpus", "GPUs", ""),
-             ("unhealthy", "unhealthy chips", "bad" if s["unhealthy"] else ""),
+             ("unhealthy", "unhealthy chips", "c-bad" if s["unhealthy"] else ""),
              ("softshare_capacity", "soft-share capacity", ""),
              ("vllm_overlap_hosts", "hosts: vllm-ascend overlaps",
-              "bad" if s["vllm_overlap_hosts"] else ""),
+              "c-bad" if s["vllm_overlap_hosts"] else ""),
              ("irqbalance_running", "hosts: irqbalance running",
-              "warn" if s["irqbalance_running"] else ""),
+              "c-warn" if s["irqbalance_running"] else ""),
              ("migratepages_missing", "hosts: no migratepages",
-              "warn" if s["migratepages_missing"] else ""),
-             ("rails_inconsistent", "hosts: rails differ", "warn" if s["rails_inconsistent"] else "")]
+              "c-warn" if s["migratepages_missing"] else ""),
+             ("rails_inconsistent", "hosts: rails differ", "c-warn" if s["rails_inconsistent"] else "")]
     out = ['<div class="cards">']
     for key, label, cls in cards:
         out.append('<div class="card %s" id="sum-%s">%s<span class="lbl">%s</span></div>' % (
             cls, key.replace("_", "-"), _Ptr.num(s[key], "/summary/" + key), _e(label)))
     for sev in SEVERITIES:
-        cls = {"error": "bad", "warning": "warn"}.get(sev, "") if s["problems"][sev] else ""
+        cls = {"error": "c-bad", "warning": "c-warn"}.get(sev, "") if s["problems"][sev] else ""
         out.append('<div class="card %s" id="sum-problems-%s">%s<span class="lbl">%s</span></div>'
                    % (cls, sev, _Ptr.num(s["problems"][sev], "/summary/problems/" + sev),
                       _e(sev + (" problems" if sev != "info" else " notes"))))

@@ -1,0 +1,80 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Fleet audit report filters (controller side).
+
+- ``hosts | npuops.fleet.fleet_report`` -> the report dict, from
+  ``{inventory_hostname: {facts, plan_strict, plan_vllm_ascend, plan_errors, rails}}``
+- ``report | npuops.fleet.fleet_report_markdown`` -> Markdown text
+- ``report | npuops.fleet.fleet_report_json`` -> JSON text (indented, trailing newline)
+- ``report | npuops.fleet.fleet_report_html`` -> one self-contained HTML page
+
+The three renderers also accept the hosts mapping itself and build the report first.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.npuops.fleet.plugins.plugin_utils import fleet_report as _report
+
+
+def _plain(value):
+    """Ansible's tagged/lazy containers -> plain dict/list/str/int/bool/None."""
+    if isinstance(value, dict):
+        return dict((str(k), _plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    return str(value)
+
+
+def fleet_report(hosts):
+    if not isinstance(hosts, dict):
+        raise AnsibleFilterError("fleet_report expects a mapping of host name -> "
+                                 "{facts, plan_strict, plan_vllm_ascend}, got %s"
+                                 % type(hosts).__name__)
+    return _report.build_report(_plain(hosts))
+
+
+def _as_report(value, name):
+    if not isinstance(value, dict):
+        raise AnsibleFilterError("%s expects the fleet_report dict, got %s"
+                                 % (name, type(value).__name__))
+    value = _plain(value)
+    if value.get("schema") == _report.REPORT_SCHEMA and "hosts" in value and "summary" in value:
+        return value
+    return _report.build_report(value)
+
+
+def fleet_report_markdown(report):
+    return _report.render_markdown(_as_report(report, "fleet_report_markdown"))
+
+
+def fleet_report_json(report):
+    return _report.render_json(_as_report(report, "fleet_report_json"))
+
+
+def fleet_report_html(report):
+    return _report.render_html(_as_report(report, "fleet_report_html"))
+
+
+class FilterModule(object):
+    """npuops.fleet fleet audit report filters."""
+
+    def filters(self):
+        return {
+            "fleet_report": fleet_report,
+            "fleet_report_markdown": fleet_report_markdown,
+            "fleet_report_json": fleet_report_json,
+            "fleet_report_html": fleet_report_html,
+        }

@@ -1,0 +1,119 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Role split of an NPU's CPU pool, as vllm-ascend does it, and the plan entry for one NPU.
+
+A pool of at least 5 CPUs is split positionally: ``pool[0]`` / ``pool[1]`` take the SQ / CQ
+IRQs, ``pool[2:-2]`` is main, ``pool[-2]`` the ACL thread and ``pool[-1]`` the release thread.
+Positional means the order of the pool matters (vllm-ascend's multi-NUMA pools are unsorted),
+so callers pass the pool in its positional order. Ascend 950 has no IRQ/ACL/release roles:
+the whole cluster is main.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
+
+MIN_CPUS_PER_NPU = 5  # 2 IRQ + 1 main + 1 ACL + 1 release
+MIN_CPUS_PER_NPU_WITHOUT_IRQ = 3  # 1 main + 1 ACL + 1 release
+ASCEND_950_PHYSICAL_CPUS_PER_CLUSTER = 8
+
+INSUFFICIENT_CPUS = "The number of CPUs is insufficient. Each NPU requires at least %d CPUs."
+
+
+def min_cpus_per_npu(reserve_irq=True):
+    """Smallest pool the role split accepts."""
+    return MIN_CPUS_PER_NPU if reserve_irq else MIN_CPUS_PER_NPU_WITHOUT_IRQ
+
+
+def cluster_size(threads_per_core):
+    """Ascend 950 cluster size in logical CPUs: 8 physical cores, times threads per core.
+
+    ``None`` when threads per core is not 1 or 2 (vllm-ascend then skips worker binding).
+    """
+    if threads_per_core in (1, 2) and not isinstance(threads_per_core, bool):
+        return ASCEND_950_PHYSICAL_CPUS_PER_CLUSTER * threads_per_core
+    return None
+
+
+def split_roles(pool, reserve_irq=True, npu=None):
+    """Positional role split of ``pool`` (a list of CPU ids in positional order).
+
+    Returns ``{"irq": [...], "main": [...], "acl": [...], "release": [...]}``. Raises
+    PlanError with vllm-ascend's text when the pool is too small.
+    """
+    minimum = min_cpus_per_npu(reserve_irq)
+    if len(pool) < minimum:
+        raise PlanError(INSUFFICIENT_CPUS % minimum, npu)
+    if reserve_irq:
+        return {"irq": pool[:2], "main": pool[2:-2], "acl": [pool[-2]], "release": [pool[-1]]}
+    return {"irq": [], "main": pool[:-2], "acl": [pool[-2]], "release": [pool[-1]]}
+
+
+def cluster_roles(pool):
+    """Ascend 950: the whole cluster is main; no IRQ, ACL or release CPUs."""
+    return {"irq": [], "main": list(pool), "acl": [], "release": []}
+
+
+def format_sorted(ids):
+    """Cpulist text of a strictly ascending list, with an O(1) path for one contiguous run."""
+    if not ids:
+        return ""
+    first = ids[0]
+    last = ids[-1]
+    if last - first == len(ids) - 1:
+        return str(first) if first == last else "%d-%d" % (first, last)
+    parts = []
+    start = prev = first
+    for cpu in ids[1:]:
+        if cpu == prev + 1:
+            prev = cpu
+            continue
+        parts.append(str(start) if start == prev else "%d-%d" % (start, prev))
+        start = prev = cpu
+    parts.append(str(start) if start == prev else "%d-%d" % (start, prev))
+    return ",".join(parts)
+
+
+def format_any(ids):
+    """Sorted cpulist text of any list of CPU ids (sorts only when needed)."""
+    ids = list(ids)
+    for i in range(1, len(ids)):
+        if ids[i] <= ids[i - 1]:
+            return format_sorted(sorted(set(ids)))
+    return format_sorted(ids)
+
+
+def format_positional(ids):
+    """Cpulist text that keeps the positional order (ascending runs compressed)."""
+    if not ids:
+        return ""
+    parts = []
+    start = prev = ids[0]
+    for cpu in ids[1:]:
+        if cpu == prev + 1:
+            prev = cpu
+            continue
+        parts.append(str(start) if start == prev else "%d-%d" % (start, prev))
+        start = prev = cpu
+    parts.append(str(start) if start == prev else "%d-%d" % (start, prev))
+    return ",".join(parts)
+
+
+def npu_entry(pool, roles, cpu_node):
+    """The plan entry of one NPU: cpulists as strings, ``pool_order`` keeps the positions.
+
+    ``irq`` keeps SQ first, CQ second; the other roles are sorted cpulists.
+    """
+    nodes = sorted(set(cpu_node[c] for c in pool if c in cpu_node))
+    return {
+        "pool": format_any(pool),
+        "pool_order": format_positional(pool),
+        "numa_nodes": nodes,
+        "irq": format_positional(roles["irq"]),
+        "main": format_any(roles["main"]),
+        "acl": format_any(roles["acl"]),
+        "release": format_any(roles["release"]),
+    }

@@ -1,0 +1,271 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``make_plan``: topology facts + options -> the CPU plan (schema in docs/dev/architecture.md).
+
+Dispatch only: validation of the options, the inputs each policy needs, and the plan dict.
+The allocators live in policy_strict.py and policy_vllm_ascend.py, GPU pairing in gpu_plan.py.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.npuops.fleet.plugins.module_utils import cpu_roles
+from ansible_collections.npuops.fleet.plugins.module_utils import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils import policy_strict
+from ansible_collections.npuops.fleet.plugins.module_utils import policy_vllm_ascend
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
+
+POLICIES = ("strict", "vllm_ascend")
+DEVICE_TYPES = ("A2", "A3", "A5", "310P", "910A", "unknown")
+
+
+def _int_list(value, what):
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)):
+        raise PlanError("%s must be a list of integers, got %r" % (what, value))
+    out = []
+    for item in value:
+        try:
+            if isinstance(item, bool):
+                raise ValueError
+            out.append(int(item))
+        except (TypeError, ValueError):
+            raise PlanError("%s must be a list of integers, got item %r" % (what, item))
+    return out
+
+
+def _cpus(text, source):
+    if text is None:
+        return None
+    if isinstance(text, (list, tuple)):
+        return _int_list(text, source)
+    return cpulist.parse_ordered(str(text), source)
+
+
+def validate_instances(instances, known):
+    """``[(name, [npu, ...])]`` from the ``instances`` option; raises PlanError on bad input."""
+    if instances is None:
+        return None
+    if not isinstance(instances, (list, tuple)):
+        raise PlanError("instances must be a list of {name, npus}, got %r" % (instances,))
+    seen_names = set()
+    owner = {}
+    out = []
+    for index, inst in enumerate(instances):
+        if not isinstance(inst, dict) or "name" not in inst or "npus" not in inst:
+            raise PlanError("instances[%d] must be a dict with 'name' and 'npus', got %r"
+                            % (index, inst))
+        name = str(inst["name"])
+        if not name or name in seen_names:
+            raise PlanError("instances[%d]: name %r is empty or used twice" % (index, name))
+        seen_names.add(name)
+        ids = _int_list(inst["npus"], "instances[%d] (%s) npus" % (index, name))
+        if not ids:
+            raise PlanError("instance %s has no NPUs" % name)
+        for npu in ids:
+            if npu not in known:
+                raise PlanError("instance %s: unknown NPU id %d; this host has %s"
+                                % (name, npu, sorted(known)), npu)
+            if npu in owner:
+                raise PlanError("NPU %d is in two instances: %s and %s" % (npu, owner[npu], name),
+                                npu)
+            owner[npu] = name
+        out.append((name, ids))
+    return out
+
+
+def _node_cpus(topology):
+    nodes = {}
+    raw = (topology.get("cpu") or {}).get("numa_nodes") or {}
+    for key, text in raw.items():
+        try:
+            node = int(key)
+        except (TypeError, ValueError):
+            raise PlanError("topology cpu.numa_nodes: node id %r is not an integer" % (key,))
+        cpus = cpulist.parse(text or "", "topology cpu.numa_nodes[%s]" % key)
+        if cpus:
+            nodes[node] = cpus
+    return nodes
+
+
+def _npu_facts(topology):
+    """``(ids, affinity {id: ordered cpus}, pci_nodes {id: node or None}, busy [ids])``."""
+    ids, affinity, pci_nodes, busy = [], {}, {}, []
+    for index, npu in enumerate(topology.get("npus") or []):
+        if not isinstance(npu, dict) or npu.get("logic_id") is None:
+            raise PlanError("topology npus[%d] has no logic_id" % index)
+        logic = int(npu["logic_id"])
+        ids.append(logic)
+        text = npu.get("affinity")
+        if text and cpulist.is_cpulist(text):
+            affinity[logic] = cpulist.parse_ordered(text, "npus[%d].affinity" % index)
+        node = npu.get("numa_node")
+        pci_nodes[logic] = int(node) if node is not None and int(node) >= 0 else None
+        if npu.get("processes"):
+            busy.append(logic)
+    return sorted(set(ids)), affinity, pci_nodes, sorted(busy)
+
+
+def _all_logic_npus(topology, ids):
+    """vllm-ascend takes the logic ids from ``npu-smi info -m`` (the raw npu_map)."""
+    found = set()
+    for chips in (topology.get("npu_map") or {}).values():
+        for logic in (chips or {}).values():
+            if str(logic).isdigit():
+                found.add(int(logic))
+    return sorted(found) if found else list(ids)
+
+
+def _empty_plan(policy, device_type, topology):
+    return {"policy": policy, "mode": None, "device_type": device_type, "skipped": False,
+            "reason": None, "numa_nodes": dict((str(k), v) for k, v in
+                                               ((topology.get("cpu") or {}).get("numa_nodes") or {}).items()),
+            "npus": {}, "instances": {}, "gpus": {}, "env": {}, "log": [], "warnings": []}
+
+
+def make_plan(topology, policy="strict", npus=None, instances=None, device_type=None,
+              allowed_cpus=None, reserved_cpus=None, nics=None):
+    """The CPU plan of a host. Raises PlanError (or ParseError) with a message for the user."""
+    if not isinstance(topology, dict):
+        raise PlanError("topology must be the npu_topology facts dict, got %r" % type(topology).__name__)
+    if policy not in POLICIES:
+        raise PlanError("unknown policy %r; choose one of %s" % (policy, ", ".join(POLICIES)))
+    if device_type is not None and device_type not in DEVICE_TYPES:
+        raise PlanError("unknown device_type %r; choose one of %s"
+                        % (device_type, ", ".join(DEVICE_TYPES)))
+    dtype = device_type or topology.get("device_type")
+    plan = _empty_plan(policy, dtype, topology)
+    cpu = topology.get("cpu") or {}
+    allowed = _cpus(allowed_cpus, "allowed_cpus")
+    if allowed is None:
+        allowed = cpulist.parse_ordered(cpu.get("allowed") or cpu.get("online") or "",
+                                        "topology cpu.allowed")
+    reserved = set(_cpus(reserved_cpus, "reserved_cpus") or [])
+    if reserved:
+        allowed = [c for c in allowed if c not in reserved]
+    vendor = topology.get("vendor")
+    if vendor == "nvidia":
+        return _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics)
+    ids, affinity, pci_nodes, busy = _npu_facts(topology)
+    if vendor not in (None, "ascend") or not ids:
+        plan["skipped"] = True
+        plan["reason"] = "no NPU on this host (vendor %s): CPU binding does not apply" % (vendor,)
+        return plan
+    requested = _int_list(npus, "npus")
+    unknown = sorted(set(requested or []) - set(ids))
+    if unknown:
+        raise PlanError("unknown NPU id(s) %s; this host has logic ids %s" % (unknown, ids),
+                        unknown[0])
+    insts = validate_instances(instances, set(requested if requested is not None else ids))
+    if requested is None and insts:
+        requested = sorted(set(n for _, members in insts for n in members))
+    if not allowed:
+        raise PlanError("no allowed CPUs left (allowed_cpus minus reserved_cpus is empty)")
+    node_cpus = _node_cpus(topology)
+    if policy == "strict":
+        _strict(plan, ids, requested, affinity, pci_nodes, node_cpus, allowed, dtype, cpu)
+    else:
+        if requested is None:
+            # audit: the workers that run now; pre-launch (nothing runs): every NPU
+            requested = busy or ids
+        _vllm_ascend(plan, topology, ids, requested, affinity, node_cpus, allowed, dtype, cpu)
+    if insts:
+        _instances(plan, insts, "ASCEND_RT_VISIBLE_DEVICES")
+    return plan
+
+
+def _cpu_node(node_cpus):
+    out = {}
+    for node, cpus in node_cpus.items():
+        for c in cpus:
+            out[c] = node
+    return out
+
+
+def _strict(plan, ids, requested, affinity, pci_nodes, node_cpus, allowed, dtype, cpu):
+    result = policy_strict.plan_strict(ids, affinity, pci_nodes, node_cpus, set(allowed), dtype,
+                                       cpu.get("threads_per_core"), requested)
+    plan["mode"] = result["mode"]
+    plan["warnings"].extend(result["warnings"])
+    cpu_node = _cpu_node(node_cpus)
+    keep = requested if requested is not None else ids
+    for npu in keep:
+        entry = cpu_roles.npu_entry(result["pools"][npu], result["roles"][npu], cpu_node)
+        entry["home_node"], entry["locality"] = result["homes"][npu]
+        plan["npus"][str(npu)] = entry
+    if result["uvb"] is not None:
+        plan["uvb"] = cpu_roles.format_any(result["uvb"])
+    plan["log"].append("[strict] mode=%s npus=%s planned_over=%s"
+                       % (result["mode"], list(keep), result["planned_over"]))
+
+
+def _vllm_ascend(plan, topology, ids, requested, affinity, node_cpus, allowed, dtype, cpu):
+    env_value = (topology.get("visible_devices") or {}).get("ASCEND_RT_VISIBLE_DEVICES")
+    arch = topology.get("arch")
+    is_arm, _ = policy_vllm_ascend.arm_check(arch)
+    running = policy_vllm_ascend.running_npus(requested, env_value) if is_arm else list(requested)
+    dropped = sorted(set(requested) - set(running))
+    if dropped:
+        plan["warnings"].append("NPU(s) %s are outside ASCEND_RT_VISIBLE_DEVICES=%s: vllm-ascend "
+                                "plans no pool for them" % (dropped, env_value))
+    result = policy_vllm_ascend.plan_vllm_ascend(
+        arch, dtype, allowed, node_cpus, _all_logic_npus(topology, ids), running, affinity,
+        cpu.get("threads_per_core"), env_value)
+    plan["mode"] = result["mode"]
+    plan["skipped"] = result["skipped"]
+    plan["reason"] = result["reason"]
+    plan["log"].extend(result["log"])
+    plan["warnings"].extend(result["warnings"])
+    if result["uvb"] is not None:
+        plan["uvb"] = cpu_roles.format_any(result["uvb"])
+    cpu_node = _cpu_node(node_cpus)
+    for npu, pool in result["pools"].items():
+        plan["npus"][str(npu)] = cpu_roles.npu_entry(pool, result["roles"][npu], cpu_node)
+
+
+def _instances(plan, insts, env_name):
+    table = plan["gpus"] if plan["mode"] == "gpu_numa" else plan["npus"]
+    for name, members in insts:
+        main, pool, nodes = set(), set(), set()
+        for dev in members:
+            entry = table.get(str(dev))
+            if entry is None:
+                if plan["skipped"]:
+                    continue
+                raise PlanError("instance %s: no CPU pool was planned for it" % name, dev)
+            pool.update(cpulist.parse(entry["pool"]))
+            main.update(cpulist.parse(entry.get("main", entry["pool"])))
+            if "numa_nodes" in entry:
+                nodes.update(entry["numa_nodes"])
+            elif entry.get("numa_node") is not None:
+                nodes.add(entry["numa_node"])
+        plan["instances"][name] = {
+            "npus": list(members), "main": cpulist.format(main), "pool": cpulist.format(pool),
+            "numa_nodes": sorted(nodes),
+            "env": {env_name: ",".join(str(d) for d in members)}}
+
+
+def _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics):
+    try:
+        from ansible_collections.npuops.fleet.plugins.module_utils import gpu_plan
+    except ImportError:
+        raise PlanError("GPU planning is not available: plugins/module_utils/gpu_plan.py is missing")
+    plan["mode"] = "gpu_numa"
+    result = gpu_plan.plan_gpus(topology, nics=nics, allowed=allowed_cpus, reserved=reserved_cpus)
+    gpus = result.get("gpus") or {}
+    known = set(int(k) for k in gpus)
+    requested = _int_list(npus, "npus")
+    unknown = sorted(set(requested or []) - known)
+    if unknown:
+        raise PlanError("unknown GPU index(es) %s; this host has %s" % (unknown, sorted(known)))
+    keep = requested if requested is not None else sorted(known)
+    plan["gpus"] = dict((str(k), gpus[str(k)] if str(k) in gpus else gpus[k]) for k in keep)
+    plan["env"] = dict(result.get("env") or {})
+    plan["warnings"].extend(result.get("warnings") or [])
+    insts = validate_instances(instances, set(keep))
+    if insts:
+        _instances(plan, insts, "CUDA_VISIBLE_DEVICES")
+    return plan

@@ -1,0 +1,268 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The strict allocator: NUMA-local, disjoint pools for every NPU of a host (docs/policies.md).
+
+The plan is made over every NPU of the host and the caller keeps the ones it needs, so two
+independent services never collide. The allocation works on "units": single CPUs, or for
+Ascend 950 whole clusters aligned to the NUMA node's own cluster boundaries.
+
+1. Home node of each NPU: the node holding most of its topo affinity (when one node holds a
+   strict majority), else the NUMA node of its PCI device, else none.
+2. A home node is shared out among the NPUs that call it home (equal shares, the remainder
+   to the lowest logic ids). A node without room for all of them borrows the missing units
+   from nodes no NPU calls home (nearest id first), or the plan fails naming the NPU.
+3. NPUs without a home (A3, no topo) slice the remaining unowned nodes by logic id, keeping
+   each slice inside a node where the counts allow; when there is no room there they join the
+   owned node with the most spare units.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.npuops.fleet.plugins.module_utils import cpu_roles
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
+
+NO_NODE = -1  # pseudo node when the host reports no NUMA layout
+
+
+def npu_home(affinity, pci_node, cpu_node, node_ids):
+    """``(node, source)``: source is "affinity", "numa_node" or None (no locality known)."""
+    if affinity:
+        counts = {}
+        for cpu in affinity:
+            node = cpu_node.get(cpu)
+            if node is not None:
+                counts[node] = counts.get(node, 0) + 1
+        if counts:
+            best = min(counts, key=lambda n: (-counts[n], n))
+            # an affinity spread over several nodes (A3 prints the whole host) says nothing
+            if counts[best] * 2 > len(affinity) and best in node_ids:
+                return best, "affinity"
+    if pci_node is not None and pci_node in node_ids:
+        return pci_node, "numa_node"
+    return None, None
+
+
+def cluster_units(cpus, allowed_set, size):
+    """Clusters of ``size`` CPUs cut from the node's own first CPU; only wholly allowed ones."""
+    units = []
+    for i in range(0, len(cpus) - size + 1, size):
+        chunk = cpus[i:i + size]
+        if all(c in allowed_set for c in chunk):
+            units.append(chunk)
+    return units
+
+
+def _split(units, owners):
+    """Equal consecutive shares of ``units``; the remainder goes one each to the lowest ids."""
+    count = len(owners)
+    base, extra = divmod(len(units), count)
+    shares = {}
+    start = 0
+    for index, npu in enumerate(owners):
+        take = base + (1 if index < extra else 0)
+        shares[npu] = units[start:start + take]
+        start += take
+    return shares
+
+
+def _proportional(sizes, count):
+    """Largest-remainder apportionment of ``count`` NPUs over nodes of the given sizes."""
+    total = sum(sizes)
+    counts = [count * s // total for s in sizes]
+    order = sorted(range(len(sizes)), key=lambda i: (-(count * sizes[i] % total), i))
+    for i in order[:count - sum(counts)]:
+        counts[i] += 1
+    return counts
+
+
+def _what(min_units, cluster):
+    if cluster:
+        return "CPU clusters of %d CPUs" % cluster
+    return "allowed CPUs (at least %d per NPU)" % min_units
+
+
+def allocate_units(npus, homes, node_units, min_units, cluster=None, claimed=()):
+    """Units per NPU: ``{npu: [unit, ...]}`` (own node's units first, then borrowed ones).
+
+    ``homes`` maps npu -> home node or None; ``node_units`` maps node -> ordered units;
+    ``claimed`` are nodes that NPUs left out of this plan call home (never borrowed from).
+    Raises PlanError naming the NPU when a node lacks room and nothing can be borrowed.
+    """
+    owners = {}
+    homeless = []
+    for npu in npus:
+        node = homes.get(npu)
+        if node is None or node not in node_units:
+            homeless.append(npu)
+        else:
+            owners.setdefault(node, []).append(npu)
+    free = dict((n, list(u)) for n, u in node_units.items()
+                if n not in owners and n not in claimed)
+    free_ids = sorted(free)
+    pools_of = dict((n, list(node_units[n])) for n in owners)
+    warnings = []
+    for node in sorted(owners):
+        need = min_units * len(owners[node]) - len(pools_of[node])
+        if need <= 0:
+            continue
+        spare = sum(len(free[m]) for m in free_ids)
+        if spare < need:
+            raise PlanError(
+                "NUMA node %s has %d %s for %d NPU(s) %s that need %d each (%d in all), and "
+                "nodes no NPU calls home have only %d spare" % (
+                    node, len(node_units[node]), _what(min_units, cluster), len(owners[node]),
+                    owners[node], min_units, min_units * len(owners[node]), spare),
+                owners[node][0])
+        for donor in sorted(free_ids, key=lambda m: (abs(m - node), m)):
+            take = free[donor][:need]
+            free[donor] = free[donor][len(take):]
+            pools_of[node].extend(take)
+            need -= len(take)
+            if take:
+                warnings.append("NUMA node %s lacks room for NPU(s) %s: borrowed %d unit(s) from "
+                                "node %s" % (node, owners[node], len(take), donor))
+            if need <= 0:
+                break
+    shares = {}
+    if homeless:
+        shares.update(_place_homeless(homeless, free, free_ids, owners, pools_of, min_units,
+                                      cluster, warnings))
+    for node in sorted(owners):
+        shares.update(_split(pools_of[node], sorted(owners[node])))
+    return shares, warnings
+
+
+def _place_homeless(homeless, free, free_ids, owners, pools_of, min_units, cluster, warnings):
+    nodes = [m for m in free_ids if free[m]]
+    sizes = [len(free[m]) for m in nodes]
+    total = sum(sizes)
+    count = len(homeless)
+    if total >= min_units * count:
+        counts = _proportional(sizes, count)
+        shares = {}
+        if all(c == 0 or s // c >= min_units for s, c in zip(sizes, counts)):
+            start = 0
+            for node, node_count in zip(nodes, counts):
+                shares.update(_split(free[node], homeless[start:start + node_count]))
+                start += node_count
+            return shares
+        # node sizes too uneven for node-local slices: one global slice by logic id
+        flat = []
+        for node in nodes:
+            flat.extend(free[node])
+        warnings.append("NPU(s) %s without NUMA locality sliced across NUMA nodes" % (homeless,))
+        return _split(flat, homeless)
+    for npu in homeless:
+        room = [n for n in sorted(owners) if len(pools_of[n]) >= min_units * (len(owners[n]) + 1)]
+        if not room:
+            raise PlanError(
+                "no NUMA locality (no topo affinity, no PCI numa_node) and no NUMA node has room: "
+                "nodes without NPUs have %d spare %s, need %d" % (
+                    total, _what(min_units, cluster), min_units), npu)
+        best = min(room, key=lambda n: (-len(pools_of[n]) / (len(owners[n]) + 1), n))
+        owners[best].append(npu)
+        warnings.append("NPU %s has no NUMA locality: placed on NUMA node %s" % (npu, best))
+    return {}
+
+
+def uvb_reserve(node_units, homes, npus):
+    """Ascend 950 UVB poll-thread set: one whole cluster that starves no NPU.
+
+    The last cluster of the lowest NUMA node when that node keeps at least one cluster per NPU
+    calling it home; else the first cluster of the lowest node no NPU calls home; else none.
+    Returns ``(node, cluster)`` or ``(None, None)``.
+    """
+    if not node_units:
+        return None, None
+    homed = {}
+    for npu in npus:
+        if homes.get(npu) is not None:
+            homed[homes[npu]] = homed.get(homes[npu], 0) + 1
+    first = min(node_units)
+    if len(node_units[first]) > homed.get(first, 0):
+        return first, node_units[first][-1]
+    for node in sorted(node_units):
+        if node not in homed and node_units[node]:
+            return node, node_units[node][0]
+    return None, None
+
+
+def _in_scope(npus, homes, node_units):
+    """NPUs to plan over, and the nodes that NPUs left out call home.
+
+    An NPU whose home node has no allowed unit belongs to another cpuset: it is left out
+    (whatever was requested, so that every cpuset sharer computes the same plan).
+    """
+    active, claimed = [], set()
+    for npu in npus:
+        node = homes.get(npu)
+        if node is None or node_units.get(node):
+            active.append(npu)
+        else:
+            claimed.add(node)
+    return active, claimed
+
+
+def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=None,
+                threads_per_core=None, requested=None):
+    """Strict pools for every NPU in ``npus`` (all logic ids of the host).
+
+    NPUs whose home node has no allowed CPU (another cpuset serves them) are left out, but
+    their node stays theirs: nobody borrows from it. A ``requested`` NPU left out fails.
+
+    ``affinity``: npu -> CPU list (topo), ``pci_nodes``: npu -> node or None, ``node_cpus``:
+    node -> sorted CPU ids of the whole node (empty nodes dropped), ``allowed_set``: CPUs the
+    plan may use (reserved ones already removed). Returns mode, pools (positional lists), roles,
+    homes {npu: [node, source]}, uvb (list or None), warnings.
+    """
+    warnings = []
+    node_cpus = dict((n, c) for n, c in node_cpus.items() if c)
+    if not node_cpus:
+        node_cpus = {NO_NODE: sorted(allowed_set)}
+        warnings.append("no NUMA layout known: every NPU sliced by logic id over the allowed CPUs")
+    cpu_node = {}
+    for node, cpus in node_cpus.items():
+        for cpu in cpus:
+            cpu_node[cpu] = node
+    node_ids = set(node_cpus)
+    homes = {}
+    sources = {}
+    for npu in npus:
+        homes[npu], sources[npu] = npu_home(affinity.get(npu), pci_nodes.get(npu), cpu_node, node_ids)
+    is_950 = device_type == "A5"
+    uvb = None
+    if is_950:
+        size = cpu_roles.cluster_size(threads_per_core)
+        if size is None:
+            raise PlanError("Ascend 950 needs Thread(s) per core 1 or 2 to size CPU clusters, "
+                            "got %r" % (threads_per_core,))
+        node_units = dict((n, cluster_units(c, allowed_set, size)) for n, c in node_cpus.items())
+        uvb_node, uvb = uvb_reserve(node_units, homes, npus)
+        if uvb is None:
+            warnings.append("no whole CPU cluster left for the UVB poll threads; they stay unbound")
+        else:
+            node_units[uvb_node] = [u for u in node_units[uvb_node] if u is not uvb]
+        active, claimed = _in_scope(npus, homes, node_units)
+        shares, more = allocate_units(active, homes, node_units, 1, size, claimed)
+        pools = dict((npu, [c for unit in units for c in unit]) for npu, units in shares.items())
+        roles = dict((npu, cpu_roles.cluster_roles(pool)) for npu, pool in pools.items())
+        mode = "ascend950"
+    else:
+        node_units = dict((n, [c for c in cpus if c in allowed_set]) for n, cpus in node_cpus.items())
+        active, claimed = _in_scope(npus, homes, node_units)
+        pools, more = allocate_units(active, homes, node_units, cpu_roles.MIN_CPUS_PER_NPU,
+                                     None, claimed)
+        roles = dict((npu, cpu_roles.split_roles(pool, True, npu)) for npu, pool in pools.items())
+        mode = "topo_affinity" if any(h is not None for h in homes.values()) else "global_slice"
+    warnings.extend(more)
+    for npu in (npus if requested is None else requested):
+        if npu not in pools:
+            node = homes[npu]
+            raise PlanError("its NUMA node %s (from %s) has no allowed CPUs; plan it where its "
+                            "node's CPUs are allowed, or give it allowed_cpus on that node"
+                            % (node, sources[npu]), npu)
+    return {"mode": mode, "pools": pools, "planned_over": active, "roles": roles, "uvb": uvb,
+            "warnings": warnings, "homes": dict((npu, [homes[npu], sources[npu]]) for npu in npus)}

@@ -1,0 +1,355 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""vllm-ascend's in-process CPU allocator, reproduced exactly (defects included) as pure functions.
+
+The reference (vllm_ascend/cpu_binding.py, commit 182b75ea84) computes the pools inside each
+worker from live commands. Here the same algorithm runs over data, so an audit can say what the
+in-process binding WILL do on a host. Known defects are kept on purpose (docs/policies.md):
+next-NUMA extension with wrap-around that makes pools overlap, the ``len(defaultdict)`` modulus
+that grows a phantom node on non-contiguous NUMA ids, positional roles on unsorted pools, the
+``release=[[N]]`` log, the NUMA0 UVB reservation that starves Ascend 950 NPUs on NUMA0.
+
+Errors carry the reference's texts. Where the reference would crash (KeyError, ValueError) we
+raise PlanError saying so.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from collections import defaultdict
+
+from ansible_collections.npuops.fleet.plugins.module_utils import cpu_roles
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
+
+TOPO_AFFINITY_MODE = "topo_affinity"
+GLOBAL_SLICE_MODE = "global_slice"
+ASCEND950_MODE = "ascend950"
+
+DEVICE_BINDING_MODE = {"A2": TOPO_AFFINITY_MODE, "A3": GLOBAL_SLICE_MODE,
+                       "310P": TOPO_AFFINITY_MODE, "A5": TOPO_AFFINITY_MODE}
+NO_IRQ_BINDING_DEVICE_TYPES = ("A5",)
+
+NON_ARM_SKIP = "CPU binding skipped: non-ARM CPU detected."
+UNKNOWN_ARCH = "Unknown CPU architecture. arch=%s, action: disabling CPU binding."
+NO_RUNNING_NPU = "Can not get running npu info."
+NO_NUMA_NODE = "lscpu command output error, no NUMA node available. Please check!"
+CONFLICT = "CPUs available in 'Cpus_allowed_list' conflict with NUMA affinity."
+TOPO_FALLBACK = "NPU topo affinity not found. action: fallback to global-slice CPU binding."
+INSUFFICIENT_SLICE = ("Insufficient CPUs for binding with CPU role reservations: "
+                      "total_allowed=%d, total_npus=%d, min_per_npu=%d (<%d). "
+                      "Need at least %d CPUs in cpuset.")
+INVALID_NPU_ID = "Invalid NPU id %d, total_npus=%d."
+A950_NO_AFFINITY = ("[cpu_bind_ascend_950] NPU topo affinity not found. "
+                    "action: skip worker CPU binding.")
+A950_BAD_TPC = ("[cpu_bind_ascend_950] unsupported Thread(s) per core: %s. "
+                "action: skip worker CPU binding.")
+A950_INVALID_AFFINITY = ("[cpu_bind_ascend_950] invalid topo affinity. npu=%s, cpus=%s. "
+                         "action: skip worker CPU binding.")
+A950_INSUFFICIENT = ("[cpu_bind_ascend_950] insufficient CPU clusters. numa=%s, clusters=%s, "
+                     "npus=%s. action: skip worker CPU binding.")
+A950_NO_UVB = "[cpu_bind_ascend_950] no available NUMA0 CPUs for uvb_poll_window_thread."
+MODE_LOG = "[cpu_bind_mode] mode=%s rank=%s visible_npus=%s"
+PLAN_HEADER = "The CPU allocation plan is as follows:"
+GLOBAL_SLICE_LOG = ("[cpu_global_slice] rank:%s ASCEND_RT_VISIBLE_DEVICES=%s running_npu_list:%s "
+                    "total_npus:%s allowed_cpus:%s base:%s extra:%s allowed_cpus_head:%s "
+                    "allowed_cpus_tail:%s")
+
+
+def arm_check(arch):
+    """``(is_arm, warning)`` as vllm-ascend's ``is_arm_cpu`` decides from ``platform.machine()``."""
+    arch = (arch or "").lower()
+    if arch in ("x86_64", "amd64", "i386", "i686"):
+        return False, None
+    if arch in ("aarch64", "arm64") or arch.startswith("arm"):
+        return True, None
+    return False, UNKNOWN_ARCH % arch
+
+
+def binding_mode(device_type):
+    """A3 -> global_slice; A2, 310P, A5 and anything else -> topo_affinity."""
+    return DEVICE_BINDING_MODE.get(device_type, TOPO_AFFINITY_MODE)
+
+
+def visible_devices(env_value):
+    """ASCEND_RT_VISIBLE_DEVICES as the reference reads it: None when unset/empty, else ints."""
+    if not env_value:
+        return None
+    try:
+        return [int(x) for x in env_value.split(",")]
+    except ValueError:
+        raise PlanError("ASCEND_RT_VISIBLE_DEVICES=%r is not a comma-separated list of integers "
+                        "(vllm-ascend fails with ValueError)" % (env_value,))
+
+
+def running_npus(active, env_value=None):
+    """The reference's running NPU list: ``active`` filtered by ASCEND_RT_VISIBLE_DEVICES, sorted."""
+    running = set(active)
+    visible = visible_devices(env_value)
+    if visible is not None:
+        running &= set(visible)
+    if not running:
+        raise PlanError(NO_RUNNING_NPU)
+    return sorted(running)
+
+
+def build_cpu_node_map(node_cpus):
+    """``lscpu -e=CPU,NODE`` model: ``(cpu_node, numa_to_cpu)``.
+
+    ``node_cpus`` maps node id -> CPU ids. CPUs are visited in ascending id (lscpu's order), so
+    ``numa_to_cpu`` (a defaultdict, as in the reference) has its keys in first-seen order.
+    """
+    cpu_node = {}
+    for node, cpus in node_cpus.items():
+        for cpu in cpus:
+            cpu_node[cpu] = node
+    numa_to_cpu = defaultdict(list)
+    for cpu in sorted(cpu_node):
+        numa_to_cpu[cpu_node[cpu]].append(cpu)
+    if not numa_to_cpu:
+        raise PlanError(NO_NUMA_NODE)
+    return cpu_node, numa_to_cpu
+
+
+def _node_of(cpu_node, cpu, npu):
+    try:
+        return cpu_node[cpu]
+    except KeyError:
+        raise PlanError("CPU %d is on no NUMA node in lscpu's output (vllm-ascend fails with "
+                        "KeyError)" % cpu, npu)
+
+
+def global_slice(running, allowed_cpus, total_logic_npus, npu_affinity, min_per_npu=5,
+                 log=None, rank=0, env_value=None):
+    """Global slicing by logic id: remainder to the lowest ids, minimum checked on the base."""
+    pools = {}
+    if not running:
+        return pools
+    allowed = sorted(set(allowed_cpus))
+    total_cpus = len(allowed)
+    if total_cpus == 0:
+        return pools
+    if total_logic_npus > 0:
+        total = total_logic_npus
+    elif npu_affinity:
+        total = len(npu_affinity)
+    else:
+        total = len(running)
+    base = total_cpus // total
+    extra = total_cpus % total
+    if log is not None:
+        log.append(GLOBAL_SLICE_LOG % (rank, env_value, list(running), total, total_cpus, base,
+                                       extra, allowed[:16], allowed[-16:]))
+    if base < min_per_npu:
+        raise PlanError(INSUFFICIENT_SLICE % (total_cpus, total, base, min_per_npu,
+                                              total * min_per_npu))
+    for npu in running:
+        if npu < 0 or npu >= total:
+            raise PlanError(INVALID_NPU_ID % (npu, total))
+        start = npu * base + (npu if npu < extra else extra)
+        pools[npu] = allowed[start:start + base + (1 if npu < extra else 0)]
+    return pools
+
+
+def extend_numa(cpu_list, cpu_node, numa_to_cpu, allowed_cpus, npu=None):
+    """Next-NUMA extension, wrap-around and ``len(defaultdict)`` modulus included.
+
+    A single-node list gets every allowed CPU of node ``(node + 1) % len(numa_to_cpu)``; the
+    lookup of a missing node adds it to ``numa_to_cpu`` (the phantom node), so the modulus
+    grows for later calls. A multi-node list comes back unchanged (unsorted).
+    """
+    if not cpu_list:
+        return []
+    nodes = set(_node_of(cpu_node, c, npu) for c in cpu_list)
+    if len(nodes) != 1:
+        return cpu_list
+    node = list(nodes)[0]
+    next_node = (node + 1) % len(numa_to_cpu)
+    allowed = allowed_cpus if isinstance(allowed_cpus, (set, frozenset)) else set(allowed_cpus)
+    extended = list(cpu_list)
+    extended.extend(c for c in numa_to_cpu[next_node] if c in allowed)
+    return sorted(set(extended))
+
+
+def average_distribute(pools, npu_list):
+    """Cut the sorted pool of ``npu_list[0]`` into equal chunks; the last NPU takes the rest."""
+    cpus = sorted(pools[npu_list[0]])
+    per_npu = len(cpus) // len(npu_list)
+    result = {}
+    for i, npu in enumerate(npu_list):
+        end = (i + 1) * per_npu if i < len(npu_list) - 1 else len(cpus)
+        result[npu] = cpus[i * per_npu:end]
+    return result
+
+
+def candidate_npus(all_logic_npus, running, npu_affinity, allowed_set):
+    """Running NPUs plus hidden NPUs whose topo affinity overlaps the allowed CPUs."""
+    running_set = set(running)
+    return [npu for npu in all_logic_npus
+            if npu in running_set or any(c in allowed_set for c in npu_affinity.get(npu, []))]
+
+
+def topo_affinity(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node, numa_to_cpu,
+                  extend=extend_numa):
+    """Affinity pools: base = affinity on allowed CPUs, next-NUMA extension, grouping.
+
+    ``numa_to_cpu`` is mutated exactly as the reference mutates its defaultdict. ``extend``
+    is replaceable so that upstream's tests, which mock the extension, port as they are.
+    """
+    allowed_set = set(allowed_cpus)
+    pools = {}
+    for npu in candidate_npus(all_logic_npus, running, npu_affinity, allowed_set):
+        base = [c for c in npu_affinity.get(npu, []) if c in allowed_set]
+        if not base:
+            raise PlanError(CONFLICT, npu)
+        pools[npu] = extend(base, cpu_node, numa_to_cpu, allowed_set, npu)
+    groups = {}
+    for npu, cpus in pools.items():
+        groups.setdefault(str(cpus), []).append(npu)
+    final = {}
+    for npu_list in groups.values():
+        if len(npu_list) == 1:
+            final[npu_list[0]] = pools[npu_list[0]]
+        else:
+            final.update(average_distribute(pools, npu_list))
+    result = {}
+    for npu in running:
+        if npu not in final:
+            raise PlanError("NPU is not in 'npu-smi info -m' (vllm-ascend fails with KeyError)", npu)
+        result[npu] = final[npu]
+    return result
+
+
+def uvb_pool(numa_to_cpu, allowed_cpus):
+    """Ascend 950 UVB poll-thread pool: NUMA0's allowed CPUs minus CPU 0 (lscpu order)."""
+    allowed_set = set(allowed_cpus)
+    return [c for c in numa_to_cpu.get(0, []) if c in allowed_set and c != 0]
+
+
+def ascend950(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node, numa_to_cpu,
+              threads_per_core, uvb_cpus):
+    """Ascend 950 clusters. Returns ``(pools, warning)``; pools None means the worker skips."""
+    if not npu_affinity:
+        return None, A950_NO_AFFINITY
+    size = cpu_roles.cluster_size(threads_per_core)
+    if size is None:
+        return None, A950_BAD_TPC % (threads_per_core,)
+    allowed_set = set(allowed_cpus)
+    uvb_set = set(uvb_cpus)
+    numa_to_npus = {}
+    for npu in candidate_npus(all_logic_npus, running, npu_affinity, allowed_set):
+        base = [c for c in npu_affinity.get(npu, []) if c in allowed_set]
+        nodes = set(_node_of(cpu_node, c, npu) for c in base)
+        if len(nodes) != 1:
+            return None, A950_INVALID_AFFINITY % (npu, base)
+        numa_to_npus.setdefault(nodes.pop(), []).append(npu)
+    final = {}
+    for node, npu_list in numa_to_npus.items():
+        cpus = [c for c in sorted(numa_to_cpu.get(node, []))
+                if c in allowed_set and c not in uvb_set]
+        clusters = [cpus[i:i + size] for i in range(0, len(cpus) - len(cpus) % size, size)]
+        npu_list = sorted(npu_list)
+        if len(clusters) < len(npu_list):
+            return None, A950_INSUFFICIENT % (node, len(clusters), npu_list)
+        for index, npu in enumerate(npu_list):
+            final[npu] = clusters[index]
+    return dict((npu, final[npu]) for npu in running), None
+
+
+def allocate(pools, device_type):
+    """Role split for every kept NPU (the minimum is checked on each, as the reference does)."""
+    roles = {}
+    if device_type in NO_IRQ_BINDING_DEVICE_TYPES:
+        for npu, pool in pools.items():
+            roles[npu] = cpu_roles.cluster_roles(pool)
+        return roles
+    for npu, pool in pools.items():
+        roles[npu] = cpu_roles.split_roles(pool, True, npu)
+    return roles
+
+
+def plan_line(npu, roles, device_type):
+    """The per-NPU plan log line, formats as the reference (``release=[[N]]`` included)."""
+    main = " ".join(str(c) for c in roles["main"])
+    if device_type in NO_IRQ_BINDING_DEVICE_TYPES:
+        return "Ascend 950 NPU%s: worker=[%s]" % (npu, main)
+    acl = " ".join(str(c) for c in roles["acl"])
+    rel = str(roles["release"]) if roles["release"] else ""
+    return "NPU%s: main=[%s]  acl=[%s]  release=[%s]" % (npu, main, acl, rel)
+
+
+def plan_vllm_ascend(arch, device_type, allowed_cpus, node_cpus, all_logic_npus, running,
+                     npu_affinity, threads_per_core=None, env_value=None):
+    """What vllm-ascend's binding computes for the workers of ``running`` (logic ids).
+
+    Returns a dict: skipped, reason, mode, pools {npu: positional list}, roles, uvb, log,
+    warnings. The log holds, per rank, the lines that worker would print.
+    """
+    out = {"skipped": False, "reason": None, "mode": None, "pools": {}, "roles": {},
+           "uvb": None, "log": [], "warnings": []}
+    is_arm, warning = arm_check(arch)
+    if not is_arm:
+        out["skipped"] = True
+        out["reason"] = warning or NON_ARM_SKIP
+        if warning:
+            out["warnings"].append(warning)
+        out["log"].append(out["reason"])
+        return out
+    cpu_node, numa_to_cpu = build_cpu_node_map(node_cpus)
+    mode = binding_mode(device_type)
+    is_950 = device_type == "A5"
+    out["mode"] = ASCEND950_MODE if is_950 else mode
+    log = out["log"]
+    head = [MODE_LOG % (mode, 0, list(running))]
+    if is_950:
+        out["uvb"] = uvb_pool(numa_to_cpu, allowed_cpus)
+        if not out["uvb"]:
+            head.append(A950_NO_UVB)
+        pools, warning = ascend950(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node,
+                                   numa_to_cpu, threads_per_core, out["uvb"])
+        if pools is None:
+            out["skipped"] = True
+            out["reason"] = warning
+            out["warnings"].append(warning)
+            log.extend(head)
+            log.append(warning)
+            return out
+    elif mode == GLOBAL_SLICE_MODE or not npu_affinity:
+        if mode != GLOBAL_SLICE_MODE:
+            out["mode"] = GLOBAL_SLICE_MODE
+            out["warnings"].append(TOPO_FALLBACK)
+            head.append(TOPO_FALLBACK)
+        slice_log = []
+        pools = global_slice(running, allowed_cpus, len(all_logic_npus), npu_affinity,
+                             cpu_roles.MIN_CPUS_PER_NPU, slice_log, 0, env_value)
+        head.extend(slice_log)
+    else:
+        pools = topo_affinity(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node,
+                              numa_to_cpu)
+    if not pools:
+        # global_slice built nothing (empty cpuset): the reference then fails printing the plan.
+        raise PlanError("no allowed CPUs: vllm-ascend builds no pool and fails with KeyError "
+                        "when it prints the plan")
+    roles = allocate(pools, device_type)
+    out["pools"] = pools
+    out["roles"] = roles
+    for rank, npu in enumerate(running):
+        log.extend(_rank_lines(head, rank))
+        log.append(PLAN_HEADER)
+        log.append(plan_line(npu, roles[npu], device_type))
+    return out
+
+
+def _rank_lines(head, rank):
+    """The head lines as rank ``rank`` prints them (only the mode and slice lines carry a rank)."""
+    if rank == 0:
+        return head
+    lines = []
+    for line in head:
+        if line.startswith("[cpu_bind_mode] "):
+            line = line.replace(" rank=0 ", " rank=%d " % rank, 1)
+        elif line.startswith("[cpu_global_slice] rank:0 "):
+            line = "[cpu_global_slice] rank:%d " % rank + line[len("[cpu_global_slice] rank:0 "):]
+        lines.append(line)
+    return lines

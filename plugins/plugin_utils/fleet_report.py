@@ -296,6 +296,7 @@ def analyse_host(name, entry):
         ("name", str(name)),
         ("hostname", facts.get("hostname")),
         ("has_facts", bool(facts)),
+        ("facts_missing_reason", None if facts else (str(entry.get("facts_error") or "") or None)),
         ("arch", facts.get("arch")),
         ("vendor", vendor),
         ("device_type", facts.get("device_type")),
@@ -408,6 +409,7 @@ def host_problems(host):
     out = []
     if not host["has_facts"]:
         out.append(_problem("error", name, "no_facts", "no topology facts",
+                            host["facts_missing_reason"] or
                             "ansible_facts['npu_topology'] is missing for this host",
                             "run the npuops.fleet.npu_facts role (or the npu_topology_facts "
                             "module) before fleet_audit"))
@@ -516,7 +518,10 @@ def host_problems(host):
 
 def build_report(hosts):
     """The fleet report dict from ``{name: {facts, plan_strict, plan_vllm_ascend, plan_errors?,
-    rails?}}``. Pure and deterministic (hosts sorted by name)."""
+    rails?, facts_error?}}``. Pure and deterministic (hosts sorted by name).
+
+    ``plan_errors``: ``{policy: message}`` of a plan that failed; ``rails``: this host's entry
+    of ``npuops.fleet.rail_check``; ``facts_error``: why the facts are missing."""
     hosts = _as_dict(hosts)
     names = sorted(hosts, key=str)
     facts_by_name = dict((str(n), _as_dict(_as_dict(hosts[n]).get("facts"))) for n in names)

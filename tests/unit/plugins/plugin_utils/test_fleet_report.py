@@ -318,6 +318,8 @@ def test_facts_errors_and_missing_facts():
     assert "npu-smi" in fe[0]["fix"]
     nf = by_kind(report, "no_facts", "gone")
     assert nf[0]["severity"] == "error" and "npu_facts" in nf[0]["fix"]
+    report = fr.build_report({"gone": {"facts_error": "npu-smi: timed out after 30 s"}})
+    assert by_kind(report, "no_facts")[0]["evidence"] == "npu-smi: timed out after 30 s"
 
 
 def test_problems_sorted_by_severity_with_ids_and_counts():

@@ -191,7 +191,7 @@ def _strict(plan, ids, requested, affinity, pci_nodes, node_cpus, allowed, dtype
     plan["mode"] = result["mode"]
     plan["warnings"].extend(result["warnings"])
     cpu_node = _cpu_node(node_cpus)
-    keep = requested if requested is not None else ids
+    keep = requested if requested is not None else result["planned_over"]
     for npu in keep:
         entry = cpu_roles.npu_entry(result["pools"][npu], result["roles"][npu], cpu_node)
         entry["home_node"], entry["locality"] = result["homes"][npu]

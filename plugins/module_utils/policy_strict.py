@@ -146,7 +146,8 @@ def _place_homeless(homeless, free, free_ids, owners, pools_of, min_units, clust
         if all(c == 0 or s // c >= min_units for s, c in zip(sizes, counts)):
             start = 0
             for node, node_count in zip(nodes, counts):
-                shares.update(_split(free[node], homeless[start:start + node_count]))
+                if node_count:
+                    shares.update(_split(free[node], homeless[start:start + node_count]))
                 start += node_count
             return shares
         # node sizes too uneven for node-local slices: one global slice by logic id
@@ -258,7 +259,10 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
         roles = dict((npu, cpu_roles.split_roles(pool, True, npu)) for npu, pool in pools.items())
         mode = "topo_affinity" if any(h is not None for h in homes.values()) else "global_slice"
     warnings.extend(more)
-    for npu in (npus if requested is None else requested):
+    left_out = [npu for npu in npus if npu not in pools]
+    if left_out:
+        warnings.append("NPU(s) %s left out: their NUMA node has no allowed CPU" % (left_out,))
+    for npu in (requested or ()):
         if npu not in pools:
             node = homes[npu]
             raise PlanError("its NUMA node %s (from %s) has no allowed CPUs; plan it where its "

@@ -1,0 +1,114 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Soft-share (软切分) filters (controller side).
+
+- ``fleet | npuops.fleet.softshare_place(allocations, job, rules='shipped')``: where each
+  replica of a soft-share job would land (host, chip) or why it cannot (reasons per host),
+  following the Volcano ``chip1-softShareDev`` rules as shipped (or the RFC's with
+  ``rules='rfc'``).
+- ``facts | npuops.fleet.softshare_capacity(single_die_mode=True)``: healthy chips x 100 for one
+  host's ``npu_topology`` (or its ``npus`` list), or per host plus a total for a fleet mapping.
+- ``root | npuops.fleet.softshare_daemonset(device_type, version, ...)``: the validated
+  soft-share device-plugin DaemonSet manifest (YAML text).
+- ``node_name | npuops.fleet.softshare_node_labels(enable=True, extra={})``: the Node patch
+  with the soft-share labels (YAML text).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.npuops.fleet.plugins.module_utils import softshare as _softshare
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
+
+
+def _plain(value):
+    """Ansible's tagged/lazy containers -> plain dict/list/str/int/bool/None."""
+    if isinstance(value, dict):
+        return dict((str(k), _plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    return str(value)
+
+
+def _fail(name, err):
+    raise AnsibleFilterError("%s: %s" % (name, err))
+
+
+def softshare_place(fleet_facts_by_host, allocations=None, job=None, rules="shipped"):
+    if job is None:
+        _fail("softshare_place", "a job {aicore_quota, hbm_quota, policy, replicas} is required")
+    try:
+        return _softshare.place(_plain(fleet_facts_by_host), _plain(allocations), _plain(job),
+                                rules=str(rules))
+    except NpuopsError as err:
+        _fail("softshare_place", err)
+
+
+def _npus_of(value):
+    if isinstance(value, list):
+        return value, None
+    topo = _softshare._topology_of(value) or {}
+    return topo.get("npus"), topo.get("device_type")
+
+
+def _one_capacity(value, device_type, single_die_mode):
+    npus, found_type = _npus_of(value)
+    if not isinstance(npus, list):
+        raise AnsibleFilterError("softshare_capacity: expected npu_topology facts or their npus "
+                                 "list, got %s" % type(value).__name__)
+    return _softshare.capacity(npus, device_type or found_type, single_die_mode)
+
+
+def softshare_capacity(value, device_type=None, single_die_mode=True):
+    value = _plain(value)
+    single = bool(single_die_mode)
+    single_keys = ("npus", "npu_topology", "ansible_facts")
+    if isinstance(value, dict) and value and not any(k in value for k in single_keys) and all(
+            isinstance(v, dict) and ("npus" in v or "npu_topology" in v or "ansible_facts" in v)
+            for v in value.values()):
+        hosts = dict((host, _one_capacity(entry, device_type, single))
+                     for host, entry in sorted(value.items()))
+        total = {"chips_total": 0, "chips_healthy": 0, "capacity": 0}
+        for cap in hosts.values():
+            for key in total:
+                total[key] += cap[key]
+        return {"hosts": hosts, "total": total}
+    return _one_capacity(value, device_type, single)
+
+
+def softshare_daemonset(root, device_type, version, image=None, single_die_mode=None,
+                        extra_args=None, log_level=0, namespace="kube-system"):
+    try:
+        return _softshare.render_daemonset(
+            str(root), _plain(device_type), str(version), image=image and str(image),
+            single_die_mode=single_die_mode, extra_args=_plain(extra_args),
+            log_level=int(log_level), namespace=str(namespace))
+    except (NpuopsError, ValueError, TypeError) as err:
+        _fail("softshare_daemonset", err)
+
+
+def softshare_node_labels(node_name, enable=True, extra=None):
+    labels = _softshare.node_labels(enable=bool(enable), extra=_plain(extra or {}))
+    return _softshare.render_node_labels(str(node_name), labels)
+
+
+class FilterModule(object):
+    """npuops.fleet soft-share filters."""
+
+    def filters(self):
+        return {
+            "softshare_place": softshare_place,
+            "softshare_capacity": softshare_capacity,
+            "softshare_daemonset": softshare_daemonset,
+            "softshare_node_labels": softshare_node_labels,
+        }

@@ -1,0 +1,354 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""IRQ affinity from a plan: find each planned NPU's IRQs, write the planned CPUs, keep
+irqbalance from undoing it.
+
+- ``plan_targets``: the IRQs to set. NPU: ``sq_send_trigger_irq`` -> the plan's first IRQ
+  CPU, ``cq_update_irq`` -> the second (both found by name: the facts' ``npus[].irqs`` or the
+  PCI device's ``msi_irqs`` + ``/proc/interrupts``; never "CQ = SQ + 1"). GPU hosts: the paired
+  NIC's ``mlx5_comp*`` IRQs round-robin over the GPU pool. Ascend 950 has no IRQ roles.
+- ``apply_targets``: read every ``/proc/irq/N/smp_affinity_list`` first, check that every
+  needed write is possible, then write only those that differ (rolled back on a failure).
+- ``render_irqbalance_config``: ``--banirq=N`` for these IRQs in ``IRQBALANCE_ARGS``, other
+  lines and options kept.
+
+Standard library only; importable on Python 3.7.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+import shlex
+
+from ansible_collections.npuops.fleet.plugins.module_utils import cpulist, fileops, interrupts
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
+from ansible_collections.npuops.fleet.plugins.module_utils.hostio import LiveHostIO
+
+IRQBALANCE_MODES = ("ban", "stop", "ignore")
+# RHEL/openEuler/Kylin read the first, Debian/Ubuntu the second (EnvironmentFile of the unit).
+IRQBALANCE_CONFIGS = ("/etc/sysconfig/irqbalance", "/etc/default/irqbalance")
+BAN_MARKER = "# npuops.fleet banned IRQs:"
+_BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+_SAFE_ARG_RE = re.compile(r"^[A-Za-z0-9_.,:=/@+-]+$")
+_BANIRQ_RE = re.compile(r"^--banirq=([0-9]+)\Z")
+_DIGITS_RE = re.compile(r"^[0-9]+\Z")
+
+
+class IrqError(NpuopsError):
+    """IRQ affinity cannot be applied; the message names the IRQ or file and why."""
+
+
+def irq_number(value, source):
+    """An IRQ number as int; anything but a plain non-negative integer is refused."""
+    if isinstance(value, bool):
+        raise IrqError("%s: %r is not an IRQ number" % (source, value))
+    if isinstance(value, int) and value >= 0:
+        return value
+    if isinstance(value, str) and _DIGITS_RE.match(value):
+        return int(value)
+    raise IrqError("%s: %r is not an IRQ number" % (source, value))
+
+
+def _is_ascend950(plan):
+    return plan.get("mode") == "ascend950" or plan.get("device_type") == "A5"
+
+
+def _is_gpu(plan):
+    return plan.get("mode") == "gpu_numa" or bool(plan.get("gpus")) and not plan.get("npus")
+
+
+class _Interrupts(object):
+    """Lazy, cached reads of /proc/interrupts and msi_irqs under host_root."""
+
+    def __init__(self, io):
+        self.io = io
+        self._table = None
+
+    def table(self):
+        if self._table is None:
+            text = self.io.read_text("/proc/interrupts")
+            if text is None:
+                raise IrqError("/proc/interrupts: cannot be read under host_root")
+            try:
+                self._table = interrupts.parse_interrupts(text)
+            except ParseError as err:
+                raise IrqError(str(err))
+        return self._table
+
+    def msi(self, bus_id):
+        names = self.io.listdir("/sys/bus/pci/devices/%s/msi_irqs" % bus_id)
+        if names is None:
+            return None
+        bad = [n for n in names if not _DIGITS_RE.match(n)]
+        if bad:
+            raise IrqError("/sys/bus/pci/devices/%s/msi_irqs: unexpected entry %r (only IRQ "
+                           "numbers are accepted)" % (bus_id, bad[0]))
+        return interrupts.msi_irq_numbers(names)
+
+
+def _facts_by_logic(topology, key="npus", id_key="logic_id"):
+    out = {}
+    for entry in (topology or {}).get(key) or []:
+        if isinstance(entry, dict) and entry.get(id_key) is not None:
+            out[str(entry[id_key])] = entry
+    return out
+
+
+def _check_bdf(bus_id, label):
+    bus = (bus_id or "").lower()
+    if not _BDF_RE.match(bus):
+        raise IrqError("%s: PCI bus id %r is not of the form 0000:c1:00.0" % (label, bus_id))
+    return bus
+
+
+def _npu_targets(plan, topology, reader, wanted, warnings):
+    facts = _facts_by_logic(topology)
+    targets = []
+    for key in wanted:
+        entry = plan["npus"][key]
+        label = "NPU%s" % key
+        try:
+            cpus = cpulist.parse_ordered(str(entry.get("irq") or ""), "plan npus %s irq" % key)
+        except ParseError as err:
+            raise IrqError(str(err))
+        if not cpus:
+            warnings.append("%s: the plan has no IRQ CPUs; its IRQs are left alone" % label)
+            continue
+        fact = facts.get(key) or {}
+        known = fact.get("irqs") or {}
+        sq, cq = known.get("sq"), known.get("cq")
+        if sq is None and cq is None:
+            if not fact:
+                warnings.append("%s: not in the topology facts; its IRQs cannot be found" % label)
+                continue
+            if not fact.get("bus_id"):
+                warnings.append("%s: no PCI bus id in the facts; its IRQs cannot be found" % label)
+                continue
+            bus = _check_bdf(fact["bus_id"], label)
+            msi = reader.msi(bus)
+            if msi is None:
+                warnings.append("%s: /sys/bus/pci/devices/%s/msi_irqs not found" % (label, bus))
+                continue
+            found = interrupts.npu_irqs(reader.table(), msi)
+            sq, cq = found["sq"], found["cq"]
+        for role, irq, cpu in (("sq", sq, cpus[0]), ("cq", cq, cpus[1 % len(cpus)])):
+            if irq is None:
+                name = interrupts.SQ_NAME if role == "sq" else interrupts.CQ_NAME
+                warnings.append("%s: %s not found" % (label, name))
+                continue
+            targets.append({"irq": irq_number(irq, "%s %s IRQ" % (label, role)),
+                            "device": label, "role": role, "cpus": [cpu]})
+    return targets
+
+
+def _nic_targets(plan, topology, reader, wanted, warnings):
+    nics = dict((n.get("name"), n) for n in (topology or {}).get("nics") or []
+                if isinstance(n, dict))
+    claimed = {}
+    for key in wanted:  # a NIC shared by several GPUs follows the lowest GPU's pool
+        nic = plan["gpus"][key].get("nic")
+        if nic and nic not in claimed:
+            claimed[nic] = key
+    targets = []
+    for nic, key in sorted(claimed.items(), key=lambda kv: int(kv[1])):
+        label = "GPU%s/%s" % (key, nic)
+        try:
+            pool = cpulist.parse(str(plan["gpus"][key].get("pool") or ""), "plan gpus %s" % key)
+        except ParseError as err:
+            raise IrqError(str(err))
+        fact = nics.get(nic)
+        if not pool or not fact or not fact.get("bus_id"):
+            warnings.append("%s: no pool or no NIC bus id; NIC IRQs left alone" % label)
+            continue
+        bus = _check_bdf(fact["bus_id"], label)
+        irqs = interrupts.nic_irqs(reader.table(), bus, reader.msi(bus))
+        if not irqs:
+            warnings.append("%s: no mlx5_comp IRQs found" % label)
+        for index, irq in enumerate(irqs):
+            targets.append({"irq": irq_number(irq, label), "device": label,
+                            "role": "comp%d" % index, "cpus": [pool[index % len(pool)]]})
+    return targets
+
+
+def plan_targets(plan, topology=None, host_root="/", npus=None, io=None):
+    """The IRQs to set: ``(targets, skipped, warnings)``.
+
+    ``targets``: ``[{irq, device, role, cpus}]``; ``skipped``: a reason when the plan has no
+    IRQ step (Ascend 950, skipped plan) or None. ``npus`` limits the planned devices.
+    """
+    if not isinstance(plan, dict):
+        raise IrqError("plan: must be a dict (the npu_cpu_plan result)")
+    if plan.get("skipped"):
+        return [], "plan skipped: %s" % (plan.get("reason"),), []
+    if _is_ascend950(plan):
+        return [], "IRQ binding skipped on Ascend 950 (no IRQ roles in its plan)", []
+    table_key = "gpus" if _is_gpu(plan) else "npus"
+    table = plan.get(table_key) or {}
+    if npus is None:
+        wanted = sorted(table, key=int)
+    else:
+        wanted = [str(int(n)) for n in npus]
+        missing = [n for n in wanted if n not in table]
+        if missing:
+            raise IrqError("npus: %s not in the plan (planned: %s)"
+                           % (", ".join(missing), ", ".join(sorted(table, key=int))))
+    reader = _Interrupts(io or LiveHostIO(host_root))
+    warnings = []
+    if table_key == "gpus":
+        targets = _nic_targets(plan, topology, reader, wanted, warnings)
+    else:
+        targets = _npu_targets(plan, topology, reader, wanted, warnings)
+    seen = {}
+    for target in targets:
+        if target["irq"] in seen and seen[target["irq"]] != target["cpus"]:
+            raise IrqError("IRQ %d: planned for two CPU sets (%s)" % (target["irq"], target["device"]))
+        seen[target["irq"]] = target["cpus"]
+    return targets, None, warnings
+
+
+def _affinity_path(irq):
+    return "/proc/irq/%d/smp_affinity_list" % irq
+
+
+def _writable(real):
+    try:
+        st = os.stat(real)
+    except OSError:
+        return False
+    return bool(st.st_mode & 0o222) and os.access(real, os.W_OK)
+
+
+def apply_targets(targets, host_root="/", check_mode=False):
+    """Set each target IRQ's ``smp_affinity_list`` where it differs.
+
+    Returns ``[{irq, device, role, before, after, changed}]``. Every file is read and every
+    needed write checked before the first write; a failed write rolls back the ones done.
+    """
+    results = []
+    for target in targets:
+        irq = irq_number(target["irq"], "IRQ")
+        path = _affinity_path(irq)
+        real = fileops.host_path(host_root, path)
+        try:
+            current = fileops.read_text(real)
+        except (IOError, OSError) as err:
+            raise IrqError("IRQ %d: %s cannot be read (%s)" % (irq, path, err))
+        if current is None:
+            raise IrqError("IRQ %d (%s %s): %s does not exist" % (irq, target["device"],
+                                                                 target["role"], path))
+        try:
+            before = cpulist.parse(current.strip(), path)
+        except ParseError as err:
+            raise IrqError(str(err))
+        after = sorted(set(target["cpus"]))
+        results.append({"irq": irq, "device": target["device"], "role": target["role"],
+                        "before": cpulist.format(before), "after": cpulist.format(after),
+                        "changed": before != after, "_real": real})
+    todo = [r for r in results if r["changed"]]
+    blocked = [r for r in todo if not _writable(r["_real"])]
+    if blocked and not check_mode:
+        raise IrqError("/proc/irq is not writable (%s): nothing was written. In a container, "
+                       "run privileged or set IRQ affinity on the host."
+                       % ", ".join(_affinity_path(r["irq"]) for r in blocked))
+    if not check_mode:
+        done = []
+        for result in todo:
+            try:
+                _write(result["_real"], result["after"])
+            except (IOError, OSError) as err:
+                for undo in reversed(done):
+                    try:
+                        _write(undo["_real"], undo["before"])
+                    except (IOError, OSError):
+                        pass
+                raise IrqError("IRQ %d: writing %s to %s failed (%s); the %d IRQs already "
+                               "written were restored" % (result["irq"], result["after"],
+                                                          _affinity_path(result["irq"]),
+                                                          err, len(done)))
+            done.append(result)
+    for result in results:
+        del result["_real"]
+    return results
+
+
+def _write(real, value):
+    # procfs files cannot be replaced by rename: write in place, one value per open.
+    with open(real, "w") as handle:
+        handle.write(value + "\n")
+
+
+def blocked_irqs(targets, host_root="/"):
+    """IRQs whose affinity file is not writable (for a check-mode warning)."""
+    out = []
+    for target in targets:
+        real = fileops.host_path(host_root, _affinity_path(target["irq"]))
+        if os.path.exists(real) and not _writable(real):
+            out.append(target["irq"])
+    return out
+
+
+def irqbalance_config_path(host_root="/"):
+    """The irqbalance environment file of this host (existing one first)."""
+    for path in IRQBALANCE_CONFIGS:
+        if os.path.isfile(fileops.host_path(host_root, path)):
+            return path
+    if os.path.isdir(fileops.host_path(host_root, "/etc/sysconfig")):
+        return IRQBALANCE_CONFIGS[0]
+    return IRQBALANCE_CONFIGS[1]
+
+
+def render_irqbalance_config(current, irqs, keep_previous=False, source="irqbalance config"):
+    """``current`` config text with ``--banirq=N`` for ``irqs`` in ``IRQBALANCE_ARGS``.
+
+    IRQs we banned before (listed on our marker line) and not wanted now are unbanned unless
+    ``keep_previous``; the user's own options and every other line are kept.
+    """
+    lines = (current or "").splitlines()
+    previous = set()
+    marker_at = args_at = None
+    for index, line in enumerate(lines):
+        if line.startswith(BAN_MARKER):
+            marker_at = index
+            previous = set(int(t) for t in line[len(BAN_MARKER):].split() if t.isdigit())
+        elif re.match(r"^\s*(export\s+)?IRQBALANCE_ARGS=", line):
+            args_at = index
+    tokens = []
+    if args_at is not None:
+        value = lines[args_at].split("=", 1)[1]
+        try:
+            # the shell/systemd value, then split on blanks like the unit's $IRQBALANCE_ARGS
+            tokens = " ".join(shlex.split(value, comments=True)).split()
+        except ValueError as err:
+            raise IrqError("%s: IRQBALANCE_ARGS cannot be parsed (%s)" % (source, err))
+    wanted = set(irqs) | (previous if keep_previous else set())
+    kept = []
+    for token in tokens:
+        match = _BANIRQ_RE.match(token)
+        if match and int(match.group(1)) in previous - wanted:
+            continue
+        kept.append(token)
+    present = set(int(m.group(1)) for m in (_BANIRQ_RE.match(t) for t in kept) if m)
+    kept.extend("--banirq=%d" % irq for irq in sorted(wanted - present))
+    for token in kept:
+        if not _SAFE_ARG_RE.match(token):
+            raise IrqError("%s: IRQBALANCE_ARGS option %r cannot be rewritten safely; "
+                           "edit it by hand or use irqbalance: ignore" % (source, token))
+    marker = "%s %s" % (BAN_MARKER, " ".join(str(i) for i in sorted(wanted)))
+    args_line = 'IRQBALANCE_ARGS="%s"' % " ".join(kept)
+    if args_at is None:
+        if marker_at is not None:
+            lines[marker_at] = marker
+            lines.insert(marker_at + 1, args_line)
+        else:
+            lines.extend([marker, args_line])
+    else:
+        lines[args_at] = args_line
+        if marker_at is None:
+            lines.insert(args_at, marker)
+        else:
+            lines[marker_at] = marker
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,313 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``gather(io, timeout)``: walk one host through a HostIO and build the topology facts
+(``ansible_facts.npu_topology``, schema 1; see docs/dev/architecture.md).
+
+Every command runs concurrently (``io.run_many``), each under ``timeout``: npu-smi takes
+0.5-2 s per call on real hosts and a wedged driver must not hang the play. A source that
+fails lands in ``errors`` with its reason; only a host without any CPU information raises.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.npuops.fleet.plugins.module_utils import (
+    cpu_topology, cpulist, device_type, interrupts, npu_smi)
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
+
+try:
+    from ansible_collections.npuops.fleet.plugins.module_utils import nvidia_topo
+except ImportError:  # pragma: no cover - shipped together; guarded for partial checkouts
+    nvidia_topo = None
+try:
+    from ansible_collections.npuops.fleet.plugins.module_utils import softshare
+except ImportError:  # pragma: no cover
+    softshare = None
+
+SCHEMA_VERSION = 1
+
+COMMANDS = (
+    ("npu_info", ["npu-smi", "info"]),
+    ("npu_map", ["npu-smi", "info", "-m"]),
+    ("npu_topo", ["npu-smi", "info", "-t", "topo"]),
+    ("lscpu", ["lscpu"]),
+    ("lscpu_e", ["lscpu", "-e=CPU,NODE"]),
+    ("nvidia_topo", ["nvidia-smi", "topo", "-m"]),
+    ("nvidia_query", ["nvidia-smi", "--query-gpu=index,pci.bus_id", "--format=csv,noheader"]),
+    ("irqbalance", ["systemctl", "is-active", "irqbalance"]),
+)
+TOOLS = ("npu-smi", "nvidia-smi", "migratepages", "taskset", "systemctl")
+ENV = ("ASCEND_RT_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+PCI = "/sys/bus/pci/devices/"
+NODE_DIR = "/sys/devices/system/node"
+
+
+class _Sources(object):
+    """Command results by name, with failures collected as ``errors`` entries."""
+
+    def __init__(self, io, timeout):
+        results = io.run_many([argv for _name, argv in COMMANDS], timeout=timeout)
+        self.results = dict((name, res) for (name, _argv), res in zip(COMMANDS, results))
+        self.errors = []
+
+    def error(self, source, msg):
+        self.errors.append({"source": source, "msg": msg})
+
+    def text(self, name, report_missing=False):
+        """stdout of a command that succeeded, else None (failure noted unless missing)."""
+        res = self.results[name]
+        if res.ok:
+            return res.stdout
+        if not res.missing or report_missing:
+            self.error(res.key, res.failure())
+        return None
+
+    def parse(self, name, parser, report_missing=False):
+        text = self.text(name, report_missing)
+        if text is None:
+            return None
+        try:
+            return parser(text)
+        except ParseError as err:
+            self.error(self.results[name].key, err.msg)
+            return None
+
+
+def _read_file(io, path, parser, errors):
+    text = io.read_text(path)
+    if text is None:
+        return None
+    try:
+        return parser(text, path)
+    except ParseError as err:
+        errors.append({"source": path, "msg": err.msg})
+        return None
+
+
+def _int_file(io, path):
+    """An integer sysfs file (numa_node); -1, missing or garbage -> None."""
+    text = io.read_text(path)
+    if text is None or not re.match(r"^\s*-?\d+\s*$", text):
+        return None
+    value = int(text.strip())
+    return value if value >= 0 else None
+
+
+def _cpu(io, src):
+    errors = src.errors
+    allowed = _read_file(io, "/proc/self/status", cpu_topology.parse_status, errors)
+    online = _read_file(io, "/sys/devices/system/cpu/online", cpu_topology.parse_cpulist_file, errors)
+    lscpu = src.parse("lscpu", cpu_topology.parse_lscpu)
+    nodes, source = {}, "none"
+    ids = cpu_topology.node_ids(io.listdir(NODE_DIR))
+    for node in ids:
+        path = "%s/node%d/cpulist" % (NODE_DIR, node)
+        value = _read_file(io, path, cpu_topology.parse_cpulist_file, errors)
+        nodes[node] = value if value is not None else ""
+    if nodes:
+        nodes, source = cpu_topology.sorted_nodes(nodes), "sysfs"
+    else:
+        by_e = src.parse("lscpu_e", cpu_topology.parse_lscpu_e)
+        if by_e:
+            nodes, source = by_e, "lscpu-e"
+        elif lscpu and lscpu["numa_nodes"]:
+            nodes, source = lscpu["numa_nodes"], "lscpu"
+    if online is None and lscpu:
+        online = lscpu["online"]
+    if allowed is None:
+        allowed = online
+    if allowed is None and online is None and not nodes:
+        raise NpuopsError("no CPU information could be read from this host (%s)" % "; ".join(
+            "%s: %s" % (e["source"], e["msg"]) for e in errors) or "no CPU source")
+    return {
+        "allowed": allowed,
+        "online": online,
+        "threads_per_core": lscpu["threads_per_core"] if lscpu else None,
+        "numa_nodes": nodes,
+        "numa_source": source,
+        "model": lscpu["model"] if lscpu else None,
+    }, lscpu
+
+
+def _npus(io, src):
+    """NPU entries, the raw ``-m`` map and the device-type evidence inputs."""
+    info = src.parse("npu_info", npu_smi.parse_info)
+    mapped = src.parse("npu_map", npu_smi.parse_map)
+    topo = None
+    if info is not None or mapped is not None:
+        topo = src.parse("npu_topo", npu_smi.parse_topo)
+    raw_map = mapped["map"] if mapped else {}
+    chips = list(info["chips"]) if info else []
+    map_rows = [r for r in (mapped["rows"] if mapped else []) if r["logic_id"] is not None]
+    if not chips:
+        # No device table (driver trouble, or only -m answered): chips from the map rows.
+        chips = [{"npu_id": r["npu_id"], "chip_id": r["chip_id"], "phy_id": r["phy_id"],
+                  "name": device_type.normalise_name(r["name"]) or r["name"], "health": None,
+                  "bus_id": None, "hbm_used_mb": None, "hbm_total_mb": None} for r in map_rows]
+    by_key = dict(((r["npu_id"], r["chip_id"]), r) for r in map_rows)
+    processes = info["processes"] if info else []
+    layout = info["process_layout"] if info else None
+    chips_per_npu = {}
+    for chip in chips:
+        chips_per_npu.setdefault(chip["npu_id"], []).append(chip)
+    irq_table = None
+    npus = []
+    for position, chip in enumerate(chips):
+        row = by_key.get((chip["npu_id"], chip["chip_id"]))
+        logic = row["logic_id"] if row else (position if not map_rows else None)
+        if logic is None:
+            src.error("npu-smi info -m", "NPU %s chip %s has no logic id" % (chip["npu_id"], chip["chip_id"]))
+            continue
+        phy = chip.get("phy_id")
+        if phy is None and row:
+            phy = row["phy_id"]
+        bus = chip["bus_id"]
+        numa_node, irqs = None, {"sq": None, "cq": None}
+        if bus:
+            numa_node = _int_file(io, PCI + bus + "/numa_node")
+            msi = interrupts.msi_irq_numbers(io.listdir(PCI + bus + "/msi_irqs"))
+            if msi:
+                if irq_table is None:
+                    irq_table = _interrupts(io, src)
+                found = interrupts.npu_irqs(irq_table, msi)
+                irqs = {"sq": found["sq"], "cq": found["cq"]}
+        if layout == "npu_id":
+            own = [p for p in processes if p["npu_id"] == chip["npu_id"]]
+        else:
+            own = [p for p in processes if (p["npu_id"], p["chip_id"]) == (chip["npu_id"], chip["chip_id"])]
+        npus.append({
+            "npu_id": chip["npu_id"], "chip_id": chip["chip_id"], "logic_id": logic, "phy_id": phy,
+            "name": chip["name"], "bus_id": bus, "numa_node": numa_node,
+            "affinity": (topo or {}).get("affinity", {}).get(str(logic)),
+            "health": chip["health"], "hbm_total_mb": chip["hbm_total_mb"],
+            "hbm_used_mb": chip["hbm_used_mb"],
+            "processes": [{"pid": p["pid"], "name": p["name"], "memory_mb": p["memory_mb"]} for p in own],
+            "irqs": irqs,
+        })
+    npus.sort(key=lambda n: n["logic_id"])
+    names = [c["name"] for c in chips if c.get("name")]
+    names += [r["name"] for r in map_rows if r.get("name")]
+    pci_ids = []
+    for npu in npus:
+        if npu["bus_id"]:
+            vendor = (io.read_text(PCI + npu["bus_id"] + "/vendor") or "").strip().lower()
+            dev = (io.read_text(PCI + npu["bus_id"] + "/device") or "").strip().lower()
+            if vendor == "0x19e5" and dev:
+                pci_ids.append(dev)
+    groups = list(chips_per_npu.values())
+    most = max([len(g) for g in groups] or [0])
+    distinct = bool(groups) and all(len(set(c["bus_id"] for c in g)) == len(g) for g in groups if len(g) > 1)
+    detected = device_type.detect(
+        chip_names=names, pci_device_ids=pci_ids,
+        phy_id_column="Phy-ID" in ((info or {}).get("chip_column") or ""),
+        chips_per_npu=most, distinct_bus_per_die=distinct)
+    if not npus and detected["device_type"] is None:
+        detected = {"device_type": None, "evidence": []}
+    return npus, raw_map, detected
+
+
+def _interrupts(io, src):
+    text = io.read_text("/proc/interrupts")
+    if text is None:
+        src.error("/proc/interrupts", "not readable")
+        return {}
+    try:
+        return interrupts.parse_interrupts(text)
+    except ParseError as err:
+        src.error("/proc/interrupts", err.msg)
+        return {}
+
+
+def _gpus(io, src):
+    warnings = []
+    text = src.text("nvidia_topo")
+    if text is None or nvidia_topo is None:
+        return [], [], warnings, None
+    try:
+        parsed = nvidia_topo.parse(text)
+    except ParseError as err:
+        src.error("nvidia-smi topo -m", err.msg)
+        return [], [], warnings, None
+    warnings.extend("nvidia-smi topo -m: %s" % w for w in parsed.get("warnings", []))
+    buses = {}
+    query = src.text("nvidia_query")
+    for line in (query or "").splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) >= 2 and parts[0].isdigit():
+            bus = npu_smi.normalise_bus_id(parts[1])
+            if bus:
+                buses[int(parts[0])] = bus
+    gpus = []
+    for gpu in parsed["gpus"]:
+        bus = buses.get(gpu["index"])
+        numa_node = gpu.get("numa_node")
+        if numa_node is None and bus and not parsed.get("numa_off"):
+            numa_node = _int_file(io, PCI + bus + "/numa_node")
+        gpus.append({"index": gpu["index"], "name": gpu["name"], "bus_id": bus,
+                     "numa_node": numa_node, "affinity": gpu.get("affinity"),
+                     "links": dict(gpu.get("links") or {})})
+    gpus.sort(key=lambda g: g["index"])
+    legend = dict((n["name"], n["legend"]) for n in parsed.get("nics", []))
+    return gpus, legend, warnings, bool(parsed.get("numa_off"))
+
+
+def _nics(io, legend):
+    if nvidia_topo is None:
+        return []
+    nics = []
+    for nic in nvidia_topo.read_rdma_nics(io):
+        entry = {"name": nic["name"], "legend": (legend or {}).get(nic["name"]),
+                 "netdev": nic["netdev"], "bus_id": nic["bus_id"], "numa_node": nic["numa_node"]}
+        nics.append(entry)
+    return sorted(nics, key=lambda n: n["name"])
+
+
+def _softshare(npus, kind):
+    if softshare is not None and npus:
+        return softshare.capacity(npus, kind)
+    healthy = sum(1 for n in npus if (n.get("health") or "").upper() == "OK")
+    return {"chips_total": len(npus), "chips_healthy": healthy, "capacity": healthy * 100}
+
+
+def gather(io, timeout=30):
+    """Topology facts of the host behind ``io`` (schema_version 1)."""
+    src = _Sources(io, timeout)
+    cpu, lscpu = _cpu(io, src)
+    npus, raw_map, detected = _npus(io, src)
+    gpus, legend, warnings, numa_off = _gpus(io, src)
+    nics = _nics(io, legend)
+    tools = dict((name, bool(io.which(name))) for name in TOOLS)
+    irq_state = src.results["irqbalance"]
+    active = None
+    if not irq_state.missing and not irq_state.timed_out:
+        active = irq_state.stdout.strip() == "active"
+    vendor = "ascend" if npus else ("nvidia" if gpus else "none")
+    facts = {
+        "schema_version": SCHEMA_VERSION,
+        "hostname": io.hostname,
+        "arch": io.arch or (lscpu or {}).get("arch"),
+        "vendor": vendor,
+        "device_type": detected["device_type"],
+        "device_type_evidence": detected["evidence"],
+        "cpu": cpu,
+        "npus": npus,
+        "npu_map": raw_map,
+        "gpus": gpus,
+        "numa_off": numa_off,
+        "nics": nics,
+        "tools": tools,
+        "irqbalance": {"installed": bool(io.which("irqbalance")) or bool(active), "active": active},
+        "visible_devices": dict((name, io.getenv(name)) for name in ENV),
+        "softshare": _softshare(npus, detected["device_type"]),
+        "warnings": warnings,
+        "errors": src.errors,
+    }
+    if cpu["allowed"] and cpu["online"]:
+        outside = set(cpulist.parse(cpu["allowed"])) - set(cpulist.parse(cpu["online"]))
+        if outside:
+            warnings.append("allowed CPUs %s are not online" % cpulist.format(outside))
+    return facts

@@ -1,0 +1,428 @@
+#!/usr/bin/env python3
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Build tests/snapshots/<host>/ from the real fixtures in tests/fixtures/real/.
+
+Run from the repository root: ``.venv/bin/python scripts/gen_snapshots.py``. Deterministic:
+rerunning rewrites the same files. Where a fixture lacks data (sysfs, /proc, bus ids of
+GPUs/NICs, some npu-smi outputs) consistent values are synthesised; tests/snapshots/README.md
+lists what is real and what is synthesised for each host.
+"""
+
+import os
+import re
+import shutil
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
+LINK = os.path.join(REPO, ".cache", "collections", "ansible_collections", "npuops", "fleet")
+if not os.path.lexists(LINK):
+    os.makedirs(os.path.dirname(LINK), exist_ok=True)
+    os.symlink(os.path.join("..", "..", "..", ".."), LINK)
+
+from ansible_collections.npuops.fleet.plugins.module_utils import cpulist, snapshot  # noqa: E402
+
+FIXTURES = os.path.join(REPO, "tests", "fixtures", "real")
+OUT = os.path.join(REPO, "tests", "snapshots")
+CAPTURED = "2026-01-15T00:00:00Z"
+TOOLS_ALL = {"npu-smi": "/usr/local/bin/npu-smi", "taskset": "/usr/bin/taskset",
+             "systemctl": "/usr/bin/systemctl", "migratepages": "/usr/bin/migratepages",
+             "irqbalance": "/usr/sbin/irqbalance"}
+
+
+def fixture(rel):
+    with open(os.path.join(FIXTURES, rel), encoding="utf-8") as handle:
+        text = handle.read()
+    return text.split("\n", 1)[1] if text.startswith("# Source:") else text
+
+
+def ok(stdout):
+    return {"rc": 0, "stdout": stdout}
+
+
+MISSING = {"missing": True}
+
+
+class Host(object):
+    """Accumulates the files and commands of one synthetic-but-consistent host."""
+
+    def __init__(self, name, arch, nodes, online, allowed=None, tools=None, irqbalance=True):
+        self.name = name
+        self.arch = arch
+        self.files = {}
+        self.dirs = set()
+        self.links = {}
+        self.env = {}
+        self.commands = {"npu-smi info": MISSING, "npu-smi info -m": MISSING,
+                         "npu-smi info -t topo": MISSING, "nvidia-smi topo -m": MISSING,
+                         "nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader": MISSING,
+                         "systemctl is-active irqbalance":
+                             ok("active\n") if irqbalance else {"rc": 3, "stdout": "inactive\n"}}
+        self.tools = dict(tools if tools is not None else
+                          dict((k, v) for k, v in TOOLS_ALL.items() if k != "npu-smi"))
+        self.online = online
+        self.ncpu = max(cpulist.parse(online)) + 1
+        self.files["/sys/devices/system/cpu/online"] = online + "\n"
+        self.files["/proc/self/status"] = (
+            "Name:\tpython3\nState:\tR (running)\nPid:\t4242\n"
+            "Cpus_allowed:\t%s\nCpus_allowed_list:\t%s\nMems_allowed_list:\t%s\n" % (
+                cpulist.to_mask(cpulist.parse(allowed or online)),
+                allowed or online, cpulist.format(int(n) for n in nodes) if nodes else "0"))
+        for node, cpus in nodes.items():
+            self.files["/sys/devices/system/node/node%s/cpulist" % node] = cpus + "\n"
+        self.irq_rows = []
+        self.next_irq = 1024
+
+    def lscpu_e(self, nodes):
+        rows = []
+        for node, cpus in nodes.items():
+            rows.extend((cpu, int(node)) for cpu in cpulist.parse(cpus))
+        self.commands["lscpu -e=CPU,NODE"] = ok(
+            "CPU NODE\n" + "".join("%3d %4d\n" % r for r in sorted(rows)))
+
+    def pci(self, bus, numa_node, vendor, device, irq_names=()):
+        base = "/sys/bus/pci/devices/" + bus
+        self.files[base + "/numa_node"] = "%d\n" % numa_node
+        self.files[base + "/vendor"] = vendor + "\n"
+        self.files[base + "/device"] = device + "\n"
+        irqs = []
+        for name in irq_names:
+            irq = self.next_irq
+            self.next_irq += 1
+            irqs.append(irq)
+            self.files[base + "/msi_irqs/%d" % irq] = ""
+            self.irq_rows.append((irq, name))
+        return irqs
+
+    def finish(self):
+        if self.irq_rows:
+            # Counts are single-space separated (the kernel pads to 10 columns) to keep
+            # snapshots of 640-CPU hosts small; the parser reads both.
+            header = " ".join("CPU%d" % c for c in range(self.ncpu))
+            lines = ["           " + header]
+            zeros = " ".join(["0"] * self.ncpu)
+            for irq, name in sorted(self.irq_rows):
+                chip = "ITS-MSI" if self.arch == "aarch64" else "PCI-MSI"
+                lines.append("%4d: %s   %s %d Edge      %s" % (irq, zeros, chip, irq * 64, name))
+                self.files["/proc/irq/%d/smp_affinity_list" % irq] = self.online + "\n"
+            lines.append(" NMI: " + zeros + "   Non-maskable interrupts")
+            self.files["/proc/interrupts"] = "\n".join(lines) + "\n"
+        target = os.path.join(OUT, self.name)
+        if os.path.isdir(target):
+            shutil.rmtree(target)
+        snapshot.save(target, hostname=self.name, arch=self.arch, captured_at=CAPTURED,
+                      env=self.env, commands=self.commands, links=self.links, tools=self.tools,
+                      files=self.files, dirs=self.dirs)
+
+
+def npu_irq_names():
+    # One SQ, a mailbox in between (so CQ != SQ + 1), then CQs.
+    return ["sq_send_trigger_irq", "trs-mbox0", "cq_update_irq", "cq_update_irq"]
+
+
+def kunpeng_lscpu_4numa():
+    """The real 192-CPU Kunpeng 920 lscpu (vllm-ascend#198) with its NUMA lines rewritten
+    to the 4 x 48 layout of the vllm-ascend design document."""
+    text = fixture("ascend/kunpeng920-192c-8numa_lscpu_via-collect-env_vllm-ascend-198.txt")
+    lines = [l for l in text.splitlines() if not re.match(r"^NUMA node\d+ CPU", l)]
+    out = []
+    for line in lines:
+        if line.startswith("NUMA node(s):"):
+            out.append("NUMA node(s):                       4")
+            for n in range(4):
+                out.append("NUMA node%d CPU(s):                  %d-%d" % (n, 48 * n, 48 * n + 47))
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def a2_map(name, count=8):
+    rows = ["        NPU ID                         Chip ID                        Chip Logic ID                  Chip Name                     "]
+    for n in range(count):
+        rows.append("        %-31d%-31d%-31d%s" % (n, 0, n, name))
+        rows.append("        %-31d%-31d%-31s%s" % (n, 1, "-", "Mcu"))
+    return "\n".join(rows) + "\n"
+
+
+def a2_topo(affinity):
+    text = fixture("ascend/a2-910b3x8_npu-smi-info-t-topo.txt")
+    out = []
+    for line in text.splitlines():
+        match = re.match(r"^(NPU(\d+)\s.*\s)(\S+)$", line)
+        if match:
+            line = match.group(1) + affinity[int(match.group(2))]
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def ascend_host(name, info, mapped, topo, lscpu, nodes, chip_nodes, device, arch="aarch64",
+                tools=None, irqbalance=True, online=None, topo_result=None):
+    from ansible_collections.npuops.fleet.plugins.module_utils import npu_smi
+    online = online or cpulist.format(c for v in nodes.values() for c in cpulist.parse(v))
+    host = Host(name, arch, nodes, online, tools=tools if tools is not None else TOOLS_ALL,
+                irqbalance=irqbalance)
+    host.commands["npu-smi info"] = ok(info)
+    host.commands["npu-smi info -m"] = ok(mapped)
+    host.commands["npu-smi info -t topo"] = topo_result or ok(topo)
+    host.commands["lscpu"] = ok(lscpu)
+    host.lscpu_e(nodes)
+    seen = set()
+    for index, chip in enumerate(npu_smi.parse_info(info)["chips"]):
+        bus = chip["bus_id"]
+        if bus in seen:
+            continue  # 310P Duo: two chips behind one PCI function
+        seen.add(bus)
+        host.pci(bus, chip_nodes[index], "0x19e5", device, npu_irq_names())
+    host.finish()
+
+
+def build_ascend():
+    kp4 = dict((str(n), "%d-%d" % (48 * n, 48 * n + 47)) for n in range(4))
+    aff = {0: "144-167", 2: "144-167", 1: "0-23", 3: "0-23", 4: "96-119", 6: "96-119",
+           5: "48-71", 7: "48-71"}
+    ascend_host("a2-910b3x8", fixture("ascend/a2-910b3x8_npu-smi-info_v23.0.7.txt"),
+                a2_map("Ascend 910B3"), a2_topo(aff), kunpeng_lscpu_4numa(), kp4,
+                [3, 0, 3, 0, 2, 1, 2, 1], "0xd802")
+
+    kp8 = dict((str(n), "%d-%d" % (24 * n, 24 * n + 23)) for n in range(8))
+    aff8 = {0: "144-167", 1: "144-167", 2: "96-119", 3: "96-119", 4: "0-23", 5: "0-23",
+            6: "48-71", 7: "48-71"}
+    ascend_host("a2i-910b4x8", fixture("ascend/atlas800i-a2-910b4x8_npu-smi-info_v25.0.rc1.1.txt"),
+                fixture("ascend/atlas800i-a2-910b4x8_npu-smi-info-m.txt"), a2_topo(aff8),
+                fixture("ascend/atlas800i-a2-kunpeng920-5250-192c_lscpu.txt"), kp8,
+                [6, 6, 4, 4, 0, 0, 2, 2],
+                "0xd802", tools=dict((k, v) for k, v in TOOLS_ALL.items() if k != "migratepages"))
+
+    kp640 = dict((str(n), "%d-%d" % (80 * n, 80 * n + 79)) for n in range(8))
+    a3_map = ["NPU ID  Chip ID  Chip Logic ID  Chip Phy-ID  Chip Name"]
+    for npu in range(8):
+        for chip in range(2):
+            a3_map.append("%-8d%-9d%-15d%-13d%s" % (npu, chip, npu * 2 + chip, npu * 2 + chip, "Ascend910"))
+        a3_map.append("%-8d%-9d%-15s%-13s%s" % (npu, 2, "-", "-", "Mcu"))
+    labels = ["Phy-ID%d" % n for n in range(16)]
+    a3_topo = ["\t" + "\t".join(labels)]
+    for row in range(16):
+        cells = ["X" if row == col else ("SIO" if row // 2 == col // 2 else "HCCS_SW")
+                 for col in range(16)]
+        a3_topo.append(labels[row] + "\t" + "\t".join(cells))
+    ascend_host("a3-16die", fixture("ascend/a3-16die_npu-smi-info_v25.3.rc1.txt"),
+                "\n".join(a3_map) + "\n", "\n".join(a3_topo) + "\n",
+                fixture("ascend/kunpeng920-7285z-640c-8numa_lscpu_via-collect-env_vllm-ascend-5825.txt"),
+                kp640, [n // 2 for n in range(16)], "0xd803")
+
+    build_950()
+    build_310p()
+    build_910a()
+
+
+def a2_table(version, rows, processes_header, process_rows, hbm=True, chip_header="Chip"):
+    """An npu-smi info table in the documented A2 layout (for hosts without a capture)."""
+    sep = "+===========================+===============+====================================================+"
+    out = ["+------------------------------------------------------------------------------------------------+",
+           "| npu-smi %-24s Version: %-38s|" % (version, version),
+           "+---------------------------+---------------+----------------------------------------------------+",
+           "| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|",
+           "| %-25s | Bus-Id        | AICore(%%)   Memory-Usage(MB)  %-19s|" % (
+               chip_header, "HBM-Usage(MB)" if hbm else ""),
+           sep]
+    for npu, name, chip, bus, mem, power in rows:
+        out.append("| %-5d %-19s | OK            | %-11s 40                0    / 0             |" % (
+            npu, name, power))
+        out.append("| %-25s | %-13s | 0           %-50s|" % (chip, bus, mem))
+        out.append(sep)
+    out.append("+---------------------------+---------------+----------------------------------------------------+")
+    out.append(processes_header)
+    out.append(sep)
+    out.extend(process_rows)
+    out.append(sep)
+    return "\n".join(out) + "\n"
+
+
+def build_950():
+    buses = ["0000:%02x:00.0" % b for b in (0x01, 0x02, 0x41, 0x42, 0x81, 0x82, 0xc1, 0xc2)]
+    rows = [(n, "Ascend950DT", "0", buses[n], "0    / 0          3100 / 147456", "120.5")
+            for n in range(8)]
+    procs = ["| 0                          | 2018733       | VLLMWorker_TP            | 30212                   |",
+             "| 1                          | 2018734       | VLLMWorker_TP            | 30212                   |"]
+    procs += ["| No running processes found in NPU %d                                                            |" % n
+              for n in range(2, 8)]
+    info = a2_table("25.5.0", rows,
+                    "| NPU ID                    | Process id    | Process name             | Process memory(MB)       |",
+                    procs)
+    mapped = "NPU ID  Slot ID  Chip ID  Chip Phy-ID  Chip Name\n" + "".join(
+        "%d %d 0 %d Ascend950DT\n" % (n, n, n) for n in range(8))
+    labels = ["NPU%d" % n for n in range(8)] + ["NIC0"]
+    topo = ["       " + "       ".join(labels)]
+    for row in labels:
+        topo.append(row + "       " + "       ".join(
+            "X" if row == col else ("NA" if "NIC" in row + col else "UB") for col in labels))
+    nodes = dict((str(n), "%d-%d" % (96 * n, 96 * n + 95)) for n in range(4))
+    lscpu = ("Architecture:                       aarch64\nCPU(s):                             384\n"
+             "On-line CPU(s) list:                0-383\nVendor ID:                          HiSilicon\n"
+             "Model name:                         Kunpeng-920\nThread(s) per core:                 1\n"
+             "Core(s) per socket:                 96\nSocket(s):                          4\n"
+             "NUMA node(s):                       4\n" + "".join(
+                 "NUMA node%d CPU(s):                  %s\n" % (n, nodes[str(n)]) for n in range(4)))
+    ascend_host("a5-950", info, mapped, "\n".join(topo) + "\n", lscpu, nodes,
+                [0, 0, 1, 1, 2, 2, 3, 3], "0xd806")
+
+
+def build_310p():
+    lscpu = fixture("cpu/mi300x-host_2x-xeon8462y+_interleaved-numa_128cpu_lscpu.txt")
+    nodes = {"0": cpulist.format(range(0, 128, 2)), "1": cpulist.format(range(1, 128, 2))}
+    buses = ["0000:3b:00.0", "0000:3b:00.0", "0000:86:00.0", "0000:86:00.0"]
+    rows = [(n // 2, "310P3", "%d     %d" % (n % 2, n), buses[n], "0    / 0          %-31s" % "1720 / 44280", "NA")
+            for n in range(4)]
+    info = a2_table("23.0.rc3", rows,
+                    "| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |",
+                    ["| No running processes found in NPU %d                                                            |" % n
+                     for n in range(2)], hbm=False, chip_header="Chip  Device")
+    # No HBM column on 310P: the memory pair is DDR.
+    info = info.replace("0    / 0          1720 / 44280", "1720 / 44280               ")
+    mapped = "NPU ID  Chip ID  Chip Logic ID  Chip Name\n" + "".join(
+        "%d %d %d Ascend 310P3\n" % (n // 2, n % 2, n) for n in range(4)) + "0 2 - Mcu\n1 2 - Mcu\n"
+    topo = ("\t   NPU0       NPU1       NPU2       NPU3       CPU Affinity\n"
+            "NPU0       X          PIX        SYS        SYS        %s\n"
+            "NPU1       PIX        X          SYS        SYS        %s\n"
+            "NPU2       SYS        SYS        X          PIX        %s\n"
+            "NPU3       SYS        SYS        PIX        X          %s\n" % (
+                nodes["0"], nodes["0"], nodes["1"], nodes["1"]))
+    ascend_host("atlas300-310p", info, mapped, topo, lscpu, nodes, [0, 0, 1, 1], "0xd500",
+                arch="x86_64", irqbalance=False)
+
+
+def build_910a():
+    nodes = dict((str(n), "%d-%d" % (24 * n, 24 * n + 23)) for n in range(8))
+    order = ["0000:61:00.0", "0000:60:00.0", "0000:3e:00.0", "0000:3d:00.0",
+             "0000:b1:00.0", "0000:b2:00.0", "0000:da:00.0", "0000:db:00.0"]
+    rows = [(n, "910A", "0", order[n], "0    / 0          %-31s" % "2621 / 32768", "70.2") for n in range(8)]
+    info = a2_table("23.0.5", rows,
+                    "| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |",
+                    ["| No running processes found in NPU %d                                                            |" % n
+                     for n in range(8)])
+    node_of = {"0000:61:00.0": 2, "0000:60:00.0": 2, "0000:3e:00.0": 1, "0000:3d:00.0": 1,
+               "0000:b1:00.0": 5, "0000:b2:00.0": 5, "0000:da:00.0": 6, "0000:db:00.0": 6}
+    ascend_host("a910a-9000", info, fixture("ascend/atlas800-9000-910a_npu-smi-info-m.txt"), "",
+                fixture("ascend/atlas800i-a2-kunpeng920-5250-192c_lscpu.txt"), nodes,
+                [node_of[b] for b in order], "0xd801",
+                topo_result={"rc": 255, "stdout": "",
+                             "stderr": "This device does not support querying topo.\n"})
+    target = os.path.join(OUT, "a910a-9000")
+    # Board outputs are real captures a planner or audit may query.
+    _add_commands(target, {
+        "npu-smi info -t board -i 0": fixture("ascend/atlas800-9000-910a_npu-smi-info-i0-t-board.txt"),
+        "npu-smi info -t board -i 0 -c 0": fixture("ascend/atlas800-9000-910a_npu-smi-info-i0-c0-t-board.txt"),
+    })
+
+
+def _add_commands(target, extra):
+    data = snapshot.load(target)
+    commands = dict(data["commands"])
+    for key, text in extra.items():
+        commands[key] = ok(text)
+    files = {}
+    for root, _dirs, names in os.walk(os.path.join(target, "fs")):
+        for name in names:
+            path = os.path.join(root, name)
+            host_path = "/" + os.path.relpath(path, os.path.join(target, "fs"))
+            with open(path, encoding="utf-8") as handle:
+                files[host_path] = handle.read()
+    shutil.rmtree(target)
+    snapshot.save(target, hostname=data["hostname"], arch=data["arch"], captured_at=data["captured_at"],
+                  env=data["env"], commands=commands, links=data["links"], tools=data["tools"],
+                  files=files)
+
+
+def nvidia_host(name, topo_fixture, nodes, online, lscpu, gpu_buses, gpu_nodes, nics,
+                allowed=None, tpc=2):
+    host = Host(name, "x86_64", nodes, online, allowed=allowed,
+                tools=dict(TOOLS_ALL, **{"nvidia-smi": "/usr/bin/nvidia-smi"}))
+    del host.tools["npu-smi"]
+    host.commands["nvidia-smi topo -m"] = ok(fixture(topo_fixture))
+    host.commands["nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader"] = ok(
+        "".join("%d, 0000%s\n" % (i, b.upper()) for i, b in enumerate(gpu_buses)))
+    host.commands["lscpu"] = ok(lscpu)
+    host.lscpu_e(nodes)
+    for bus, node in zip(gpu_buses, gpu_nodes):
+        host.pci(bus, node, "0x10de", "0x20b0")
+    for nic_name, bus, node, netdev in nics:
+        host.pci(bus, node, "0x15b3", "0x1017",
+                 ["mlx5_async@pci:" + bus] + ["mlx5_comp%d@pci:%s" % (c, bus) for c in range(4)])
+        dev = "/sys/class/infiniband/%s/device" % nic_name
+        host.links[dev] = "/sys/devices/pci0000:%s/%s" % (bus[5:7], bus)
+        host.files[dev + "/numa_node"] = "%d\n" % node
+        host.files[dev + "/net/%s/ifindex" % netdev] = "%d\n" % (10 + int(nic_name.split("_")[1]))
+    host.finish()
+
+
+def synth_lscpu(cpus, tpc, sockets, model, nodes):
+    return ("Architecture:        x86_64\nCPU(s):              %d\nOn-line CPU(s) list: 0-%d\n"
+            "Thread(s) per core:  %d\nCore(s) per socket:  %d\nSocket(s):           %d\n"
+            "NUMA node(s):        %d\nVendor ID:           GenuineIntel\nModel name:          %s\n" % (
+                cpus, cpus - 1, tpc, cpus // tpc // sockets, sockets, len(nodes), model) +
+            "".join("NUMA node%s CPU(s):   %s\n" % (k, v) for k, v in nodes.items()))
+
+
+def build_nvidia():
+    epyc = dict((str(n), "%d-%d,%d-%d" % (16 * n, 16 * n + 15, 128 + 16 * n, 143 + 16 * n)) for n in range(8))
+    dgx_gpus = ["0000:07:00.0", "0000:0f:00.0", "0000:47:00.0", "0000:4e:00.0",
+                "0000:87:00.0", "0000:90:00.0", "0000:b7:00.0", "0000:bd:00.0"]
+    nic_bus = ["0000:0c:00.0", "0000:0d:00.0", "0000:4b:00.0", "0000:4c:00.0", "0000:8b:00.0",
+               "0000:8c:00.0", "0000:ba:00.0", "0000:bb:00.0", "0000:e1:00.0", "0000:e1:00.1"]
+    nic_nodes = [3, 3, 1, 1, 7, 7, 5, 5, 2, 2]
+    nvidia_host("dgx-a100",
+                "nvidia/dgx-a100-class_8xA100-SXM_epyc7742-nps4_10nic_drv525_nvidia-smi-topo-m.txt",
+                epyc, "0-255", fixture("cpu/dgx-a100-class_2x-epyc7742_nps4_256cpu_lscpu.txt"),
+                dgx_gpus, [3, 3, 1, 1, 7, 7, 5, 5],
+                [("mlx5_%d" % n, nic_bus[n], nic_nodes[n], "ibp%ds0" % (n + 12)) for n in range(10)])
+
+    one = {"0": "0-191"}
+    h100_gpus = ["0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0",
+                 "0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0"]
+    h100_nics = ["0000:%02x:00.0" % b for b in (0x19, 0x2b, 0x3b, 0x4c, 0x4d, 0x5e, 0x9b, 0xac,
+                                                0xbb, 0xcc, 0xcd, 0xdc)]
+    nvidia_host("h100-numaoff", "nvidia/h100-8gpu-12nic_numa-off_host-0007_nvidia-smi-topo-m.txt",
+                one, "0-191", synth_lscpu(192, 2, 2, "Intel(R) Xeon(R) Platinum 8468", one),
+                h100_gpus, [-1] * 8,
+                [("mlx5_%d" % n, h100_nics[n], -1, "ibs%d" % n) for n in range(12)])
+
+    inter = {"0": cpulist.format(range(0, 96, 2)), "1": cpulist.format(range(1, 96, 2))}
+    pli_nics = ["0000:1b:00.0", "0000:1b:00.1", "0000:5e:00.0", "0000:9c:00.0", "0000:9c:00.1",
+                "0000:bc:00.0"]
+    nvidia_host("h100-cgroup",
+                "nvidia/h100-8gpu-6nic_princeton-pli_cgroup-limited-affinity_drv545_nvidia-smi-topo-m.txt",
+                inter, "0-95",
+                fixture("cpu/hgx-h100-princeton-pli_2x-xeon8468_ht-off_interleaved-numa_96cpu_lscpu.txt"),
+                ["0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0",
+                 "0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0"],
+                [0, 0, 0, 0, 1, 1, 1, 1],
+                [("mlx5_%d" % n, pli_nics[n], [0, 0, 0, 1, 1, 1][n], "ib%d" % n) for n in range(6)],
+                allowed="1", tpc=1)
+
+    pcie_nodes = {"0": "0-31,64-95", "1": "32-63,96-127"}
+    nvidia_host("pcie-8gpu", "nvidia/pcie-8gpu_no-nvlink_no-nic_odd-cpu-range_nvidia-smi-topo-m.txt",
+                pcie_nodes, "0-127",
+                synth_lscpu(128, 2, 2, "Intel(R) Xeon(R) Gold 6348", pcie_nodes),
+                ["0000:%02x:00.0" % b for b in (0x1a, 0x1b, 0x3d, 0x3e, 0x9c, 0x9d, 0xbc, 0xbd)],
+                [0, 0, 0, 0, 1, 1, 1, 1], [])
+
+
+def build_none():
+    nodes = {"0": cpulist.format(range(0, 128, 2)), "1": cpulist.format(range(1, 128, 2))}
+    host = Host("x86-none", "x86_64", nodes, "0-127",
+                tools=dict((k, v) for k, v in TOOLS_ALL.items() if k not in ("npu-smi", "migratepages")))
+    host.commands["lscpu"] = ok(fixture("cpu/mi300x-host_2x-xeon8462y+_interleaved-numa_128cpu_lscpu.txt"))
+    host.lscpu_e(nodes)
+    host.finish()
+
+
+def main():
+    build_ascend()
+    build_nvidia()
+    build_none()
+
+
+if __name__ == "__main__":
+    main()

@@ -87,12 +87,14 @@ def softshare_capacity(value, device_type=None, single_die_mode=True):
 
 
 def softshare_daemonset(root, device_type, version, image=None, single_die_mode=None,
-                        extra_args=None, log_level=0, namespace="kube-system"):
+                        extra_args=None, log_level=0, namespace="kube-system",
+                        root_parent_exists=None):
     try:
         return _softshare.render_daemonset(
             str(root), _plain(device_type), str(version), image=image and str(image),
             single_die_mode=single_die_mode, extra_args=_plain(extra_args),
-            log_level=int(log_level), namespace=str(namespace))
+            log_level=int(log_level), namespace=str(namespace),
+            root_parent_exists=root_parent_exists)
     except (NpuopsError, ValueError, TypeError) as err:
         _fail("softshare_daemonset", err)
 

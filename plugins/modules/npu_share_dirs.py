@@ -17,7 +17,7 @@ description:
     the RFC's C(/share_device/{deviceId}); the shipped plugin creates C(<root>/<phy>/<die>) files
     inside them on demand and mounts each into the container at C(/dev/shm/<die>).
   - Creates C(/etc/enpu/) (the plugin writes each vNPU's C(npu_info.config) below it),
-    C(/etc/vnpu.cfg) as an empty file when absent (the DaemonSet mounts it with C(type: File);
+    C(/etc/vnpu.cfg) as an empty file when absent (the DaemonSet mounts it as hostPath type C(File);
     an existing file is never rewritten) and C(/var/log/mindx-dl/devicePlugin) mode 0750.
   - Refuses a root that is or passes through a symlink, or contains C(..); the root's parent
     must exist (the plugin checks it). Everything is validated before anything is created.

@@ -78,18 +78,17 @@ def format_sorted(ids):
 
 
 def format_any(ids):
-    """Sorted cpulist text of any list of CPU ids (sorts only when needed)."""
-    ids = list(ids)
-    for i in range(1, len(ids)):
-        if ids[i] <= ids[i - 1]:
-            return format_sorted(sorted(set(ids)))
-    return format_sorted(ids)
+    """Sorted cpulist text of any list of CPU ids."""
+    return format_sorted(sorted(set(ids)))
 
 
 def format_positional(ids):
     """Cpulist text that keeps the positional order (ascending runs compressed)."""
     if not ids:
         return ""
+    ordered = sorted(ids)
+    if ordered == ids and len(set(ids)) == len(ids):
+        return format_sorted(ordered)
     parts = []
     start = prev = ids[0]
     for cpu in ids[1:]:
@@ -107,7 +106,9 @@ def npu_entry(pool, roles, cpu_node):
 
     ``irq`` keeps SQ first, CQ second; the other roles are sorted cpulists.
     """
-    nodes = sorted(set(cpu_node[c] for c in pool if c in cpu_node))
+    nodes = set(map(cpu_node.get, pool))
+    nodes.discard(None)
+    nodes = sorted(nodes)
     return {
         "pool": format_any(pool),
         "pool_order": format_positional(pool),

@@ -180,8 +180,7 @@ def make_plan(topology, policy="strict", npus=None, instances=None, device_type=
 def _cpu_node(node_cpus):
     out = {}
     for node, cpus in node_cpus.items():
-        for c in cpus:
-            out[c] = node
+        out.update(dict.fromkeys(cpus, node))
     return out
 
 

@@ -226,8 +226,7 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
         warnings.append("no NUMA layout known: every NPU sliced by logic id over the allowed CPUs")
     cpu_node = {}
     for node, cpus in node_cpus.items():
-        for cpu in cpus:
-            cpu_node[cpu] = node
+        cpu_node.update(dict.fromkeys(cpus, node))
     node_ids = set(node_cpus)
     homes = {}
     sources = {}
@@ -252,7 +251,8 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
         roles = dict((npu, cpu_roles.cluster_roles(pool)) for npu, pool in pools.items())
         mode = "ascend950"
     else:
-        node_units = dict((n, [c for c in cpus if c in allowed_set]) for n, cpus in node_cpus.items())
+        node_units = dict((n, list(cpus) if allowed_set.issuperset(cpus) else
+                           [c for c in cpus if c in allowed_set]) for n, cpus in node_cpus.items())
         active, claimed = _in_scope(npus, homes, node_units)
         pools, more = allocate_units(active, homes, node_units, cpu_roles.MIN_CPUS_PER_NPU,
                                      None, claimed)

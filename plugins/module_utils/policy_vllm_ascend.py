@@ -102,8 +102,7 @@ def build_cpu_node_map(node_cpus):
     """
     cpu_node = {}
     for node, cpus in node_cpus.items():
-        for cpu in cpus:
-            cpu_node[cpu] = node
+        cpu_node.update(dict.fromkeys(cpus, node))
     numa_to_cpu = defaultdict(list)
     for cpu in sorted(cpu_node):
         numa_to_cpu[cpu_node[cpu]].append(cpu)
@@ -112,12 +111,13 @@ def build_cpu_node_map(node_cpus):
     return cpu_node, numa_to_cpu
 
 
-def _node_of(cpu_node, cpu, npu):
+def _nodes_of(cpu_node, cpus, npu):
+    """The set of NUMA nodes of ``cpus`` (the reference's ``{cpu_node[c] for c in ...}``)."""
     try:
-        return cpu_node[cpu]
-    except KeyError:
-        raise PlanError("CPU %d is on no NUMA node in lscpu's output (vllm-ascend fails with "
-                        "KeyError)" % cpu, npu)
+        return set(map(cpu_node.__getitem__, cpus))
+    except KeyError as err:
+        raise PlanError("CPU %s is on no NUMA node in lscpu's output (vllm-ascend fails with "
+                        "KeyError)" % err.args[0], npu)
 
 
 def global_slice(running, allowed_cpus, total_logic_npus, npu_affinity, min_per_npu=5,
@@ -161,7 +161,7 @@ def extend_numa(cpu_list, cpu_node, numa_to_cpu, allowed_cpus, npu=None):
     """
     if not cpu_list:
         return []
-    nodes = set(_node_of(cpu_node, c, npu) for c in cpu_list)
+    nodes = _nodes_of(cpu_node, cpu_list, npu)
     if len(nodes) != 1:
         return cpu_list
     node = list(nodes)[0]
@@ -240,7 +240,7 @@ def ascend950(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node, num
     numa_to_npus = {}
     for npu in candidate_npus(all_logic_npus, running, npu_affinity, allowed_set):
         base = [c for c in npu_affinity.get(npu, []) if c in allowed_set]
-        nodes = set(_node_of(cpu_node, c, npu) for c in base)
+        nodes = _nodes_of(cpu_node, base, npu)
         if len(nodes) != 1:
             return None, A950_INVALID_AFFINITY % (npu, base)
         numa_to_npus.setdefault(nodes.pop(), []).append(npu)

@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Fleet audit report filters (controller side).
 
-- ``hosts | npuops.fleet.fleet_report`` -> the report dict, from
-  ``{inventory_hostname: {facts, plan_strict, plan_vllm_ascend, plan_errors, rails}}``
+- ``hosts | npuops.fleet.fleet_report(rails=None)`` -> the report dict, from
+  ``{inventory_hostname: {facts, plan_strict, plan_vllm_ascend, plan_errors, facts_error}}``;
+  ``rails`` is the result of ``npuops.fleet.rail_check`` over the strict plans
 - ``report | npuops.fleet.fleet_report_markdown`` -> Markdown text
 - ``report | npuops.fleet.fleet_report_json`` -> JSON text (indented, trailing newline)
 - ``report | npuops.fleet.fleet_report_html`` -> one self-contained HTML page
@@ -38,12 +39,14 @@ def _plain(value):
     return str(value)
 
 
-def fleet_report(hosts):
+def fleet_report(hosts, rails=None):
     if not isinstance(hosts, dict):
         raise AnsibleFilterError("fleet_report expects a mapping of host name -> "
                                  "{facts, plan_strict, plan_vllm_ascend}, got %s"
                                  % type(hosts).__name__)
-    return _report.build_report(_plain(hosts))
+    if rails is not None and not isinstance(rails, dict):
+        raise AnsibleFilterError("fleet_report: rails must be the rail_check result (a mapping)")
+    return _report.build_report(_plain(hosts), None if rails is None else _plain(rails))
 
 
 def _as_report(value, name):

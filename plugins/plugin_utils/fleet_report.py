@@ -318,55 +318,79 @@ def analyse_host(name, entry):
                           for e in _as_list(facts.get("errors")) if isinstance(e, dict)]),
         ("plans", plans),
         ("rails", OrderedDict([("status", "n/a"), ("group", None), ("mapping", {}),
-                               ("deviations", []), ("external", entry.get("rails"))])),
+                               ("deviations", []), ("external", None)])),
     ])
     host["facts_error_count"] = len(host["facts_errors"])
     return host
 
 
-def _rail_signature(host, facts):
-    gpus = _as_list(facts.get("gpus"))
-    names = tuple(sorted(str(g.get("name")) for g in gpus if isinstance(g, dict)))
-    return "%s|%d GPU|%s|%s" % (host["device_type"] or "gpu", len(gpus), ",".join(host["nics"]),
-                                ",".join(names))
+def _rail_shape(mapping):
+    """The rail_check filter's default shape: GPU count and distinct NICs paired."""
+    return "%d GPUs, %d NICs" % (len(mapping), len(set(n for n in mapping.values() if n)))
 
 
-def analyse_rails(hosts, facts_by_name):
-    """GPU k -> NIC of the strict plan compared across identical GPU hosts (in place)."""
+def _rail_deviation(gpu, actual, expected, majority_hosts, peers, tie):
+    return OrderedDict([("gpu", str(gpu)), ("nic", actual), ("majority", expected),
+                        ("hosts_with_majority", majority_hosts), ("peers", peers),
+                        ("tie", bool(tie))])
+
+
+def analyse_rails(hosts, rails=None):
+    """GPU k -> NIC of the strict plans compared across hosts of the same shape (in place).
+
+    Same rule as the ``npuops.fleet.rail_check`` filter: hosts grouped by GPU count and number
+    of NICs paired; the mapping most hosts of a group share is the majority; a host with
+    another mapping deviates on each GPU whose NIC differs. ``rails`` (the filter's result,
+    ``{host: {majority, differences, group_hosts, majority_hosts, tie}}``), when given, is used
+    for the deviations instead of this module's own comparison.
+    """
     groups = OrderedDict()
     for host in hosts:
         if host["vendor"] != "nvidia" or host["plans"]["strict"]["status"] != "ok":
             continue
         mapping = OrderedDict((d["id"], d.get("nic")) for d in host["plans"]["strict"]["devices"]
                               if d["kind"] == "gpu")
-        host["rails"]["mapping"] = mapping
-        signature = _rail_signature(host, facts_by_name.get(host["name"], {}))
-        host["rails"]["group"] = signature
-        groups.setdefault(signature, []).append(host)
-    for members in groups.values():
-        if len(members) < 2:
-            for host in members:
-                host["rails"]["status"] = "single"
+        if not mapping:
             continue
-        gpu_ids = sorted(set(k for h in members for k in h["rails"]["mapping"]), key=_key_sort)
+        host["rails"]["mapping"] = mapping
+        host["rails"]["group"] = _rail_shape(mapping)
+        groups.setdefault(host["rails"]["group"], []).append(host)
+    for members in groups.values():
         for host in members:
-            host["rails"]["status"] = "consistent"
+            host["rails"]["status"] = "single" if len(members) < 2 else "consistent"
             host["rails"]["peers"] = len(members)
-        for gpu in gpu_ids:
-            counts = Counter(h["rails"]["mapping"].get(gpu) for h in members)
-            nic, count = sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))[0]
-            majority = nic if count * 2 > len(members) else None
-            for host in members:
-                mine = host["rails"]["mapping"].get(gpu)
-                if majority is not None and mine == majority:
-                    continue
-                if majority is None and len(counts) == 1:
-                    continue
-                host["rails"]["status"] = "inconsistent"
-                host["rails"]["deviations"].append(OrderedDict([
-                    ("gpu", gpu), ("nic", mine), ("majority", majority),
-                    ("hosts_with_majority", count if majority is not None else 0),
-                    ("peers", len(members))]))
+        if len(members) < 2 or rails is not None:
+            continue
+        counts = Counter(json.dumps(h["rails"]["mapping"], sort_keys=True) for h in members)
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        majority_text, majority_count = ranked[0]
+        tie = len(ranked) > 1 and ranked[1][1] == majority_count
+        majority = json.loads(majority_text)
+        for host in members:
+            mine = host["rails"]["mapping"]
+            if dict(mine) == majority:
+                continue
+            host["rails"]["status"] = "inconsistent"
+            for gpu in sorted(set(mine) | set(majority), key=_key_sort):
+                if mine.get(gpu) != majority.get(gpu):
+                    host["rails"]["deviations"].append(_rail_deviation(
+                        gpu, mine.get(gpu), majority.get(gpu), majority_count, len(members), tie))
+    if rails is None:
+        return
+    by_name = dict((h["name"], h) for h in hosts)
+    for name, found in _as_dict(rails).items():
+        host = by_name.get(str(name))
+        found = _as_dict(found)
+        if host is None or not found:
+            continue
+        host["rails"]["status"] = "inconsistent"
+        host["rails"]["external"] = found
+        diffs = _as_dict(found.get("differences"))
+        for gpu in sorted(diffs, key=_key_sort):
+            diff = _as_dict(diffs[gpu])
+            host["rails"]["deviations"].append(_rail_deviation(
+                gpu, diff.get("actual"), diff.get("expected"), found.get("majority_hosts"),
+                found.get("group_hosts"), found.get("tie")))
 
 
 def _problem(severity, host, kind, title, evidence, fix):
@@ -486,23 +510,15 @@ def host_problems(host):
     if host["rails"]["status"] == "inconsistent":
         parts = []
         for dev in host["rails"]["deviations"]:
-            if dev["majority"] is None:
-                parts.append("GPU%s -> %s (no majority among %d identical hosts)" % (
-                    dev["gpu"], dev["nic"], dev["peers"]))
-            else:
-                parts.append("GPU%s -> %s, %d of %d identical hosts use %s" % (
-                    dev["gpu"], dev["nic"], dev["hosts_with_majority"], dev["peers"],
-                    dev["majority"]))
+            parts.append("GPU%s -> %s where %s of %s hosts of its shape use %s%s" % (
+                dev["gpu"], dev["nic"], dev["hosts_with_majority"], dev["peers"],
+                dev["majority"], " (tie: no clear majority)" if dev["tie"] else ""))
         out.append(_problem("warning", name, "rail_inconsistent",
-                            "GPU rails differ from identical hosts", "; ".join(parts),
+                            "GPU rails differ from identical hosts",
+                            "; ".join(parts) or "GPU -> NIC mapping differs from its peers",
                             "check NIC cabling and PCIe slots and the RDMA device names "
                             "(udev renames); until they match, pass NCCL_IB_HCA from each "
                             "host's own plan (plan env) rather than one fleet-wide value"))
-    elif host["rails"]["external"] and host["rails"]["status"] != "inconsistent":
-        out.append(_problem("warning", name, "rail_inconsistent",
-                            "GPU rails differ from identical hosts (rail_check)",
-                            json.dumps(host["rails"]["external"], sort_keys=True, default=str),
-                            "check NIC cabling and PCIe slots and the RDMA device names"))
     unknown = [d for d in host["plans"]["strict"]["devices"]
                if d["kind"] == "gpu" and not d["home_nodes"]]
     if host["vendor"] == "nvidia" and host["gpus"] and (
@@ -516,17 +532,21 @@ def host_problems(host):
     return out
 
 
-def build_report(hosts):
+def build_report(hosts, rails=None):
     """The fleet report dict from ``{name: {facts, plan_strict, plan_vllm_ascend, plan_errors?,
     rails?, facts_error?}}``. Pure and deterministic (hosts sorted by name).
 
     ``plan_errors``: ``{policy: message}`` of a plan that failed; ``rails``: this host's entry
-    of ``npuops.fleet.rail_check``; ``facts_error``: why the facts are missing."""
+    of ``npuops.fleet.rail_check``; ``facts_error``: why the facts are missing.
+    ``rails``: the whole result of ``npuops.fleet.rail_check`` over the strict plans (hosts
+    absent from it are consistent); without it the same comparison is made here."""
     hosts = _as_dict(hosts)
     names = sorted(hosts, key=str)
-    facts_by_name = dict((str(n), _as_dict(_as_dict(hosts[n]).get("facts"))) for n in names)
     summaries = [analyse_host(n, hosts[n]) for n in names]
-    analyse_rails(summaries, facts_by_name)
+    if rails is None and any(isinstance(_as_dict(hosts[n]).get("rails"), dict) for n in names):
+        rails = dict((str(n), hosts[n]["rails"]) for n in names
+                     if isinstance(_as_dict(hosts[n]).get("rails"), dict))
+    analyse_rails(summaries, rails)
     problems = []
     for host in summaries:
         problems.extend(host_problems(host))

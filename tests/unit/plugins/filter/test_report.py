@@ -57,3 +57,13 @@ def test_renderers_accept_the_report_or_the_hosts_mapping():
 def test_wrong_input_is_a_filter_error(name):
     with pytest.raises(AnsibleFilterError, match="expects"):
         flt.FilterModule().filters()[name](["not", "a", "mapping"])
+
+
+def test_fleet_report_passes_the_rail_check_result():
+    fleet = _sample()
+    assert [p["host"] for p in flt.fleet_report(fleet)["problems"]
+            if p["kind"] == "rail_inconsistent"] == ["gpu-c"]
+    quiet = flt.fleet_report(fleet, rails={})
+    assert not [p for p in quiet["problems"] if p["kind"] == "rail_inconsistent"]
+    with pytest.raises(AnsibleFilterError, match="rails"):
+        flt.fleet_report(fleet, rails=["x"])

@@ -220,33 +220,49 @@ def test_gpu_rails_majority_flags_only_the_odd_host():
     assert host_of(report, "gpu-a")["rails"]["status"] == "consistent"
     assert host_of(report, "gpu-b")["rails"]["status"] == "consistent"
     odd = host_of(report, "gpu-c")["rails"]
-    assert odd["status"] == "inconsistent"
+    assert odd["status"] == "inconsistent" and odd["group"] == "4 GPUs, 2 NICs"
     assert odd["deviations"] == [{"gpu": "0", "nic": "mlx5_1", "majority": "mlx5_0",
-                                  "hosts_with_majority": 2, "peers": 3}]
+                                  "hosts_with_majority": 2, "peers": 3, "tie": False}]
     problems = by_kind(report, "rail_inconsistent")
     assert [p["host"] for p in problems] == ["gpu-c"]
-    assert "GPU0 -> mlx5_1, 2 of 3 identical hosts use mlx5_0" in problems[0]["evidence"]
+    assert problems[0]["evidence"] == "GPU0 -> mlx5_1 where 2 of 3 hosts of its shape use mlx5_0"
     assert report["summary"]["rails_inconsistent"] == 1
 
 
-def test_gpu_rails_two_hosts_without_majority_both_flagged_and_other_shapes_not_compared():
+def test_gpu_rails_tie_and_other_shapes():
     hosts = {"g1": {"facts": gpu_facts("g1"), "plan_strict": gpu_plan()},
              "g2": {"facts": gpu_facts("g2"),
                     "plan_strict": gpu_plan(("mlx5_1", "mlx5_0", "mlx5_1", "mlx5_1"))},
              "g3": {"facts": gpu_facts("g3", nics=("mlx5_0", "mlx5_1", "mlx5_2")),
                     "plan_strict": gpu_plan(("mlx5_2", "mlx5_0", "mlx5_1", "mlx5_1"))}}
     report = fr.build_report(hosts)
-    assert host_of(report, "g1")["rails"]["status"] == "inconsistent"
-    assert host_of(report, "g2")["rails"]["deviations"][0]["majority"] is None
+    flagged = [h for h in report["hosts"] if h["rails"]["status"] == "inconsistent"]
+    assert len(flagged) == 1 and flagged[0]["rails"]["deviations"][0]["tie"] is True
+    assert "tie" in by_kind(report, "rail_inconsistent")[0]["evidence"]
     assert host_of(report, "g3")["rails"]["status"] == "single"
 
 
-def test_external_rail_check_result_is_kept_and_reported():
-    hosts = {"g1": {"facts": gpu_facts("g1"), "plan_strict": gpu_plan(),
-                    "rails": {"0": {"nic": "mlx5_1", "majority": "mlx5_0"}}}}
-    report = fr.build_report(hosts)
-    assert report["hosts"][0]["rails"]["external"] == {"0": {"nic": "mlx5_1", "majority": "mlx5_0"}}
-    assert len(by_kind(report, "rail_inconsistent", "g1")) == 1
+def test_rail_check_filter_result_is_used_when_given():
+    rails = pytest.importorskip("ansible_collections.npuops.fleet.plugins.filter.rails")
+    fleet = sample_fleet()
+    plans = dict((n, e["plan_strict"]) for n, e in fleet.items())
+    found = rails.rail_check(plans)
+    assert set(found) == {"gpu-c"}
+    mine = fr.build_report(fleet)
+    theirs = fr.build_report(fleet, rails=found)
+    assert host_of(theirs, "gpu-c")["rails"]["external"] == found["gpu-c"]
+    assert host_of(theirs, "gpu-c")["rails"]["deviations"] == \
+        host_of(mine, "gpu-c")["rails"]["deviations"]
+    assert by_kind(theirs, "rail_inconsistent") == by_kind(mine, "rail_inconsistent")
+    # an empty result means every host is consistent, whatever this module would say
+    quiet = fr.build_report(fleet, rails={})
+    assert by_kind(quiet, "rail_inconsistent") == []
+    assert host_of(quiet, "gpu-c")["rails"]["status"] == "consistent"
+    # per-host form ({host: {..., rails: entry}}) is accepted too
+    fleet["gpu-a"]["rails"] = {"differences": {"3": {"expected": "mlx5_1", "actual": "mlx5_0"}},
+                               "group_hosts": 3, "majority_hosts": 2, "tie": False}
+    per_host = fr.build_report(fleet)
+    assert [p["host"] for p in by_kind(per_host, "rail_inconsistent")] == ["gpu-a"]
 
 
 def test_vllm_policy_not_applicable_on_gpu_hosts_and_numa_off_flagged():

@@ -24,7 +24,7 @@ description:
   - The device type (A2, A3, A5 for Ascend 950, 310P, 910A, unknown) is derived from chip names,
     the C(Phy-ID) column, dies per NPU and Huawei PCI device ids; the evidence is returned.
 author:
-  - npuops.fleet contributors
+  - npuops.fleet contributors (@npuops)
 options:
   snapshot:
     description:

@@ -9,6 +9,7 @@ import sys
 import time
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from ansible_collections.npuops.fleet.plugins.module_utils import binder
 
@@ -317,3 +318,15 @@ def test_gone_process_is_a_clear_error(tmp_path):
     assert code == 1
     assert "process %d not found" % proc.pid in result["failed"]
     assert "Traceback" not in log
+
+
+TABLE_ALPHABET = st.sampled_from(list("| 0123456789NPUChipProcess id-+=\nabc"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(TABLE_ALPHABET, max_size=300))
+def test_parsers_never_raise_on_garbage(text):
+    for rows in (binder.parse_npu_processes(text), binder.parse_compute_apps(text)):
+        assert all(isinstance(r[0], int) for r in rows)
+    assert isinstance(binder.parse_npu_map("NPU ID  Chip ID  Chip Logic ID\n" + text), dict)
+    assert isinstance(binder.parse_gpu_bus_ids(text), dict)

@@ -466,14 +466,14 @@ def bind(doc, workers, check=False, thread_wait=0.0, interval=0.5):
                             "binding what exists", target["label"], pid, thread_wait)
             report = bind_worker(pid, target, check)
             # Memory moves only when the worker was not bound already (idempotent re-runs).
-            report["migrated"] = bool(report["changed"]) and migrate_memory(pid, target, nodes,
-                                                                             check)
+            moved = bool(report["changed"]) and migrate_memory(pid, target, nodes, check)
+            report["migrated"] = moved
             reports.append(report)
     return reports
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="npuops-bind", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="npuops-bind", description=__doc__.split("\n", 1)[0])
     parser.add_argument("--plan", required=True, help="plan JSON written by vllm_launch_wrapper")
     parser.add_argument("--instance", help="refuse a plan written for another instance")
     parser.add_argument("--timeout", type=float, default=900.0,
@@ -537,4 +537,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # a standalone program: its exit status is the contract with systemd
+    raise SystemExit(main())

@@ -238,8 +238,8 @@ def apply_targets(targets, host_root="/", check_mode=False):
         except (IOError, OSError) as err:
             raise IrqError("IRQ %d: %s cannot be read (%s)" % (irq, path, err))
         if current is None:
-            raise IrqError("IRQ %d (%s %s): %s does not exist" % (irq, target["device"],
-                                                                 target["role"], path))
+            raise IrqError("IRQ %d (%s %s): %s does not exist"
+                           % (irq, target["device"], target["role"], path))
         try:
             before = cpulist.parse(current.strip(), path)
         except ParseError as err:

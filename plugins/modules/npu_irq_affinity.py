@@ -57,7 +57,7 @@ attributes:
   diff_mode:
     support: full
 author:
-  - npuops.fleet contributors
+  - npuops.fleet contributors (@npuops)
 '''
 
 EXAMPLES = r'''

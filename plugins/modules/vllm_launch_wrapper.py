@@ -16,10 +16,10 @@ description:
     C(<dest>/<name>-launch) (bash wrapper, 0755), C(<dest>/<name>.plan.json) (the plan),
     C(<dest>/<name>-bind) (the post-start binder, 0755, O(binding=host) only) and
     C(<unit_dir>/vllm-<name>.service) (O(systemd=true)).
-  - The wrapper exports C(ASCEND_RT_VISIBLE_DEVICES) (C(CUDA_VISIBLE_DEVICES) on GPU hosts), the
+  - "The wrapper exports C(ASCEND_RT_VISIBLE_DEVICES) (C(CUDA_VISIBLE_DEVICES) on GPU hosts), the
     plan's launch env and O(env), then with O(binding=host) runs
     C(exec taskset -c <main CPUs> <command>) with every argument shell-quoted, after merging
-    C({"enable_cpu_binding": false}) into the command's C(--additional-config) JSON on Ascend.
+    C({\"enable_cpu_binding\": false}) into the command's C(--additional-config) JSON on Ascend."
   - The unit's C(ExecStartPost) runs the binder, which waits for the workers and pins their
     threads (ACL and release threads to their CPUs) and memory (C(migratepages)).
   - Nothing is written when any path is unsafe (a symlink or C(..)) or any input is invalid.
@@ -84,7 +84,7 @@ attributes:
   diff_mode:
     support: full
 author:
-  - npuops.fleet contributors
+  - npuops.fleet contributors (@npuops)
 '''
 
 EXAMPLES = r'''
@@ -137,8 +137,8 @@ import re
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.npuops.fleet.plugins.module_utils import (binder, cpulist, fileops,
-                                                                    wrapper)
+from ansible_collections.npuops.fleet.plugins.module_utils import binder, cpulist, fileops
+from ansible_collections.npuops.fleet.plugins.module_utils import wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 
 MODULE_UTILS = "ansible_collections.npuops.fleet.plugins.module_utils"

@@ -254,3 +254,30 @@ def test_irqbalance_config_path(tmp_path):
     (root / "etc" / "default").mkdir()
     (root / "etc" / "default" / "irqbalance").write_text("")
     assert irq.irqbalance_config_path(str(root)) == "/etc/default/irqbalance"
+
+
+SNAPSHOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "snapshots", "a2-910b3x8")
+
+
+@pytest.mark.skipif(not os.path.isdir(SNAPSHOT), reason="tests/snapshots/a2-910b3x8 not built")
+def test_snapshot_host_sandbox(tmp_path):
+    """Facts gathered from the A2 snapshot, plan from npu_cpu_plan, applied on a copy of its fs."""
+    import shutil
+    from ansible_collections.npuops.fleet.plugins.module_utils import hostio, plan, topology
+    topo = topology.gather(hostio.SnapshotHostIO(SNAPSHOT))
+    real = plan.make_plan(topo)
+    root = str(tmp_path / "fs")
+    shutil.copytree(os.path.join(SNAPSHOT, "fs"), root)
+    # find the IRQs from sysfs + /proc/interrupts, not from the facts
+    for npu in topo["npus"]:
+        npu["irqs"] = None
+    targets, skipped, warnings = irq.plan_targets(real, topo, root)
+    assert skipped is None and warnings == []
+    assert len(targets) == 2 * len(real["npus"])
+    npu0 = [t for t in targets if t["device"] == "NPU0"]
+    assert [(t["role"], t["cpus"]) for t in npu0] == [("sq", [144]), ("cq", [145])]
+    assert npu0[1]["irq"] != npu0[0]["irq"] + 1  # the snapshot puts trs-mbox0 in between
+    first = irq.apply_targets(targets, root)
+    assert all(r["changed"] for r in first)
+    assert affinity(root, npu0[0]["irq"]) == "144"
+    assert not any(r["changed"] for r in irq.apply_targets(targets, root))

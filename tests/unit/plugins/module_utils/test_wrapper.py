@@ -111,9 +111,31 @@ def test_gpu_wrapper_cuda_visible_and_plan_env():
     assert "exec taskset -c 0-47 vllm serve m" in text
 
 
-def test_visibility_var_in_user_env_rejected():
-    with pytest.raises(NpuopsError, match="ASCEND_RT_VISIBLE_DEVICES"):
+def test_visibility_var_in_user_env_must_agree():
+    with pytest.raises(NpuopsError, match="ASCEND_RT_VISIBLE_DEVICES=3 contradicts"):
         wrapper.render_wrapper(view(), ["vllm"], env={"ASCEND_RT_VISIBLE_DEVICES": "3"})
+    text = wrapper.render_wrapper(view(), ["vllm"], env={"ASCEND_RT_VISIBLE_DEVICES": "0,1"})
+    assert text.count("ASCEND_RT_VISIBLE_DEVICES") == 1
+
+
+SNAPSHOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "snapshots", "a2-910b3x8")
+
+
+@pytest.mark.skipif(not os.path.isdir(SNAPSHOT), reason="tests/snapshots/a2-910b3x8 not built")
+def test_real_plan_from_snapshot(tmp_path):
+    """The plan npu_cpu_plan really produces (it carries the visibility var in the instance env)."""
+    from ansible_collections.npuops.fleet.plugins.module_utils import hostio, plan, topology
+    topo = topology.gather(hostio.SnapshotHostIO(SNAPSHOT))
+    real = plan.make_plan(topo, instances=[{"name": "svc", "npus": [0, 2]}])
+    v = wrapper.instance_view(real, "svc")
+    text = wrapper.render_wrapper(v, ["vllm", "serve", "m"])
+    assert "export ASCEND_RT_VISIBLE_DEVICES=0,2\n" in text
+    assert text.count("ASCEND_RT_VISIBLE_DEVICES=") == 1
+    assert "exec taskset -c 146-165,170-189 vllm serve m" in text
+    unit = wrapper.render_unit(v, "/w", "/b", "/p")
+    assert "CPUAffinity=144-191" in unit.splitlines()
+    path = _write(tmp_path, text)
+    assert subprocess.run(["bash", "-n", str(path)]).returncode == 0
 
 
 @pytest.mark.parametrize("env", [{"A B": "1"}, {"1A": "x"}, {"A;rm": "x"}, {"A": "x\x00"}])

@@ -5,7 +5,8 @@
 
 - ``hosts | npuops.fleet.fleet_report(rails=None)`` -> the report dict, from
   ``{inventory_hostname: {facts, plan_strict, plan_vllm_ascend, plan_errors, facts_error}}``;
-  ``rails`` is the result of ``npuops.fleet.rail_check`` over the strict plans
+  ``rails`` is the result of ``npuops.fleet.rail_check`` over the strict plans (computed here
+  with the report's host shapes when not given)
 - ``report | npuops.fleet.fleet_report_markdown`` -> Markdown text
 - ``report | npuops.fleet.fleet_report_json`` -> JSON text (indented, trailing newline)
 - ``report | npuops.fleet.fleet_report_html`` -> one self-contained HTML page
@@ -20,6 +21,11 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.npuops.fleet.plugins.plugin_utils import fleet_report as _report
+
+try:
+    from ansible_collections.npuops.fleet.plugins.filter.rails import rail_check as _rail_check
+except ImportError:  # pragma: no cover - the report then compares the rails itself
+    _rail_check = None
 
 
 def _plain(value):
@@ -46,7 +52,12 @@ def fleet_report(hosts, rails=None):
                                  % type(hosts).__name__)
     if rails is not None and not isinstance(rails, dict):
         raise AnsibleFilterError("fleet_report: rails must be the rail_check result (a mapping)")
-    return _report.build_report(_plain(hosts), None if rails is None else _plain(rails))
+    hosts = _plain(hosts)
+    if rails is None and _rail_check is not None:
+        plans = dict((name, (entry or {}).get("plan_strict") if isinstance(entry, dict) else None)
+                     for name, entry in hosts.items())
+        rails = _rail_check(plans, shapes=_report.rail_shapes(hosts))
+    return _report.build_report(hosts, None if rails is None else _plain(rails))
 
 
 def _as_report(value, name):

@@ -324,9 +324,19 @@ def analyse_host(name, entry):
     return host
 
 
-def _rail_shape(mapping):
-    """The rail_check filter's default shape: GPU count and distinct NICs paired."""
-    return "%d GPUs, %d NICs" % (len(mapping), len(set(n for n in mapping.values() if n)))
+def rail_shape(facts):
+    """What makes two GPU hosts "identical" for rail comparison: CPU model, GPU count and RDMA
+    NIC count (not the NIC names: a renamed NIC is exactly what must be caught)."""
+    facts = _as_dict(facts)
+    return "%s, %d GPUs, %d NICs" % (_as_dict(facts.get("cpu")).get("model") or "unknown CPU",
+                                     len(_as_list(facts.get("gpus"))),
+                                     len(_as_list(facts.get("nics"))))
+
+
+def rail_shapes(hosts):
+    """``{host: shape}`` for the ``shapes`` option of the ``npuops.fleet.rail_check`` filter."""
+    return dict((str(name), rail_shape(_as_dict(entry).get("facts")))
+                for name, entry in _as_dict(hosts).items())
 
 
 def _rail_deviation(gpu, actual, expected, majority_hosts, peers, tie):
@@ -335,11 +345,11 @@ def _rail_deviation(gpu, actual, expected, majority_hosts, peers, tie):
                         ("tie", bool(tie))])
 
 
-def analyse_rails(hosts, rails=None):
+def analyse_rails(hosts, shapes, rails=None):
     """GPU k -> NIC of the strict plans compared across hosts of the same shape (in place).
 
-    Same rule as the ``npuops.fleet.rail_check`` filter: hosts grouped by GPU count and number
-    of NICs paired; the mapping most hosts of a group share is the majority; a host with
+    Same rule as the ``npuops.fleet.rail_check`` filter given ``shapes`` (``rail_shapes``):
+    hosts grouped by shape; the mapping most hosts of a group share is the majority; a host with
     another mapping deviates on each GPU whose NIC differs. ``rails`` (the filter's result,
     ``{host: {majority, differences, group_hosts, majority_hosts, tie}}``), when given, is used
     for the deviations instead of this module's own comparison.
@@ -353,7 +363,10 @@ def analyse_rails(hosts, rails=None):
         if not mapping:
             continue
         host["rails"]["mapping"] = mapping
-        host["rails"]["group"] = _rail_shape(mapping)
+        if not any(mapping.values()):
+            host["rails"]["status"] = "no NICs"
+            continue
+        host["rails"]["group"] = shapes.get(host["name"])
         groups.setdefault(host["rails"]["group"], []).append(host)
     for members in groups.values():
         for host in members:
@@ -546,7 +559,7 @@ def build_report(hosts, rails=None):
     if rails is None and any(isinstance(_as_dict(hosts[n]).get("rails"), dict) for n in names):
         rails = dict((str(n), hosts[n]["rails"]) for n in names
                      if isinstance(_as_dict(hosts[n]).get("rails"), dict))
-    analyse_rails(summaries, rails)
+    analyse_rails(summaries, rail_shapes(hosts), rails)
     problems = []
     for host in summaries:
         problems.extend(host_problems(host))

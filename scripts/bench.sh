@@ -7,8 +7,8 @@ cd "$REPO"
 shopt -s nullglob
 benches=(bench/bench_*.py)
 if [[ ${#benches[@]} -eq 0 ]]; then
-    echo "bench: no bench/bench_*.py found" >&2
-    exit 1
+    echo "bench: no bench/bench_*.py yet"
+    exit 0
 fi
 failed=0
 for bench in "${benches[@]}"; do

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # -*- coding: utf-8 -*-
 """Facts gathering in live mode against a stand-in ``npu-smi`` that answers after 0.5 s.
 

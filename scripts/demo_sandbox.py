@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Build the demo sandbox roots: .demo/<host>/root from tests/snapshots/<snapshot>/fs.
 
 Usage: demo_sandbox.py [--inventory inventories/demo/hosts.yml] [--demo .demo] [--hosts h1,h2]

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Per-host summary of a demo run: device type, plan mode, pool per NPU/GPU, files written.
 
 Reads the facts and plans the demo stored in Ansible's jsonfile fact cache (through Ansible's

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # -*- coding: utf-8 -*-
 """Markdown table: vllm_ascend vs strict on the recorded hosts in tests/snapshots.
 

@@ -23,11 +23,11 @@ description:
 positional: plans_by_host
 options:
   _input:
-    description: C({host: plan}). Hosts whose plan has no C(gpus) are ignored.
+    description: 'C({host: plan}). Hosts whose plan has no C(gpus) are ignored.'
     type: dict
     required: true
   shapes:
-    description: C({host: shape}); any JSON-able value. Hosts absent from it get the default.
+    description: 'C({host: shape}); any JSON-able value. Hosts absent from it get the default.'
     type: dict
   key:
     description: Entry field compared per GPU, C(nic) (RDMA name) or C(nic_bus_id).

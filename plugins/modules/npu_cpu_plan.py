@@ -71,7 +71,7 @@ attributes:
     support: N/A
     details: Nothing on the host changes.
 author:
-  - npuops.fleet contributors
+  - npuops.fleet contributors (@npuops)
 '''
 
 EXAMPLES = r'''
@@ -105,7 +105,7 @@ plan:
   type: dict
   contains:
     policy: {description: strict or vllm_ascend., type: str}
-    mode: {description: global_slice, topo_affinity, ascend950 or gpu_numa., type: str}
+    mode: {description: 'global_slice, topo_affinity, ascend950 or gpu_numa.', type: str}
     device_type: {description: The device type used., type: str}
     skipped: {description: True where binding does not apply (see reason)., type: bool}
     reason: {description: Why the plan is skipped., type: str}
@@ -116,8 +116,8 @@ plan:
       type: dict
       sample: {"0": {"pool": "144-167", "pool_order": "144-167", "numa_nodes": [3], "irq": "144-145",
                "main": "146-165", "acl": "166", "release": "167"}}
-    instances: {description: Per instance its npus, main, pool, numa_nodes and env., type: dict}
-    gpus: {description: Per GPU pool, numa_node, nic and link (NVIDIA)., type: dict}
+    instances: {description: 'Per instance its npus, main, pool, numa_nodes and env.', type: dict}
+    gpus: {description: 'Per GPU pool, numa_node, nic and link (NVIDIA).', type: dict}
     env: {description: Node-wide launch environment (NVIDIA)., type: dict}
     uvb: {description: Ascend 950 CPUs for the UVB poll threads., type: str, returned: Ascend 950}
     log: {description: The plan log (vllm_ascend - the lines each worker would print)., type: list}

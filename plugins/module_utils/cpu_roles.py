@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.npuops.fleet.plugins.module_utils import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 
 MIN_CPUS_PER_NPU = 5  # 2 IRQ + 1 main + 1 ACL + 1 release
@@ -47,6 +48,15 @@ def split_roles(pool, reserve_irq=True, npu=None):
     minimum = min_cpus_per_npu(reserve_irq)
     if len(pool) < minimum:
         raise PlanError(INSUFFICIENT_CPUS % minimum, npu)
+    if isinstance(pool, cpuset.CpuSeq) and len(pool.runs) == 1:
+        # one contiguous run (the usual pool): the positions are plain arithmetic
+        first, last = pool.runs[0]
+        if reserve_irq:
+            return {"irq": cpuset.CpuSeq(((first, first + 1),)),
+                    "main": cpuset.CpuSeq(((first + 2, last - 2),)), "acl": [last - 1],
+                    "release": [last]}
+        return {"irq": [], "main": cpuset.CpuSeq(((first, last - 2),)), "acl": [last - 1],
+                "release": [last]}
     if reserve_irq:
         return {"irq": pool[:2], "main": pool[2:-2], "acl": [pool[-2]], "release": [pool[-1]]}
     return {"irq": [], "main": pool[:-2], "acl": [pool[-2]], "release": [pool[-1]]}
@@ -59,6 +69,8 @@ def cluster_roles(pool):
 
 def format_sorted(ids):
     """Cpulist text of a strictly ascending list, with an O(1) path for one contiguous run."""
+    if isinstance(ids, cpuset.CpuSeq):
+        return cpuset.format_runs(ids.runs)
     if not ids:
         return ""
     first = ids[0]
@@ -79,11 +91,17 @@ def format_sorted(ids):
 
 def format_any(ids):
     """Sorted cpulist text of any list of CPU ids."""
+    if isinstance(ids, cpuset.CpuSeq):
+        return cpuset.format_runs(ids.sorted_unique().runs)
+    if isinstance(ids, list) and len(ids) == 1:
+        return str(ids[0])
     return format_sorted(sorted(set(ids)))
 
 
 def format_positional(ids):
     """Cpulist text that keeps the positional order (ascending runs compressed)."""
+    if isinstance(ids, cpuset.CpuSeq):
+        return cpuset.format_runs(ids.runs)
     if not ids:
         return ""
     ordered = sorted(ids)
@@ -104,11 +122,21 @@ def format_positional(ids):
 def npu_entry(pool, roles, cpu_node):
     """The plan entry of one NPU: cpulists as strings, ``pool_order`` keeps the positions.
 
-    ``irq`` keeps SQ first, CQ second; the other roles are sorted cpulists.
+    ``irq`` keeps SQ first, CQ second; the other roles are sorted cpulists. ``pool`` and the
+    roles may be lists or CpuSeq, ``cpu_node`` a dict or a cpuset.NodeMap.
     """
-    nodes = set(map(cpu_node.get, pool))
-    nodes.discard(None)
-    nodes = sorted(nodes)
+    nodes = sorted(cpuset.nodes_of(cpu_node, pool))
+    if isinstance(pool, cpuset.CpuSeq):
+        order = cpuset.format_runs(pool.runs)
+        return {
+            "pool": order if pool.normal else cpuset.format_runs(pool.sorted_unique().runs),
+            "pool_order": order,
+            "numa_nodes": nodes,
+            "irq": format_positional(roles["irq"]),
+            "main": format_any(roles["main"]),
+            "acl": format_any(roles["acl"]),
+            "release": format_any(roles["release"]),
+        }
     return {
         "pool": format_any(pool),
         "pool_order": format_positional(pool),

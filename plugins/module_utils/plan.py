@@ -13,9 +13,10 @@ __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils import cpu_roles
 from ansible_collections.npuops.fleet.plugins.module_utils import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils import policy_strict
 from ansible_collections.npuops.fleet.plugins.module_utils import policy_vllm_ascend
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
 
 POLICIES = ("strict", "vllm_ascend")
 DEVICE_TYPES = ("A2", "A3", "A5", "310P", "910A", "unknown")
@@ -38,11 +39,15 @@ def _int_list(value, what):
 
 
 def _cpus(text, source):
+    """The CPUs of an option (cpulist text or list of ints) as a sorted CpuSeq, or None.
+
+    Both policies use the allowed CPUs as a set only, so order and duplicates are dropped here.
+    """
     if text is None:
         return None
     if isinstance(text, (list, tuple)):
-        return _int_list(text, source)
-    return cpulist.parse_ordered(str(text), source)
+        return cpuset.CpuSeq.from_cpus(sorted(set(_int_list(text, source))))
+    return cpuset.parse(str(text), source)
 
 
 def validate_instances(instances, known):
@@ -85,7 +90,7 @@ def _node_cpus(topology):
             node = int(key)
         except (TypeError, ValueError):
             raise PlanError("topology cpu.numa_nodes: node id %r is not an integer" % (key,))
-        cpus = cpulist.parse(text or "", "topology cpu.numa_nodes[%s]" % key)
+        cpus = cpuset.parse(text or "", "topology cpu.numa_nodes[%s]" % key)
         if cpus:
             nodes[node] = cpus
     return nodes
@@ -100,8 +105,12 @@ def _npu_facts(topology):
         logic = int(npu["logic_id"])
         ids.append(logic)
         text = npu.get("affinity")
-        if text and cpulist.is_cpulist(text):
-            affinity[logic] = cpulist.parse_ordered(text, "npus[%d].affinity" % index)
+        # cpulist.is_cpulist's test, parsing once
+        if text and isinstance(text, str) and text.strip():
+            try:
+                affinity[logic] = cpuset.parse_ordered(text, "npus[%d].affinity" % index)
+            except ParseError:
+                pass
         node = npu.get("numa_node")
         pci_nodes[logic] = int(node) if node is not None and int(node) >= 0 else None
         if npu.get("processes"):
@@ -141,11 +150,11 @@ def make_plan(topology, policy="strict", npus=None, instances=None, device_type=
     cpu = topology.get("cpu") or {}
     allowed = _cpus(allowed_cpus, "allowed_cpus")
     if allowed is None:
-        allowed = cpulist.parse_ordered(cpu.get("allowed") or cpu.get("online") or "",
-                                        "topology cpu.allowed")
-    reserved = set(_cpus(reserved_cpus, "reserved_cpus") or [])
+        allowed = cpuset.parse(cpu.get("allowed") or cpu.get("online") or "",
+                               "topology cpu.allowed")
+    reserved = _cpus(reserved_cpus, "reserved_cpus")
     if reserved:
-        allowed = [c for c in allowed if c not in reserved]
+        allowed = cpuset.subtract(allowed, reserved)
     vendor = topology.get("vendor")
     if vendor == "nvidia":
         return _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics)
@@ -178,14 +187,11 @@ def make_plan(topology, policy="strict", npus=None, instances=None, device_type=
 
 
 def _cpu_node(node_cpus):
-    out = {}
-    for node, cpus in node_cpus.items():
-        out.update(dict.fromkeys(cpus, node))
-    return out
+    return cpuset.node_map(node_cpus)
 
 
 def _strict(plan, ids, requested, affinity, pci_nodes, node_cpus, allowed, dtype, cpu):
-    result = policy_strict.plan_strict(ids, affinity, pci_nodes, node_cpus, set(allowed), dtype,
+    result = policy_strict.plan_strict(ids, affinity, pci_nodes, node_cpus, allowed, dtype,
                                        cpu.get("threads_per_core"), requested)
     plan["mode"] = result["mode"]
     plan["warnings"].extend(result["warnings"])

@@ -22,6 +22,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils import cpu_roles
+from ansible_collections.npuops.fleet.plugins.module_utils import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 
 NO_NODE = -1  # pseudo node when the host reports no NUMA layout
@@ -30,11 +31,7 @@ NO_NODE = -1  # pseudo node when the host reports no NUMA layout
 def npu_home(affinity, pci_node, cpu_node, node_ids):
     """``(node, source)``: source is "affinity", "numa_node" or None (no locality known)."""
     if affinity:
-        counts = {}
-        for cpu in affinity:
-            node = cpu_node.get(cpu)
-            if node is not None:
-                counts[node] = counts.get(node, 0) + 1
+        counts = cpuset.node_counts(cpu_node, affinity)
         if counts:
             best = min(counts, key=lambda n: (-counts[n], n))
             # an affinity spread over several nodes (A3 prints the whole host) says nothing
@@ -99,10 +96,11 @@ def allocate_units(npus, homes, node_units, min_units, cluster=None, claimed=())
             homeless.append(npu)
         else:
             owners.setdefault(node, []).append(npu)
-    free = dict((n, list(u)) for n, u in node_units.items()
+    # units are lists or cpuset.CpuSeq: copies by slicing, growth by "+", never in place
+    free = dict((n, u[:]) for n, u in node_units.items()
                 if n not in owners and n not in claimed)
     free_ids = sorted(free)
-    pools_of = dict((n, list(node_units[n])) for n in owners)
+    pools_of = dict((n, node_units[n][:]) for n in owners)
     warnings = []
     for node in sorted(owners):
         need = min_units * len(owners[node]) - len(pools_of[node])
@@ -119,7 +117,7 @@ def allocate_units(npus, homes, node_units, min_units, cluster=None, claimed=())
         for donor in sorted(free_ids, key=lambda m: (abs(m - node), m)):
             take = free[donor][:need]
             free[donor] = free[donor][len(take):]
-            pools_of[node].extend(take)
+            pools_of[node] = pools_of[node] + take
             need -= len(take)
             if take:
                 warnings.append("NUMA node %s lacks room for NPU(s) %s: borrowed %d unit(s) from "
@@ -151,9 +149,9 @@ def _place_homeless(homeless, free, free_ids, owners, pools_of, min_units, clust
                 start += node_count
             return shares
         # node sizes too uneven for node-local slices: one global slice by logic id
-        flat = []
+        flat = free[nodes[0]][:0]
         for node in nodes:
-            flat.extend(free[node])
+            flat = flat + free[node]
         warnings.append("NPU(s) %s without NUMA locality sliced across NUMA nodes" % (homeless,))
         return _split(flat, homeless)
     for npu in homeless:
@@ -217,16 +215,15 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
     ``affinity``: npu -> CPU list (topo), ``pci_nodes``: npu -> node or None, ``node_cpus``:
     node -> sorted CPU ids of the whole node (empty nodes dropped), ``allowed_set``: CPUs the
     plan may use (reserved ones already removed). Returns mode, pools (positional lists), roles,
-    homes {npu: [node, source]}, uvb (list or None), warnings.
+    homes {npu: [node, source]}, uvb (list or None), warnings. CPU lists may be given as
+    cpuset.CpuSeq (``allowed_set`` then a sorted one): the pools then come back as CpuSeq.
     """
     warnings = []
     node_cpus = dict((n, c) for n, c in node_cpus.items() if c)
     if not node_cpus:
-        node_cpus = {NO_NODE: sorted(allowed_set)}
+        node_cpus = {NO_NODE: cpuset.sorted_unique(allowed_set)}
         warnings.append("no NUMA layout known: every NPU sliced by logic id over the allowed CPUs")
-    cpu_node = {}
-    for node, cpus in node_cpus.items():
-        cpu_node.update(dict.fromkeys(cpus, node))
+    cpu_node = cpuset.node_map(node_cpus)
     node_ids = set(node_cpus)
     homes = {}
     sources = {}
@@ -251,8 +248,7 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
         roles = dict((npu, cpu_roles.cluster_roles(pool)) for npu, pool in pools.items())
         mode = "ascend950"
     else:
-        node_units = dict((n, list(cpus) if allowed_set.issuperset(cpus) else
-                           [c for c in cpus if c in allowed_set]) for n, cpus in node_cpus.items())
+        node_units = dict((n, cpuset.keep(cpus, allowed_set)) for n, cpus in node_cpus.items())
         active, claimed = _in_scope(npus, homes, node_units)
         pools, more = allocate_units(active, homes, node_units, cpu_roles.MIN_CPUS_PER_NPU,
                                      None, claimed)

@@ -21,6 +21,7 @@ __metaclass__ = type
 from collections import defaultdict
 
 from ansible_collections.npuops.fleet.plugins.module_utils import cpu_roles
+from ansible_collections.npuops.fleet.plugins.module_utils import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 
 TOPO_AFFINITY_MODE = "topo_affinity"
@@ -99,7 +100,16 @@ def build_cpu_node_map(node_cpus):
 
     ``node_cpus`` maps node id -> CPU ids. CPUs are visited in ascending id (lscpu's order), so
     ``numa_to_cpu`` (a defaultdict, as in the reference) has its keys in first-seen order.
+    When every node's CPUs are a cpuset.CpuSeq, ``cpu_node`` is a cpuset.NodeMap and the
+    ``numa_to_cpu`` values are CpuSeq (a missing node still appears as an empty one).
     """
+    if node_cpus and all(isinstance(c, cpuset.CpuSeq) for c in node_cpus.values()):
+        cpu_node = cpuset.NodeMap(node_cpus)
+        numa_to_cpu = defaultdict(cpuset.CpuSeq)
+        numa_to_cpu.update(cpu_node.node_runs)
+        if not numa_to_cpu:
+            raise PlanError(NO_NUMA_NODE)
+        return cpu_node, numa_to_cpu
     cpu_node = {}
     for node, cpus in node_cpus.items():
         cpu_node.update(dict.fromkeys(cpus, node))
@@ -113,6 +123,12 @@ def build_cpu_node_map(node_cpus):
 
 def _nodes_of(cpu_node, cpus, npu):
     """The set of NUMA nodes of ``cpus`` (the reference's ``{cpu_node[c] for c in ...}``)."""
+    if isinstance(cpu_node, cpuset.NodeMap):
+        missing = cpu_node.first_missing(cpus)
+        if missing is not None:
+            raise PlanError("CPU %s is on no NUMA node in lscpu's output (vllm-ascend fails with "
+                            "KeyError)" % missing, npu)
+        return cpu_node.nodes(cpus)
     try:
         return set(map(cpu_node.__getitem__, cpus))
     except KeyError as err:
@@ -126,7 +142,7 @@ def global_slice(running, allowed_cpus, total_logic_npus, npu_affinity, min_per_
     pools = {}
     if not running:
         return pools
-    allowed = sorted(set(allowed_cpus))
+    allowed = cpuset.sorted_unique(allowed_cpus)
     total_cpus = len(allowed)
     if total_cpus == 0:
         return pools
@@ -166,15 +182,14 @@ def extend_numa(cpu_list, cpu_node, numa_to_cpu, allowed_cpus, npu=None):
         return cpu_list
     node = list(nodes)[0]
     next_node = (node + 1) % len(numa_to_cpu)
-    allowed = allowed_cpus if isinstance(allowed_cpus, (set, frozenset)) else set(allowed_cpus)
-    extended = list(cpu_list)
-    extended.extend(c for c in numa_to_cpu[next_node] if c in allowed)
-    return sorted(set(extended))
+    allowed = cpuset.as_set(allowed_cpus)
+    extended = cpuset.concat(cpu_list, cpuset.keep(numa_to_cpu[next_node], allowed))
+    return cpuset.sorted_unique(extended)
 
 
 def average_distribute(pools, npu_list):
     """Cut the sorted pool of ``npu_list[0]`` into equal chunks; the last NPU takes the rest."""
-    cpus = sorted(pools[npu_list[0]])
+    cpus = cpuset.sorted_all(pools[npu_list[0]])
     per_npu = len(cpus) // len(npu_list)
     result = {}
     for i, npu in enumerate(npu_list):
@@ -187,7 +202,7 @@ def candidate_npus(all_logic_npus, running, npu_affinity, allowed_set):
     """Running NPUs plus hidden NPUs whose topo affinity overlaps the allowed CPUs."""
     running_set = set(running)
     return [npu for npu in all_logic_npus
-            if npu in running_set or any(c in allowed_set for c in npu_affinity.get(npu, []))]
+            if npu in running_set or cpuset.overlaps(npu_affinity.get(npu, []), allowed_set)]
 
 
 def topo_affinity(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node, numa_to_cpu,
@@ -197,16 +212,16 @@ def topo_affinity(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node,
     ``numa_to_cpu`` is mutated exactly as the reference mutates its defaultdict. ``extend``
     is replaceable so that upstream's tests, which mock the extension, port as they are.
     """
-    allowed_set = set(allowed_cpus)
+    allowed_set = cpuset.as_set(allowed_cpus)
     pools = {}
     for npu in candidate_npus(all_logic_npus, running, npu_affinity, allowed_set):
-        base = [c for c in npu_affinity.get(npu, []) if c in allowed_set]
+        base = cpuset.keep(npu_affinity.get(npu, []), allowed_set)
         if not base:
             raise PlanError(CONFLICT, npu)
         pools[npu] = extend(base, cpu_node, numa_to_cpu, allowed_set, npu)
     groups = {}
     for npu, cpus in pools.items():
-        groups.setdefault(str(cpus), []).append(npu)
+        groups.setdefault(cpuset.seq_key(cpus), []).append(npu)
     final = {}
     for npu_list in groups.values():
         if len(npu_list) == 1:
@@ -271,10 +286,10 @@ def allocate(pools, device_type):
 
 def plan_line(npu, roles, device_type):
     """The per-NPU plan log line, formats as the reference (``release=[[N]]`` included)."""
-    main = " ".join(str(c) for c in roles["main"])
+    main = cpuset.join_ids(roles["main"])
     if device_type in NO_IRQ_BINDING_DEVICE_TYPES:
         return "Ascend 950 NPU%s: worker=[%s]" % (npu, main)
-    acl = " ".join(str(c) for c in roles["acl"])
+    acl = " ".join(map(str, roles["acl"]))
     rel = str(roles["release"]) if roles["release"] else ""
     return "NPU%s: main=[%s]  acl=[%s]  release=[%s]" % (npu, main, acl, rel)
 

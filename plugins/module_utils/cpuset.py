@@ -1,0 +1,475 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""CPU id sequences stored as runs of consecutive ids, for the planners' hot paths.
+
+A ``CpuSeq`` is an ordered sequence of CPU ids (duplicates and any order allowed, as
+vllm-ascend's positional pools need) kept as runs ``((first, last), ...)``. It supports the
+list operations the allocators use - ``len``, indexing, slicing, ``+``, iteration, ``in``,
+equality with lists - at a cost per run instead of per CPU, so a 640-CPU host plans as fast
+as an 8-CPU one. The module functions take a ``CpuSeq`` or a plain list/set: lists keep the
+original per-CPU expressions (the policies' unit tests call them with lists), ``CpuSeq``
+values take the run path. ``NodeMap`` replaces the per-CPU ``{cpu: node}`` dict.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from bisect import bisect_left, bisect_right
+from itertools import chain
+
+from ansible_collections.npuops.fleet.plugins.module_utils import cpulist
+
+
+_INF = float("inf")
+
+
+def _join(runs):
+    """Canonical runs: neighbours that continue each other (``a-b`` then ``b+1-c``) merged."""
+    out = []
+    for lo, hi in runs:
+        if out and out[-1][1] + 1 == lo:
+            out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _merge(runs):
+    """Sorted, disjoint, non-adjacent runs covering the same CPUs (set semantics)."""
+    out = []
+    for lo, hi in sorted(runs):
+        if out and lo <= out[-1][1] + 1:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _range(run):
+    return range(run[0], run[1] + 1)
+
+
+class CpuSeq(object):
+    """An ordered sequence of CPU ids kept as canonical runs (see the module docstring).
+
+    ``runs`` is a tuple of ``(first, last)`` with ``first <= last`` where no run continues the
+    previous one, so two sequences are equal exactly when their runs are. ``normal`` is True
+    when the ids ascend without duplicates (the sequence is also a sorted set).
+    """
+
+    __slots__ = ("runs", "size", "normal")
+
+    def __init__(self, runs=()):
+        """``runs`` must already be canonical; use ``from_runs`` or ``from_cpus`` otherwise."""
+        runs = tuple(runs)
+        self.runs = runs
+        if len(runs) == 1:
+            # the usual pool: one contiguous run
+            self.size = runs[0][1] - runs[0][0] + 1
+            self.normal = True
+            return
+        size = 0
+        normal = True
+        prev = None
+        for lo, hi in runs:
+            size += hi - lo + 1
+            if prev is not None and lo <= prev:
+                normal = False
+            prev = hi
+        self.size = size
+        self.normal = normal
+
+    @classmethod
+    def from_runs(cls, runs):
+        """From any ``(first, last)`` runs in sequence order (first <= last each)."""
+        return cls(_join(runs))
+
+    @classmethod
+    def from_cpus(cls, cpus):
+        """From CPU ids in sequence order (a list, a range, another CpuSeq...)."""
+        if isinstance(cpus, CpuSeq):
+            return cpus
+        runs = []
+        lo = prev = None
+        for cpu in cpus:
+            if prev is not None and cpu == prev + 1:
+                prev = cpu
+                continue
+            if prev is not None:
+                runs.append((lo, prev))
+            lo = prev = cpu
+        if prev is not None:
+            runs.append((lo, prev))
+        return cls(runs)
+
+    def __len__(self):
+        return self.size
+
+    def __iter__(self):
+        return chain.from_iterable(map(_range, self.runs))
+
+    def __repr__(self):
+        # the list's text: vllm-ascend's log lines print slices of the allowed CPUs
+        return repr(list(self))
+
+    def __eq__(self, other):
+        if isinstance(other, CpuSeq):
+            return self.runs == other.runs
+        if isinstance(other, (list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    def __ne__(self, other):
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self):
+        return hash(self.runs)
+
+    def __contains__(self, cpu):
+        if self.normal:
+            index = bisect_right(self.runs, (cpu, _INF)) - 1
+            return index >= 0 and cpu <= self.runs[index][1]
+        return any(lo <= cpu <= hi for lo, hi in self.runs)
+
+    def __add__(self, other):
+        if not isinstance(other, CpuSeq):
+            return NotImplemented
+        if not other.runs:
+            return self
+        if not self.runs:
+            return other
+        last = self.runs[-1]
+        first = other.runs[0]
+        if last[1] + 1 == first[0]:
+            return CpuSeq(self.runs[:-1] + ((last[0], first[1]),) + other.runs[1:])
+        return CpuSeq(self.runs + other.runs)
+
+    def __getitem__(self, index):
+        if index.__class__ is slice:
+            start, stop, step = index.indices(self.size)
+            if step != 1:
+                raise ValueError("CpuSeq slices take no step")
+            return self._cut(start, stop)
+        if index < 0:
+            index += self.size
+        if index < 0 or index >= self.size:
+            raise IndexError("CpuSeq index out of range")
+        if len(self.runs) == 1:
+            return self.runs[0][0] + index
+        for lo, hi in self.runs:
+            length = hi - lo + 1
+            if index < length:
+                return lo + index
+            index -= length
+        raise IndexError("CpuSeq index out of range")
+
+    def _cut(self, start, stop):
+        """Positions ``start`` to ``stop`` (exclusive), both already within ``0..len``."""
+        if start == 0 and stop >= self.size:
+            return self
+        if stop <= start:
+            return EMPTY
+        if len(self.runs) == 1:
+            first = self.runs[0][0]
+            return CpuSeq(((first + start, first + stop - 1),))
+        out = []
+        offset = 0
+        for lo, hi in self.runs:
+            if offset >= stop:
+                break
+            length = hi - lo + 1
+            end = offset + length
+            if end > start:
+                first = lo + max(start - offset, 0)
+                last = lo + min(stop, end) - offset - 1
+                out.append((first, last))
+            offset = end
+        return CpuSeq(out)
+
+    def sorted_unique(self):
+        """The ascending set of the ids (``sorted(set(seq))``)."""
+        return self if self.normal else CpuSeq(_merge(self.runs))
+
+
+EMPTY = CpuSeq()
+
+
+def parse_ordered(text, source="cpulist"):
+    """``cpulist.parse_ordered`` as a CpuSeq (written order and duplicates kept).
+
+    Plain ``N`` / ``N-M`` items are read here; anything else (blanks, strides, errors) goes
+    through ``cpulist.parse_ordered``, which raises the same ParseError as before.
+    """
+    if isinstance(text, str) and text:
+        runs = []
+        for part in text.split(","):
+            if part.isdecimal():
+                cpu = int(part)
+                runs.append((cpu, cpu))
+                continue
+            ends = part.split("-")
+            if len(ends) != 2 or not ends[0].isdecimal() or not ends[1].isdecimal():
+                break
+            lo, hi = int(ends[0]), int(ends[1])
+            if hi < lo:
+                break
+            runs.append((lo, hi))
+        else:
+            return CpuSeq(runs) if len(runs) == 1 else CpuSeq.from_runs(runs)
+    return CpuSeq.from_cpus(cpulist.parse_ordered(text, source))
+
+
+def parse(text, source="cpulist"):
+    """``cpulist.parse`` as a CpuSeq: sorted unique ids."""
+    return parse_ordered(text, source).sorted_unique()
+
+
+# decimal text of small CPU ids, for the per-CPU log lines vllm-ascend prints
+_DECIMAL = tuple(str(cpu) for cpu in range(2048))
+
+
+def join_ids(cpus, sep=" "):
+    """``sep.join(str(c) for c in cpus)``."""
+    if isinstance(cpus, CpuSeq):
+        parts = []
+        for lo, hi in cpus.runs:
+            if lo < 0 or hi >= len(_DECIMAL):
+                return sep.join(map(str, cpus))
+            parts.append(sep.join(_DECIMAL[lo:hi + 1]))
+        return sep.join(parts)
+    return sep.join(map(str, cpus))
+
+
+def format_runs(runs):
+    """Cpulist text of runs in the given order (``((0, 3), (8, 8))`` -> ``"0-3,8"``)."""
+    if len(runs) == 1:
+        lo, hi = runs[0]
+        return str(lo) if lo == hi else "%d-%d" % (lo, hi)
+    return ",".join([str(lo) if lo == hi else "%d-%d" % (lo, hi) for lo, hi in runs])
+
+
+def sorted_unique(cpus):
+    """``sorted(set(cpus))``; a CpuSeq stays a CpuSeq."""
+    if isinstance(cpus, CpuSeq):
+        return cpus.sorted_unique()
+    return sorted(set(cpus))
+
+
+def sorted_all(cpus):
+    """``sorted(cpus)`` keeping duplicates; a CpuSeq stays a CpuSeq."""
+    if not isinstance(cpus, CpuSeq):
+        return sorted(cpus)
+    if cpus.normal:
+        return cpus
+    runs = sorted(cpus.runs)
+    if all(runs[i][0] > runs[i - 1][1] for i in range(1, len(runs))):
+        return CpuSeq.from_runs(runs)
+    # overlapping runs (duplicate ids): rare enough to expand
+    return CpuSeq.from_cpus(sorted(cpus))
+
+
+def as_set(cpus):
+    """Something answering ``in`` for the ids: a set stays, a CpuSeq becomes its sorted set."""
+    if isinstance(cpus, (set, frozenset)):
+        return cpus
+    if isinstance(cpus, CpuSeq):
+        return cpus.sorted_unique()
+    return set(cpus)
+
+
+def _intersect_runs(runs, allowed):
+    """The parts of ``runs`` (in their order) inside the normal run list ``allowed``."""
+    out = []
+    highs = [hi for _, hi in allowed]
+    for lo, hi in runs:
+        index = bisect_left(highs, lo)
+        while index < len(allowed) and allowed[index][0] <= hi:
+            a_lo, a_hi = allowed[index]
+            out.append((max(lo, a_lo), min(hi, a_hi)))
+            index += 1
+    return out
+
+
+def keep(cpus, allowed):
+    """``[c for c in cpus if c in allowed]`` (order and duplicates of ``cpus`` kept)."""
+    if isinstance(cpus, CpuSeq) and isinstance(allowed, CpuSeq):
+        allowed = allowed.sorted_unique()
+        if len(allowed.runs) == 1:
+            a_lo, a_hi = allowed.runs[0]
+            if all(a_lo <= lo and hi <= a_hi for lo, hi in cpus.runs):
+                return cpus
+        return CpuSeq.from_runs(_intersect_runs(cpus.runs, allowed.runs))
+    return [c for c in cpus if c in allowed]
+
+
+def overlaps(cpus, allowed):
+    """``any(c in allowed for c in cpus)``."""
+    if isinstance(cpus, CpuSeq) and isinstance(allowed, CpuSeq):
+        return bool(_intersect_runs(cpus.runs, allowed.sorted_unique().runs))
+    return any(c in allowed for c in cpus)
+
+
+def subtract(cpus, removed):
+    """``[c for c in cpus if c not in removed]`` (order and duplicates kept)."""
+    if isinstance(cpus, CpuSeq) and isinstance(removed, CpuSeq):
+        gaps = []
+        start = None
+        for lo, hi in removed.sorted_unique().runs:
+            gaps.append((start, lo - 1))
+            start = hi + 1
+        gaps.append((start, None))
+        out = []
+        for lo, hi in cpus.runs:
+            for g_lo, g_hi in gaps:
+                first = lo if g_lo is None else max(lo, g_lo)
+                last = hi if g_hi is None else min(hi, g_hi)
+                if first <= last:
+                    out.append((first, last))
+        return CpuSeq.from_runs(out)
+    removed = as_set(removed)
+    return [c for c in cpus if c not in removed]
+
+
+def concat(first, second):
+    """``first + second`` as a CpuSeq when both are, else as a list."""
+    if isinstance(first, CpuSeq) and isinstance(second, CpuSeq):
+        return first + second
+    return list(first) + list(second)
+
+
+def seq_key(cpus):
+    """A hashable key equal for two sequences exactly when they hold the same ids in order."""
+    return CpuSeq.from_cpus(cpus).runs
+
+
+class NodeMap(object):
+    """``{cpu: node}`` for CPUs given as CpuSeq per node, answered per run.
+
+    Built like ``for node, cpus in node_cpus.items(): cpu_node.update(dict.fromkeys(cpus,
+    node))``: a CPU listed under two nodes belongs to the later one.
+    """
+
+    __slots__ = ("segments", "highs", "node_runs")
+
+    def __init__(self, node_cpus):
+        owned = {}
+        segments = []
+        for node, cpus in node_cpus.items():
+            cpus = CpuSeq.from_cpus(cpus).sorted_unique()
+            owned[node] = cpus
+            segments.extend([(lo, hi, node) for lo, hi in cpus.runs])
+        segments.sort()
+        prev_hi = None
+        shared = False
+        for lo, hi, _ in segments:
+            if prev_hi is not None and lo <= prev_hi:
+                shared = True
+                break
+            prev_hi = hi
+        if shared:
+            # nodes that share CPUs (malformed facts): the later node takes them
+            claimed = EMPTY
+            for node in reversed(list(owned)):
+                cpus = owned[node]
+                owned[node] = subtract(cpus, claimed)
+                claimed = CpuSeq(_merge(claimed.runs + cpus.runs))
+            segments = sorted((lo, hi, node) for node, cpus in owned.items()
+                              for lo, hi in cpus.runs)
+        self.segments = segments
+        self.highs = [hi for _, hi, _ in segments]
+        # node -> its CPUs (ascending), nodes ordered by their first CPU as lscpu lists them
+        self.node_runs = {}
+        for _, _, node in segments:
+            if node not in self.node_runs:
+                self.node_runs[node] = owned[node]
+
+    def _find(self, cpu):
+        index = bisect_left(self.highs, cpu)
+        if index < len(self.segments) and self.segments[index][0] <= cpu:
+            return self.segments[index][2]
+        return None
+
+    def get(self, cpu, default=None):
+        node = self._find(cpu)
+        return default if node is None else node
+
+    def __getitem__(self, cpu):
+        node = self._find(cpu)
+        if node is None:
+            raise KeyError(cpu)
+        return node
+
+    def __contains__(self, cpu):
+        return self._find(cpu) is not None
+
+    def nodes(self, cpus):
+        """The set of nodes of ``cpus`` (CPUs on no node are ignored)."""
+        segments = self.segments
+        count = len(segments)
+        found = set()
+        for lo, hi in CpuSeq.from_cpus(cpus).runs:
+            index = bisect_left(self.highs, lo)
+            while index < count and segments[index][0] <= hi:
+                found.add(segments[index][2])
+                index += 1
+        return found
+
+    def counts(self, cpus):
+        """``{node: how many entries of cpus are on it}`` (duplicates counted)."""
+        segments = self.segments
+        counts = {}
+        for lo, hi in CpuSeq.from_cpus(cpus).runs:
+            index = bisect_left(self.highs, lo)
+            while index < len(segments) and segments[index][0] <= hi:
+                s_lo, s_hi, node = segments[index]
+                counts[node] = counts.get(node, 0) + min(hi, s_hi) - max(lo, s_lo) + 1
+                index += 1
+        return counts
+
+    def first_missing(self, cpus):
+        """The first CPU of ``cpus`` (in order) on no node, or None."""
+        segments = self.segments
+        for lo, hi in CpuSeq.from_cpus(cpus).runs:
+            cpu = lo
+            index = bisect_left(self.highs, cpu)
+            while cpu <= hi:
+                if index >= len(segments) or segments[index][0] > cpu:
+                    return cpu
+                cpu = segments[index][1] + 1
+                index += 1
+        return None
+
+
+def node_map(node_cpus):
+    """A NodeMap when every node's CPUs are a CpuSeq, else the plain ``{cpu: node}`` dict."""
+    if node_cpus and all(isinstance(c, CpuSeq) for c in node_cpus.values()):
+        return NodeMap(node_cpus)
+    cpu_node = {}
+    for node, cpus in node_cpus.items():
+        cpu_node.update(dict.fromkeys(cpus, node))
+    return cpu_node
+
+
+def nodes_of(cpu_node, cpus):
+    """``set(map(cpu_node.get, cpus)) - {None}``."""
+    if isinstance(cpu_node, NodeMap):
+        return cpu_node.nodes(cpus)
+    nodes = set(map(cpu_node.get, cpus))
+    nodes.discard(None)
+    return nodes
+
+
+def node_counts(cpu_node, cpus):
+    """``{node: count}`` of the entries of ``cpus`` that are on a node."""
+    if isinstance(cpu_node, NodeMap):
+        return cpu_node.counts(cpus)
+    counts = {}
+    for cpu in cpus:
+        node = cpu_node.get(cpu)
+        if node is not None:
+            counts[node] = counts.get(node, 0) + 1
+    return counts

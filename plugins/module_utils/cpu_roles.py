@@ -132,10 +132,10 @@ def npu_entry(pool, roles, cpu_node):
             "pool": order if pool.normal else cpuset.format_runs(pool.sorted_unique().runs),
             "pool_order": order,
             "numa_nodes": nodes,
-            "irq": format_positional(roles["irq"]),
-            "main": format_any(roles["main"]),
-            "acl": format_any(roles["acl"]),
-            "release": format_any(roles["release"]),
+            "irq": _role_text(roles["irq"], True),
+            "main": _role_text(roles["main"], False),
+            "acl": _role_text(roles["acl"], False),
+            "release": _role_text(roles["release"], False),
         }
     return {
         "pool": format_any(pool),
@@ -146,3 +146,12 @@ def npu_entry(pool, roles, cpu_node):
         "acl": format_any(roles["acl"]),
         "release": format_any(roles["release"]),
     }
+
+
+def _role_text(ids, positional):
+    """format_positional / format_any of a role, without the dispatch for the usual shapes."""
+    if ids.__class__ is cpuset.CpuSeq:
+        return cpuset.format_runs(ids.runs if positional else ids.sorted_unique().runs)
+    if ids.__class__ is list and len(ids) == 1:
+        return str(ids[0])
+    return format_positional(ids) if positional else format_any(ids)

@@ -64,7 +64,8 @@ class CpuSeq(object):
 
     def __init__(self, runs=()):
         """``runs`` must already be canonical; use ``from_runs`` or ``from_cpus`` otherwise."""
-        runs = tuple(runs)
+        if runs.__class__ is not tuple:
+            runs = tuple(runs)
         self.runs = runs
         if len(runs) == 1:
             # the usual pool: one contiguous run
@@ -284,7 +285,7 @@ def as_set(cpus):
 def _intersect_runs(runs, allowed):
     """The parts of ``runs`` (in their order) inside the normal run list ``allowed``."""
     out = []
-    highs = [hi for _, hi in allowed]
+    highs = [hi for dummy, hi in allowed]
     for lo, hi in runs:
         index = bisect_left(highs, lo)
         while index < len(allowed) and allowed[index][0] <= hi:
@@ -365,7 +366,7 @@ class NodeMap(object):
         segments.sort()
         prev_hi = None
         shared = False
-        for lo, hi, _ in segments:
+        for lo, hi, dummy in segments:
             if prev_hi is not None and lo <= prev_hi:
                 shared = True
                 break
@@ -380,10 +381,10 @@ class NodeMap(object):
             segments = sorted((lo, hi, node) for node, cpus in owned.items()
                               for lo, hi in cpus.runs)
         self.segments = segments
-        self.highs = [hi for _, hi, _ in segments]
+        self.highs = [hi for dummy, hi, dummy in segments]
         # node -> its CPUs (ascending), nodes ordered by their first CPU as lscpu lists them
         self.node_runs = {}
-        for _, _, node in segments:
+        for dummy, dummy, node in segments:
             if node not in self.node_runs:
                 self.node_runs[node] = owned[node]
 

@@ -26,7 +26,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils import assignment  # 
 
 def _median_seconds(func, repeat):
     samples = []
-    for _ in range(repeat):
+    for dummy in range(repeat):
         start = time.perf_counter()
         func()
         samples.append(time.perf_counter() - start)
@@ -43,7 +43,7 @@ def main():
     rng = random.Random(42)
     rows = []
     for size, repeat in ((8, 200), (16, 100), (64, 10)):
-        matrix = [[rng.randint(1, 5) for _ in range(size)] for _ in range(size)]
+        matrix = [[rng.randint(1, 5) for dummy in range(size)] for dummy in range(size)]
         ours = _median_seconds(lambda: assignment.solve(matrix), repeat)
         theirs = _median_seconds(lambda: linear_sum_assignment(matrix), repeat)
         r_ind, c_ind = linear_sum_assignment(matrix)

@@ -44,7 +44,7 @@ def make_stub(directory):
 
 def best(func):
     times = []
-    for _ in range(ROUNDS):
+    for dummy in range(ROUNDS):
         start = time.perf_counter()
         func()
         times.append(time.perf_counter() - start)

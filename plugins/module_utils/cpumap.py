@@ -73,17 +73,17 @@ def render_text(plan, topology=None):
     if plan.get("skipped"):
         return head + "\nskipped: %s" % plan.get("reason")
     lines = [head, LEGEND]
-    width = max([len(cpulist.format(c)) for _, c in nodes] + [7] +
+    width = max([len(cpulist.format(c)) for dummy, c in nodes] + [7] +
                 [len(e.get("pool_order") or e.get("pool") or "") for e in (plan.get("npus") or {}).values()])
     for node, cpus in nodes:
         row = "".join(_cpu_char(cpu, owners, uvb, allowed) for cpu in cpus)
         lines.append("node %-3s %-*s  %s" % (node, width, cpulist.format(cpus), row))
     for key in sorted(plan.get("npus") or {}, key=_num):
         entry = plan["npus"][key]
-        chars = "".join(char for _, char in _npu_chars(entry, plan.get("mode")))
+        chars = "".join(char for dummy, char in _npu_chars(entry, plan.get("mode")))
         where = ",".join(str(n) for n in entry.get("numa_nodes") or []) or "-"
         lines.append("NPU%-5s %-*s  node %-3s %s" % (key, width, entry.get("pool_order") or entry.get("pool"),
-                                                      where, chars))
+                                                     where, chars))
     for key in sorted(plan.get("gpus") or {}, key=_num):
         entry = plan["gpus"][key]
         lines.append("GPU%-5s %-*s  node %-3s nic %s (%s)" % (

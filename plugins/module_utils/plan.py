@@ -170,7 +170,7 @@ def make_plan(topology, policy="strict", npus=None, instances=None, device_type=
                         unknown[0])
     insts = validate_instances(instances, set(requested if requested is not None else ids))
     if requested is None and insts:
-        requested = sorted(set(n for _, members in insts for n in members))
+        requested = sorted(set(n for dummy, members in insts for n in members))
     if not allowed:
         raise PlanError("no allowed CPUs left (allowed_cpus minus reserved_cpus is empty)")
     node_cpus = _node_cpus(topology)
@@ -210,7 +210,7 @@ def _strict(plan, ids, requested, affinity, pci_nodes, node_cpus, allowed, dtype
 def _vllm_ascend(plan, topology, ids, requested, affinity, node_cpus, allowed, dtype, cpu):
     env_value = (topology.get("visible_devices") or {}).get("ASCEND_RT_VISIBLE_DEVICES")
     arch = topology.get("arch")
-    is_arm, _ = policy_vllm_ascend.arm_check(arch)
+    is_arm, dummy = policy_vllm_ascend.arm_check(arch)
     running = policy_vllm_ascend.running_npus(requested, env_value) if is_arm else list(requested)
     dropped = sorted(set(requested) - set(running))
     if dropped:

@@ -362,7 +362,7 @@ def filter_node(node, job, rules="shipped"):
     if rules == "shipped" and not _aggregate_ok(node, job, memory):
         return ("not enough spare AI core/HBM on same-policy or idle chips for all %d replicas "
                 "(%d%% AI core, %d MB HBM each)" % (job["replicas"], job["aicore_quota"],
-                                                   job["hbm_quota"]))
+                                                    job["hbm_quota"]))
     for cid in node["usable"]:
         slot = node["used"].get(cid)
         if slot is None:

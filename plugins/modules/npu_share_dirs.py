@@ -143,7 +143,7 @@ def precheck(host_root, dirs, files):
         real = fileops.host_path(host_root, path)
         if os.path.lexists(real) and os.path.isdir(real) != want_dir:
             raise UnsafePathError(path, "exists and is not a %s" % ("directory" if want_dir
-                                                                   else "regular file"))
+                                                                    else "regular file"))
 
 
 def chip_ids(params):

@@ -601,7 +601,7 @@ def build_report(hosts, rails=None):
         ("schema", REPORT_SCHEMA),
         ("summary", summary),
         ("device_types", [dict(t) for t in sorted(types.values(),
-                                                    key=lambda t: (t["vendor"], t["device_type"]))]),
+                                                  key=lambda t: (t["vendor"], t["device_type"]))]),
         ("hosts", summaries),
         ("problems", problems),
     ])
@@ -708,7 +708,7 @@ def render_markdown(report):
                 extra = " nic=%s link=%s" % (d.get("nic"), d.get("link")) if d["kind"] == "gpu" \
                     else ""
                 row += ["%s (N%s)%s" % (d["pool"], ",".join(str(n) for n in d["numa_nodes"]),
-                                         " CROSS-NUMA" if d["cross_numa"] else ""),
+                                        " CROSS-NUMA" if d["cross_numa"] else ""),
                         (roles + extra).strip()]
             rows.append(row)
         out += _md_table(["device", "strict pool", "strict roles", "vllm_ascend pool",

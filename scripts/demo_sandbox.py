@@ -30,7 +30,7 @@ def inventory_hosts(path):
         group = group or {}
         for host, hvars in (group.get("hosts") or {}).items():
             snap = (hvars or {}).get("npuops_demo_snapshot") or host
-            if host not in [h for h, _ in found]:
+            if host not in [h for h, dummy in found]:
                 found.append((host, snap))
         for child in (group.get("children") or {}).values():
             walk(child)

@@ -37,7 +37,7 @@ def test_fleet_report_returns_plain_json_serialisable_dict():
     report = flt.fleet_report(fleet)
     assert report["summary"]["hosts"] == 6
     text = json.dumps(report)
-    assert type(report["hosts"][0]["hostname"]) is str
+    assert type(report["hosts"][0]["hostname"]) is str  # pylint: disable=unidiomatic-typecheck
     assert json.loads(text)["problems"][0]["severity"] == "error"
 
 

@@ -20,8 +20,8 @@ def _scipy_total(matrix):
 def _check_shape(matrix, pairs):
     n_rows, n_cols = len(matrix), len(matrix[0])
     assert len(pairs) == min(n_rows, n_cols)
-    assert len(set(r for r, _ in pairs)) == len(pairs)
-    assert len(set(c for _, c in pairs)) == len(pairs)
+    assert len(set(r for r, dummy in pairs)) == len(pairs)
+    assert len(set(c for dummy, c in pairs)) == len(pairs)
     assert pairs == sorted(pairs)
 
 
@@ -30,16 +30,16 @@ def test_matches_scipy_on_random_matrices(seed):
     # 6 x 500 = 3000 matrices: square and rectangular both ways, small integer costs (many
     # ties), wide integer costs and floats
     rng = random.Random(seed)
-    for _ in range(500):
+    for dummy in range(500):
         n_rows, n_cols = rng.randint(1, 9), rng.randint(1, 9)
         kind = rng.choice(["ties", "wide", "float"])
         if kind == "ties":
-            matrix = [[rng.randint(1, 5) for _ in range(n_cols)] for _ in range(n_rows)]
+            matrix = [[rng.randint(1, 5) for dummy in range(n_cols)] for dummy in range(n_rows)]
         elif kind == "wide":
-            matrix = [[rng.randint(-1000, 10 ** 6) for _ in range(n_cols)]
-                      for _ in range(n_rows)]
+            matrix = [[rng.randint(-1000, 10 ** 6) for dummy in range(n_cols)]
+                      for dummy in range(n_rows)]
         else:
-            matrix = [[rng.random() * 100 for _ in range(n_cols)] for _ in range(n_rows)]
+            matrix = [[rng.random() * 100 for dummy in range(n_cols)] for dummy in range(n_rows)]
         pairs = assignment.solve(matrix)
         _check_shape(matrix, pairs)
         assert assignment.total_cost(matrix, pairs) == pytest.approx(_scipy_total(matrix))
@@ -48,7 +48,7 @@ def test_matches_scipy_on_random_matrices(seed):
 def test_matches_scipy_on_larger_matrices():
     rng = random.Random(7)
     for n_rows, n_cols in [(16, 16), (16, 40), (40, 16), (30, 30)]:
-        matrix = [[rng.randint(1, 50) for _ in range(n_cols)] for _ in range(n_rows)]
+        matrix = [[rng.randint(1, 50) for dummy in range(n_cols)] for dummy in range(n_rows)]
         pairs = assignment.solve(matrix)
         _check_shape(matrix, pairs)
         assert assignment.total_cost(matrix, pairs) == _scipy_total(matrix)
@@ -76,7 +76,7 @@ def test_matches_brute_force_small(n_rows, n_cols, data):
 @pytest.mark.parametrize("seed", range(3))
 def test_matches_brute_force_8x8(seed):
     rng = random.Random(100 + seed)
-    matrix = [[rng.randint(1, 9) for _ in range(8)] for _ in range(8)]
+    matrix = [[rng.randint(1, 9) for dummy in range(8)] for dummy in range(8)]
     assert assignment.total_cost(matrix, assignment.solve(matrix)) == _brute_force(matrix)
 
 
@@ -146,7 +146,7 @@ def test_fewer_nics_than_gpus_are_shared_evenly():
 
 def test_spread_prefers_an_idle_nic_on_equal_cost():
     # 8 GPUs, 6 NICs (capacity 2): equal-cost choices go to idle NICs before doubling up
-    table = [["NODE"] * 6 for _ in range(8)]
+    table = [["NODE"] * 6 for dummy in range(8)]
     nics = ["n%d" % k for k in range(6)]
     result = assignment.pair(_costs(table, range(8), nics), range(8), nics)
     loads = sorted(list(result.values()).count(nic) for nic in nics)
@@ -181,6 +181,7 @@ def test_pair_is_optimal_canonical_and_order_independent(n_gpus, n_nics, data):
     capacity = -(-n_gpus // n_nics)
     assert set(result) == set(gpus)
     assert max(list(result.values()).count(n) for n in nics) <= capacity
+
     # brute force over every capacity-respecting map: the result is the optimum of
     # (link cost, NIC load spread, NIC ranks of GPU0, GPU1, ... lexicographically)
     def key(mapping):

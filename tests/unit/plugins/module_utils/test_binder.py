@@ -108,9 +108,9 @@ def workers(tmp_path):
         proc.wait()
 
 
-def write_plan(tmp_path, plan=PLAN):
+def write_plan(tmp_path, plan=None):
     path = tmp_path / "svc.plan.json"
-    path.write_text(json.dumps(plan))
+    path.write_text(json.dumps(PLAN if plan is None else plan))
     return str(path)
 
 
@@ -119,7 +119,7 @@ def run_binder(args, env=None):
     full_env.update(env or {})
     proc = subprocess.run([sys.executable, BINDER, "--json"] + args, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, universal_newlines=True, env=full_env,
-                          timeout=60)
+                          timeout=60, check=False)
     return proc.returncode, json.loads(proc.stdout), proc.stderr
 
 
@@ -209,8 +209,8 @@ def test_plan_errors_are_messages(tmp_path):
     code, result, err = run_binder(["--plan", str(bad), "--pid", "1", "--npu", "0"])
     assert code == 1 and "not valid JSON" in result["failed"]
     assert "Traceback" not in err
-    code, result, _ = run_binder(["--plan", write_plan(tmp_path), "--instance", "other",
-                                  "--pid", "1", "--npu", "0"])
+    code, result, dummy = run_binder(["--plan", write_plan(tmp_path), "--instance", "other",
+                                      "--pid", "1", "--npu", "0"])
     assert code == 1 and "not 'other'" in result["failed"]
 
 
@@ -260,8 +260,8 @@ def test_check_mode_changes_nothing(tmp_path, workers):
     _proc, infos = workers
     w0 = infos[0]
     before = allowed(w0["pid"], w0["threads"]["acl_thread"])
-    code, result, _ = run_binder(["--plan", write_plan(tmp_path), "--check",
-                                  "--pid", str(w0["pid"]), "--npu", "0"])
+    code, result, dummy = run_binder(["--plan", write_plan(tmp_path), "--check",
+                                      "--pid", str(w0["pid"]), "--npu", "0"])
     assert code == 0 and result["changed"] is True
     assert allowed(w0["pid"], w0["threads"]["acl_thread"]) == before
 

@@ -3,8 +3,6 @@
 import os
 import sys
 
-import pytest
-
 from ansible_collections.npuops.fleet.plugins.module_utils import cpumap
 from ansible_collections.npuops.fleet.plugins.module_utils import plan as plan_mod
 

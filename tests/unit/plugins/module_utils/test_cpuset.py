@@ -38,7 +38,7 @@ def test_round_trip_and_list_protocol(cpus):
     assert s.normal == (cpus == sorted(set(cpus)))
     for lo, hi in s.runs:
         assert lo <= hi
-    for (_, prev_hi), (lo, _) in zip(s.runs, s.runs[1:]):
+    for (dummy, prev_hi), (lo, dummy) in zip(s.runs, s.runs[1:]):
         assert lo != prev_hi + 1
 
 

@@ -170,7 +170,7 @@ def test_input_order_does_not_change_the_plan(rel):
     topology = topology_of(rel)
     expected = gpu_plan.plan_gpus(topology)
     rng = random.Random(rel)
-    for _ in range(5):
+    for dummy in range(5):
         shuffled = dict(topology)
         shuffled["gpus"] = list(topology["gpus"])
         shuffled["nics"] = list(topology["nics"])
@@ -292,8 +292,8 @@ def _bus_plan():
 def test_launch_env_single_gpu():
     result = gpu_plan.launch_env(_bus_plan(), [2])
     assert result["env"]["UCX_NET_DEVICES"] == "mlx5_2:1"
-    assert result["env"]["NCCL_IB_HCA"] == "=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5," \
-                                          "mlx5_6,mlx5_7"
+    assert result["env"]["NCCL_IB_HCA"] == ("=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,"
+                                            "mlx5_6,mlx5_7")
     assert result["vllm_args"] == ["--numa-bind", "--numa-bind-nodes", "1"]
     assert "VLLM_GPU_NIC_PCIE_MAPPING" not in result["env"]
 

@@ -182,7 +182,7 @@ def random_host(draw):
     contiguous = draw(st.booleans())
     node_ids = list(range(n_nodes)) if contiguous else sorted(
         draw(st.sets(st.integers(0, 15), min_size=n_nodes, max_size=n_nodes)))
-    sizes = [draw(st.sampled_from([4, 8, 16, 24, 32, 48])) for _ in node_ids]
+    sizes = [draw(st.sampled_from([4, 8, 16, 24, 32, 48])) for dummy in node_ids]
     nodes, start = {}, 0
     for node, size in zip(node_ids, sizes):
         nodes[node] = list(range(start, start + size))

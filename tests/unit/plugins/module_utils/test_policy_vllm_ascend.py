@@ -163,7 +163,7 @@ def test_allocate_positional_on_unsorted_pool():
     ({1: r(0, 3)}, r(0, 3), []),
 ])
 def test_uvb_pool(nodes, allowed, expected):
-    _, numa_to_cpu = node_map(nodes)
+    dummy, numa_to_cpu = node_map(nodes)
     assert va.uvb_pool(numa_to_cpu, allowed) == expected
 
 

@@ -94,7 +94,7 @@ def test_save_then_load_round_trip(tmp_path):
                   commands={"npu-smi info": {"rc": 0, "stdout": multi},
                             "uname -m": {"rc": 0, "stdout": "x86_64\n"},
                             "systemctl is-active irqbalance": {"rc": 3, "stdout": "inactive",
-                                                                "stderr": "x"},
+                                                               "stderr": "x"},
                             "nvidia-smi topo -m": {"missing": True},
                             "slow": {"rc": -9, "timed_out": True, "seconds": 30.04}},
                   links={"/sys/class/infiniband/mlx5_0/device": "/sys/devices/pci0000:17/0000:18:00.0"},

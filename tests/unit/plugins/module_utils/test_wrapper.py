@@ -47,8 +47,8 @@ HOSTILE = [
 ]
 
 
-def view(plan=A2_PLAN, name="svc0", npus=None):
-    return wrapper.instance_view(plan, name, npus)
+def view(plan=None, name="svc0", npus=None):
+    return wrapper.instance_view(A2_PLAN if plan is None else plan, name, npus)
 
 
 def test_instance_view_unions_main_cpus_of_the_instance_npus():
@@ -135,7 +135,7 @@ def test_real_plan_from_snapshot(tmp_path):
     unit = wrapper.render_unit(v, "/w", "/b", "/p")
     assert "CPUAffinity=144-191" in unit.splitlines()
     path = _write(tmp_path, text)
-    assert subprocess.run(["bash", "-n", str(path)]).returncode == 0
+    assert subprocess.run(["bash", "-n", str(path)], check=False).returncode == 0
 
 
 @pytest.mark.parametrize("env", [{"A B": "1"}, {"1A": "x"}, {"A;rm": "x"}, {"A": "x\x00"}])
@@ -174,12 +174,12 @@ def test_merge_separate_form_and_override():
 
 
 def test_merge_absent_appends():
-    argv, _ = wrapper.merge_additional_config(["vllm", "serve"], {"enable_cpu_binding": False})
+    argv, dummy = wrapper.merge_additional_config(["vllm", "serve"], {"enable_cpu_binding": False})
     assert argv == ["vllm", "serve", "--additional-config", '{"enable_cpu_binding":false}']
 
 
 def test_merge_ignores_program_name_and_values_that_only_look_alike():
-    argv, _ = wrapper.merge_additional_config(
+    argv, dummy = wrapper.merge_additional_config(
         ["vllm", "--served-model-name", "--additional-config-ish"], {"k": 1})
     assert argv[-2:] == ["--additional-config", '{"k":1}']
 
@@ -214,7 +214,7 @@ def test_bash_n(tmp_path, binding):
     path = _write(tmp_path, wrapper.render_wrapper(view(), ["vllm"] + HOSTILE,
                                                    env={"X": HOSTILE[2]}, binding=binding))
     proc = subprocess.run(["bash", "-n", str(path)], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True)
+                          stderr=subprocess.STDOUT, universal_newlines=True, check=False)
     assert proc.returncode == 0, proc.stdout
 
 
@@ -226,7 +226,7 @@ def test_shellcheck(tmp_path, plan, name):
                                   env={"Y": "a'b$(c)`d`"})
     path = _write(tmp_path, text)
     proc = subprocess.run(["shellcheck", "-s", "bash", str(path)], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True)
+                          stderr=subprocess.STDOUT, universal_newlines=True, check=False)
     assert proc.returncode == 0, proc.stdout
 
 
@@ -264,7 +264,7 @@ def stand_ins(tmp_path):
 def _run_wrapper(tmp_path, env, text):
     path = _write(tmp_path, text, "launch")
     proc = subprocess.run([str(path)], env=env, cwd=str(tmp_path), stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=30)
+                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=30, check=False)
     assert proc.returncode == 0, proc.stdout
     with open(env["VLLM_ARGV_OUT"], "rb") as handle:
         argv = handle.read().split(b"\0")
@@ -292,7 +292,7 @@ def test_hostile_additional_config_values_survive_merge(stand_ins):
     tmp_path, env, canary = stand_ins
     user = {"note": "$(touch %s) `x` it's \"q\"\n*" % canary, "enable_cpu_binding": True}
     text = wrapper.render_wrapper(view(), ["vllm", "--additional-config", json.dumps(user)])
-    argv, _ = _run_wrapper(tmp_path, env, text)
+    argv, dummy = _run_wrapper(tmp_path, env, text)
     assert argv[0] == b"--additional-config"
     assert json.loads(argv[1].decode()) == dict(user, enable_cpu_binding=False)
     assert not canary.exists()
@@ -301,7 +301,7 @@ def test_hostile_additional_config_values_survive_merge(stand_ins):
 def test_vllm_binding_runs_without_taskset(stand_ins):
     tmp_path, env, _canary = stand_ins
     text = wrapper.render_wrapper(view(), ["vllm", "serve", "$(id)"], binding="vllm")
-    argv, _ = _run_wrapper(tmp_path, env, text)
+    argv, dummy = _run_wrapper(tmp_path, env, text)
     assert argv == [b"serve", b"$(id)"]
     assert not (tmp_path / "taskset").exists()
 
@@ -347,7 +347,7 @@ def test_systemd_analyze_verify_accepts_unit(tmp_path):
     unit.write_text(wrapper.render_unit(view(), str(tmp_path / "svc0-launch"),
                                         str(tmp_path / "svc0-bind"), str(tmp_path / "p.json")))
     proc = subprocess.run([analyze, "verify", str(unit)], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True)
+                          stderr=subprocess.STDOUT, universal_newlines=True, check=False)
     bad = [l for l in proc.stdout.splitlines() if "vllm-svc0" in l and "network-online" not in l]
     assert not bad, proc.stdout
 

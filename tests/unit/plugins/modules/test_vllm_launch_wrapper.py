@@ -62,7 +62,7 @@ def test_created_then_unchanged_then_diff_on_change(tmp_path):
     with open(BINDER_SOURCE, "rb") as handle:
         assert body == handle.read()
     helped = subprocess.run([os.path.join(str(tmp_path), "usr/local/lib/npuops/svc-bind"),
-                             "--help"], stdout=subprocess.PIPE, universal_newlines=True)
+                             "--help"], stdout=subprocess.PIPE, universal_newlines=True, check=False)
     assert helped.returncode == 0 and "--plan" in helped.stdout
 
     second = run_module("vllm_launch_wrapper", args(tmp_path))
@@ -85,7 +85,7 @@ def test_check_mode_writes_nothing(tmp_path):
 def test_vllm_binding_no_binder_no_systemd(tmp_path):
     result = run_module("vllm_launch_wrapper", args(tmp_path, binding="vllm", systemd=False))
     assert [f["path"] for f in result["files"]] == ["/usr/local/lib/npuops/svc-launch",
-                                                     "/usr/local/lib/npuops/svc.plan.json"]
+                                                    "/usr/local/lib/npuops/svc.plan.json"]
     assert result["unit"] is None
     assert b"taskset" not in read(tmp_path, "/usr/local/lib/npuops/svc-launch")
 
@@ -98,13 +98,13 @@ def test_hostile_args_run_verbatim(tmp_path):
     out = tmp_path / "argv"
     (bindir / "vllm").write_text("#!%s\nimport os, sys\nopen(%r, 'wb').write(b'\\0'.join("
                                  "os.fsencode(a) for a in sys.argv[1:]))\n" % (sys.executable,
-                                                                                str(out)))
+                                                                               str(out)))
     (bindir / "taskset").write_text('#!/bin/sh\nshift 2\nexec "$@"\n')
     for tool in ("vllm", "taskset"):
         (bindir / tool).chmod(0o755)
     launch = os.path.join(str(tmp_path), "usr/local/lib/npuops/svc-launch")
     proc = subprocess.run([launch], env={"PATH": "%s:/usr/bin:/bin" % bindir},
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
     assert proc.returncode == 0, proc.stdout
     expected = ["serve", "/models/m"] + HOSTILE + ["--additional-config",
                                                    '{"enable_cpu_binding":false}']

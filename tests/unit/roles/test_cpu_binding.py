@@ -24,7 +24,7 @@ def cpus(cpulist):
     out = set()
     for part in (cpulist or "").split(","):
         if part:
-            lo, _, hi = part.partition("-")
+            lo, dummy, hi = part.partition("-")
             out.update(range(int(lo), int(hi or lo) + 1))
     return out
 

@@ -20,8 +20,8 @@ FAMILIES = {"ascend_a2", "ascend_a3", "ascend_a5", "atlas300", "gpu_nodes", "cpu
 
 def test_inventory_has_a_host_per_snapshot_family_and_group_vars():
     hosts = demo_sandbox.inventory_hosts(INVENTORY)
-    assert len(hosts) >= 12 and len({h for h, _ in hosts}) == len(hosts)
-    snaps = {s for _, s in hosts}
+    assert len(hosts) >= 12 and len({h for h, dummy in hosts}) == len(hosts)
+    snaps = {s for dummy, s in hosts}
     assert {"a2-910b3x8", "a3-16die", "a5-950", "atlas300-310p", "a910a-9000", "dgx-a100",
             "h100-numaoff", "h100-cgroup", "pcie-8gpu", "x86-none", "a2i-910b4x8"} <= snaps
     group_vars = os.path.join(REPO, "inventories", "demo", "group_vars")
@@ -32,7 +32,7 @@ def test_every_demo_snapshot_exists():
     present = set(os.listdir(SNAPSHOTS)) if os.path.isdir(SNAPSHOTS) else set()
     if not present:
         pytest.skip("tests/snapshots not built yet")
-    missing = sorted(s for _, s in demo_sandbox.inventory_hosts(INVENTORY) if s not in present)
+    missing = sorted(s for dummy, s in demo_sandbox.inventory_hosts(INVENTORY) if s not in present)
     assert not missing
 
 
@@ -71,19 +71,19 @@ def test_recap_parser():
 @pytest.mark.slow
 def test_make_demo_twice_changes_nothing_the_second_time(tmp_path):
     hosts = demo_sandbox.inventory_hosts(INVENTORY)
-    if not all(os.path.isfile(os.path.join(SNAPSHOTS, s, "snapshot.yml")) for _, s in hosts):
+    if not all(os.path.isfile(os.path.join(SNAPSHOTS, s, "snapshot.yml")) for dummy, s in hosts):
         pytest.skip("tests/snapshots not complete yet")
     env = ansible_env(NPUOPS_DEMO_DIR=str(tmp_path / "demo"), DEMO_FORKS="4")
     script = os.path.join(REPO, "scripts", "demo.sh")
     runs = []
-    for _ in range(2):
+    for dummy in range(2):
         proc = subprocess.run(["bash", script], env=env, cwd=REPO, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
+                              stderr=subprocess.STDOUT, text=True, check=False)
         assert proc.returncode == 0, proc.stdout
         with open(str(tmp_path / "demo" / "site.log")) as handle:
             runs.append((proc.stdout, demo_summary.parse_recap(handle.read())))
     (out1, first), (out2, second) = runs
-    names = {h for h, _ in hosts}
+    names = {h for h, dummy in hosts}
     assert set(first) == names and set(second) == names
     assert all(r["failed"] == 0 and r["unreachable"] == 0 for r in first.values())
     assert sum(r["changed"] for r in first.values()) > 0

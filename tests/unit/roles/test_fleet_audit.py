@@ -70,7 +70,7 @@ def test_audit_playbook_on_the_demo_fleet_writes_consistent_reports_idempotently
         assert "hosts," in first.stdout and "fleet-report.md,json,html" in first.stdout
         second = run_playbook(os.path.join(REPO, "playbooks", "audit.yml"), inventory, args, env)
         assert second.returncode == 0, second.stdout[-6000:]
-        assert all(changed == 0 for _, changed, _ in _recap(second.stdout).values()), \
+        assert all(changed == 0 for dummy, changed, dummy in _recap(second.stdout).values()), \
             second.stdout[-3000:]
 
 

@@ -38,7 +38,7 @@ def link_cost(cell):
     if not isinstance(cell, str):
         return UNKNOWN_COST
     cell = cell.strip().upper()
-    if re.match(r"^NV\d+$", cell):
+    if re.match(r"^NV\d+\Z", cell):
         return NVLINK_COST
     return LINK_COSTS.get(cell, UNKNOWN_COST)
 

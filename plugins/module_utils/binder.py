@@ -42,7 +42,7 @@ COMM_LEN = 15  # TASK_COMM_LEN - 1: Linux cuts thread names to 15 characters
 ACL_THREAD = "acl_thread"
 RELEASE_THREAD = "release_thread"
 EXIT_OK, EXIT_ERROR, EXIT_MISSING = 0, 1, 2
-_CPULIST_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+_CPULIST_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*\Z")
 
 
 class BindError(Exception):

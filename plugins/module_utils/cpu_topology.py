@@ -23,8 +23,8 @@ SRC_ONLINE = "/sys/devices/system/cpu/online"
 SRC_LSCPU = "lscpu"
 SRC_LSCPU_E = "lscpu -e=CPU,NODE"
 
-_NODE_LINE = re.compile(r"^NUMA node(\d+) CPU\(s\):\s*(.*)$")
-_NODE_DIR = re.compile(r"^node(\d+)$")
+_NODE_LINE = re.compile(r"^NUMA node(\d+) CPU\(s\):\s*(.*)\Z")
+_NODE_DIR = re.compile(r"^node(\d+)\Z")
 
 
 def parse_status(text, source=SRC_STATUS):

@@ -16,7 +16,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseEr
 
 # One item of a cpulist: "N" or "N-M"; the kernel also allows "N-M:S/G" (stride) in
 # cpusets written by users, which we accept on input.
-_ITEM = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*(?::\s*(\d+)\s*/\s*(\d+)\s*)?)?$")
+_ITEM = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*(?::\s*(\d+)\s*/\s*(\d+)\s*)?)?\Z")
 
 
 def parse_ordered(text, source="cpulist"):
@@ -137,7 +137,7 @@ def from_mask(text, source="mask"):
     value = 0
     for group in text.split(","):
         group = group.strip()
-        if not re.match(r"^[0-9a-fA-F]{1,8}$", group):
+        if not re.match(r"^[0-9a-fA-F]{1,8}\Z", group):
             raise ParseError(source, "invalid mask group %r in %r" % (group, text))
         value = (value << 32) | int(group, 16)
     cpus = []

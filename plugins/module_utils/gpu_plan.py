@@ -25,7 +25,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsE
 
 # Links at most this costly keep GPUDirect RDMA (NCCL's default GDR level is PXB).
 GDR_MAX_COST = assignment.LINK_COSTS["PXB"]
-_GPU_NAME = re.compile(r"^GPU\d+$")
+_GPU_NAME = re.compile(r"^GPU\d+\Z")
 
 
 class GpuPlanError(PlanError):

@@ -22,7 +22,7 @@ SQ_NAME = "sq_send_trigger_irq"
 CQ_NAME = "cq_update_irq"
 NIC_COMP_PREFIX = "mlx5_comp"
 
-_ROW = re.compile(r"^\s*([0-9]+):(.*)$")
+_ROW = re.compile(r"^\s*([0-9]+):(.*)\Z")
 
 
 def parse_interrupts(text, source="/proc/interrupts"):
@@ -44,7 +44,7 @@ def parse_interrupts(text, source="/proc/interrupts"):
     if header is None:
         raise ParseError(source, "empty output")
     cpus = lines[header].split()
-    if not cpus or any(not re.match(r"^CPU[0-9]+$", c) for c in cpus):
+    if not cpus or any(not re.match(r"^CPU[0-9]+\Z", c) for c in cpus):
         raise ParseError(source, "first line is not a 'CPU0 CPU1 ...' header: %r" % lines[header][:60])
     ncpu = len(cpus)
     result = {}

@@ -32,8 +32,8 @@ IRQBALANCE_MODES = ("ban", "stop", "ignore")
 # RHEL/openEuler/Kylin read the first, Debian/Ubuntu the second (EnvironmentFile of the unit).
 IRQBALANCE_CONFIGS = ("/etc/sysconfig/irqbalance", "/etc/default/irqbalance")
 BAN_MARKER = "# npuops.fleet banned IRQs:"
-_BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-_SAFE_ARG_RE = re.compile(r"^[A-Za-z0-9_.,:=/@+-]+$")
+_BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\Z")
+_SAFE_ARG_RE = re.compile(r"^[A-Za-z0-9_.,:=/@+-]+\Z")
 _BANIRQ_RE = re.compile(r"^--banirq=([0-9]+)\Z")
 _DIGITS_RE = re.compile(r"^[0-9]+\Z")
 

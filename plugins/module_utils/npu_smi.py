@@ -28,17 +28,17 @@ SRC_MAP = "npu-smi info -m"
 SRC_TOPO = "npu-smi info -t topo"
 SRC_BOARD = "npu-smi info -t board"
 
-_BUS = re.compile(r"^([0-9A-Fa-f]{4}):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-9A-Fa-f])$")
+_BUS = re.compile(r"^([0-9A-Fa-f]{4}):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-9A-Fa-f])\Z")
 _PAIR = re.compile(r"(\d+)\s*/\s*(\d+)")
-_INT = re.compile(r"^\d+$")
+_INT = re.compile(r"^\d+\Z")
 
 
 def normalise_bus_id(text):
     """``0000:C1:00.0`` -> ``0000:c1:00.0``; ``c1:00.0`` gets the ``0000:`` domain; else None."""
     text = (text or "").strip()
-    if re.match(r"^[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$", text):
+    if re.match(r"^[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]\Z", text):
         text = "0000:" + text
-    if re.match(r"^[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$", text):
+    if re.match(r"^[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]\Z", text):
         text = text[4:]  # nvidia-smi prints an 8-digit domain
     return text.lower() if _BUS.match(text) else None
 
@@ -227,8 +227,8 @@ def parse_map(text, source=SRC_MAP):
     return {"map": raw_map, "rows": rows, "columns": columns}
 
 
-_ROW_NAME = re.compile(r"^(NPU|Phy-ID|NIC|CPU)(\d+)$")
-_CPULIST_TOKEN = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+_ROW_NAME = re.compile(r"^(NPU|Phy-ID|NIC|CPU)(\d+)\Z")
+_CPULIST_TOKEN = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*\Z")
 
 
 def parse_topo(text, source=SRC_TOPO):

@@ -30,13 +30,13 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\[[0-9;]*m")
 # NV# is at most two digits so "NV18" fused with a cpulist ("NV180-55") splits correctly.
 _CELL = r"(?:X|NV\d{1,2}|PIX|PXB|PHB|NODE|SYS|SOC)"
 _CELL_PREFIX = re.compile(_CELL)  # used with .match(text, pos): anchored at pos
-_LABEL_PARTS = re.compile(r"^(?:GPU\d+|NIC\d+|mlx\d+_(?:bond_)?\d+)+$")
+_LABEL_PARTS = re.compile(r"^(?:GPU\d+|NIC\d+|mlx\d+_(?:bond_)?\d+)+\Z")
 _LABEL_PART = re.compile(r"GPU\d+|NIC\d+|mlx\d+_(?:bond_)?\d+")
-_GPU_LABEL = re.compile(r"^GPU(\d+)$")
-_NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
+_GPU_LABEL = re.compile(r"^GPU(\d+)\Z")
+_NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*\Z")
 _ROW_START = re.compile(r"^\s*(GPU\d+|NIC\d+)\s")
 _TAIL_START = re.compile(r"\bCPU\b")
-_FUSED_NA = re.compile(r"^(\d+)(N/A)$")
+_FUSED_NA = re.compile(r"^(\d+)(N/A)\Z")
 
 
 def strip_ansi(text):
@@ -59,7 +59,7 @@ def _is_row(line, known_labels):
     label = stripped.split(None, 1)[0]
     if label.endswith(":"):
         return None
-    if not (_GPU_LABEL.match(label) or re.match(r"^NIC\d+$", label) or label in known_labels):
+    if not (_GPU_LABEL.match(label) or re.match(r"^NIC\d+\Z", label) or label in known_labels):
         return None
     rest = stripped[len(label):]
     if not rest.strip():
@@ -147,7 +147,7 @@ def _split_fused_numa(cpu_text):
     Takes the shortest digit suffix that leaves a valid cpulist (a range must not end
     below its start).
     """
-    match = re.match(r"^(.*?)(\d+)$", cpu_text)
+    match = re.match(r"^(.*?)(\d+)\Z", cpu_text)
     if not match:
         return None
     digits = match.group(2)
@@ -199,7 +199,7 @@ def _affinity_fields(tail, tabbed, has_numa, has_gpu_numa_id):
 def _numa_value(text):
     if text is None or text == "N/A":
         return None
-    if re.match(r"^-?\d+$", text):
+    if re.match(r"^-?\d+\Z", text):
         value = int(text)
         return value if value >= 0 else None
     return False  # not a NUMA id at all
@@ -277,7 +277,7 @@ def parse(text, source=SOURCE):
 
     gpu_columns = [label for label in labels if _GPU_LABEL.match(label)]
     nic_columns = [label for label in labels if not _GPU_LABEL.match(label)]
-    if nic_columns and all(re.match(r"^NIC\d+$", label) for label in nic_columns):
+    if nic_columns and all(re.match(r"^NIC\d+\Z", label) for label in nic_columns):
         missing = [label for label in nic_columns if label not in legend]
         if missing:
             warnings.append("no NIC Legend for %s: NICs keyed by legend id"
@@ -401,7 +401,7 @@ def read_rdma_nics(io):
         bus_id = real.rstrip("/").rsplit("/", 1)[-1].lower() if real else None
         numa_node = None
         numa_text = io.read_text(device + "/numa_node")
-        if numa_text is not None and re.match(r"^\s*-?\d+\s*$", numa_text):
+        if numa_text is not None and re.match(r"^\s*-?\d+\s*\Z", numa_text):
             value = int(numa_text.strip())
             numa_node = value if value >= 0 else None
         netdevs = io.listdir(device + "/net") or []

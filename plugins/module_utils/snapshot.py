@@ -28,14 +28,15 @@ SNAPSHOT_FILE = "snapshot.yml"
 FS_DIR = "fs"
 CMD_DIR = "cmd"
 
-_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$")
-_FLOAT = re.compile(r"^[-+]?([0-9]+\.[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$")
+_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)\Z")
+_FLOAT = re.compile(r"^[-+]?([0-9]+\.[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\Z")
 _NULLS = ("null", "Null", "NULL", "~")
 _TRUES = ("true", "True", "TRUE")
 _FALSES = ("false", "False", "FALSE")
 # Characters that start YAML constructs outside the subset (anchors, tags, directives...).
 _BAD_START = "&*!%@`>?"
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_YAML11_WORDS = frozenset(["y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"])
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*\Z")
 
 
 class _Line(object):
@@ -191,7 +192,7 @@ class _Reader(object):
         return None, nxt
 
     def _literal(self, header, index, indent):
-        match = re.match(r"^\|([-+]?)\s*(#.*)?$", header)
+        match = re.match(r"^\|([-+]?)\s*(#.*)?\Z", header)
         if not match:
             self.fail(index + 1, "unsupported block scalar header %r" % header)
         chomp = match.group(1)
@@ -401,7 +402,8 @@ def _scalar(value):
 def _key(key):
     if not isinstance(key, str):
         raise SnapshotError("snapshot keys must be strings, got %r" % (key,))
-    if _PLAIN_KEY.match(key) and _resolve(key) == key:
+    # Words YAML 1.1 readers (PyYAML) take for booleans/null are quoted too.
+    if _PLAIN_KEY.match(key) and _resolve(key) == key and key.lower() not in _YAML11_WORDS:
         return key
     return json.dumps(key)
 

@@ -91,7 +91,7 @@ def _read_file(io, path, parser, errors):
 def _int_file(io, path):
     """An integer sysfs file (numa_node); -1, missing or garbage -> None."""
     text = io.read_text(path)
-    if text is None or not re.match(r"^\s*-?\d+\s*$", text):
+    if text is None or not re.match(r"^\s*-?\d+\s*\Z", text):
         return None
     value = int(text.strip())
     return value if value >= 0 else None

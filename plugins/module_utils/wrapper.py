@@ -22,13 +22,13 @@ import shlex
 from ansible_collections.npuops.fleet.plugins.module_utils import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 
-NAME_RE = re.compile(r"^[A-Za-z0-9_.@-]+$")
-ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+NAME_RE = re.compile(r"^[A-Za-z0-9_.@-]+\Z")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 ADDITIONAL_CONFIG_FLAGS = ("--additional-config", "--additional_config")
 BINDINGS = ("host", "vllm")
 PLAN_JSON_SCHEMA = 1
 # Characters systemd takes literally in a command line word (no quoting needed).
-_SYSTEMD_SAFE_RE = re.compile(r"^[A-Za-z0-9_./:@+=,-]+$")
+_SYSTEMD_SAFE_RE = re.compile(r"^[A-Za-z0-9_./:@+=,-]+\Z")
 
 
 class WrapperError(NpuopsError):
@@ -60,8 +60,11 @@ def instance_view(plan, name, npus=None):
     """What instance ``name`` owns under ``plan``.
 
     Devices: ``npus`` when given, else the plan instance's ``npus``, else every device of the
-    plan. Returns ``{name, vendor, devices, main, pool, numa_nodes, env, device_type, mode}``
-    with CPU sets as sorted lists of ints. Raises WrapperError naming the missing device.
+    plan. The plan's env and the plan instance's env may set the visibility variable
+    (npu_cpu_plan does) to exactly these devices; it is dropped from ``env`` (the wrapper
+    exports it) and any other value raises WrapperError. Returns ``{name, vendor, devices,
+    main, pool, numa_nodes, env, device_type, mode}`` with CPU sets as sorted lists of ints.
+    Raises WrapperError naming the missing device.
     """
     check_name(name)
     if not isinstance(plan, dict):
@@ -104,13 +107,51 @@ def instance_view(plan, name, npus=None):
                 nodes.add(int(entry["numa_node"]))
         else:
             nodes.update(int(n) for n in entry.get("numa_nodes") or [])
+    var = visibility_var(vendor)
     env = {}
-    for source, extra in (("plan env", plan.get("env")), ("plan instance env", instance.get("env"))):
+    for source, extra in (("plan env", plan.get("env")),
+                          ("plan instance %s env" % name, instance.get("env"))):
         if extra:
-            env.update(check_env(extra, source))
+            # npu_cpu_plan writes the visibility variable into each instance's env: accepted
+            # when it names the devices derived here (the wrapper exports that value itself).
+            env.update(drop_visibility(check_env(extra, source), var, devices, source,
+                                       "npus must name the planned devices; leave npus out "
+                                       "to use the plan instance's"))
     return {"name": name, "vendor": vendor, "devices": devices, "main": sorted(main),
             "pool": sorted(pool), "numa_nodes": sorted(nodes), "env": env,
             "device_type": plan.get("device_type"), "mode": plan.get("mode")}
+
+
+def visibility_var(vendor):
+    """The device visibility variable of a vendor's runtime."""
+    return "CUDA_VISIBLE_DEVICES" if vendor == "nvidia" else "ASCEND_RT_VISIBLE_DEVICES"
+
+
+def _device_ids(value):
+    try:
+        return [int(part) for part in value.split(",")]
+    except ValueError:
+        return None
+
+
+def drop_visibility(env, var, devices, source, hint=None):
+    """``env`` without the visibility variable ``var``, which must name exactly ``devices``.
+
+    A value equal to the derived device list (same ids, same order, spaces ignored) is
+    accepted and dropped: the wrapper exports it itself. Any other value contradicts the
+    instance and raises WrapperError naming ``source``, the value and the devices.
+    """
+    out = dict(env)
+    if var not in out:
+        return out
+    value = out.pop(var)
+    if _device_ids(value.replace(" ", "")) != list(devices):
+        expected = ",".join(str(d) for d in devices)
+        raise WrapperError("%s: %s=%s contradicts the instance's devices (%s); %s"
+                           % (source, var, value, expected,
+                              hint or "the wrapper exports %s itself: leave it out of env and "
+                              "choose the devices with npus" % var))
+    return out
 
 
 def check_env(env, source="env"):
@@ -213,8 +254,7 @@ def launch_argv(view, command, binding="host"):
 
 
 def visibility_env(view):
-    var = "CUDA_VISIBLE_DEVICES" if view["vendor"] == "nvidia" else "ASCEND_RT_VISIBLE_DEVICES"
-    return var, ",".join(str(d) for d in view["devices"])
+    return visibility_var(view["vendor"]), ",".join(str(d) for d in view["devices"])
 
 
 def quote_always(value):
@@ -227,15 +267,8 @@ def render_wrapper(view, command, env=None, binding="host"):
     """Bash launch wrapper text for one instance. ``view`` comes from ``instance_view``."""
     argv, _warnings = launch_argv(view, command, binding)
     var, devices = visibility_env(view)
-    merged_env = dict(view.get("env") or {})
-    # The plan's own visibility value names the same devices; ours also follows an npus override.
-    merged_env.pop(var, None)
-    user_env = check_env(env or {}, "env")
-    if var in user_env and user_env[var] != devices:
-        raise WrapperError("env: %s=%s contradicts the instance's devices (%s); set npus instead"
-                           % (var, user_env[var], devices))
-    user_env.pop(var, None)
-    merged_env.update(user_env)
+    merged_env = drop_visibility(view.get("env") or {}, var, view["devices"], "plan env")
+    merged_env.update(drop_visibility(check_env(env or {}, "env"), var, view["devices"], "env"))
     lines = [
         "#!/usr/bin/env bash",
         "# vLLM instance %s, generated by npuops.fleet vllm_launch_wrapper; do not edit." % view["name"],

@@ -34,8 +34,11 @@ options:
     type: dict
     required: true
   npus:
-    description: Devices (NPU logic ids, or GPU indexes) of this instance. Default the plan
-      instance's C(npus), else every device of the plan.
+    description:
+      - Devices (NPU logic ids, or GPU indexes) of this instance. Default the plan
+        instance's C(npus) (C(plan.instances[name])), else every device of the plan.
+      - The plan instance's env from M(npuops.fleet.npu_cpu_plan) carries the visibility
+        variable for its devices; the task fails when O(npus) names other devices.
     type: list
     elements: int
   command:
@@ -44,7 +47,10 @@ options:
     elements: str
     required: true
   env:
-    description: Extra environment for vLLM; overrides the plan's launch env.
+    description:
+      - Extra environment for vLLM; overrides the plan's launch env.
+      - C(ASCEND_RT_VISIBLE_DEVICES) (C(CUDA_VISIBLE_DEVICES)) may only repeat the instance's
+        devices; the wrapper exports it itself and fails on any other value.
     type: dict
     default: {}
   dest:
@@ -150,7 +156,7 @@ def binder_script():
     if source is None:  # pragma: no cover - every loader Ansible uses implements get_data
         import inspect
         source = inspect.getsource(binder).encode("utf-8")
-    python = sys.executable if re.match(r"^/[A-Za-z0-9_./+-]+$", sys.executable or "") \
+    python = sys.executable if re.match(r"^/[A-Za-z0-9_./+-]+\Z", sys.executable or "") \
         else "/usr/bin/env python3"
     return "#!%s\n%s" % (python, source.decode("utf-8"))
 

@@ -3,6 +3,8 @@
 when npuops_plan is unknown, idempotent, check mode writes nothing, restart handler guarded,
 instance entries validated by meta/argument_specs.yml."""
 
+import json
+
 import pytest
 
 from helpers import run_playbook
@@ -39,6 +41,19 @@ def test_wrappers_and_units_per_instance_idempotent(tmp_path):
         assert mine, files
     assert any(f.endswith(".service") for f in files), files
     assert not any(f.startswith("/proc/irq/") for f in files), files
+    # The wrapper gets the real plan: each instance's plan entry (env with its visibility
+    # variable included) reaches the plan JSON, and the wrapper exports it exactly once.
+    root = tmp_path / "demo" / "a2" / "root" / "usr" / "local" / "lib" / "npuops"
+    for inst in INSTANCES:
+        doc = json.loads((root / ("%s.plan.json" % inst["name"])).read_text())
+        planned = doc["instances"][inst["name"]]
+        assert planned["npus"] == inst["npus"]
+        devices = ",".join(str(n) for n in inst["npus"])
+        assert planned["env"] == {"ASCEND_RT_VISIBLE_DEVICES": devices}
+        assert doc["npuops_instance"]["devices"] == inst["npus"]
+        launch = (root / ("%s-launch" % inst["name"])).read_text()
+        assert launch.count("ASCEND_RT_VISIBLE_DEVICES") == 1
+        assert "export ASCEND_RT_VISIBLE_DEVICES=%s\n" % devices in launch
     # Handlers notified, services untouched in the sandbox.
     handlers = first.stdout.split("RUNNING HANDLER")[1:]
     assert handlers and not any("changed: [a2]" in h.split("PLAY RECAP")[0] for h in handlers)

@@ -118,6 +118,43 @@ def test_visibility_var_in_user_env_must_agree():
     assert text.count("ASCEND_RT_VISIBLE_DEVICES") == 1
 
 
+PLANNED_ENV_PLAN = dict(A2_PLAN, instances={"svc0": {
+    "npus": [0, 1], "main": "2-21,146-165", "pool": "0-23,144-167", "numa_nodes": [0, 3],
+    "env": {"ASCEND_RT_VISIBLE_DEVICES": "0,1", "HCCL_X": "1"}}})
+
+
+def test_plan_instance_visibility_equal_to_devices_is_accepted():
+    """npu_cpu_plan puts the visibility variable into the instance env: same devices, no fight."""
+    v = view(PLANNED_ENV_PLAN)
+    assert v["devices"] == [0, 1]
+    assert v["env"] == {"HCCL_X": "1"}
+    for npus in (None, [0, 1]):
+        text = wrapper.render_wrapper(view(PLANNED_ENV_PLAN, npus=npus), ["vllm"])
+        assert text.count("ASCEND_RT_VISIBLE_DEVICES") == 1
+        assert "export ASCEND_RT_VISIBLE_DEVICES=0,1\n" in text
+        assert "export HCCL_X='1'\n" in text
+
+
+def test_plan_instance_visibility_contradicting_npus_is_refused():
+    """npus naming other devices than the plan instance would export a stale visibility value."""
+    with pytest.raises(NpuopsError, match=r"plan instance svc0 env: ASCEND_RT_VISIBLE_DEVICES=0,1 "
+                                          r"contradicts the instance's devices \(2\)"):
+        view(PLANNED_ENV_PLAN, npus=[2])
+    with pytest.raises(NpuopsError, match=r"\(1,0\)"):
+        view(PLANNED_ENV_PLAN, npus=[1, 0])
+
+
+def test_gpu_plan_instance_visibility_accepted_and_checked():
+    gpu = dict(GPU_PLAN, instances={"g": {"npus": [0, 1], "env": {
+        "CUDA_VISIBLE_DEVICES": "0,1", "NCCL_IB_HCA": "=mlx5_0,=mlx5_1"}}})
+    text = wrapper.render_wrapper(view(gpu, "g"), ["vllm"])
+    assert text.count("CUDA_VISIBLE_DEVICES") == 1 and "export CUDA_VISIBLE_DEVICES=0,1\n" in text
+    with pytest.raises(NpuopsError, match="CUDA_VISIBLE_DEVICES=0,1 contradicts"):
+        view(gpu, "g", npus=[2])
+    with pytest.raises(NpuopsError, match="env: CUDA_VISIBLE_DEVICES=2 contradicts"):
+        wrapper.render_wrapper(view(gpu, "g"), ["vllm"], env={"CUDA_VISIBLE_DEVICES": "2"})
+
+
 SNAPSHOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "snapshots", "a2-910b3x8")
 
 

@@ -82,6 +82,34 @@ def test_check_mode_writes_nothing(tmp_path):
     assert any("exec taskset" in d["after"] for d in result["diff"])
 
 
+def test_plan_instance_env_from_npu_cpu_plan(tmp_path):
+    """The plan as npu_cpu_plan returns it: the instance env names its devices' visibility."""
+    plan = dict(PLAN, instances={"svc": {"npus": [1, 0], "env": {
+        "ASCEND_RT_VISIBLE_DEVICES": "1,0", "HCCL_Y": "y"}}})
+    result = run_module("vllm_launch_wrapper", args(tmp_path, plan=plan, systemd=False))
+    assert not result.get("failed"), result
+    text = read(tmp_path, "/usr/local/lib/npuops/svc-launch").decode()
+    assert text.count("ASCEND_RT_VISIBLE_DEVICES") == 1
+    assert "export ASCEND_RT_VISIBLE_DEVICES=1,0\n" in text and "export HCCL_Y='y'\n" in text
+    doc = json.loads(read(tmp_path, "/usr/local/lib/npuops/svc.plan.json"))
+    assert doc["npuops_instance"]["devices"] == [1, 0]
+    assert doc["instances"]["svc"]["npus"] == [1, 0]
+
+    again = run_module("vllm_launch_wrapper", args(tmp_path, plan=plan, npus=[1, 0], systemd=False))
+    assert not again.get("failed") and again["changed"] is False, again
+
+    other = tmp_path / "other"
+    other.mkdir()
+    bad = run_module("vllm_launch_wrapper", args(other, plan=plan, npus=[0]))
+    assert bad.get("failed"), bad
+    assert ("plan instance svc env: ASCEND_RT_VISIBLE_DEVICES=1,0 contradicts the instance's "
+            "devices (0)") in bad["msg"]
+    assert "Traceback" not in bad["msg"] and os.listdir(str(other)) == []
+    user = run_module("vllm_launch_wrapper", args(other, env={"ASCEND_RT_VISIBLE_DEVICES": "1"}))
+    assert user.get("failed") and "env: ASCEND_RT_VISIBLE_DEVICES=1 contradicts" in user["msg"]
+    assert os.listdir(str(other)) == []
+
+
 def test_vllm_binding_no_binder_no_systemd(tmp_path):
     result = run_module("vllm_launch_wrapper", args(tmp_path, binding="vllm", systemd=False))
     assert [f["path"] for f in result["files"]] == ["/usr/local/lib/npuops/svc-launch",

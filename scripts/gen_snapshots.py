@@ -172,7 +172,10 @@ def ascend_host(name, info, mapped, topo, lscpu, nodes, chip_nodes, device, arch
     for index, chip in enumerate(npu_smi.parse_info(info)["chips"]):
         bus = chip["bus_id"]
         if bus in seen:
-            continue  # 310P Duo: two chips behind one PCI function
+            # 300I Duo: npu-smi prints one Bus-Id for both 310P chips of a card (public
+            # captures; docs/research/ascend_device_plugin.md 4.2), so both chips find the
+            # same msi_irqs and IRQs; npu_irq_affinity keeps them for the first chip.
+            continue
         seen.add(bus)
         host.pci(bus, chip_nodes[index], "0x19e5", device, npu_irq_names())
     host.finish()

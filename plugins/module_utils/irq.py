@@ -7,7 +7,8 @@ irqbalance from undoing it.
 - ``plan_targets``: the IRQs to set. NPU: ``sq_send_trigger_irq`` -> the plan's first IRQ
   CPU, ``cq_update_irq`` -> the second (both found by name: the facts' ``npus[].irqs`` or the
   PCI device's ``msi_irqs`` + ``/proc/interrupts``; never "CQ = SQ + 1"). GPU hosts: the paired
-  NIC's ``mlx5_comp*`` IRQs round-robin over the GPU pool. Ascend 950 has no IRQ roles.
+  NIC's ``mlx5_comp*`` IRQs round-robin over the GPU pool. Ascend 950 has no IRQ roles. An IRQ
+  several devices resolve to is kept by the first (``unique_targets``) with a warning.
 - ``apply_targets``: read every ``/proc/irq/N/smp_affinity_list`` first, check that every
   needed write is possible, then write only those that differ (rolled back on a failure).
 - ``render_irqbalance_config``: ``--banirq=N`` for these IRQs in ``IRQBALANCE_ARGS``, other
@@ -196,18 +197,39 @@ def plan_targets(plan, topology=None, host_root="/", npus=None, io=None):
         if missing:
             raise IrqError("npus: %s not in the plan (planned: %s)"
                            % (", ".join(missing), ", ".join(sorted(table, key=int))))
+        # By logic id (GPU index): which device keeps a shared IRQ must not depend on the
+        # order the caller listed them in.
+        wanted = sorted(set(wanted), key=int)
     reader = _Interrupts(io or LiveHostIO(host_root))
     warnings = []
     if table_key == "gpus":
         targets = _nic_targets(plan, topology, reader, wanted, warnings)
     else:
         targets = _npu_targets(plan, topology, reader, wanted, warnings)
-    seen = {}
+    return unique_targets(targets, warnings), None, warnings
+
+
+def unique_targets(targets, warnings):
+    """One target per IRQ: the first device (lowest logic id) keeps an IRQ that several
+    planned devices resolve to (two chips behind one PCI function, e.g. a 300I Duo card whose
+    npu-smi reports one Bus-Id for both 310P chips). Each dropped claim adds a warning naming
+    the IRQ and both devices; the same device naming an IRQ twice is kept once."""
+    kept, owner = [], {}
     for target in targets:
-        if target["irq"] in seen and seen[target["irq"]] != target["cpus"]:
-            raise IrqError("IRQ %d: planned for two CPU sets (%s)" % (target["irq"], target["device"]))
-        seen[target["irq"]] = target["cpus"]
-    return targets, None, warnings
+        first = owner.get(target["irq"])
+        if first is None:
+            owner[target["irq"]] = target
+            kept.append(target)
+            continue
+        if first["device"] == target["device"] and first["cpus"] == target["cpus"]:
+            continue
+        warnings.append(
+            "IRQ %d is shared by %s (%s) and %s (%s): it stays with %s on CPU %s; %s's IRQ CPU "
+            "%s is not used for it" % (
+                target["irq"], first["device"], first["role"], target["device"], target["role"],
+                first["device"], cpulist.format(first["cpus"]), target["device"],
+                cpulist.format(target["cpus"])))
+    return kept
 
 
 def _affinity_path(irq):

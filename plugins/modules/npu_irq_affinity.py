@@ -19,6 +19,9 @@ description:
   - On GPU hosts (plan mode C(gpu_numa)) the paired NIC's C(mlx5_comp*) IRQs are spread
     round-robin over the GPU pool; a NIC shared by several GPUs follows the lowest GPU.
   - Ascend 950 has no IRQ roles; the module skips it and says so.
+  - Two planned NPUs that resolve to the same IRQ (two chips behind one PCI function, as
+    npu-smi reports an Atlas 300I Duo card) do not fail the task; the lower logic id keeps the
+    IRQ and a warning names the IRQ and both NPUs.
   - Every affinity file is read and every needed write checked before the first write; when
     C(/proc/irq) is not writable (a container) the module fails with a message and writes
     nothing. A failed write restores the IRQs already written.

@@ -31,10 +31,12 @@ def cpus(cpulist):
 
 @pytest.mark.slow
 def test_plan_and_irq_affinity_idempotent_in_sandbox(tmp_path):
-    need(SNAP, "x86-none")
+    need(SNAP, "x86-none", "atlas300-310p")
     inv = make_fleet(tmp_path, {
         "a2": (SNAP, {"npuops_vllm_instances": [{"name": "a", "npus": [0, 1, 2, 3]},
                                                 {"name": "b", "npus": [4, 5, 6, 7]}]}),
+        "duo": ("atlas300-310p", {"npuops_vllm_instances": [{"name": "c0", "npus": [0, 1]},
+                                                            {"name": "c1", "npus": [2, 3]}]}),
         "none": ("x86-none", {})})
     pb = play(tmp_path, [{"name": "Bind", "ansible.builtin.import_role": {
         "name": "npuops.fleet.cpu_binding"}}, dump_plan(tmp_path)])
@@ -64,6 +66,13 @@ def test_plan_and_irq_affinity_idempotent_in_sandbox(tmp_path):
                 for rel in irq_files if rel.endswith("smp_affinity_list")]
     assert affinity and all(a and a <= irq_cpus for a in affinity), (affinity, irq_cpus)
     assert not any(f.startswith("/proc/irq/") for f in written(tmp_path, "none", "x86-none"))
+    # Atlas 300I Duo: a card's two chips share one PCI function and its IRQs; the lower logic
+    # id keeps them (warned), the role does not fail.
+    assert recap(first.stdout)["duo"]["failed"] == 0
+    duo_irqs = sorted(f for f in written(tmp_path, "duo", "atlas300-310p")
+                      if f.startswith("/proc/irq/"))
+    assert len(duo_irqs) == 4, duo_irqs
+    assert "IRQ 1024 is shared by NPU0 (sq) and NPU1 (sq)" in " ".join(first.stdout.split())
 
     second = run_playbook(pb, inv)
     assert second.returncode == 0, second.stdout

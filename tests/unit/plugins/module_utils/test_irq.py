@@ -202,6 +202,36 @@ def test_symlinked_irq_dir_refused(tmp_path):
     assert (target / "smp_affinity_list").read_text() == "0-3\n"
 
 
+SHARED_TOPOLOGY = {"npus": [{"logic_id": 0, "bus_id": NPU1_BUS}, {"logic_id": 1, "bus_id": NPU1_BUS}]}
+
+
+@pytest.mark.parametrize("npus", [None, [0, 1], [1, 0]])
+def test_npus_sharing_one_pci_function_keep_the_first_and_warn(tmp_path, npus):
+    """Two chips behind one Bus-Id (300I Duo as npu-smi reports it) resolve to the same IRQs:
+    the lowest logic id keeps them, the other is named in a warning, nothing fails."""
+    root = make_root(tmp_path)
+    targets, skipped, warnings = irq.plan_targets(PLAN, SHARED_TOPOLOGY, root, npus=npus)
+    assert skipped is None
+    assert targets == [{"irq": 200, "device": "NPU0", "role": "sq", "cpus": [2]},
+                       {"irq": 201, "device": "NPU0", "role": "cq", "cpus": [3]}]
+    assert warnings == [
+        "IRQ 200 is shared by NPU0 (sq) and NPU1 (sq): it stays with NPU0 on CPU 2; NPU1's IRQ "
+        "CPU 0 is not used for it",
+        "IRQ 201 is shared by NPU0 (cq) and NPU1 (cq): it stays with NPU0 on CPU 3; NPU1's IRQ "
+        "CPU 1 is not used for it"]
+    results = irq.apply_targets(targets, root)
+    assert [(r["irq"], r["after"]) for r in results] == [(200, "2"), (201, "3")]
+    assert not any(r["changed"] for r in irq.apply_targets(targets, root))
+
+
+def test_same_irq_same_cpu_from_facts_is_kept_once():
+    topo = {"npus": [{"logic_id": 0, "irqs": {"sq": 7, "cq": 7}}]}
+    plan = dict(PLAN, npus={"0": dict(PLAN["npus"]["0"], irq="2")})
+    targets, _s, warnings = irq.plan_targets(plan, topo, "/", npus=[0])
+    assert targets == [{"irq": 7, "device": "NPU0", "role": "sq", "cpus": [2]}]
+    assert warnings == []
+
+
 def test_nic_irqs_round_robin_over_gpu_pool(tmp_path):
     targets, _s, warnings = irq.plan_targets(GPU_PLAN, TOPOLOGY, make_root(tmp_path))
     assert warnings == []
@@ -257,6 +287,31 @@ def test_irqbalance_config_path(tmp_path):
 
 
 SNAPSHOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "snapshots", "a2-910b3x8")
+
+
+DUO_SNAPSHOT = os.path.join(os.path.dirname(SNAPSHOT), "atlas300-310p")
+
+
+@pytest.mark.skipif(not os.path.isdir(DUO_SNAPSHOT), reason="tests/snapshots/atlas300-310p not built")
+def test_atlas300_duo_snapshot_shared_irqs_applied_with_warnings(tmp_path):
+    """atlas300-310p: npu-smi reports one Bus-Id per 300I Duo card, so the card's two chips
+    find the same IRQs; the lower logic id of each card keeps them (used to fail with
+    "IRQ 1024: planned for two CPU sets (NPU1)")."""
+    import shutil
+    from ansible_collections.npuops.fleet.plugins.module_utils import hostio, plan, topology
+    topo = topology.gather(hostio.SnapshotHostIO(DUO_SNAPSHOT))
+    assert [n["bus_id"] for n in topo["npus"]] == ["0000:3b:00.0"] * 2 + ["0000:86:00.0"] * 2
+    real = plan.make_plan(topo)
+    root = str(tmp_path / "fs")
+    shutil.copytree(os.path.join(DUO_SNAPSHOT, "fs"), root)
+    targets, skipped, warnings = irq.plan_targets(real, topo, root)
+    assert skipped is None
+    assert sorted(set(t["device"] for t in targets)) == ["NPU0", "NPU2"]
+    assert len(targets) == len(set(t["irq"] for t in targets)) == 4
+    assert len(warnings) == 4
+    assert all(("by NPU0" in w and "and NPU1" in w) or ("by NPU2" in w and "and NPU3" in w)
+               for w in warnings), warnings
+    assert all(r["changed"] for r in irq.apply_targets(targets, root))
 
 
 @pytest.mark.skipif(not os.path.isdir(SNAPSHOT), reason="tests/snapshots/a2-910b3x8 not built")

@@ -17,7 +17,7 @@ gates=("$@")
 gate_cmd() {
     case "$1" in
         py37)   echo "scripts/compile-py37.sh" ;;
-        unit)   echo "$VENV/bin/python -m pytest tests/unit -q -n ${PYTEST_WORKERS:-2} $PYTEST_ARGS" ;;
+        unit)   echo "$VENV/bin/python -m pytest tests/unit -q -n ${PYTEST_WORKERS:-2} --durations=5 $PYTEST_ARGS" ;;
         sanity) echo "scripts/sanity.sh" ;;
         lint)   echo "scripts/lint.sh" ;;
         *)      return 1 ;;

@@ -47,7 +47,7 @@ def split_roles(pool, reserve_irq=True, npu=None):
     """
     minimum = min_cpus_per_npu(reserve_irq)
     if len(pool) < minimum:
-        raise PlanError(INSUFFICIENT_CPUS % minimum, npu)
+        raise PlanError(INSUFFICIENT_CPUS % minimum, npu, cpu_shortage=True)
     if isinstance(pool, cpuset.CpuSeq) and len(pool.runs) == 1:
         # one contiguous run (the usual pool): the positions are plain arithmetic
         first, last = pool.runs[0]

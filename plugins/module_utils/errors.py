@@ -26,16 +26,30 @@ class ParseError(NpuopsError):
 
 
 class PlanError(NpuopsError):
-    """A CPU/GPU plan cannot be made. ``npu`` names the device (or None for the host)."""
+    """A CPU/GPU plan cannot be made. ``npu`` names the device (or None for the host).
 
-    def __init__(self, reason, npu=None):
+    ``cpu_shortage``: the plan failed because too few CPUs are allowed, so a cpuset that
+    cut the facts may be the cause (``plan.make_plan`` then says so with ``add_hint``).
+    """
+
+    def __init__(self, reason, npu=None, cpu_shortage=False):
         self.npu = npu
         self.reason = reason
+        self.cpu_shortage = cpu_shortage
+        self.hint = None
         if npu is None:
             text = reason
         else:
             text = "NPU %s: %s" % (npu, reason)
         super(PlanError, self).__init__(text)
+
+    def add_hint(self, hint):
+        """Append what to do to the message (``str(err)``): ``<message>; <hint>``."""
+        self.hint = hint
+        base = self.args[0]
+        if base.endswith("."):
+            base = base[:-1]
+        self.args = ("%s; %s" % (base, hint),) + tuple(self.args[1:])
 
 
 class UnsafePathError(NpuopsError):

@@ -31,8 +31,8 @@ _GPU_NAME = re.compile(r"^GPU\d+\Z")
 class GpuPlanError(PlanError):
     """A GPU plan cannot be made; names the GPU (``GPU 3: ...``) when one is at fault."""
 
-    def __init__(self, reason, gpu=None):
-        super(GpuPlanError, self).__init__(reason)
+    def __init__(self, reason, gpu=None, cpu_shortage=False):
+        super(GpuPlanError, self).__init__(reason, cpu_shortage=cpu_shortage)
         self.npu = gpu
         self.gpu = gpu
         if gpu is not None:
@@ -186,7 +186,7 @@ def plan_gpus(topology, nics=None, allowed=None, reserved=None):
         allowed_set = set().union(*node_cpus.values()) if node_cpus else None
     if not allowed_set:
         raise GpuPlanError("no allowed CPUs: the topology has neither cpu.allowed nor NUMA "
-                           "node CPU lists")
+                           "node CPU lists", cpu_shortage=True)
     allowed_set -= _cpus(reserved, "reserved CPUs") or set()
     if not allowed_set:
         raise GpuPlanError("every allowed CPU is reserved")
@@ -206,7 +206,7 @@ def plan_gpus(topology, nics=None, allowed=None, reserved=None):
     for gpu in gpus:
         if not pools.get(gpu["index"]):
             raise GpuPlanError("gets no CPU: %d allowed CPUs for %d GPUs"
-                               % (len(allowed_set), len(gpus)), gpu["index"])
+                               % (len(allowed_set), len(gpus)), gpu["index"], cpu_shortage=True)
 
     pairing, link_cells, nic_bus = _pair(topology, gpus, nics, numa_off, warnings)
 
@@ -279,7 +279,8 @@ def _numa_pools(gpus, node_cpus, allowed_set, threads, warnings):
                 homeless.extend(members)
                 continue
             raise GpuPlanError("NUMA node %d has %d allowed CPUs for %d GPUs"
-                               % (node, len(local), len(members)), members[len(local)])
+                               % (node, len(local), len(members)), members[len(local)],
+                               cpu_shortage=True)
         pools.update(_share(local, members, threads))
     if homeless:
         spare = set(allowed_set)
@@ -288,7 +289,7 @@ def _numa_pools(gpus, node_cpus, allowed_set, threads, warnings):
         homeless.sort()
         if len(spare) < len(homeless):
             raise GpuPlanError("has no NUMA-local allowed CPU and only %d CPUs lie outside the "
-                               "GPUs' nodes" % len(spare), homeless[0])
+                               "GPUs' nodes" % len(spare), homeless[0], cpu_shortage=True)
         warnings.append("GPU %s: no usable NUMA node; pooled on CPUs of nodes without GPUs"
                         % ",".join(str(g) for g in homeless))
         pools.update(_share(spare, homeless, threads))

@@ -135,9 +135,53 @@ def _empty_plan(policy, device_type, topology):
             "npus": {}, "instances": {}, "gpus": {}, "env": {}, "log": [], "warnings": []}
 
 
+def cpuset_hint(topology):
+    """What to do when the facts were gathered inside a cpuset smaller than the host, or None.
+
+    ``cpu.allowed`` is the gathering process's Cpus_allowed_list: inside a job's cgroup (a
+    Slurm or Kubernetes job, ``taskset``) it names that job's CPUs, not the host's.
+    """
+    cpu = (topology or {}).get("cpu") if isinstance(topology, dict) else None
+    if not isinstance(cpu, dict):
+        return None
+    nodes = cpu.get("numa_nodes") if isinstance(cpu.get("numa_nodes"), dict) else {}
+    try:
+        allowed = set(cpulist.parse(str(cpu.get("allowed") or "")))
+        # the host's CPUs: online ones and those of its NUMA nodes (sysfs, not the cgroup)
+        online = set(cpulist.parse(str(cpu.get("online") or "")))
+        for text in nodes.values():
+            online.update(cpulist.parse(str(text or "")))
+    except ParseError:
+        return None
+    if not allowed or not online or not allowed < online:
+        return None
+    return ("the facts were gathered in a cpuset of %d CPU%s (Cpus_allowed_list %s; the host "
+            "has %d online: %s): gather the facts outside the job's cgroup, or pass "
+            "allowed_cpus (role variable npuops_cpu_allowed) with the CPUs the service may use"
+            % (len(allowed), "" if len(allowed) == 1 else "s", cpulist.format(allowed),
+               len(online), cpulist.format(online)))
+
+
 def make_plan(topology, policy="strict", npus=None, instances=None, device_type=None,
               allowed_cpus=None, reserved_cpus=None, nics=None):
-    """The CPU plan of a host. Raises PlanError (or ParseError) with a message for the user."""
+    """The CPU plan of a host. Raises PlanError (or ParseError) with a message for the user.
+
+    A plan that fails for lack of CPUs while ``allowed_cpus`` is not given and the facts'
+    allowed CPUs are a strict subset of the online ones says so (``cpuset_hint``).
+    """
+    try:
+        return _make_plan(topology, policy, npus, instances, device_type, allowed_cpus,
+                          reserved_cpus, nics)
+    except PlanError as err:
+        if err.cpu_shortage and allowed_cpus is None and err.hint is None:
+            hint = cpuset_hint(topology)
+            if hint:
+                err.add_hint(hint)
+        raise
+
+
+def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, reserved_cpus,
+               nics):
     if not isinstance(topology, dict):
         raise PlanError("topology must be the npu_topology facts dict, got %r" % type(topology).__name__)
     if policy not in POLICIES:

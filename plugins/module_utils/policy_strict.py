@@ -113,7 +113,7 @@ def allocate_units(npus, homes, node_units, min_units, cluster=None, claimed=())
                 "nodes no NPU calls home have only %d spare" % (
                     node, len(node_units[node]), _what(min_units, cluster), len(owners[node]),
                     owners[node], min_units, min_units * len(owners[node]), spare),
-                owners[node][0])
+                owners[node][0], cpu_shortage=True)
         for donor in sorted(free_ids, key=lambda m: (abs(m - node), m)):
             take = free[donor][:need]
             free[donor] = free[donor][len(take):]
@@ -160,7 +160,7 @@ def _place_homeless(homeless, free, free_ids, owners, pools_of, min_units, clust
             raise PlanError(
                 "no NUMA locality (no topo affinity, no PCI numa_node) and no NUMA node has room: "
                 "nodes without NPUs have %d spare %s, need %d" % (
-                    total, _what(min_units, cluster), min_units), npu)
+                    total, _what(min_units, cluster), min_units), npu, cpu_shortage=True)
         best = min(room, key=lambda n: (-len(pools_of[n]) / (len(owners[n]) + 1), n))
         owners[best].append(npu)
         warnings.append("NPU %s has no NUMA locality: placed on NUMA node %s" % (npu, best))
@@ -263,6 +263,6 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
             node = homes[npu]
             raise PlanError("its NUMA node %s (from %s) has no allowed CPUs; plan it where its "
                             "node's CPUs are allowed, or give it allowed_cpus on that node"
-                            % (node, sources[npu]), npu)
+                            % (node, sources[npu]), npu, cpu_shortage=True)
     return {"mode": mode, "pools": pools, "planned_over": active, "roles": roles, "uvb": uvb,
             "warnings": warnings, "homes": dict((npu, [homes[npu], sources[npu]]) for npu in npus)}

@@ -159,7 +159,7 @@ def global_slice(running, allowed_cpus, total_logic_npus, npu_affinity, min_per_
                                        extra, allowed[:16], allowed[-16:]))
     if base < min_per_npu:
         raise PlanError(INSUFFICIENT_SLICE % (total_cpus, total, base, min_per_npu,
-                                              total * min_per_npu))
+                                              total * min_per_npu), cpu_shortage=True)
     for npu in running:
         if npu < 0 or npu >= total:
             raise PlanError(INVALID_NPU_ID % (npu, total))
@@ -345,7 +345,7 @@ def plan_vllm_ascend(arch, device_type, allowed_cpus, node_cpus, all_logic_npus,
     if not pools:
         # global_slice built nothing (empty cpuset): the reference then fails printing the plan.
         raise PlanError("no allowed CPUs: vllm-ascend builds no pool and fails with KeyError "
-                        "when it prints the plan")
+                        "when it prints the plan", cpu_shortage=True)
     roles = allocate(pools, device_type)
     out["pools"] = pools
     out["roles"] = roles

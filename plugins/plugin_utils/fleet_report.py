@@ -20,6 +20,7 @@ from collections import Counter, OrderedDict
 
 from ansible_collections.npuops.fleet.plugins.module_utils import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import cpuset_hint
 
 REPORT_SCHEMA = 1
 POLICIES = ("strict", "vllm_ascend")
@@ -317,6 +318,8 @@ def analyse_host(name, entry):
         ("facts_errors", [OrderedDict([("source", str(e.get("source"))), ("msg", str(e.get("msg")))])
                           for e in _as_list(facts.get("errors")) if isinstance(e, dict)]),
         ("plans", plans),
+        # set when the facts were gathered inside a cpuset smaller than the host: what to do
+        ("cpuset_hint", cpuset_hint(facts) if facts else None),
         ("rails", OrderedDict([("status", "n/a"), ("group", None), ("mapping", {}),
                                ("deviations", []), ("external", None)])),
     ])
@@ -467,7 +470,13 @@ def host_problems(host):
                             "OK" % chip["npu_id"]))
     strict = host["plans"]["strict"]
     accel = host["npus"] + host["gpus"] > 0
-    if strict["status"] == "failed":
+    hint = host.get("cpuset_hint")
+    if strict["status"] == "failed" and hint and hint in (strict["error"] or ""):
+        # npu_cpu_plan ran out of CPUs because the facts came from inside a job's cgroup
+        out.append(_problem("error", name, "plan_failed",
+                            "no strict plan: facts gathered in a cut cpuset",
+                            strict["error"].replace("; " + hint, ""), hint))
+    elif strict["status"] == "failed":
         out.append(_problem("error", name, "plan_failed", "no strict plan", strict["error"],
                             "fix what the message names (cpuset too small, missing topology), "
                             "or restrict the plan with npus / instances"))

@@ -112,3 +112,43 @@ def test_a5_strict_plan_has_uvb_and_no_irq():
     plan = plan_mod.make_plan(cpu_hosts.a5(), "strict")
     assert plan["mode"] == "ascend950" and plan["uvb"] == "80-95"
     assert plan["npus"]["2"]["irq"] == ""
+
+
+CGROUP_SNAPSHOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "snapshots",
+                               "h100-cgroup")
+CPUSET_HINT = ("the facts were gathered in a cpuset of 1 CPU (Cpus_allowed_list 1; the host has "
+               "96 online: 0-95): gather the facts outside the job's cgroup, or pass allowed_cpus "
+               "(role variable npuops_cpu_allowed) with the CPUs the service may use")
+
+
+@pytest.mark.skipif(not os.path.isdir(CGROUP_SNAPSHOT), reason="h100-cgroup snapshot not built")
+def test_plan_failing_in_a_cut_cpuset_says_what_to_do():
+    """h100-cgroup was recorded inside a 1-CPU job cgroup: the plan names the GPU, the cpuset
+    and both ways out; with allowed_cpus it plans."""
+    from ansible_collections.npuops.fleet.plugins.module_utils import hostio, topology
+    topo = topology.gather(hostio.SnapshotHostIO(CGROUP_SNAPSHOT))
+    for policy in plan_mod.POLICIES:
+        with pytest.raises(PlanError) as err:
+            plan_mod.make_plan(topo, policy=policy)
+        assert str(err.value) == "GPU 5: NUMA node 1 has 1 allowed CPUs for 4 GPUs; " + CPUSET_HINT
+        assert err.value.hint == CPUSET_HINT
+    assert plan_mod.cpuset_hint(topo) == CPUSET_HINT
+    ok = plan_mod.make_plan(topo, allowed_cpus="0-95")
+    assert sorted(ok["gpus"], key=int) == [str(i) for i in range(8)]
+
+
+def test_cpuset_hint_only_for_a_cut_cpuset_and_a_cpu_shortage():
+    # NPU host in a 0-7 cpuset: too few CPUs -> hint; the same shortage with allowed_cpus -> none
+    with pytest.raises(PlanError) as err:
+        plan_mod.make_plan(cpu_hosts.a2("0-7"), npus=[1])
+    assert "; the facts were gathered in a cpuset of 8 CPUs (Cpus_allowed_list 0-7; the host " \
+           "has 192 online: 0-191)" in str(err.value)
+    with pytest.raises(PlanError) as err:
+        plan_mod.make_plan(cpu_hosts.a2(), npus=[1], allowed_cpus="0-7")
+    assert err.value.hint is None and "cpuset" not in str(err.value)
+    # not a CPU shortage (unknown NPU id): no hint even in a cut cpuset
+    with pytest.raises(PlanError) as err:
+        plan_mod.make_plan(cpu_hosts.a2("0-7"), npus=[9])
+    assert err.value.hint is None and "cgroup" not in str(err.value)
+    # the whole host allowed: no hint
+    assert plan_mod.cpuset_hint(cpu_hosts.a2()) is None

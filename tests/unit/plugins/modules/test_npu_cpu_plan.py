@@ -34,8 +34,16 @@ def test_vllm_ascend_prediction_and_failure_message():
     bad = run_module("npu_cpu_plan", {"topology": cpu_hosts.a2("0-7"), "policy": "vllm_ascend",
                                       "npus": [1]})
     assert bad["failed"] is True
+    # vllm-ascend's own words, then what to do: the facts' cpuset (0-7) is smaller than the host
     assert bad["msg"] == ("npu_cpu_plan: NPU 1: The number of CPUs is insufficient. "
-                          "Each NPU requires at least 5 CPUs.")
+                          "Each NPU requires at least 5 CPUs; the facts were gathered in a cpuset "
+                          "of 8 CPUs (Cpus_allowed_list 0-7; the host has 192 online: 0-191): "
+                          "gather the facts outside the job's cgroup, or pass allowed_cpus (role "
+                          "variable npuops_cpu_allowed) with the CPUs the service may use")
+    wide = run_module("npu_cpu_plan", {"topology": cpu_hosts.a2("0-7"), "policy": "vllm_ascend",
+                                       "npus": [1], "allowed_cpus": "0-7"})
+    assert wide["msg"] == ("npu_cpu_plan: NPU 1: The number of CPUs is insufficient. "
+                           "Each NPU requires at least 5 CPUs.")
 
 
 @pytest.mark.parametrize("args, message", [

@@ -48,8 +48,10 @@ MISSING = {"missing": True}
 class Host(object):
     """Accumulates the files and commands of one synthetic-but-consistent host."""
 
-    def __init__(self, name, arch, nodes, online, allowed=None, tools=None, irqbalance=True):
+    def __init__(self, name, arch, nodes, online, allowed=None, tools=None, irqbalance=True,
+                 comment=None):
         self.name = name
+        self.comment = comment
         self.arch = arch
         self.files = {}
         self.dirs = set()
@@ -114,7 +116,7 @@ class Host(object):
             shutil.rmtree(target)
         snapshot.save(target, hostname=self.name, arch=self.arch, captured_at=CAPTURED,
                       env=self.env, commands=self.commands, links=self.links, tools=self.tools,
-                      files=self.files, dirs=self.dirs)
+                      files=self.files, dirs=self.dirs, comment=self.comment)
 
 
 def npu_irq_names():
@@ -122,10 +124,14 @@ def npu_irq_names():
     return ["sq_send_trigger_irq", "trs-mbox0", "cq_update_irq", "cq_update_irq"]
 
 
+A2_LSCPU = "ascend/kunpeng920-192c-8numa_lscpu_via-collect-env_vllm-ascend-198.txt"
+A2_TOPO = "ascend/a2-910b3x8_npu-smi-info-t-topo.txt"
+
+
 def kunpeng_lscpu_4numa():
     """The real 192-CPU Kunpeng 920 lscpu (vllm-ascend#198) with its NUMA lines rewritten
     to the 4 x 48 layout of the vllm-ascend design document."""
-    text = fixture("ascend/kunpeng920-192c-8numa_lscpu_via-collect-env_vllm-ascend-198.txt")
+    text = fixture(A2_LSCPU)
     lines = [l for l in text.splitlines() if not re.match(r"^NUMA node\d+ CPU", l)]
     out = []
     for line in lines:
@@ -147,7 +153,8 @@ def a2_map(name, count=8):
 
 
 def a2_topo(affinity):
-    text = fixture("ascend/a2-910b3x8_npu-smi-info-t-topo.txt")
+    """The real A2 HCCS topo matrix with its CPU Affinity column replaced by ``affinity``."""
+    text = fixture(A2_TOPO)
     out = []
     for line in text.splitlines():
         match = re.match(r"^(NPU(\d+)\s.*\s)(\S+)$", line)
@@ -158,11 +165,11 @@ def a2_topo(affinity):
 
 
 def ascend_host(name, info, mapped, topo, lscpu, nodes, chip_nodes, device, arch="aarch64",
-                tools=None, irqbalance=True, online=None, topo_result=None):
+                tools=None, irqbalance=True, online=None, topo_result=None, comment=None):
     from ansible_collections.npuops.fleet.plugins.module_utils import npu_smi
     online = online or cpulist.format(c for v in nodes.values() for c in cpulist.parse(v))
     host = Host(name, arch, nodes, online, tools=tools if tools is not None else TOOLS_ALL,
-                irqbalance=irqbalance)
+                irqbalance=irqbalance, comment=comment)
     host.commands["npu-smi info"] = ok(info)
     host.commands["npu-smi info -m"] = ok(mapped)
     host.commands["npu-smi info -t topo"] = topo_result or ok(topo)
@@ -181,15 +188,38 @@ def ascend_host(name, info, mapped, topo, lscpu, nodes, chip_nodes, device, arch
     host.finish()
 
 
+A2_REAL_COMMENT = """a2-910b3x8: Atlas A2, 8x 910B3, Kunpeng 920 192 CPUs, 8 NUMA nodes x 24.
+Real outputs, verbatim: npu-smi info 23.0.7 (vllm-ascend#198), npu-smi info -t topo
+(ms-swift docs: NPU0/1 144-167, NPU2/3 96-119, NPU4/5 0-23, NPU6/7 48-71) and lscpu
+(vllm-ascend#198: node0 0-23 ... node7 168-191).
+Synthesised to agree with them: npu-smi info -m, sysfs node cpulists, PCI numa_node
+(6,6,4,4,0,0,2,2), msi_irqs, /proc/interrupts (scripts/gen_snapshots.py)."""
+
+A2_DESIGNDOC_COMMENT = """a2-designdoc: NOT A CAPTURE. The A2 layout of the vllm-ascend CPU binding design
+document: 4 NUMA nodes x 48 CPUs, CPU Affinity NPU0/2 144-167, NPU1/3 0-23,
+NPU4/6 96-119, NPU5/7 48-71. On it vllm-ascend's allocator gives NPU0 and NPU1
+overlapping pools on 0-23 (the audit's overlap case).
+Built from the real a2-910b3x8 outputs with the topo CPU Affinity column and the lscpu
+NUMA lines rewritten to the document's values; sysfs, PCI numa_node (3,0,3,0,2,1,2,1)
+and IRQs synthesised to agree (scripts/gen_snapshots.py)."""
+
+
 def build_ascend():
+    a2_info = fixture("ascend/a2-910b3x8_npu-smi-info_v23.0.7.txt")
+    kp8 = dict((str(n), "%d-%d" % (24 * n, 24 * n + 23)) for n in range(8))
+    # The real machine, as it printed: topo and lscpu verbatim.
+    ascend_host("a2-910b3x8", a2_info, a2_map("Ascend 910B3"), fixture(A2_TOPO),
+                fixture(A2_LSCPU), kp8, [6, 6, 4, 4, 0, 0, 2, 2], "0xd802",
+                comment=A2_REAL_COMMENT)
+
+    # The vllm-ascend design document's layout (not a capture): 4 x 48, NPU pairs 0/2, 1/3...
     kp4 = dict((str(n), "%d-%d" % (48 * n, 48 * n + 47)) for n in range(4))
     aff = {0: "144-167", 2: "144-167", 1: "0-23", 3: "0-23", 4: "96-119", 6: "96-119",
            5: "48-71", 7: "48-71"}
-    ascend_host("a2-910b3x8", fixture("ascend/a2-910b3x8_npu-smi-info_v23.0.7.txt"),
-                a2_map("Ascend 910B3"), a2_topo(aff), kunpeng_lscpu_4numa(), kp4,
-                [3, 0, 3, 0, 2, 1, 2, 1], "0xd802")
+    ascend_host("a2-designdoc", a2_info, a2_map("Ascend 910B3"), a2_topo(aff),
+                kunpeng_lscpu_4numa(), kp4, [3, 0, 3, 0, 2, 1, 2, 1], "0xd802",
+                comment=A2_DESIGNDOC_COMMENT)
 
-    kp8 = dict((str(n), "%d-%d" % (24 * n, 24 * n + 23)) for n in range(8))
     aff8 = {0: "144-167", 1: "144-167", 2: "96-119", 3: "96-119", 4: "0-23", 5: "0-23",
             6: "48-71", 7: "48-71"}
     ascend_host("a2i-910b4x8", fixture("ascend/atlas800i-a2-910b4x8_npu-smi-info_v25.0.rc1.1.txt"),

@@ -556,8 +556,11 @@ def _slug(key):
 
 
 def save(directory, hostname=None, arch=None, captured_at=None, env=None, commands=None,
-         links=None, tools=None, files=None, dirs=None):
+         links=None, tools=None, files=None, dirs=None, comment=None):
     """Write a snapshot directory.
+
+    ``comment``: text written as ``#`` lines at the top of snapshot.yml (provenance: what
+    was captured and what was made up); readers skip it.
 
     ``commands``: key -> {rc, stdout, stderr, missing, timed_out, seconds}; multi-line
     stdout goes to ``cmd/<slug>.txt`` (``stdout_file``). ``files``: host path -> text,
@@ -611,7 +614,8 @@ def save(directory, hostname=None, arch=None, captured_at=None, env=None, comman
         target = inside(fs_root, path.lstrip("/"), "snapshot fs") if path != "/" else fs_root
         if not os.listdir(target):
             _write(os.path.join(target, KEEP), "")
-    _write(os.path.join(directory, SNAPSHOT_FILE), dumps(doc))
+    header = "".join(("# " + line).rstrip() + "\n" for line in (comment or "").splitlines())
+    _write(os.path.join(directory, SNAPSHOT_FILE), header + dumps(doc))
 
 
 KEEP = ".snapshot-keep"

@@ -99,10 +99,11 @@ ansible_facts:
         vendor: ascend
         device_type: A2
         cpu: {allowed: "0-191", online: "0-191", threads_per_core: 1, numa_source: sysfs,
-              numa_nodes: {"0": "0-47", "1": "48-95", "2": "96-143", "3": "144-191"}}
+              numa_nodes: {"0": "0-23", "1": "24-47", "2": "48-71", "3": "72-95", "4": "96-119",
+                           "5": "120-143", "6": "144-167", "7": "168-191"}}
         npus:
           - {npu_id: 0, chip_id: 0, logic_id: 0, phy_id: null, name: 910B3, bus_id: "0000:c1:00.0",
-             numa_node: 3, affinity: "144-167", health: OK, hbm_total_mb: 65536, hbm_used_mb: 3338,
+             numa_node: 6, affinity: "144-167", health: OK, hbm_total_mb: 65536, hbm_used_mb: 3338,
              processes: [], irqs: {sq: 1024, cq: 1026}}
         softshare: {chips_total: 8, chips_healthy: 8, capacity: 800}
         errors: []

@@ -20,9 +20,9 @@ FAMILIES = {"ascend_a2", "ascend_a3", "ascend_a5", "atlas300", "gpu_nodes", "cpu
 
 def test_inventory_has_a_host_per_snapshot_family_and_group_vars():
     hosts = demo_sandbox.inventory_hosts(INVENTORY)
-    assert len(hosts) >= 12 and len({h for h, dummy in hosts}) == len(hosts)
+    assert len(hosts) >= 13 and len({h for h, dummy in hosts}) == len(hosts)
     snaps = {s for dummy, s in hosts}
-    assert {"a2-910b3x8", "a3-16die", "a5-950", "atlas300-310p", "a910a-9000", "dgx-a100",
+    assert {"a2-910b3x8", "a2-designdoc", "a3-16die", "a5-950", "atlas300-310p", "a910a-9000", "dgx-a100",
             "h100-numaoff", "h100-cgroup", "pcie-8gpu", "x86-none", "a2i-910b4x8"} <= snaps
     group_vars = os.path.join(REPO, "inventories", "demo", "group_vars")
     assert FAMILIES <= {n[:-4] for n in os.listdir(group_vars) if n.endswith(".yml")}

@@ -67,6 +67,16 @@ def test_audit_playbook_on_the_demo_fleet_writes_consistent_reports_idempotently
             else:
                 assert host["plans"]["vllm_ascend"]["applicable"] is False
         assert report["summary"]["problems"]["error"] + report["summary"]["problems"]["warning"] > 0
+        # h100-cgroup's facts were recorded inside a 1-CPU job cgroup: the finding says what to do
+        (cgroup,) = [p for p in report["problems"]
+                     if p["host"] == "h100-cgroup" and p["kind"] == "plan_failed"]
+        assert cgroup["evidence"].endswith("GPU 5: NUMA node 1 has 1 allowed CPUs for 4 GPUs")
+        assert cgroup["fix"].startswith("the facts were gathered in a cpuset of 1 CPU ")
+        assert "gather the facts outside the job's cgroup, or pass allowed_cpus" in cgroup["fix"]
+        # the design-document A2 host shows vllm-ascend's NPU0/NPU1 overlap on 0-23
+        overlap = [p for p in report["problems"]
+                   if p["host"] == "a2-designdoc" and p["kind"] == "vllm_overlap"]
+        assert overlap and "NPU0+NPU1 share 0-23" in overlap[0]["evidence"]
         assert "hosts," in first.stdout and "fleet-report.md,json,html" in first.stdout
         second = run_playbook(os.path.join(REPO, "playbooks", "audit.yml"), inventory, args, env)
         assert second.returncode == 0, second.stdout[-6000:]

@@ -115,6 +115,16 @@ def test_save_then_load_round_trip(tmp_path):
     assert (tmp_path / "fs/sys/bus/pci/devices/0000:18:00.0/msi_irqs" / snapshot.KEEP).exists()
 
 
+def test_save_comment_heads_the_file_and_is_skipped_on_load(tmp_path):
+    snapshot.save(str(tmp_path), hostname="h1", arch="aarch64",
+                  comment="NOT a capture: from a design document.\n\nSecond line.",
+                  commands={"uname -m": {"rc": 0, "stdout": "aarch64\n"}})
+    text = (tmp_path / "snapshot.yml").read_text()
+    assert text.startswith("# NOT a capture: from a design document.\n#\n# Second line.\nschema: 1\n")
+    data = snapshot.load(str(tmp_path))
+    assert data["hostname"] == "h1" and data["commands"]["uname -m"]["stdout"] == "aarch64\n"
+
+
 @pytest.mark.parametrize("content, words", [
     (None, "missing"),
     ("schema: 2\n", "unsupported schema"),

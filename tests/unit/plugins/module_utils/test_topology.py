@@ -12,7 +12,8 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsE
 # host -> (arch, vendor, device_type, allowed, numa node count, threads/core, npus, gpus, nics,
 #          capacity, error sources)
 HOSTS = {
-    "a2-910b3x8": ("aarch64", "ascend", "A2", "0-191", 4, 1, 8, 0, 0, 800, []),
+    "a2-910b3x8": ("aarch64", "ascend", "A2", "0-191", 8, 1, 8, 0, 0, 800, []),
+    "a2-designdoc": ("aarch64", "ascend", "A2", "0-191", 4, 1, 8, 0, 0, 800, []),
     "a2i-910b4x8": ("aarch64", "ascend", "A2", "0-191", 8, 1, 8, 0, 0, 800, []),
     "a3-16die": ("aarch64", "ascend", "A3", "0-639", 8, 2, 16, 0, 0, 1600, []),
     "a5-950": ("aarch64", "ascend", "A5", "0-383", 4, 1, 8, 0, 0, 800, []),
@@ -51,14 +52,43 @@ def test_snapshot_facts(host):
     json.dumps(got)  # plain data only
 
 
-def test_a2_design_document_affinities_and_numa():
-    npus = facts("a2-910b3x8")["npus"]
-    assert [n["affinity"] for n in npus] == ["144-167", "0-23", "144-167", "0-23",
-                                             "96-119", "48-71", "96-119", "48-71"]
-    assert [n["numa_node"] for n in npus] == [3, 0, 3, 0, 2, 1, 2, 1]
+def test_a2_real_capture_affinities_and_numa():
+    """a2-910b3x8 is what the real machine printed: topo pairs NPU0/1, 2/3...; 8 x 24 CPUs."""
+    got = facts("a2-910b3x8")
+    npus = got["npus"]
+    assert [n["affinity"] for n in npus] == ["144-167", "144-167", "96-119", "96-119",
+                                             "0-23", "0-23", "48-71", "48-71"]
+    assert [n["numa_node"] for n in npus] == [6, 6, 4, 4, 0, 0, 2, 2]
+    assert got["cpu"]["numa_nodes"] == dict((str(n), "%d-%d" % (24 * n, 24 * n + 23))
+                                            for n in range(8))
     assert npus[0]["bus_id"] == "0000:c1:00.0" and npus[0]["hbm_total_mb"] == 65536
     # CQ found by name: a mailbox IRQ sits between SQ and CQ.
     assert npus[0]["irqs"]["cq"] == npus[0]["irqs"]["sq"] + 2
+
+
+def test_a2_snapshot_topo_and_lscpu_are_the_real_outputs_verbatim():
+    from helpers import fixture_text
+    from ansible_collections.npuops.fleet.plugins.module_utils import snapshot
+    cmds = snapshot.load(os.path.join(SNAPSHOTS, "a2-910b3x8"))["commands"]
+    assert cmds["npu-smi info -t topo"]["stdout"] == fixture_text(
+        "ascend/a2-910b3x8_npu-smi-info-t-topo.txt")
+    assert cmds["lscpu"]["stdout"] == fixture_text(
+        "ascend/kunpeng920-192c-8numa_lscpu_via-collect-env_vllm-ascend-198.txt")
+    assert cmds["npu-smi info"]["stdout"] == fixture_text(
+        "ascend/a2-910b3x8_npu-smi-info_v23.0.7.txt")
+
+
+def test_a2_design_document_affinities_and_numa():
+    """a2-designdoc: the vllm-ascend design document's layout (not a capture), marked so."""
+    got = facts("a2-designdoc")
+    npus = got["npus"]
+    assert [n["affinity"] for n in npus] == ["144-167", "0-23", "144-167", "0-23",
+                                             "96-119", "48-71", "96-119", "48-71"]
+    assert [n["numa_node"] for n in npus] == [3, 0, 3, 0, 2, 1, 2, 1]
+    assert got["cpu"]["numa_nodes"] == {"0": "0-47", "1": "48-95", "2": "96-143",
+                                        "3": "144-191"}
+    with open(os.path.join(SNAPSHOTS, "a2-designdoc", "snapshot.yml")) as handle:
+        assert handle.readline().startswith("# a2-designdoc: NOT A CAPTURE")
 
 
 def test_a3_dies_phy_ids_and_processes():

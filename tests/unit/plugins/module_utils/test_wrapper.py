@@ -168,9 +168,11 @@ def test_real_plan_from_snapshot(tmp_path):
     text = wrapper.render_wrapper(v, ["vllm", "serve", "m"])
     assert "export ASCEND_RT_VISIBLE_DEVICES=0,2\n" in text
     assert text.count("ASCEND_RT_VISIBLE_DEVICES=") == 1
-    assert "exec taskset -c 146-165,170-189 vllm serve m" in text
+    # The real A2 layout: NPU0 on node 6 (144-167, shared with NPU1), NPU2 on node 4 (96-119,
+    # shared with NPU3); strict gives each 12 CPUs of its node.
+    assert "exec taskset -c 98-105,146-153 vllm serve m" in text
     unit = wrapper.render_unit(v, "/w", "/b", "/p")
-    assert "CPUAffinity=144-191" in unit.splitlines()
+    assert "CPUAffinity=96-107,144-155" in unit.splitlines()
     path = _write(tmp_path, text)
     assert subprocess.run(["bash", "-n", str(path)], check=False).returncode == 0
 

@@ -292,6 +292,30 @@ def test_plan_failures_are_findings_not_crashes():
     assert by_kind(report, "plan_failed")[0]["evidence"] == "boom"
 
 
+def test_plan_failed_in_a_cut_cpuset_tells_how_to_fix_it():
+    """Facts gathered inside a job's cgroup: the finding says so and how to get out of it."""
+    from ansible_collections.npuops.fleet.plugins.module_utils import plan
+    from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
+    facts = a2_facts("cut")
+    facts["cpu"]["allowed"] = "0-7"
+    with pytest.raises(PlanError) as err:
+        plan.make_plan(facts)
+    report = fr.build_report({"cut": {"facts": facts, "plan_strict": None,
+                                      "plan_errors": {"strict": "npu_cpu_plan: %s" % err.value}}})
+    (found,) = by_kind(report, "plan_failed")
+    assert found["severity"] == "error" and "cut cpuset" in found["title"]
+    assert found["evidence"].startswith("npu_cpu_plan: NPU ") and "cgroup" not in found["evidence"]
+    assert found["fix"] == (
+        "the facts were gathered in a cpuset of 8 CPUs (Cpus_allowed_list 0-7; the host has 192 "
+        "online: 0-191): gather the facts outside the job's cgroup, or pass allowed_cpus (role "
+        "variable npuops_cpu_allowed) with the CPUs the service may use")
+    assert report["hosts"][0]["cpuset_hint"] == found["fix"]
+    # a failure that is not about the cpuset keeps the generic fix
+    report = fr.build_report({"cut": {"facts": facts, "plan_strict": None,
+                                      "plan_errors": {"strict": "NPU 9: unknown NPU id(s) [9]"}}})
+    assert by_kind(report, "plan_failed")[0]["fix"].startswith("fix what the message names")
+
+
 def test_vllm_skipped_is_info_with_the_reason():
     plan = {"policy": "vllm_ascend", "skipped": True,
             "reason": "CPU binding skipped: non-ARM CPU detected."}
@@ -556,16 +580,45 @@ def test_real_snapshots_report_renders_and_matches(real_report):
         assert strict["overlaps"] == [], host["name"]
 
 
-def test_real_a2_vllm_ascend_overlaps_where_the_research_says(real_report):
+def test_designdoc_a2_vllm_ascend_overlaps_where_the_research_says(real_report):
+    """The vllm-ascend design document's A2 layout (4 x 48, NPU0/2 and NPU1/3 paired):
+    vllm-ascend's allocator gives NPU0 and NPU1 the same 0-23 (research note, defect 1)."""
+    hosts = dict((h["name"], h) for h in real_report["hosts"])
+    if "a2-designdoc" not in hosts:
+        pytest.skip("a2-designdoc snapshot not there yet")
+    doc = hosts["a2-designdoc"]
+    assert doc["device_type"] == "A2" and doc["npus"] == 8
+    vllm = doc["plans"]["vllm_ascend"]
+    assert vllm["status"] == "ok"
+    pools = dict((d["label"], d["pool"]) for d in vllm["devices"])
+    assert pools["NPU0"] == "0-35" and pools["NPU1"] == "0-23,48-59"
+    assert vllm["overlaps"][0]["devices"] == ["NPU0", "NPU1"]
+    assert vllm["overlaps"][0]["cpus"] == "0-23"
+    assert vllm["overlap_cpus"] == 96
+    assert doc["plans"]["strict"]["overlaps"] == []
+    kinds = set(p["kind"] for p in real_report["problems"] if p["host"] == "a2-designdoc")
+    assert "vllm_overlap" in kinds
+
+
+def test_real_a2_vllm_ascend_pools_off_node_but_disjoint(real_report):
+    """The real A2 capture (8 x 24, NPU0/1 on node 6): vllm-ascend extends NPU1 into node 7,
+    no overlap; strict keeps 12 CPUs each on the affinity node."""
     hosts = dict((h["name"], h) for h in real_report["hosts"])
     if "a2-910b3x8" not in hosts:
         pytest.skip("a2-910b3x8 snapshot not there yet")
     a2 = hosts["a2-910b3x8"]
     assert a2["device_type"] == "A2" and a2["npus"] == 8
     vllm = a2["plans"]["vllm_ascend"]
-    if vllm["status"] == "ok":
-        # next-NUMA extension: the research note's confirmed defect 1
-        assert vllm["overlap_cpus"] > 0 or vllm["cross_numa_count"] > 0
+    assert vllm["status"] == "ok" and vllm["overlap_cpus"] == 0
+    pools = dict((d["label"], d["pool"]) for d in vllm["devices"])
+    assert (pools["NPU0"], pools["NPU1"]) == ("144-167", "168-191")
+    assert [(c["device"], c["home_nodes"], c["pool_nodes"]) for c in vllm["cross_numa"]] == [
+        ("NPU1", [6], [7]), ("NPU3", [4], [5]), ("NPU5", [0], [1]), ("NPU7", [2], [3])]
+    strict = dict((d["label"], (d["pool"], d["numa_nodes"]))
+                  for d in a2["plans"]["strict"]["devices"])
+    assert strict["NPU0"] == ("144-155", [6]) and strict["NPU1"] == ("156-167", [6])
+    kinds = set(p["kind"] for p in real_report["problems"] if p["host"] == "a2-910b3x8")
+    assert "vllm_cross_numa" in kinds and "vllm_overlap" not in kinds
 
 
 def test_real_gpu_hosts_of_different_models_are_not_compared(real_report):

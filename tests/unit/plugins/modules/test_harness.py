@@ -7,12 +7,14 @@ compiles on Python 3.7 (the oldest target the collection supports)."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import json
 import os
 import subprocess
+import sys
 
 import pytest
 
-from helpers import REPO, fixture_text, run_module
+from helpers import REPO, ansible_env, fixture_text, run_module
 
 COMPILE_PY37 = os.path.join(REPO, "scripts", "compile-py37.sh")
 
@@ -106,3 +108,36 @@ def test_python37_compile_catches_py38_syntax(tmp_path):
         pytest.skip(proc.stdout.strip())
     assert proc.returncode == 1, proc.stdout
     assert "walrus.py" in proc.stdout
+
+
+@pytest.mark.parametrize("variant, attributes", [
+    ("DOCUMENTATION", {"check_mode", "diff_mode"}),
+    ("FACTS", {"facts"}),
+    ("INFO_MODULE", {"check_mode", "diff_mode"}),
+])
+def test_attributes_doc_fragment_variants(variant, attributes):
+    yaml = pytest.importorskip("yaml")
+    from ansible_collections.npuops.fleet.plugins.doc_fragments.attributes import ModuleDocFragment
+    doc = yaml.safe_load(getattr(ModuleDocFragment, variant))
+    assert set(doc["attributes"]) == attributes
+    for name, attribute in doc["attributes"].items():
+        # validate-modules rejects an attribute without a description once merged; the base
+        # fragment must carry them, the info variant only the support levels.
+        if variant == "INFO_MODULE":
+            assert attribute["support"] in ("full", "N/A"), name
+        else:
+            assert attribute["description"].strip(), name
+
+
+@pytest.mark.slow
+def test_attributes_fragment_merges_into_module_docs():
+    # ansible-doc resolves extends_documentation_fragment: the facts module must show the
+    # descriptions from npuops.fleet.attributes and npuops.fleet.attributes.facts.
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-doc"), "--json",
+                           "npuops.fleet.npu_topology_facts"], env=ansible_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)["npuops.fleet.npu_topology_facts"]["doc"]
+    assert {"check_mode", "diff_mode", "facts"} <= set(doc["attributes"])
+    assert all(doc["attributes"][name].get("description") for name in ("check_mode", "diff_mode", "facts"))

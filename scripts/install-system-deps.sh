@@ -21,6 +21,12 @@ for pkg in "${PACKAGES[@]}"; do
     fi
 done
 
+# Debian/Ubuntu's system Python ships venv's pip bootstrap separately (make venv needs it).
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import ensurepip' >/dev/null 2>&1 \
+    && [[ "$(command -v python3)" == /usr/bin/* ]]; then
+    missing+=(python3-venv)
+fi
+
 if [[ ${#missing[@]} -eq 0 ]]; then
     log "all system packages present (${PACKAGES[*]})"
     exit 0

@@ -21,28 +21,12 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.npuops.fleet.plugins.plugin_utils import fleet_report as _report
+from ansible_collections.npuops.fleet.plugins.plugin_utils.ansible_data import to_plain
 
 try:
     from ansible_collections.npuops.fleet.plugins.filter.rails import rail_check as _rail_check
 except ImportError:  # pragma: no cover - the report then compares the rails itself
     _rail_check = None
-
-
-def _plain(value):
-    """Ansible's tagged/lazy containers -> plain dict/list/str/int/bool/None."""
-    if isinstance(value, dict):
-        return dict((str(k), _plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, str):
-        return str(value)
-    return str(value)
 
 
 def fleet_report(hosts, rails=None):
@@ -52,19 +36,19 @@ def fleet_report(hosts, rails=None):
                                  % type(hosts).__name__)
     if rails is not None and not isinstance(rails, dict):
         raise AnsibleFilterError("fleet_report: rails must be the rail_check result (a mapping)")
-    hosts = _plain(hosts)
+    hosts = to_plain(hosts)
     if rails is None and _rail_check is not None:
         plans = dict((name, (entry or {}).get("plan_strict") if isinstance(entry, dict) else None)
                      for name, entry in hosts.items())
         rails = _rail_check(plans, shapes=_report.rail_shapes(hosts))
-    return _report.build_report(hosts, None if rails is None else _plain(rails))
+    return _report.build_report(hosts, None if rails is None else to_plain(rails))
 
 
 def _as_report(value, name):
     if not isinstance(value, dict):
         raise AnsibleFilterError("%s expects the fleet_report dict, got %s"
                                  % (name, type(value).__name__))
-    value = _plain(value)
+    value = to_plain(value)
     if value.get("schema") == _report.REPORT_SCHEMA and "hosts" in value and "summary" in value:
         return value
     return _report.build_report(value)

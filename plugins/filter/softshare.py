@@ -23,21 +23,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.npuops.fleet.plugins.module_utils import softshare as _softshare
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
-
-
-def _plain(value):
-    """Ansible's tagged/lazy containers -> plain dict/list/str/int/bool/None."""
-    if isinstance(value, dict):
-        return dict((str(k), _plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    return str(value)
+from ansible_collections.npuops.fleet.plugins.plugin_utils.ansible_data import to_plain
 
 
 def _fail(name, err):
@@ -48,7 +34,7 @@ def softshare_place(fleet_facts_by_host, allocations=None, job=None, rules="ship
     if job is None:
         _fail("softshare_place", "a job {aicore_quota, hbm_quota, policy, replicas} is required")
     try:
-        return _softshare.place(_plain(fleet_facts_by_host), _plain(allocations), _plain(job),
+        return _softshare.place(to_plain(fleet_facts_by_host), to_plain(allocations), to_plain(job),
                                 rules=str(rules))
     except NpuopsError as err:
         _fail("softshare_place", err)
@@ -70,7 +56,7 @@ def _one_capacity(value, device_type, single_die_mode):
 
 
 def softshare_capacity(value, device_type=None, single_die_mode=True):
-    value = _plain(value)
+    value = to_plain(value)
     single = bool(single_die_mode)
     single_keys = ("npus", "npu_topology", "ansible_facts")
     if isinstance(value, dict) and value and not any(k in value for k in single_keys) and all(
@@ -91,8 +77,8 @@ def softshare_daemonset(root, device_type, version, image=None, single_die_mode=
                         root_parent_exists=None):
     try:
         return _softshare.render_daemonset(
-            str(root), _plain(device_type), str(version), image=image and str(image),
-            single_die_mode=single_die_mode, extra_args=_plain(extra_args),
+            str(root), to_plain(device_type), str(version), image=image and str(image),
+            single_die_mode=single_die_mode, extra_args=to_plain(extra_args),
             log_level=int(log_level), namespace=str(namespace),
             root_parent_exists=root_parent_exists)
     except (NpuopsError, ValueError, TypeError) as err:
@@ -100,7 +86,7 @@ def softshare_daemonset(root, device_type, version, image=None, single_die_mode=
 
 
 def softshare_node_labels(node_name, enable=True, extra=None):
-    labels = _softshare.node_labels(enable=bool(enable), extra=_plain(extra or {}))
+    labels = _softshare.node_labels(enable=bool(enable), extra=to_plain(extra or {}))
     return _softshare.render_node_labels(str(node_name), labels)
 
 

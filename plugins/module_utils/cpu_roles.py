@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.npuops.fleet.plugins.module_utils import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 
@@ -67,58 +68,6 @@ def cluster_roles(pool):
     return {"irq": [], "main": list(pool), "acl": [], "release": []}
 
 
-def format_sorted(ids):
-    """Cpulist text of a strictly ascending list, with an O(1) path for one contiguous run."""
-    if isinstance(ids, cpuset.CpuSeq):
-        return cpuset.format_runs(ids.runs)
-    if not ids:
-        return ""
-    first = ids[0]
-    last = ids[-1]
-    if last - first == len(ids) - 1:
-        return str(first) if first == last else "%d-%d" % (first, last)
-    parts = []
-    start = prev = first
-    for cpu in ids[1:]:
-        if cpu == prev + 1:
-            prev = cpu
-            continue
-        parts.append(str(start) if start == prev else "%d-%d" % (start, prev))
-        start = prev = cpu
-    parts.append(str(start) if start == prev else "%d-%d" % (start, prev))
-    return ",".join(parts)
-
-
-def format_any(ids):
-    """Sorted cpulist text of any list of CPU ids."""
-    if isinstance(ids, cpuset.CpuSeq):
-        return cpuset.format_runs(ids.sorted_unique().runs)
-    if isinstance(ids, list) and len(ids) == 1:
-        return str(ids[0])
-    return format_sorted(sorted(set(ids)))
-
-
-def format_positional(ids):
-    """Cpulist text that keeps the positional order (ascending runs compressed)."""
-    if isinstance(ids, cpuset.CpuSeq):
-        return cpuset.format_runs(ids.runs)
-    if not ids:
-        return ""
-    ordered = sorted(ids)
-    if ordered == ids and len(set(ids)) == len(ids):
-        return format_sorted(ordered)
-    parts = []
-    start = prev = ids[0]
-    for cpu in ids[1:]:
-        if cpu == prev + 1:
-            prev = cpu
-            continue
-        parts.append(str(start) if start == prev else "%d-%d" % (start, prev))
-        start = prev = cpu
-    parts.append(str(start) if start == prev else "%d-%d" % (start, prev))
-    return ",".join(parts)
-
-
 def npu_entry(pool, roles, cpu_node):
     """The plan entry of one NPU: cpulists as strings, ``pool_order`` keeps the positions.
 
@@ -127,9 +76,9 @@ def npu_entry(pool, roles, cpu_node):
     """
     nodes = sorted(cpuset.nodes_of(cpu_node, pool))
     if isinstance(pool, cpuset.CpuSeq):
-        order = cpuset.format_runs(pool.runs)
+        order = cpulist.format_runs(pool.runs)
         return {
-            "pool": order if pool.normal else cpuset.format_runs(pool.sorted_unique().runs),
+            "pool": order if pool.normal else cpulist.format_runs(pool.sorted_unique().runs),
             "pool_order": order,
             "numa_nodes": nodes,
             "irq": _role_text(roles["irq"], True),
@@ -138,20 +87,21 @@ def npu_entry(pool, roles, cpu_node):
             "release": _role_text(roles["release"], False),
         }
     return {
-        "pool": format_any(pool),
-        "pool_order": format_positional(pool),
+        "pool": cpuset.format(pool),
+        "pool_order": cpuset.format_ordered(pool),
         "numa_nodes": nodes,
-        "irq": format_positional(roles["irq"]),
-        "main": format_any(roles["main"]),
-        "acl": format_any(roles["acl"]),
-        "release": format_any(roles["release"]),
+        "irq": cpuset.format_ordered(roles["irq"]),
+        "main": cpuset.format(roles["main"]),
+        "acl": cpuset.format(roles["acl"]),
+        "release": cpuset.format(roles["release"]),
     }
 
 
 def _role_text(ids, positional):
-    """format_positional / format_any of a role, without the dispatch for the usual shapes."""
+    """cpuset.format_ordered / cpuset.format of a role, without the dispatch for the usual
+    shapes (a CpuSeq, or the one-CPU list of ACL / release)."""
     if ids.__class__ is cpuset.CpuSeq:
-        return cpuset.format_runs(ids.runs if positional else ids.sorted_unique().runs)
+        return cpulist.format_runs(ids.runs if positional else ids.sorted_unique().runs)
     if ids.__class__ is list and len(ids) == 1:
         return str(ids[0])
-    return format_positional(ids) if positional else format_any(ids)
+    return cpuset.format_ordered(ids) if positional else cpuset.format(ids)

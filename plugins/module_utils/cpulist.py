@@ -67,24 +67,43 @@ def is_cpulist(text):
     return True
 
 
+def runs(cpus):
+    """Consecutive ascending ids as ``(first, last)`` runs, in the given order.
+
+    ``[0, 1, 2, 5, 3]`` -> ``[(0, 2), (5, 5), (3, 3)]``; duplicates stay (``[1, 1]`` -> two runs).
+    """
+    out = []
+    lo = prev = None
+    for cpu in cpus:
+        if prev is not None and cpu == prev + 1:
+            prev = cpu
+            continue
+        if prev is not None:
+            out.append((lo, prev))
+        lo = prev = cpu
+    if prev is not None:
+        out.append((lo, prev))
+    return out
+
+
+def format_runs(cpu_runs):
+    """Cpulist text of runs in the given order (``((0, 3), (8, 8))`` -> ``"0-3,8"``)."""
+    if len(cpu_runs) == 1:
+        lo, hi = cpu_runs[0]
+        return str(lo) if lo == hi else "%d-%d" % (lo, hi)
+    return ",".join([str(lo) if lo == hi else "%d-%d" % (lo, hi) for lo, hi in cpu_runs])
+
+
 def format(cpus):  # pylint: disable=redefined-builtin
     """Compress CPU ids into the kernel's cpulist form: ``[0,1,2,5]`` -> ``"0-2,5"``.
 
     Input order does not matter; duplicates are dropped. ``[]`` -> ``""``.
     """
     ids = sorted(set(int(c) for c in cpus))
-    if not ids:
-        return ""
-    parts = []
-    start = prev = ids[0]
-    for cpu in ids[1:]:
-        if cpu == prev + 1:
-            prev = cpu
-            continue
-        parts.append(_range_text(start, prev))
-        start = prev = cpu
-    parts.append(_range_text(start, prev))
-    return ",".join(parts)
+    if ids and ids[-1] - ids[0] == len(ids) - 1:
+        # one contiguous run (the usual pool): no scan needed
+        return format_runs(((ids[0], ids[-1]),))
+    return format_runs(runs(ids))
 
 
 def format_ordered(cpus):
@@ -92,23 +111,7 @@ def format_ordered(cpus):
 
     Used where position matters, e.g. vllm-ascend's unsorted multi-NUMA pools.
     """
-    ids = [int(c) for c in cpus]
-    if not ids:
-        return ""
-    parts = []
-    start = prev = ids[0]
-    for cpu in ids[1:]:
-        if cpu == prev + 1:
-            prev = cpu
-            continue
-        parts.append(_range_text(start, prev))
-        start = prev = cpu
-    parts.append(_range_text(start, prev))
-    return ",".join(parts)
-
-
-def _range_text(lo, hi):
-    return str(lo) if lo == hi else "%d-%d" % (lo, hi)
+    return format_runs(runs([int(c) for c in cpus]))
 
 
 def to_mask(cpus):

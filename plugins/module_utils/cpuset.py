@@ -93,18 +93,7 @@ class CpuSeq(object):
         """From CPU ids in sequence order (a list, a range, another CpuSeq...)."""
         if isinstance(cpus, CpuSeq):
             return cpus
-        runs = []
-        lo = prev = None
-        for cpu in cpus:
-            if prev is not None and cpu == prev + 1:
-                prev = cpu
-                continue
-            if prev is not None:
-                runs.append((lo, prev))
-            lo = prev = cpu
-        if prev is not None:
-            runs.append((lo, prev))
-        return cls(runs)
+        return cls(cpulist.runs(cpus))
 
     def __len__(self):
         return self.size
@@ -245,12 +234,18 @@ def join_ids(cpus, sep=" "):
     return sep.join(map(str, cpus))
 
 
-def format_runs(runs):
-    """Cpulist text of runs in the given order (``((0, 3), (8, 8))`` -> ``"0-3,8"``)."""
-    if len(runs) == 1:
-        lo, hi = runs[0]
-        return str(lo) if lo == hi else "%d-%d" % (lo, hi)
-    return ",".join([str(lo) if lo == hi else "%d-%d" % (lo, hi) for lo, hi in runs])
+def format(cpus):  # pylint: disable=redefined-builtin
+    """``cpulist.format`` (sorted unique cpulist text); a CpuSeq is formatted per run."""
+    if isinstance(cpus, CpuSeq):
+        return cpulist.format_runs(cpus.sorted_unique().runs)
+    return cpulist.format(cpus)
+
+
+def format_ordered(cpus):
+    """``cpulist.format_ordered`` (positional order kept); a CpuSeq is formatted per run."""
+    if isinstance(cpus, CpuSeq):
+        return cpulist.format_runs(cpus.runs)
+    return cpulist.format_ordered(cpus)
 
 
 def sorted_unique(cpus):

@@ -246,7 +246,7 @@ def _strict(plan, ids, requested, affinity, pci_nodes, node_cpus, allowed, dtype
         entry["home_node"], entry["locality"] = result["homes"][npu]
         plan["npus"][str(npu)] = entry
     if result["uvb"] is not None:
-        plan["uvb"] = cpu_roles.format_any(result["uvb"])
+        plan["uvb"] = cpuset.format(result["uvb"])
     plan["log"].append("[strict] mode=%s npus=%s planned_over=%s"
                        % (result["mode"], list(keep), result["planned_over"]))
 
@@ -269,7 +269,7 @@ def _vllm_ascend(plan, topology, ids, requested, affinity, node_cpus, allowed, d
     plan["log"].extend(result["log"])
     plan["warnings"].extend(result["warnings"])
     if result["uvb"] is not None:
-        plan["uvb"] = cpu_roles.format_any(result["uvb"])
+        plan["uvb"] = cpuset.format(result["uvb"])
     cpu_node = _cpu_node(node_cpus)
     for npu, pool in result["pools"].items():
         plan["npus"][str(npu)] = cpu_roles.npu_entry(pool, result["roles"][npu], cpu_node)

@@ -54,3 +54,18 @@ def test_parse_never_crashes(text):
         cpulist.parse(text)
     except ParseError:
         pass
+
+
+def test_runs_keep_order_and_duplicates():
+    assert cpulist.runs([0, 1, 2, 5, 3]) == [(0, 2), (5, 5), (3, 3)]
+    assert cpulist.runs([1, 1]) == [(1, 1), (1, 1)]
+    assert cpulist.runs([]) == []
+    assert cpulist.format_runs([(0, 3), (8, 8)]) == "0-3,8"
+    assert cpulist.format_runs([(4, 4)]) == "4"
+    assert cpulist.format_runs([]) == ""
+
+
+@given(st.lists(st.integers(min_value=0, max_value=300), max_size=60))
+def test_format_ordered_roundtrip(cpus):
+    assert cpulist.parse_ordered(cpulist.format_ordered(cpus)) == cpus
+    assert cpulist.format_ordered(sorted(set(cpus))) == cpulist.format(cpus)

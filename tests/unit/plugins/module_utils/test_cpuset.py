@@ -103,12 +103,20 @@ def test_parse_rejects_like_cpulist(bad):
 
 @PROPS
 @given(CPUS)
-def test_format_matches_cpulist_and_cpu_roles(cpus):
+def test_format_matches_cpulist(cpus):
     s = seq(cpus)
-    assert cpu_roles.format_any(s) == cpu_roles.format_any(list(cpus)) == cpulist.format(cpus)
-    assert cpu_roles.format_positional(s) == cpu_roles.format_positional(list(cpus))
-    assert cpuset.format_runs(s.runs) == cpulist.format_ordered(cpus)
+    assert cpuset.format(s) == cpuset.format(list(cpus)) == cpulist.format(cpus)
+    assert cpuset.format_ordered(s) == cpuset.format_ordered(list(cpus))
+    assert cpulist.format_runs(s.runs) == cpulist.format_ordered(cpus)
     assert cpuset.join_ids(s) == " ".join(str(c) for c in cpus)
+
+
+@settings(deadline=None, max_examples=300)
+@given(st.lists(st.integers(0, 300), max_size=60))
+def test_formatters_agree_with_cpulist(ids):
+    assert cpuset.format(ids) == cpulist.format(ids)
+    assert cpulist.format(sorted(set(ids))) == cpulist.format(ids)
+    assert cpulist.parse_ordered(cpuset.format_ordered(ids)) == ids
 
 
 @PROPS

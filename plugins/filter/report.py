@@ -21,6 +21,8 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.npuops.fleet.plugins.plugin_utils import fleet_report as _report
+from ansible_collections.npuops.fleet.plugins.plugin_utils import report_html as _html
+from ansible_collections.npuops.fleet.plugins.plugin_utils import report_markdown as _markdown
 from ansible_collections.npuops.fleet.plugins.plugin_utils.ansible_data import to_plain
 
 try:
@@ -55,7 +57,7 @@ def _as_report(value, name):
 
 
 def fleet_report_markdown(report):
-    return _report.render_markdown(_as_report(report, "fleet_report_markdown"))
+    return _markdown.render_markdown(_as_report(report, "fleet_report_markdown"))
 
 
 def fleet_report_json(report):
@@ -63,7 +65,7 @@ def fleet_report_json(report):
 
 
 def fleet_report_html(report):
-    return _report.render_html(_as_report(report, "fleet_report_html"))
+    return _html.render_html(_as_report(report, "fleet_report_html"))
 
 
 class FilterModule(object):

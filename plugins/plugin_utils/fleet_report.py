@@ -1,20 +1,19 @@
 # -*- coding: utf-8 -*-
 # Copyright: npuops.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The fleet audit report: pure analysis (``build_report``) and renderers (Markdown, JSON, HTML).
+"""The fleet audit report: pure analysis (``build_report``) and its JSON text (``render_json``).
 
 Controller-side code. ``build_report`` turns, per host, the topology facts and the two plans
 (``strict`` and ``vllm_ascend``) into one JSON-serialisable dict: fleet tables, per-host
 summaries, CPU-map drawing data and a list of problems, each with its evidence and fix.
-The renderers only format that dict; they never analyse. Every string that came from a host is
-escaped in the HTML and Markdown outputs.
+The renderers (``report_markdown.render_markdown``, ``report_html.render_html``) only format
+that dict; they never analyse.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import html
 import json
 from collections import Counter, OrderedDict
 
@@ -39,7 +38,7 @@ FIX_MIGRATEPAGES = "install numactl (provides migratepages)"
 # small pure helpers
 # ---------------------------------------------------------------------------------------------
 
-def _cpus(text):
+def cpu_ids(text):
     """Sorted CPU ids of a cpulist string; [] for None or text that is not a cpulist."""
     if isinstance(text, (list, tuple)):
         return sorted(set(int(c) for c in text))
@@ -81,7 +80,7 @@ def _numa_map(facts):
     for key, text in _as_dict(_as_dict(facts.get("cpu")).get("numa_nodes")).items():
         node = _int_or_none(key)
         if node is not None:
-            nodes[node] = _cpus(text)
+            nodes[node] = cpu_ids(text)
     return dict(sorted(nodes.items()))
 
 
@@ -90,18 +89,7 @@ def _nodes_of(cpus, numa):
     return sorted(node for node, node_cpus in numa.items() if wanted.intersection(node_cpus))
 
 
-def _runs(cpus):
-    """Contiguous runs [(first, last), ...] of sorted unique CPU ids."""
-    runs = []
-    for cpu in sorted(set(cpus)):
-        if runs and runs[-1][1] == cpu - 1:
-            runs[-1][1] = cpu
-        else:
-            runs.append([cpu, cpu])
-    return [tuple(run) for run in runs]
-
-
-def _plural(count, word):
+def plural(count, word):
     return "%d %s%s" % (count, word, "" if count == 1 else "s")
 
 
@@ -131,7 +119,7 @@ def _home(device, numa):
     if node is not None and node >= 0:
         home = [node]
     else:
-        home = _nodes_of(_cpus(device.get("affinity")), numa)
+        home = _nodes_of(cpu_ids(device.get("affinity")), numa)
     return {"home_nodes": home, "affinity": device.get("affinity")}
 
 
@@ -149,7 +137,7 @@ def _plan_devices(plan):
 def summarize_plan(plan, error, policy, facts, applicable=True):
     """What one plan does on one host: pools, roles, overlaps, cross-NUMA pools, CPUs used."""
     numa = _numa_map(facts)
-    allowed = _cpus(_as_dict(facts.get("cpu")).get("allowed"))
+    allowed = cpu_ids(_as_dict(facts.get("cpu")).get("allowed"))
     homes = _devices_from_facts(facts, numa)
     summary = OrderedDict([
         ("policy", policy), ("status", "ok"), ("applicable", bool(applicable)),
@@ -176,8 +164,8 @@ def summarize_plan(plan, error, policy, facts, applicable=True):
     used = set()
     owners = {}
     for kind, key, entry in _plan_devices(plan):
-        pool = _cpus(entry.get("pool"))
-        roles = OrderedDict((role, _fmt(_cpus(entry.get(role)))) for role in ROLES)
+        pool = cpu_ids(entry.get("pool"))
+        roles = OrderedDict((role, _fmt(cpu_ids(entry.get(role)))) for role in ROLES)
         if kind == "npu":
             pool_nodes = _nodes_of(pool, numa) or sorted(
                 n for n in (_int_or_none(x) for x in _as_list(entry.get("numa_nodes")))
@@ -206,7 +194,7 @@ def summarize_plan(plan, error, policy, facts, applicable=True):
             owners.setdefault(cpu, []).append(device["label"])
         used.update(pool)
     labels = [d["label"] for d in summary["devices"]]
-    pools = dict((d["label"], set(_cpus(d["pool"]))) for d in summary["devices"])
+    pools = dict((d["label"], set(cpu_ids(d["pool"]))) for d in summary["devices"])
     for i, first in enumerate(labels):
         for second in labels[i + 1:]:
             shared = pools[first] & pools[second]
@@ -282,10 +270,10 @@ def analyse_host(name, entry):
     facts = _as_dict(entry.get("facts"))
     cpu = _as_dict(facts.get("cpu"))
     numa = _numa_map(facts)
-    online = _cpus(cpu.get("online"))
+    online = cpu_ids(cpu.get("online"))
     if not online:
         online = sorted(set(c for cpus in numa.values() for c in cpus))
-    allowed = _cpus(cpu.get("allowed"))
+    allowed = cpu_ids(cpu.get("allowed"))
     vendor = facts.get("vendor") or "none"
     errors = _plan_errors(entry)
     plans = OrderedDict()
@@ -512,7 +500,7 @@ def host_problems(host):
                 out.append(_problem("error", name, "vllm_overlap",
                                     "vllm-ascend pools overlap",
                                     "%s; %s shared" % (_pairs_text(vllm["overlaps"]),
-                                                       _plural(vllm["overlap_cpus"], "CPU")),
+                                                       plural(vllm["overlap_cpus"], "CPU")),
                                     FIX_VLLM))
             if vllm["cross_numa"]:
                 out.append(_problem("warning", name, "vllm_cross_numa",
@@ -547,7 +535,7 @@ def host_problems(host):
             len(unknown) == host["gpus"] or len(host["numa_nodes"]) <= 1):
         out.append(_problem("warning", name, "numa_unknown", "GPU NUMA affinity unknown",
                             "%s, %s: every GPU pool spans all CPUs" % (
-                                _plural(len(host["numa_nodes"]), "NUMA node"),
+                                plural(len(host["numa_nodes"]), "NUMA node"),
                                 "GPU NUMA affinity N/A"),
                             "enable NUMA (drop numa=off from the kernel command line, NPS/SNC "
                             "in BIOS) so pools can be NUMA-local"))
@@ -617,441 +605,8 @@ def build_report(hosts, rails=None):
 
 
 # ---------------------------------------------------------------------------------------------
-# rendering: JSON and Markdown
+# the report as JSON text (Markdown: report_markdown.py, HTML: report_html.py)
 # ---------------------------------------------------------------------------------------------
 
 def render_json(report):
     return json.dumps(report, indent=2, sort_keys=False, default=str) + "\n"
-
-
-def _md(value):
-    """Markdown table cell: HTML-escaped, pipes and newlines neutralised."""
-    if value is None:
-        return "-"
-    text = html.escape(str(value), quote=False)
-    return text.replace("|", "\\|").replace("\n", " ").replace("`", "'").replace("*", "\\*") \
-        .replace("_", "\\_").replace("[", "\\[").replace("]", "\\]")
-
-
-def _md_table(headers, rows):
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    for row in rows:
-        lines.append("| " + " | ".join(_md(c) for c in row) + " |")
-    return lines
-
-
-def _plan_cell(plan, field):
-    if not plan["applicable"]:
-        return "n/a"
-    if plan["status"] != "ok":
-        return plan["status"]
-    return plan[field]
-
-
-def render_markdown(report):
-    s = report["summary"]
-    out = ["# Fleet report", "",
-           "%s, %s, %s; soft-share capacity %d; %d unhealthy chips." % (
-               _plural(s["hosts"], "host"), _plural(s["npus"], "NPU"), _plural(s["gpus"], "GPU"),
-               s["softshare_capacity"], s["unhealthy"]),
-           "Problems: %d errors, %d warnings, %d info." % (
-               s["problems"]["error"], s["problems"]["warning"], s["problems"]["info"]), "",
-           "## Problems", ""]
-    if report["problems"]:
-        out += _md_table(["id", "severity", "host", "problem", "evidence", "fix"],
-                         [[p["id"], p["severity"], p["host"], p["title"], p["evidence"], p["fix"]]
-                          for p in report["problems"]])
-    else:
-        out.append("No problems found.")
-    out += ["", "## Device types", ""]
-    out += _md_table(["vendor", "device type", "hosts", "devices", "healthy", "soft-share capacity"],
-                     [[t["vendor"], t["device_type"], t["hosts"], t["devices"], t["healthy"],
-                       t["capacity"]] for t in report["device_types"]])
-    out += ["", "## Hosts", ""]
-    out += _md_table(["host", "arch", "vendor", "type", "CPUs allowed/online", "NUMA nodes",
-                      "devices", "healthy", "capacity", "irqbalance", "migratepages", "rails",
-                      "facts errors"],
-                     [[h["name"], h["arch"], h["vendor"], h["device_type"],
-                       "%d/%d" % (h["cpus_allowed"], h["cpus_online"]), len(h["numa_nodes"]),
-                       h["npus"] + h["gpus"], h["health"]["healthy"] + h["gpus"],
-                       h["softshare"]["capacity"], h["irqbalance"],
-                       {True: "yes", False: "MISSING"}.get(h["migratepages"], "unknown"),
-                       h["rails"]["status"], len(h["facts_errors"])]
-                      for h in report["hosts"]])
-    out += ["", "## vllm-ascend in-process binding vs the strict plan", ""]
-    rows = []
-    for h in report["hosts"]:
-        st, vl = h["plans"]["strict"], h["plans"]["vllm_ascend"]
-        rows.append([h["name"], st["mode"] if st["status"] == "ok" else st["status"],
-                     _plan_cell(st, "cpus_used"), _plan_cell(st, "overlap_cpus"),
-                     _plan_cell(st, "cross_numa_count"),
-                     vl["mode"] if vl["status"] == "ok" else _plan_cell(vl, "status"),
-                     _plan_cell(vl, "cpus_used"), _plan_cell(vl, "overlap_cpus"),
-                     _plan_cell(vl, "cross_numa_count"),
-                     vl["reason"] or vl["error"] or ""])
-    out += _md_table(["host", "strict mode", "CPUs used", "overlap CPUs", "cross-NUMA",
-                      "vllm_ascend mode", "CPUs used", "overlap CPUs", "cross-NUMA", "note"], rows)
-    out += ["", "## Pools per host", ""]
-    for h in report["hosts"]:
-        out += ["### " + _md(h["name"]), ""]
-        if h["numa_nodes"]:
-            out.append("NUMA: " + ", ".join("node %s %s" % (_md(n), _md(c or "(memory only)"))
-                                            for n, c in h["numa_nodes"].items()))
-            out.append("")
-        devices = OrderedDict()
-        for policy in POLICIES:
-            for d in h["plans"][policy]["devices"]:
-                devices.setdefault(d["label"], {})[policy] = d
-        if not devices:
-            out += ["No pools.", ""]
-            continue
-        rows = []
-        for label, by in devices.items():
-            row = [label]
-            for policy in POLICIES:
-                d = by.get(policy)
-                if d is None:
-                    row += ["-", "-"]
-                    continue
-                roles = " ".join("%s=%s" % (r, d["roles"][r]) for r in ROLES if d["roles"][r])
-                extra = " nic=%s link=%s" % (d.get("nic"), d.get("link")) if d["kind"] == "gpu" \
-                    else ""
-                row += ["%s (N%s)%s" % (d["pool"], ",".join(str(n) for n in d["numa_nodes"]),
-                                        " CROSS-NUMA" if d["cross_numa"] else ""),
-                        (roles + extra).strip()]
-            rows.append(row)
-        out += _md_table(["device", "strict pool", "strict roles", "vllm_ascend pool",
-                          "vllm_ascend roles"], rows)
-        out.append("")
-    return "\n".join(out).rstrip() + "\n"
-
-
-# ---------------------------------------------------------------------------------------------
-# rendering: self-contained HTML with inline SVG CPU maps
-# ---------------------------------------------------------------------------------------------
-
-ROLE_COLOURS = OrderedDict([("irq", "#f28e2b"), ("main", "#4e79a7"), ("acl", "#59a14f"),
-                            ("release", "#b07aa1"), ("pool", "#76b7b2")])
-OVERLAP_COLOUR = "#d62728"
-
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d232a;
-background:#f6f7f9}
-header{background:#1f2d3d;color:#fff;padding:18px 28px}
-header h1{margin:0 0 10px;font-size:22px}
-main{padding:10px 28px 40px}
-h2{margin:28px 0 10px;font-size:18px;border-bottom:2px solid #d9dee4;padding-bottom:4px}
-h3{margin:0 0 6px;font-size:16px}
-.cards{display:flex;flex-wrap:wrap;gap:10px}
-.card{background:#2c3e50;border-radius:6px;padding:8px 14px;min-width:92px}
-.card .num{display:block;font-size:22px;font-weight:600}
-.card .lbl{font-size:12px;opacity:.85}
-.card.c-bad{background:#8e1b1b}.card.c-warn{background:#8a5a00}
-table{border-collapse:collapse;background:#fff;margin:6px 0 12px;font-size:13px}
-th,td{border:1px solid #d9dee4;padding:4px 8px;text-align:left;vertical-align:top}
-th{background:#eef1f4}
-td.n{text-align:right;font-variant-numeric:tabular-nums}
-.sev{font-weight:600;border-radius:3px;padding:1px 6px;color:#fff}
-.sev-error{background:#c0392b}.sev-warning{background:#d68910}.sev-info{background:#5d6d7e}
-.fix{color:#0b5345}
-.bad{color:#c0392b;font-weight:600}.ok{color:#1e8449}.muted{color:#7b8794}
-article.host{background:#fff;border:1px solid #d9dee4;border-radius:6px;padding:12px 14px;
-margin:14px 0}
-.meta{color:#52606d;font-size:12.5px;margin-bottom:8px}
-.maps{display:flex;flex-wrap:wrap;gap:14px}
-figure{margin:0;flex:1 1 600px;min-width:480px}
-figcaption{font-weight:600;font-size:13px;margin-bottom:3px}
-svg{width:100%;height:auto;display:block}
-.legend{display:flex;flex-wrap:wrap;gap:12px;font-size:12.5px;margin:6px 0}
-.sw{display:inline-block;width:12px;height:12px;vertical-align:-2px;margin-right:4px;
-border-radius:2px}
-code{font-size:12px}
-"""
-
-
-def _e(value):
-    return html.escape("" if value is None else str(value), quote=True)
-
-
-class _Ptr(object):
-    """Numbers on the page carry the JSON pointer of their value in the report."""
-
-    @staticmethod
-    def num(value, pointer, tag="span", cls="num"):
-        return '<%s class="%s" data-ptr="%s">%s</%s>' % (tag, cls, _e(pointer), _e(value), tag)
-
-    @staticmethod
-    def td(value, pointer):
-        return '<td class="n" data-ptr="%s">%s</td>' % (_e(pointer), _e(value))
-
-
-def _summary_cards(report):
-    s = report["summary"]
-    cards = [("hosts", "hosts", ""), ("npus", "NPUs", ""), ("gpus", "GPUs", ""),
-             ("unhealthy", "unhealthy chips", "c-bad" if s["unhealthy"] else ""),
-             ("softshare_capacity", "soft-share capacity", ""),
-             ("vllm_overlap_hosts", "hosts: vllm-ascend overlaps",
-              "c-bad" if s["vllm_overlap_hosts"] else ""),
-             ("irqbalance_running", "hosts: irqbalance running",
-              "c-warn" if s["irqbalance_running"] else ""),
-             ("migratepages_missing", "hosts: no migratepages",
-              "c-warn" if s["migratepages_missing"] else ""),
-             ("rails_inconsistent", "hosts: rails differ", "c-warn" if s["rails_inconsistent"] else "")]
-    out = ['<div class="cards">']
-    for key, label, cls in cards:
-        out.append('<div class="card %s" id="sum-%s">%s<span class="lbl">%s</span></div>' % (
-            cls, key.replace("_", "-"), _Ptr.num(s[key], "/summary/" + key), _e(label)))
-    for sev in SEVERITIES:
-        cls = {"error": "c-bad", "warning": "c-warn"}.get(sev, "") if s["problems"][sev] else ""
-        out.append('<div class="card %s" id="sum-problems-%s">%s<span class="lbl">%s</span></div>'
-                   % (cls, sev, _Ptr.num(s["problems"][sev], "/summary/problems/" + sev),
-                      _e(sev + (" problems" if sev != "info" else " notes"))))
-    out.append("</div>")
-    return "\n".join(out)
-
-
-def _problems_html(report):
-    if not report["problems"]:
-        return '<p class="ok" id="no-problems">No problems found.</p>'
-    out = ['<table id="problems-table"><thead><tr><th>id</th><th>severity</th><th>host</th>'
-           '<th>problem</th><th>evidence</th><th>fix</th></tr></thead><tbody>']
-    for i, p in enumerate(report["problems"]):
-        out.append('<tr id="problem-%s" data-severity="%s" data-kind="%s"><td>%s</td>'
-                   '<td><span class="sev sev-%s">%s</span></td><td>%s</td><td>%s</td>'
-                   '<td><code>%s</code></td><td class="fix">%s</td></tr>' % (
-                       _e(p["id"]), _e(p["severity"]), _e(p["kind"]), _e(p["id"]),
-                       _e(p["severity"]), _e(p["severity"]), _e(p["host"]), _e(p["title"]),
-                       _e(p["evidence"]), _e(p["fix"])))
-    out.append("</tbody></table>")
-    return "\n".join(out)
-
-
-def _types_html(report):
-    out = ['<table id="device-types"><thead><tr><th>vendor</th><th>device type</th><th>hosts</th>'
-           '<th>devices</th><th>healthy</th><th>soft-share capacity</th></tr></thead><tbody>']
-    for i, t in enumerate(report["device_types"]):
-        base = "/device_types/%d/" % i
-        out.append("<tr><td>%s</td><td>%s</td>%s%s%s%s</tr>" % (
-            _e(t["vendor"]), _e(t["device_type"]), _Ptr.td(t["hosts"], base + "hosts"),
-            _Ptr.td(t["devices"], base + "devices"), _Ptr.td(t["healthy"], base + "healthy"),
-            _Ptr.td(t["capacity"], base + "capacity")))
-    out.append("</tbody></table>")
-    return "\n".join(out)
-
-
-def _hosts_html(report):
-    out = ['<table id="hosts-table"><thead><tr><th>host</th><th>arch</th><th>vendor</th>'
-           '<th>type</th><th>CPUs allowed</th><th>CPUs online</th><th>NPUs</th><th>GPUs</th>'
-           '<th>healthy chips</th><th>soft-share capacity</th><th>irqbalance</th>'
-           '<th>migratepages</th><th>GPU rails</th><th>facts errors</th><th>problems</th>'
-           '</tr></thead><tbody>']
-    for i, h in enumerate(report["hosts"]):
-        base = "/hosts/%d/" % i
-        irq_cls = "bad" if h["irqbalance"] == "running" and (h["npus"] or h["gpus"]) else ""
-        mig = {True: ("yes", "ok"), False: ("missing", "bad")}.get(h["migratepages"],
-                                                                   ("unknown", "muted"))
-        rail_cls = "bad" if h["rails"]["status"] == "inconsistent" else ""
-        out.append('<tr id="host-row-%d"><td><a href="#host-%d">%s</a></td><td>%s</td><td>%s</td>'
-                   '<td>%s</td>%s%s%s%s%s%s<td class="%s">%s</td><td class="%s">%s</td>'
-                   '<td class="%s">%s</td>%s%s</tr>' % (
-                       i, i, _e(h["name"]), _e(h["arch"]), _e(h["vendor"]), _e(h["device_type"]),
-                       _Ptr.td(h["cpus_allowed"], base + "cpus_allowed"),
-                       _Ptr.td(h["cpus_online"], base + "cpus_online"),
-                       _Ptr.td(h["npus"], base + "npus"), _Ptr.td(h["gpus"], base + "gpus"),
-                       _Ptr.td(h["health"]["healthy"], base + "health/healthy"),
-                       _Ptr.td(h["softshare"]["capacity"], base + "softshare/capacity"),
-                       irq_cls, _e(h["irqbalance"]), mig[1], mig[0], rail_cls,
-                       _e(h["rails"]["status"]),
-                       _Ptr.td(h["facts_error_count"], base + "facts_error_count"),
-                       _Ptr.td(h["problems"], base + "problems")))
-    out.append("</tbody></table>")
-    return "\n".join(out)
-
-
-def _binding_html(report):
-    out = ['<table id="binding-table"><thead><tr><th rowspan="2">host</th>'
-           '<th colspan="4">strict (ours)</th><th colspan="5">vllm_ascend (in-process)</th></tr>'
-           '<tr><th>mode</th><th>CPUs used</th><th>overlap CPUs</th><th>cross-NUMA pools</th>'
-           '<th>mode</th><th>CPUs used</th><th>overlap CPUs</th><th>cross-NUMA pools</th>'
-           '<th>note</th></tr></thead><tbody>']
-    for i, h in enumerate(report["hosts"]):
-        cells = ["<td>%s</td>" % _e(h["name"])]
-        for policy in POLICIES:
-            plan = h["plans"][policy]
-            base = "/hosts/%d/plans/%s/" % (i, policy)
-            if not plan["applicable"]:
-                cells.append('<td colspan="4" class="muted">n/a (not an Ascend host)</td>')
-            elif plan["status"] != "ok":
-                cells.append('<td colspan="4" class="%s">%s</td>' % (
-                    "bad" if plan["status"] == "failed" else "muted", _e(plan["status"])))
-            else:
-                cells.append("<td>%s</td>" % _e(plan["mode"]))
-                cells.append(_Ptr.td(plan["cpus_used"], base + "cpus_used"))
-                for field in ("overlap_cpus", "cross_numa_count"):
-                    cell = _Ptr.td(plan[field], base + field)
-                    if plan[field]:
-                        cell = cell.replace('class="n"', 'class="n bad"', 1)
-                    cells.append(cell)
-        vl = h["plans"]["vllm_ascend"]
-        cells.append("<td>%s</td>" % _e(vl["reason"] or vl["error"] or ""))
-        out.append('<tr id="binding-row-%d">%s</tr>' % (i, "".join(cells)))
-    out.append("</tbody></table>")
-    return "\n".join(out)
-
-
-def _legend_html():
-    items = ["<span><span class=\"sw\" style=\"background:%s\"></span>%s</span>" % (c, _e(n))
-             for n, c in ROLE_COLOURS.items()]
-    items.append('<span><span class="sw" style="background:#fff;border:2px solid %s"></span>'
-                 'CPU in more than one pool</span>' % OVERLAP_COLOUR)
-    items.append('<span><span class="sw" style="background:#fff;border:1px dashed #333"></span>'
-                 "device's own NUMA node</span>")
-    items.append('<span><span class="sw" style="background:#bbb"></span>not allowed (cpuset)'
-                 "</span>")
-    return '<div class="legend">%s</div>' % "".join(items)
-
-
-def _svg_map(host, plan, index, policy):
-    """One CPU map: NUMA nodes as bands, one row per device with its role runs."""
-    numa = dict((int(n), _cpus(c)) for n, c in host["numa_nodes"].items())
-    online = _cpus(host["online"])
-    allowed = set(_cpus(host["allowed"]))
-    top = max([c for cs in numa.values() for c in cs] + online + [0]) + 1
-    width, left, right = 660.0, 92.0, 8.0
-    scale = (width - left - right) / top
-    row_h, gap = 15, 4
-    devices = plan["devices"]
-    overlap = set(_cpus(plan["overlap"]))
-    height = 24 + 14 + (row_h + gap) * max(len(devices), 1) + (row_h + 8 if overlap else 0) + 16
-
-    def x(cpu):
-        return left + cpu * scale
-
-    out = ['<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" role="img" '
-           'id="map-%d-%s" data-host-index="%d" data-policy="%s" aria-label="%s">' % (
-               width, height, index, policy, index, policy,
-               _e("CPU map of %s, %s policy" % (host["name"], policy)))]
-    out.append('<rect x="0" y="0" width="%d" height="%d" fill="#fff"/>' % (width, height))
-    shades = ("#e8eef7", "#f6f0e4")
-    for pos, (node, cpus) in enumerate(sorted(numa.items())):
-        for first, last in _runs(cpus):
-            out.append('<rect x="%.2f" y="2" width="%.2f" height="%d" fill="%s"><title>%s'
-                       '</title></rect>' % (x(first), (last - first + 1) * scale, height - 4,
-                                            shades[pos % 2],
-                                            _e("NUMA node %d: %s" % (node, _fmt(cpus)))))
-        if cpus:
-            first, last = cpus[0], cpus[-1]
-            if (last - first + 1) * scale >= 18:
-                out.append('<text x="%.2f" y="14" font-size="10" text-anchor="middle" '
-                           'fill="#33475b">N%d</text>' % ((x(first) + x(last + 1)) / 2, node))
-    # allowed strip
-    out.append('<text x="4" y="31" font-size="10" fill="#33475b">cpuset</text>')
-    for first, last in _runs(set(online) - allowed if allowed else []):
-        out.append('<rect x="%.2f" y="22" width="%.2f" height="12" fill="#bbb"/>'
-                   % (x(first), (last - first + 1) * scale))
-    for first, last in _runs(allowed):
-        out.append('<rect x="%.2f" y="22" width="%.2f" height="12" fill="#33475b" '
-                   'opacity=".55"/>' % (x(first), (last - first + 1) * scale))
-    y = 40
-    if not devices:
-        out.append('<text x="%d" y="%d" font-size="11" fill="#52606d">no pools</text>'
-                   % (left, y + 11))
-    for dev in devices:
-        colour = OVERLAP_COLOUR if dev["cross_numa"] else "#1d232a"
-        label = "%s%s" % (dev["label"], " \u2192 " + str(dev.get("nic")) if dev.get("nic") else "")
-        out.append('<text x="4" y="%d" font-size="10.5" fill="%s">%s%s</text>' % (
-            y + 11, colour, _e(label), " \u26a0" if dev["cross_numa"] else ""))
-        for node in dev["home_nodes"]:
-            for first, last in _runs(numa.get(node, [])):
-                out.append('<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="none" '
-                           'stroke="#333" stroke-dasharray="3 2" stroke-width=".8"/>' % (
-                               x(first), y - 1, (last - first + 1) * scale, row_h + 2))
-        role_cpus = set()
-        parts = [(r, _cpus(dev["roles"][r])) for r in ROLES]
-        pool = _cpus(dev["pool"])
-        for role, cpus in parts:
-            role_cpus.update(cpus)
-        rest = [c for c in pool if c not in role_cpus]
-        parts.append(("pool", rest))
-        for role, cpus in parts:
-            for first, last in _runs(cpus):
-                out.append('<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="%s"><title>%s'
-                           '</title></rect>' % (
-                               x(first), y, max((last - first + 1) * scale, 0.8), row_h,
-                               ROLE_COLOURS[role],
-                               _e("%s %s: %s" % (dev["label"], role, _fmt(range(first, last + 1))))))
-        for first, last in _runs(overlap.intersection(pool)):
-            out.append('<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="none" stroke="%s" '
-                       'stroke-width="1.6"/>' % (x(first), y, max((last - first + 1) * scale, 1),
-                                                 row_h, OVERLAP_COLOUR))
-        y += row_h + gap
-    if overlap:
-        out.append('<text x="4" y="%d" font-size="10.5" fill="%s" font-weight="bold">overlap'
-                   '</text>' % (y + 11, OVERLAP_COLOUR))
-        for first, last in _runs(overlap):
-            out.append('<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="%s"><title>%s'
-                       '</title></rect>' % (x(first), y, max((last - first + 1) * scale, 1),
-                                            row_h, OVERLAP_COLOUR,
-                                            _e("shared: %s" % _fmt(range(first, last + 1)))))
-        y += row_h + 8
-    # CPU axis ticks at NUMA boundaries
-    ticks = sorted(set([0, top] + [cs[0] for cs in numa.values() if cs]))
-    for tick in ticks:
-        out.append('<text x="%.2f" y="%d" font-size="9" fill="#7b8794" text-anchor="middle">%d'
-                   '</text>' % (min(max(x(tick), left), width - 10), y + 10, tick))
-    out.append("</svg>")
-    return "\n".join(out)
-
-
-def _host_article(host, index):
-    base = "/hosts/%d/" % index
-    meta = "%s \u00b7 %s \u00b7 %s \u00b7 %s CPUs allowed of %s online \u00b7 %s NUMA nodes" % (
-        _e(host["arch"]), _e(host["vendor"]), _e(host["device_type"]),
-        _Ptr.num(host["cpus_allowed"], base + "cpus_allowed"),
-        _Ptr.num(host["cpus_online"], base + "cpus_online"), _e(len(host["numa_nodes"])))
-    out = ['<article class="host" id="host-%d" data-host="%s">' % (index, _e(host["name"])),
-           "<h3>%s</h3>" % _e(host["name"]), '<div class="meta">%s</div>' % meta,
-           '<div class="maps">']
-    for policy in POLICIES:
-        plan = host["plans"][policy]
-        pbase = base + "plans/%s/" % policy
-        title = {"strict": "strict plan (ours)",
-                 "vllm_ascend": "vllm-ascend in-process binding"}[policy]
-        out.append('<figure id="fig-%d-%s"><figcaption>%s' % (index, policy, _e(title)))
-        if not plan["applicable"]:
-            out.append(' \u2014 <span class="muted">n/a (not an Ascend host)</span></figcaption>')
-        elif plan["status"] != "ok":
-            out.append(' \u2014 <span class="%s">%s</span></figcaption><p>%s</p>' % (
-                "bad" if plan["status"] == "failed" else "muted", _e(plan["status"]),
-                _e(plan["error"] or plan["reason"] or "")))
-        else:
-            out.append(" \u2014 %s: %s CPUs used, %s overlapping, %s cross-NUMA pools"
-                       "</figcaption>" % (
-                           _e(plan["mode"]), _Ptr.num(plan["cpus_used"], pbase + "cpus_used"),
-                           _Ptr.num(plan["overlap_cpus"], pbase + "overlap_cpus"),
-                           _Ptr.num(plan["cross_numa_count"], pbase + "cross_numa_count")))
-            out.append(_svg_map(host, plan, index, policy))
-        out.append("</figure>")
-    out.append("</div></article>")
-    return "\n".join(out)
-
-
-def render_html(report):
-    """One self-contained page: inline CSS and SVG, no scripts, no external assets."""
-    s = report["summary"]
-    parts = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
-             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             "<title>npuops.fleet fleet report</title>", "<style>%s</style></head><body>" % _CSS,
-             '<header><h1>Fleet report</h1>%s</header><main>' % _summary_cards(report),
-             '<section id="problems"><h2>Problems and fixes</h2>%s</section>'
-             % _problems_html(report),
-             '<section id="fleet"><h2>Device types</h2>%s<h2>Hosts</h2>%s'
-             "<h2>vllm-ascend in-process binding vs the strict plan</h2>%s</section>" % (
-                 _types_html(report), _hosts_html(report), _binding_html(report)),
-             '<section id="maps"><h2>CPU maps</h2>%s' % _legend_html()]
-    for index, host in enumerate(report["hosts"]):
-        parts.append(_host_article(host, index))
-    parts.append('</section></main><footer class="meta" style="padding:0 28px 20px">'
-                 "npuops.fleet fleet report schema %s \u00b7 %s</footer></body></html>" % (
-                     _e(report.get("schema")), _plural(s["hosts"], "host")))
-    return "\n".join(parts) + "\n"

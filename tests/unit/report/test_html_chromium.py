@@ -18,6 +18,7 @@ from html.parser import HTMLParser
 import pytest
 
 from ansible_collections.npuops.fleet.plugins.plugin_utils import fleet_report as fr
+from ansible_collections.npuops.fleet.plugins.plugin_utils import report_html
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = os.path.join(os.path.dirname(HERE), "plugins", "plugin_utils", "test_fleet_report.py")
@@ -108,7 +109,7 @@ def rendered():
     try:
         page = os.path.join(tmp, "fleet-report.html")
         with open(page, "w", encoding="utf-8") as handle:
-            handle.write(fr.render_html(report))
+            handle.write(report_html.render_html(report))
         with open(os.path.join(tmp, "fleet-report.json"), "w", encoding="utf-8") as handle:
             handle.write(fr.render_json(report))
         dump = _chromium(["--dump-dom", "file://" + page], tmp)

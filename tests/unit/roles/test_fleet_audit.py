@@ -11,6 +11,7 @@ import pytest
 from helpers import REPO, SNAPSHOTS, run_playbook
 
 from ansible_collections.npuops.fleet.plugins.plugin_utils import fleet_report as fr
+from ansible_collections.npuops.fleet.plugins.plugin_utils import report_html, report_markdown
 
 NEEDED = [os.path.join(REPO, "plugins", "modules", "npu_topology_facts.py"),
           os.path.join(REPO, "plugins", "modules", "npu_cpu_plan.py"),
@@ -55,8 +56,8 @@ def test_audit_playbook_on_the_demo_fleet_writes_consistent_reports_idempotently
         recap = _recap(first.stdout)
         assert sorted(h["name"] for h in report["hosts"]) == sorted(recap)
         # the three files render the very same report
-        assert _read(dest, "html") == fr.render_html(report)
-        assert _read(dest, "md") == fr.render_markdown(report)
+        assert _read(dest, "html") == report_html.render_html(report)
+        assert _read(dest, "md") == report_markdown.render_markdown(report)
         failed = set(p["host"] for p in report["problems"] if p["kind"] == "plan_failed")
         for host in report["hosts"]:
             assert host["has_facts"], host["name"]

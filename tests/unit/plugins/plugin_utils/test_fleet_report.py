@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
-"""Fleet audit analysis and renderers (plugins/plugin_utils/fleet_report.py).
+"""Fleet audit analysis (plugins/plugin_utils/fleet_report.py) and its renderers
+(plugins/plugin_utils/report_markdown.py, report_html.py).
 
 Hand-built hosts first (every problem kind, its evidence and its fix), then the real host
 snapshots in tests/snapshots/ once the topology and plan code is there.
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ansible_collections.npuops.fleet.plugins.plugin_utils import fleet_report as fr
+from ansible_collections.npuops.fleet.plugins.plugin_utils import report_html, report_markdown
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SNAPSHOTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(HERE))), "snapshots")
@@ -45,7 +47,7 @@ def a2_facts(hostname="a2-node-01", irq_active=False, migratepages=True, health=
 
 
 def npu_entry(pool, node):
-    cpus = fr._cpus(pool)
+    cpus = fr.cpu_ids(pool)
     return {"pool": pool, "numa_nodes": [node], "irq": fr._fmt(cpus[:2]),
             "main": fr._fmt(cpus[2:-2]), "acl": str(cpus[-2]), "release": str(cpus[-1])}
 
@@ -400,8 +402,8 @@ def test_garbage_input_does_not_crash():
                                     "plan_strict": {"npus": {"0": {"pool": "not-a-list"}}},
                                     "plan_vllm_ascend": "nonsense"}})
     assert report["hosts"][0]["plans"]["strict"]["cpus_used"] == 0
-    fr.render_html(report)
-    fr.render_markdown(report)
+    report_html.render_html(report)
+    report_markdown.render_markdown(report)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -448,7 +450,7 @@ def resolve(report, pointer):
 def test_html_numbers_carry_json_pointers_that_match_the_report():
     report = fr.build_report(sample_fleet())
     parser = _Collect()
-    parser.feed(fr.render_html(report))
+    parser.feed(report_html.render_html(report))
     assert len(parser.ptrs) > 50
     for ptr, text in parser.ptrs:
         assert text == str(resolve(report, ptr)), ptr
@@ -459,7 +461,7 @@ def test_html_numbers_carry_json_pointers_that_match_the_report():
 
 
 def test_html_is_self_contained():
-    page = fr.render_html(fr.build_report(sample_fleet()))
+    page = report_html.render_html(fr.build_report(sample_fleet()))
     parser = _Collect()
     parser.feed(page)
     assert not parser.tags & {"script", "link", "img", "iframe", "object", "embed"}
@@ -478,13 +480,13 @@ def test_hostile_hostname_and_strings_are_escaped_everywhere():
     fleet[evil]["facts"]["npus"][0]["name"] = "<b>x</b>"
     fleet[evil]["plan_errors"] = {}
     report = fr.build_report(fleet)
-    page = fr.render_html(report)
+    page = report_html.render_html(report)
     assert "<script" not in page and "<img" not in page and "<b>x" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     parser = _Collect()
     parser.feed(page)
     assert evil in parser.hosts
-    md = fr.render_markdown(report)
+    md = report_markdown.render_markdown(report)
     assert "<script" not in md and "<img" not in md
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in md
     assert "a\\|b" in md
@@ -495,7 +497,7 @@ def test_hostile_hostname_and_strings_are_escaped_everywhere():
 def test_any_hostname_round_trips_through_the_html(name):
     fleet = {name: {"facts": a2_facts(name), "plan_strict": a2_strict(),
                     "plan_vllm_ascend": a2_vllm()}}
-    page = fr.render_html(fr.build_report(fleet))
+    page = report_html.render_html(fr.build_report(fleet))
     parser = _Collect()
     parser.feed(page)
     assert parser.hosts == [name.replace("\r\n", "\n").replace("\r", "\n")] or \
@@ -505,7 +507,7 @@ def test_any_hostname_round_trips_through_the_html(name):
 
 def test_markdown_has_every_section_and_problem():
     report = fr.build_report(sample_fleet())
-    md = fr.render_markdown(report)
+    md = report_markdown.render_markdown(report)
     for heading in ("# Fleet report", "## Problems", "## Device types", "## Hosts",
                     "## vllm-ascend in-process binding vs the strict plan", "## Pools per host",
                     "### a2-bad"):
@@ -518,16 +520,16 @@ def test_markdown_has_every_section_and_problem():
 
 def test_svg_map_marks_overlap_and_cross_numa():
     report = fr.build_report(sample_fleet())
-    page = fr.render_html(report)
+    page = report_html.render_html(report)
     bad = [i for i, h in enumerate(report["hosts"]) if h["name"] == "a2-bad"][0]
     start = page.index('id="map-%d-vllm_ascend"' % bad)
     svg = page[start:page.index("</svg>", start)]
-    assert ">overlap</text>" in svg and fr.OVERLAP_COLOUR in svg
+    assert ">overlap</text>" in svg and report_html.OVERLAP_COLOUR in svg
     assert "NPU2 \u26a0" in svg and "shared: 0-23" in svg and "shared: 144-155" in svg
     start = page.index('id="map-%d-strict"' % bad)
     strict_svg = page[start:page.index("</svg>", start)]
     assert ">overlap</text>" not in strict_svg
-    for role, colour in fr.ROLE_COLOURS.items():
+    for role, colour in report_html.ROLE_COLOURS.items():
         if role != "pool":
             assert colour in strict_svg
 
@@ -569,7 +571,7 @@ def real_report():
 def test_real_snapshots_report_renders_and_matches(real_report):
     json.dumps(real_report)
     parser = _Collect()
-    parser.feed(fr.render_html(real_report))
+    parser.feed(report_html.render_html(real_report))
     for ptr, text in parser.ptrs:
         assert text == str(resolve(real_report, ptr)), ptr
     names = [h["name"] for h in real_report["hosts"]]

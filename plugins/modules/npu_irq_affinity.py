@@ -48,12 +48,9 @@ options:
     type: str
     choices: [ban, stop, ignore]
     default: ban
-  host_root:
-    description: Prefix for every host path read or written (a sandbox directory in tests).
-    type: path
-    default: /
 extends_documentation_fragment:
   - npuops.fleet.attributes
+  - npuops.fleet.host_root
 attributes:
   check_mode:
     support: full

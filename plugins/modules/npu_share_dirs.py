@@ -51,12 +51,9 @@ options:
     description: Remove C(<root>/<number>) directories of chips that are gone, only when empty.
     type: bool
     default: false
-  host_root:
-    description: Prefix for every host path (a sandbox directory in tests and demos).
-    type: path
-    default: /
 extends_documentation_fragment:
   - npuops.fleet.attributes
+  - npuops.fleet.host_root
 attributes:
   check_mode:
     support: full

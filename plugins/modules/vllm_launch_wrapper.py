@@ -78,12 +78,9 @@ options:
     description: Seconds the binder waits for every device to show its worker.
     type: int
     default: 900
-  host_root:
-    description: Prefix for every host path written (a sandbox directory in tests and demos).
-    type: path
-    default: /
 extends_documentation_fragment:
   - npuops.fleet.attributes
+  - npuops.fleet.host_root
 attributes:
   check_mode:
     support: full

@@ -141,3 +141,30 @@ def test_attributes_fragment_merges_into_module_docs():
     doc = json.loads(proc.stdout)["npuops.fleet.npu_topology_facts"]["doc"]
     assert {"check_mode", "diff_mode", "facts"} <= set(doc["attributes"])
     assert all(doc["attributes"][name].get("description") for name in ("check_mode", "diff_mode", "facts"))
+
+
+HOST_ROOT_MODULES = ("npu_irq_affinity", "npu_share_dirs", "vllm_launch_wrapper")
+
+
+def test_host_root_doc_fragment_matches_the_argument_spec():
+    yaml = pytest.importorskip("yaml")
+    from ansible_collections.npuops.fleet.plugins.doc_fragments.host_root import ModuleDocFragment
+    option = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]["host_root"]
+    assert option["description"].strip()
+    # the modules declare host_root=dict(type="path", default="/")
+    assert (option["type"], option["default"]) == ("path", "/")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", HOST_ROOT_MODULES)
+def test_host_root_fragment_merges_into_module_docs(module):
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-doc"), "--json",
+                           "npuops.fleet." + module], env=ansible_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)["npuops.fleet." + module]["doc"]
+    option = doc["options"]["host_root"]
+    assert (option["type"], option["default"]) == ("path", "/")
+    assert "sandbox" in option["description"]
+    assert {"check_mode", "diff_mode"} <= set(doc["attributes"])

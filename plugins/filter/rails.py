@@ -59,6 +59,8 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.npuops.fleet.plugins.plugin_utils import rail_majority
+
 
 def _natural(text):
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(text))]
@@ -107,23 +109,13 @@ def rail_check(plans_by_host, shapes=None, key="nic"):
     for shape, members in groups.values():
         if len(members) < 2:
             continue
-        counts = {}
-        for _host, mapping in members:
-            text = json.dumps(mapping, sort_keys=True)
-            counts[text] = counts.get(text, 0) + 1
-        # most hosts first; a tie goes to the smallest mapping text, so the answer is stable
-        ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-        majority_text, majority_count = ranked[0]
-        tie = len(ranked) > 1 and ranked[1][1] == majority_count
-        majority = json.loads(majority_text)
+        majority, majority_count, tie = rail_majority.majority(m for _host, m in members)
         for host, mapping in members:
             if mapping == majority:
                 continue
-            differences = {}
-            for gpu in sorted(set(mapping) | set(majority), key=_natural):
-                if mapping.get(gpu) != majority.get(gpu):
-                    differences[gpu] = {"expected": majority.get(gpu),
-                                        "actual": mapping.get(gpu)}
+            differences = dict(
+                (gpu, {"expected": expected, "actual": actual})
+                for gpu, expected, actual in rail_majority.differences(mapping, majority, _natural))
             result[host] = {"shape": shape, "majority": majority, "differences": differences,
                             "group_hosts": len(members), "majority_hosts": majority_count,
                             "tie": tie}

@@ -20,6 +20,7 @@ from collections import Counter, OrderedDict
 from ansible_collections.npuops.fleet.plugins.module_utils import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import cpuset_hint
+from ansible_collections.npuops.fleet.plugins.plugin_utils import rail_majority
 
 REPORT_SCHEMA = 1
 POLICIES = ("strict", "vllm_ascend")
@@ -365,20 +366,16 @@ def analyse_rails(hosts, shapes, rails=None):
             host["rails"]["peers"] = len(members)
         if len(members) < 2 or rails is not None:
             continue
-        counts = Counter(json.dumps(h["rails"]["mapping"], sort_keys=True) for h in members)
-        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-        majority_text, majority_count = ranked[0]
-        tie = len(ranked) > 1 and ranked[1][1] == majority_count
-        majority = json.loads(majority_text)
+        majority, majority_count, tie = rail_majority.majority(
+            h["rails"]["mapping"] for h in members)
         for host in members:
             mine = host["rails"]["mapping"]
             if dict(mine) == majority:
                 continue
             host["rails"]["status"] = "inconsistent"
-            for gpu in sorted(set(mine) | set(majority), key=_key_sort):
-                if mine.get(gpu) != majority.get(gpu):
-                    host["rails"]["deviations"].append(_rail_deviation(
-                        gpu, mine.get(gpu), majority.get(gpu), majority_count, len(members), tie))
+            for gpu, expected, actual in rail_majority.differences(mine, majority, _key_sort):
+                host["rails"]["deviations"].append(_rail_deviation(
+                    gpu, actual, expected, majority_count, len(members), tie))
     if rails is None:
         return
     by_name = dict((h["name"], h) for h in hosts)

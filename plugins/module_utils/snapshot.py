@@ -39,6 +39,11 @@ _YAML11_WORDS = frozenset(["y", "n", "yes", "no", "on", "off", "true", "false", 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*\Z")
 
 
+def _is_item(text):
+    """True when a line's text (indentation stripped) is a block sequence item: ``- x`` / ``-``."""
+    return text.startswith("- ") or text.rstrip() == "-"
+
+
 class _Line(object):
     __slots__ = ("no", "indent", "text")
 
@@ -87,8 +92,7 @@ class _Reader(object):
         indent, text = self._content(index)
         if indent != 0:
             self.fail(index + 1, "the document must start at column 0")
-        is_item = text.startswith("- ") or text.rstrip() == "-"
-        if not is_item and (text[0] in "{[" or not self._is_entry(text, index)):
+        if not _is_item(text) and (text[0] in "{[" or not self._is_entry(text, index)):
             value = self._inline(text, index)
             end = self._next(index + 1)
             if end < len(self.raw):
@@ -101,8 +105,7 @@ class _Reader(object):
 
     def _block(self, index, indent):
         """Parse the block node starting at meaningful line ``index`` with ``indent``."""
-        text = self._content(index)[1]
-        if text.startswith("- ") or text.rstrip() == "-":
+        if _is_item(self._content(index)[1]):
             return self._sequence(index, indent)
         return self._mapping(index, indent)
 
@@ -128,22 +131,30 @@ class _Reader(object):
                     break
                 pos += 1
             key = text[:pos].rstrip()
-            if not key or key[0] in _BAD_START + "{[]},#|" or key.startswith("- ") or key == "-":
+            if not key or key[0] in _BAD_START + "{[]},#|" or _is_item(key):
                 self.fail(index + 1, "unsupported key %r" % key)
         rest = text[pos:]
         if not rest.startswith(":") or (len(rest) > 1 and rest[1] != " "):
             self.fail(index + 1, "expected ':' after key %r" % (key,))
         return key, rest[1:].strip()
 
+    def _block_line(self, index, indent):
+        """Text of meaningful line ``index`` when it continues the block at ``indent``; None
+        when it is less indented (the block ended). A deeper line is an error."""
+        ind, text = self._content(index)
+        if ind < indent:
+            return None
+        if ind > indent:
+            self.fail(index + 1, "unexpected indentation")
+        return text
+
     def _mapping(self, index, indent):
         result = {}
         while index < len(self.raw):
-            ind, text = self._content(index)
-            if ind < indent:
+            text = self._block_line(index, indent)
+            if text is None:
                 break
-            if ind > indent:
-                self.fail(index + 1, "unexpected indentation")
-            if text.startswith("- ") or text.rstrip() == "-":
+            if _is_item(text):
                 self.fail(index + 1, "a sequence item where a mapping key was expected")
             key, rest = self._split_key(text, index)
             if key in result:
@@ -154,18 +165,13 @@ class _Reader(object):
     def _sequence(self, index, indent):
         result = []
         while index < len(self.raw):
-            ind, text = self._content(index)
-            if ind < indent:
-                break
-            if ind > indent:
-                self.fail(index + 1, "unexpected indentation")
-            if not (text.startswith("- ") or text.rstrip() == "-"):
+            text = self._block_line(index, indent)
+            if text is None or not _is_item(text):
                 break
             rest = text[1:].lstrip(" ")
-            nested_seq = rest.startswith("- ") or rest.rstrip() == "-"
-            if nested_seq or (rest and rest[0] not in "{[|#" and self._is_entry(rest, index)):
+            if _is_item(rest) or (rest and rest[0] not in "{[|#" and self._is_entry(rest, index)):
                 # "- key: value" / "- - x": a block node whose column is that of its first token.
-                column = ind + len(text) - len(rest)
+                column = indent + len(text) - len(rest)
                 self.raw[index] = " " * column + rest
                 item, index = self._block(index, column)
             else:
@@ -187,7 +193,7 @@ class _Reader(object):
         ind, text = self._content(nxt)
         if ind > indent:
             return self._block(nxt, ind)
-        if ind == indent and allow_same_indent_seq and (text.startswith("- ") or text.rstrip() == "-"):
+        if ind == indent and allow_same_indent_seq and _is_item(text):
             return self._sequence(nxt, ind)
         return None, nxt
 
@@ -254,11 +260,8 @@ class _Reader(object):
 
     def _flow_mapping(self, text, pos, index):
         result = {}
-        pos = self._skip(text, pos)
-        if pos < len(text) and text[pos] == "}":
-            return result, pos + 1
-        while True:
-            pos = self._skip(text, pos)
+
+        def entry(pos):
             if pos < len(text) and text[pos] in "\"'":
                 key, pos = self._quoted(text, pos, index)
             else:
@@ -274,29 +277,34 @@ class _Reader(object):
             if key in result:
                 self.fail(index + 1, "duplicate key %r" % (key,))
             result[key] = value
-            pos = self._skip(text, pos)
-            if pos < len(text) and text[pos] == ",":
-                pos += 1
-                continue
-            if pos < len(text) and text[pos] == "}":
-                return result, pos + 1
-            self.fail(index + 1, "unterminated flow mapping")
+            return pos
+
+        return result, self._flow_items(text, pos, index, "}", "mapping", entry)
 
     def _flow_sequence(self, text, pos, index):
         result = []
-        pos = self._skip(text, pos)
-        if pos < len(text) and text[pos] == "]":
-            return result, pos + 1
-        while True:
+
+        def item(pos):
             value, pos = self._flow(text, pos, index)
             result.append(value)
-            pos = self._skip(text, pos)
+            return pos
+
+        return result, self._flow_items(text, pos, index, "]", "sequence", item)
+
+    def _flow_items(self, text, pos, index, close, kind, read_item):
+        """Comma-separated items up to ``close``; ``read_item(pos)`` reads one (from its first
+        non-blank) and returns the position after it. Returns the position after ``close``."""
+        pos = self._skip(text, pos)
+        if pos < len(text) and text[pos] == close:
+            return pos + 1
+        while True:
+            pos = self._skip(text, read_item(self._skip(text, pos)))
             if pos < len(text) and text[pos] == ",":
                 pos += 1
                 continue
-            if pos < len(text) and text[pos] == "]":
-                return result, pos + 1
-            self.fail(index + 1, "unterminated flow sequence")
+            if pos < len(text) and text[pos] == close:
+                return pos + 1
+            self.fail(index + 1, "unterminated flow %s" % kind)
 
     @staticmethod
     def _skip(text, pos):

@@ -10,7 +10,6 @@ import pytest
 
 from helpers import REPO, SNAPSHOTS, run_playbook
 
-from ansible_collections.npuops.fleet.plugins.plugin_utils import fleet_report as fr
 from ansible_collections.npuops.fleet.plugins.plugin_utils import report_html, report_markdown
 
 NEEDED = [os.path.join(REPO, "plugins", "modules", "npu_topology_facts.py"),

@@ -9,7 +9,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export VENV := $(abspath $(VENV))
 
-.PHONY: help deps venv test check unit unit-fast py37 sanity lint changelog bench demo demo-clean clean
+.PHONY: help deps venv test check unit unit-fast py37 sanity lint molecule changelog bench demo demo-clean clean
 
 help: ## list targets
 	@grep -E '^[a-z][a-z0-9-]*:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -20,8 +20,8 @@ deps: ## system packages (apt): shellcheck, sshd, chromium, numactl, debootstrap
 venv: ## .venv from requirements-dev.txt (rebuilt when it changes) + collection link
 	@scripts/ensure-venv.sh
 
-test: deps venv ## everything CI runs: py3.7 compile, pytest, ansible-test sanity, ansible-lint
-	@scripts/check.sh py37 unit sanity lint
+test: deps venv ## everything CI runs: py3.7 compile, pytest, ansible-test sanity, ansible-lint, molecule
+	@scripts/check.sh py37 unit sanity lint molecule
 
 check: ## the gates of `make test` without deps/venv (GATES="unit lint" to pick)
 	@scripts/check.sh $(GATES)
@@ -40,6 +40,9 @@ sanity: venv ## ansible-test sanity, offline, on a copy of the tree
 
 lint: venv ## ansible-lint, production profile
 	@scripts/check.sh lint
+
+molecule: venv ## molecule scenarios default (local) and chroot (Debian bookworm, needs root)
+	@scripts/check.sh molecule
 
 changelog: venv ## lint fragments, regenerate CHANGELOG.rst preview
 	@scripts/changelog.sh

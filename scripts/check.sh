@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run the quality gates in order, keep going after a failure, print one summary table and exit
-# non-zero if any gate failed. Usage: scripts/check.sh [py37] [unit] [sanity] [lint] (default: all)
+# non-zero if any gate failed. Usage: scripts/check.sh [py37] [unit] [sanity] [lint] [molecule]
+# (default: all)
 # Each gate's output streams to the terminal and to .cache/check/<gate>.log.
 set -uo pipefail
 
@@ -12,7 +13,7 @@ mkdir -p "$LOGS"
 cd "$REPO" || exit 2
 
 gates=("$@")
-[[ ${#gates[@]} -eq 0 ]] && gates=(py37 unit sanity lint)
+[[ ${#gates[@]} -eq 0 ]] && gates=(py37 unit sanity lint molecule)
 
 gate_cmd() {
     case "$1" in
@@ -20,6 +21,7 @@ gate_cmd() {
         unit)   echo "$VENV/bin/python -m pytest tests/unit -q -n ${PYTEST_WORKERS:-2} --durations=5 $PYTEST_ARGS" ;;
         sanity) echo "scripts/sanity.sh" ;;
         lint)   echo "scripts/lint.sh" ;;
+        molecule) echo "scripts/molecule-all.sh" ;;
         *)      return 1 ;;
     esac
 }
@@ -33,6 +35,7 @@ gate_detail() {
         sanity) if grep -q 'FATAL: The' "$log"; then grep 'FATAL: The' "$log" | tail -1;
                 else printf '%s tests run' "$(grep -c '^Running sanity test' "$log")"; fi ;;
         lint)   grep -E '^(Passed|Failed)' "$log" | tail -1 ;;
+        molecule) grep -E '^(molecule|SKIPPED)' "$log" | tr '\n' ' ' ;;
     esac
 }
 
@@ -57,4 +60,11 @@ for gate in "${gates[@]}"; do
     printf '%-7s %-12s %5ss  %s\n' "$gate" "${status[$gate]}" "${seconds[$gate]}" "${detail[$gate]}"
 done
 if [[ $overall -eq 0 ]]; then echo "ALL GATES PASSED"; else echo "SOME GATES FAILED (logs: .cache/check/)"; fi
+# Last line: pytest's counts in the plain "N passed, N failed" form CI reads.
+if [[ -f $LOGS/unit.log && " ${gates[*]} " == *" unit "* ]]; then
+    counts=$(grep -E ' in [0-9.]+s' "$LOGS/unit.log" | tail -1)
+    passed=$(awk '{for (i = 2; i <= NF; i++) if ($i ~ /^passed/) n += $(i-1)} END {print n + 0}' <<<"$counts")
+    failed=$(awk '{for (i = 2; i <= NF; i++) if ($i ~ /^(failed|error)/) n += $(i-1)} END {print n + 0}' <<<"$counts")
+    echo "tests: ${passed:-0} passed, ${failed:-0} failed"
+fi
 exit $overall

@@ -63,6 +63,12 @@ def split_roles(pool, reserve_irq=True, npu=None):
     return {"irq": [], "main": pool[:-2], "acl": [pool[-2]], "release": [pool[-1]]}
 
 
+def check_pool_size(pool, npu=None):
+    """The minimum ``split_roles`` checks (IRQ roles reserved), without building the roles."""
+    if len(pool) < MIN_CPUS_PER_NPU:
+        raise PlanError(INSUFFICIENT_CPUS % MIN_CPUS_PER_NPU, npu, cpu_shortage=True)
+
+
 def cluster_roles(pool):
     """Ascend 950: the whole cluster is main; no IRQ, ACL or release CPUs."""
     return {"irq": [], "main": list(pool), "acl": [], "release": []}
@@ -94,6 +100,42 @@ def npu_entry(pool, roles, cpu_node):
         "main": cpuset.format(roles["main"]),
         "acl": cpuset.format(roles["acl"]),
         "release": cpuset.format(roles["release"]),
+    }
+
+
+def _run_text(first, last):
+    return str(first) if first == last else "%d-%d" % (first, last)
+
+
+def pool_entry(pool, cpu_node, cluster=False, npu=None):
+    """``npu_entry(pool, split_roles(pool, True, npu), cpu_node)``, or with ``cluster_roles``.
+
+    A CpuSeq pool with a NodeMap is formatted straight from its runs in one pass, without the
+    role lists: this runs once per NPU of every plan. Other shapes take the general path.
+    """
+    if cluster or pool.__class__ is not cpuset.CpuSeq or cpu_node.__class__ is not cpuset.NodeMap:
+        roles = cluster_roles(pool) if cluster else split_roles(pool, True, npu)
+        return npu_entry(pool, roles, cpu_node)
+    if pool.size < MIN_CPUS_PER_NPU:
+        check_pool_size(pool, npu)
+    runs = pool.runs
+    nodes = cpu_node.node_list(runs)
+    if len(runs) == 1:
+        # one contiguous run of at least 5 CPUs: the roles are plain arithmetic
+        first, last = runs[0]
+        text = "%d-%d" % (first, last)
+        return {"pool": text, "pool_order": text, "numa_nodes": nodes,
+                "irq": "%d-%d" % (first, first + 1), "main": _run_text(first + 2, last - 2),
+                "acl": str(last - 1), "release": str(last)}
+    order = cpulist.format_runs(runs)
+    return {
+        "pool": order if pool.normal else cpulist.format_runs(pool.sorted_unique().runs),
+        "pool_order": order,
+        "numa_nodes": nodes,
+        "irq": cpulist.format_runs(pool[:2].runs),
+        "main": cpulist.format_runs(pool[2:-2].sorted_unique().runs),
+        "acl": str(pool[-2]),
+        "release": str(pool[-1]),
     }
 
 

@@ -222,6 +222,13 @@ def parse(text, source="cpulist"):
 _DECIMAL = tuple(str(cpu) for cpu in range(2048))
 
 
+def join_run(first, last, sep=" "):
+    """``sep.join(str(c) for c in range(first, last + 1))``."""
+    if 0 <= first and last < len(_DECIMAL):
+        return sep.join(_DECIMAL[first:last + 1])
+    return sep.join(map(str, range(first, last + 1)))
+
+
 def join_ids(cpus, sep=" "):
     """``sep.join(str(c) for c in cpus)``."""
     if isinstance(cpus, CpuSeq):
@@ -413,6 +420,26 @@ class NodeMap(object):
                 found.add(segments[index][2])
                 index += 1
         return found
+
+    def node_list(self, runs):
+        """The sorted node ids of CPU ``runs`` (``sorted(self.nodes(...))`` for a CpuSeq's runs)."""
+        segments = self.segments
+        highs = self.highs
+        count = len(segments)
+        if len(runs) == 1:
+            lo, hi = runs[0]
+            index = bisect_left(highs, lo)
+            if index < count and segments[index][0] <= hi and (
+                    index + 1 == count or segments[index + 1][0] > hi):
+                # the usual pool: inside one segment of one node
+                return [segments[index][2]]
+        found = set()
+        for lo, hi in runs:
+            index = bisect_left(highs, lo)
+            while index < count and segments[index][0] <= hi:
+                found.add(segments[index][2])
+                index += 1
+        return sorted(found)
 
     def counts(self, cpus):
         """``{node: how many entries of cpus are on it}`` (duplicates counted)."""

@@ -230,21 +230,23 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
     return plan
 
 
-def _cpu_node(node_cpus):
-    return cpuset.node_map(node_cpus)
-
-
 def _strict(plan, ids, requested, affinity, pci_nodes, node_cpus, allowed, dtype, cpu):
+    # one node map for the policy and the entries' numa_nodes
+    cpu_node = cpuset.node_map(node_cpus)
     result = policy_strict.plan_strict(ids, affinity, pci_nodes, node_cpus, allowed, dtype,
-                                       cpu.get("threads_per_core"), requested)
+                                       cpu.get("threads_per_core"), requested, cpu_node)
     plan["mode"] = result["mode"]
     plan["warnings"].extend(result["warnings"])
-    cpu_node = _cpu_node(node_cpus)
     keep = requested if requested is not None else result["planned_over"]
+    pools = result["pools"]
+    homes = result["homes"]
+    cluster = result["cluster_roles"]
+    entries = plan["npus"]
+    pool_entry = cpu_roles.pool_entry
     for npu in keep:
-        entry = cpu_roles.npu_entry(result["pools"][npu], result["roles"][npu], cpu_node)
-        entry["home_node"], entry["locality"] = result["homes"][npu]
-        plan["npus"][str(npu)] = entry
+        entry = pool_entry(pools[npu], cpu_node, cluster, npu)
+        entry["home_node"], entry["locality"] = homes[npu]
+        entries[str(npu)] = entry
     if result["uvb"] is not None:
         plan["uvb"] = cpuset.format(result["uvb"])
     plan["log"].append("[strict] mode=%s npus=%s planned_over=%s"
@@ -260,9 +262,11 @@ def _vllm_ascend(plan, topology, ids, requested, affinity, node_cpus, allowed, d
     if dropped:
         plan["warnings"].append("NPU(s) %s are outside ASCEND_RT_VISIBLE_DEVICES=%s: vllm-ascend "
                                 "plans no pool for them" % (dropped, env_value))
+    # one node map for the policy and the entries' numa_nodes
+    cpu_node = cpuset.node_map(node_cpus)
     result = policy_vllm_ascend.plan_vllm_ascend(
         arch, dtype, allowed, node_cpus, _all_logic_npus(topology, ids), running, affinity,
-        cpu.get("threads_per_core"), env_value)
+        cpu.get("threads_per_core"), env_value, cpu_node)
     plan["mode"] = result["mode"]
     plan["skipped"] = result["skipped"]
     plan["reason"] = result["reason"]
@@ -270,9 +274,11 @@ def _vllm_ascend(plan, topology, ids, requested, affinity, node_cpus, allowed, d
     plan["warnings"].extend(result["warnings"])
     if result["uvb"] is not None:
         plan["uvb"] = cpuset.format(result["uvb"])
-    cpu_node = _cpu_node(node_cpus)
+    cluster = result["cluster_roles"]
+    entries = plan["npus"]
+    pool_entry = cpu_roles.pool_entry
     for npu, pool in result["pools"].items():
-        plan["npus"][str(npu)] = cpu_roles.npu_entry(pool, result["roles"][npu], cpu_node)
+        entries[str(npu)] = pool_entry(pool, cpu_node, cluster, npu)
 
 
 def _instances(plan, insts, env_name):

@@ -206,7 +206,7 @@ def _in_scope(npus, homes, node_units):
 
 
 def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=None,
-                threads_per_core=None, requested=None):
+                threads_per_core=None, requested=None, cpu_node=None):
     """Strict pools for every NPU in ``npus`` (all logic ids of the host).
 
     NPUs whose home node has no allowed CPU (another cpuset serves them) are left out, but
@@ -214,16 +214,21 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
 
     ``affinity``: npu -> CPU list (topo), ``pci_nodes``: npu -> node or None, ``node_cpus``:
     node -> sorted CPU ids of the whole node (empty nodes dropped), ``allowed_set``: CPUs the
-    plan may use (reserved ones already removed). Returns mode, pools (positional lists), roles,
-    homes {npu: [node, source]}, uvb (list or None), warnings. CPU lists may be given as
-    cpuset.CpuSeq (``allowed_set`` then a sorted one): the pools then come back as CpuSeq.
+    plan may use (reserved ones already removed). Returns mode, pools (positional lists),
+    cluster_roles (True: Ascend 950, ``cpu_roles.cluster_roles``; False: every pool has been
+    checked for ``cpu_roles.split_roles``), homes {npu: [node, source]}, uvb (list or None),
+    warnings. CPU lists may be given as cpuset.CpuSeq (``allowed_set`` then a sorted one): the
+    pools then come back as CpuSeq. ``cpu_node``: the NodeMap of ``node_cpus`` when the caller
+    has one (saves building it twice).
     """
     warnings = []
+    given = node_cpus
     node_cpus = dict((n, c) for n, c in node_cpus.items() if c)
     if not node_cpus:
         node_cpus = {NO_NODE: cpuset.sorted_unique(allowed_set)}
         warnings.append("no NUMA layout known: every NPU sliced by logic id over the allowed CPUs")
-    cpu_node = cpuset.node_map(node_cpus)
+    if cpu_node is None or len(node_cpus) != len(given):
+        cpu_node = cpuset.node_map(node_cpus)
     node_ids = set(node_cpus)
     homes = {}
     sources = {}
@@ -245,14 +250,14 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
         active, claimed = _in_scope(npus, homes, node_units)
         shares, more = allocate_units(active, homes, node_units, 1, size, claimed)
         pools = dict((npu, [c for unit in units for c in unit]) for npu, units in shares.items())
-        roles = dict((npu, cpu_roles.cluster_roles(pool)) for npu, pool in pools.items())
         mode = "ascend950"
     else:
         node_units = dict((n, cpuset.keep(cpus, allowed_set)) for n, cpus in node_cpus.items())
         active, claimed = _in_scope(npus, homes, node_units)
         pools, more = allocate_units(active, homes, node_units, cpu_roles.MIN_CPUS_PER_NPU,
                                      None, claimed)
-        roles = dict((npu, cpu_roles.split_roles(pool, True, npu)) for npu, pool in pools.items())
+        for npu, pool in pools.items():
+            cpu_roles.check_pool_size(pool, npu)
         mode = "topo_affinity" if any(h is not None for h in homes.values()) else "global_slice"
     warnings.extend(more)
     left_out = [npu for npu in npus if npu not in pools]
@@ -264,5 +269,6 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
             raise PlanError("its NUMA node %s (from %s) has no allowed CPUs; plan it where its "
                             "node's CPUs are allowed, or give it allowed_cpus on that node"
                             % (node, sources[npu]), npu, cpu_shortage=True)
-    return {"mode": mode, "pools": pools, "planned_over": active, "roles": roles, "uvb": uvb,
+    return {"mode": mode, "pools": pools, "planned_over": active, "cluster_roles": is_950,
+            "uvb": uvb,
             "warnings": warnings, "homes": dict((npu, [homes[npu], sources[npu]]) for npu in npus)}

@@ -95,16 +95,18 @@ def running_npus(active, env_value=None):
     return sorted(running)
 
 
-def build_cpu_node_map(node_cpus):
+def build_cpu_node_map(node_cpus, cpu_node=None):
     """``lscpu -e=CPU,NODE`` model: ``(cpu_node, numa_to_cpu)``.
 
     ``node_cpus`` maps node id -> CPU ids. CPUs are visited in ascending id (lscpu's order), so
     ``numa_to_cpu`` (a defaultdict, as in the reference) has its keys in first-seen order.
     When every node's CPUs are a cpuset.CpuSeq, ``cpu_node`` is a cpuset.NodeMap and the
     ``numa_to_cpu`` values are CpuSeq (a missing node still appears as an empty one).
+    ``cpu_node``: the caller's ``cpuset.node_map(node_cpus)``, when it has one.
     """
     if node_cpus and all(isinstance(c, cpuset.CpuSeq) for c in node_cpus.values()):
-        cpu_node = cpuset.NodeMap(node_cpus)
+        if cpu_node.__class__ is not cpuset.NodeMap:
+            cpu_node = cpuset.NodeMap(node_cpus)
         numa_to_cpu = defaultdict(cpuset.CpuSeq)
         numa_to_cpu.update(cpu_node.node_runs)
         if not numa_to_cpu:
@@ -294,14 +296,42 @@ def plan_line(npu, roles, device_type):
     return "NPU%s: main=[%s]  acl=[%s]  release=[%s]" % (npu, main, acl, rel)
 
 
+def pool_plan_line(npu, pool, device_type):
+    """``plan_line(npu, allocate({npu: pool}, device_type)[npu], device_type)``.
+
+    A CpuSeq pool (already checked by ``allocate``'s minimum) is formatted from its runs
+    without building the role lists: this runs once per rank of every plan.
+    """
+    if device_type in NO_IRQ_BINDING_DEVICE_TYPES or pool.__class__ is not cpuset.CpuSeq:
+        return plan_line(npu, allocate({npu: pool}, device_type)[npu], device_type)
+    if len(pool.runs) == 1:
+        first, last = pool.runs[0]
+        main = cpuset.join_run(first + 2, last - 2)
+    else:
+        main = cpuset.join_ids(pool[2:-2])
+    # acl is printed as its ids, release as the repr of its one-CPU list
+    return "NPU%s: main=[%s]  acl=[%d]  release=[[%d]]" % (npu, main, pool[-2], pool[-1])
+
+
+def check_pools(pools, device_type):
+    """``allocate``'s checks without the role lists: every pool's minimum, in pool order."""
+    if device_type in NO_IRQ_BINDING_DEVICE_TYPES:
+        return
+    for npu, pool in pools.items():
+        cpu_roles.check_pool_size(pool, npu)
+
+
 def plan_vllm_ascend(arch, device_type, allowed_cpus, node_cpus, all_logic_npus, running,
-                     npu_affinity, threads_per_core=None, env_value=None):
+                     npu_affinity, threads_per_core=None, env_value=None, cpu_node=None):
     """What vllm-ascend's binding computes for the workers of ``running`` (logic ids).
 
-    Returns a dict: skipped, reason, mode, pools {npu: positional list}, roles, uvb, log,
-    warnings. The log holds, per rank, the lines that worker would print.
+    Returns a dict: skipped, reason, mode, pools {npu: positional list}, cluster_roles (True:
+    Ascend 950 clusters, ``cpu_roles.cluster_roles``; False: every pool has been checked for
+    ``cpu_roles.split_roles``), uvb, log, warnings. The log holds, per rank, the lines that
+    worker would print. ``cpu_node``: the caller's ``cpuset.node_map(node_cpus)``, if any.
     """
-    out = {"skipped": False, "reason": None, "mode": None, "pools": {}, "roles": {},
+    out = {"skipped": False, "reason": None, "mode": None, "pools": {},
+           "cluster_roles": device_type in NO_IRQ_BINDING_DEVICE_TYPES,
            "uvb": None, "log": [], "warnings": []}
     is_arm, warning = arm_check(arch)
     if not is_arm:
@@ -311,7 +341,7 @@ def plan_vllm_ascend(arch, device_type, allowed_cpus, node_cpus, all_logic_npus,
             out["warnings"].append(warning)
         out["log"].append(out["reason"])
         return out
-    cpu_node, numa_to_cpu = build_cpu_node_map(node_cpus)
+    cpu_node, numa_to_cpu = build_cpu_node_map(node_cpus, cpu_node)
     mode = binding_mode(device_type)
     is_950 = device_type == "A5"
     out["mode"] = ASCEND950_MODE if is_950 else mode
@@ -346,25 +376,37 @@ def plan_vllm_ascend(arch, device_type, allowed_cpus, node_cpus, all_logic_npus,
         # global_slice built nothing (empty cpuset): the reference then fails printing the plan.
         raise PlanError("no allowed CPUs: vllm-ascend builds no pool and fails with KeyError "
                         "when it prints the plan", cpu_shortage=True)
-    roles = allocate(pools, device_type)
+    check_pools(pools, device_type)
     out["pools"] = pools
-    out["roles"] = roles
+    templates = _rank_templates(head)
+    append = log.append
     for rank, npu in enumerate(running):
-        log.extend(_rank_lines(head, rank))
-        log.append(PLAN_HEADER)
-        log.append(plan_line(npu, roles[npu], device_type))
+        rank_text = str(rank)
+        for before, after in templates:
+            append(before if after is None else before + rank_text + after)
+        append(PLAN_HEADER)
+        append(pool_plan_line(npu, pools[npu], device_type))
     return out
 
 
-def _rank_lines(head, rank):
-    """The head lines as rank ``rank`` prints them (only the mode and slice lines carry a rank)."""
-    if rank == 0:
-        return head
-    lines = []
+def _rank_templates(head):
+    """The head lines as ``(before, after)``: rank r prints ``before + str(r) + after``.
+
+    Only the mode and slice lines carry a rank (rank 0 in ``head``); the others come back as
+    ``(line, None)`` and every rank prints them unchanged.
+    """
+    templates = []
     for line in head:
+        cut = -1
         if line.startswith("[cpu_bind_mode] "):
-            line = line.replace(" rank=0 ", " rank=%d " % rank, 1)
+            found = line.find(" rank=0 ")
+            if found >= 0:
+                cut = found + len(" rank=")
         elif line.startswith("[cpu_global_slice] rank:0 "):
-            line = "[cpu_global_slice] rank:%d " % rank + line[len("[cpu_global_slice] rank:0 "):]
-        lines.append(line)
-    return lines
+            cut = len("[cpu_global_slice] rank:")
+        if cut < 0:
+            templates.append((line, None))
+        else:
+            # the "0" at ``cut`` is the rank
+            templates.append((line[:cut], line[cut + 1:]))
+    return templates

@@ -128,14 +128,17 @@ def pool_entry(pool, cpu_node, cluster=False, npu=None):
                 "irq": "%d-%d" % (first, first + 1), "main": _run_text(first + 2, last - 2),
                 "acl": str(last - 1), "release": str(last)}
     order = cpulist.format_runs(runs)
+    sq_cpu, cq_cpu = pool.first_two()
+    acl, release = pool.last_two()
     return {
         "pool": order if pool.normal else cpulist.format_runs(pool.sorted_unique().runs),
         "pool_order": order,
         "numa_nodes": nodes,
-        "irq": cpulist.format_runs(pool[:2].runs),
+        # positional: SQ first; a range only when both sit in the first run
+        "irq": ("%d-%d" if runs[0][1] > runs[0][0] else "%d,%d") % (sq_cpu, cq_cpu),
         "main": cpulist.format_runs(pool[2:-2].sorted_unique().runs),
-        "acl": str(pool[-2]),
-        "release": str(pool[-1]),
+        "acl": str(acl),
+        "release": str(release),
     }
 
 

@@ -171,14 +171,28 @@ class CpuSeq(object):
         for lo, hi in self.runs:
             if offset >= stop:
                 break
-            length = hi - lo + 1
-            end = offset + length
+            end = offset + hi - lo + 1
             if end > start:
-                first = lo + max(start - offset, 0)
-                last = lo + min(stop, end) - offset - 1
+                # the run from position max(start, offset) to min(stop, end) - 1
+                first = lo + start - offset if start > offset else lo
+                last = lo + stop - offset - 1 if stop < end else hi
                 out.append((first, last))
             offset = end
         return CpuSeq(out)
+
+    def first_two(self):
+        """``(self[0], self[1])``; the sequence holds at least two ids."""
+        lo, hi = self.runs[0]
+        if hi > lo:
+            return lo, lo + 1
+        return lo, self.runs[1][0]
+
+    def last_two(self):
+        """``(self[-2], self[-1])``; the sequence holds at least two ids."""
+        lo, hi = self.runs[-1]
+        if hi > lo:
+            return hi - 1, hi
+        return self.runs[-2][1], hi
 
     def sorted_unique(self):
         """The ascending set of the ids (``sorted(set(seq))``)."""
@@ -201,10 +215,11 @@ def parse_ordered(text, source="cpulist"):
                 cpu = int(part)
                 runs.append((cpu, cpu))
                 continue
-            ends = part.split("-")
-            if len(ends) != 2 or not ends[0].isdecimal() or not ends[1].isdecimal():
+            first, dash, last = part.partition("-")
+            # "N-M" only: a second "-" leaves a non-decimal ``last``
+            if not dash or not first.isdecimal() or not last.isdecimal():
                 break
-            lo, hi = int(ends[0]), int(ends[1])
+            lo, hi = int(first), int(last)
             if hi < lo:
                 break
             runs.append((lo, hi))
@@ -301,11 +316,16 @@ def keep(cpus, allowed):
     """``[c for c in cpus if c in allowed]`` (order and duplicates of ``cpus`` kept)."""
     if isinstance(cpus, CpuSeq) and isinstance(allowed, CpuSeq):
         allowed = allowed.sorted_unique()
-        if len(allowed.runs) == 1:
+        runs = cpus.runs
+        if len(allowed.runs) == 1 and runs:
             a_lo, a_hi = allowed.runs[0]
-            if all(a_lo <= lo and hi <= a_hi for lo, hi in cpus.runs):
+            if cpus.normal:
+                # ascending: the first and the last run bound all the others
+                if a_lo <= runs[0][0] and runs[-1][1] <= a_hi:
+                    return cpus
+            elif all(a_lo <= lo and hi <= a_hi for lo, hi in runs):
                 return cpus
-        return CpuSeq.from_runs(_intersect_runs(cpus.runs, allowed.runs))
+        return CpuSeq.from_runs(_intersect_runs(runs, allowed.runs))
     return [c for c in cpus if c in allowed]
 
 
@@ -420,6 +440,16 @@ class NodeMap(object):
                 found.add(segments[index][2])
                 index += 1
         return found
+
+    def run_node(self, lo, hi):
+        """The node holding every CPU of ``lo..hi``, or None (several nodes, or CPUs on none)."""
+        segments = self.segments
+        index = bisect_left(self.highs, lo)
+        if index < len(segments):
+            s_lo, s_hi, node = segments[index]
+            if s_lo <= lo and hi <= s_hi:
+                return node
+        return None
 
     def node_list(self, runs):
         """The sorted node ids of CPU ``runs`` (``sorted(self.nodes(...))`` for a CpuSeq's runs)."""

@@ -126,6 +126,11 @@ def build_cpu_node_map(node_cpus, cpu_node=None):
 def _nodes_of(cpu_node, cpus, npu):
     """The set of NUMA nodes of ``cpus`` (the reference's ``{cpu_node[c] for c in ...}``)."""
     if isinstance(cpu_node, cpuset.NodeMap):
+        if cpus.__class__ is cpuset.CpuSeq and len(cpus.runs) == 1:
+            # the usual base: one run inside one node
+            node = cpu_node.run_node(cpus.runs[0][0], cpus.runs[0][1])
+            if node is not None:
+                return set([node])
         missing = cpu_node.first_missing(cpus)
         if missing is not None:
             raise PlanError("CPU %s is on no NUMA node in lscpu's output (vllm-ascend fails with "
@@ -309,8 +314,9 @@ def pool_plan_line(npu, pool, device_type):
         main = cpuset.join_run(first + 2, last - 2)
     else:
         main = cpuset.join_ids(pool[2:-2])
+    acl, release = pool.last_two()
     # acl is printed as its ids, release as the repr of its one-CPU list
-    return "NPU%s: main=[%s]  acl=[%d]  release=[[%d]]" % (npu, main, pool[-2], pool[-1])
+    return "NPU%s: main=[%s]  acl=[%d]  release=[[%d]]" % (npu, main, acl, release)
 
 
 def check_pools(pools, device_type):

@@ -69,6 +69,14 @@ def check_pool_size(pool, npu=None):
         raise PlanError(INSUFFICIENT_CPUS % MIN_CPUS_PER_NPU, npu, cpu_shortage=True)
 
 
+def check_pool_sizes(pools):
+    """``check_pool_size`` of every ``{npu: pool}``, in the dict's order (the first short one
+    raises, as ``split_roles`` over the pools would)."""
+    for npu, pool in pools.items():
+        if len(pool) < MIN_CPUS_PER_NPU:
+            check_pool_size(pool, npu)
+
+
 def cluster_roles(pool):
     """Ascend 950: the whole cluster is main; no IRQ, ACL or release CPUs."""
     return {"irq": [], "main": list(pool), "acl": [], "release": []}
@@ -103,10 +111,6 @@ def npu_entry(pool, roles, cpu_node):
     }
 
 
-def _run_text(first, last):
-    return str(first) if first == last else "%d-%d" % (first, last)
-
-
 def pool_entry(pool, cpu_node, cluster=False, npu=None):
     """``npu_entry(pool, split_roles(pool, True, npu), cpu_node)``, or with ``cluster_roles``.
 
@@ -124,8 +128,9 @@ def pool_entry(pool, cpu_node, cluster=False, npu=None):
         # one contiguous run of at least 5 CPUs: the roles are plain arithmetic
         first, last = runs[0]
         text = "%d-%d" % (first, last)
+        main = str(first + 2) if first + 2 == last - 2 else "%d-%d" % (first + 2, last - 2)
         return {"pool": text, "pool_order": text, "numa_nodes": nodes,
-                "irq": "%d-%d" % (first, first + 1), "main": _run_text(first + 2, last - 2),
+                "irq": "%d-%d" % (first, first + 1), "main": main,
                 "acl": str(last - 1), "release": str(last)}
     order = cpulist.format_runs(runs)
     sq_cpu, cq_cpu = pool.first_two()

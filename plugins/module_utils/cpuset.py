@@ -382,7 +382,10 @@ class NodeMap(object):
         owned = {}
         segments = []
         for node, cpus in node_cpus.items():
-            cpus = CpuSeq.from_cpus(cpus).sorted_unique()
+            if cpus.__class__ is not CpuSeq:
+                cpus = CpuSeq.from_cpus(cpus)
+            if not cpus.normal:
+                cpus = cpus.sorted_unique()
             owned[node] = cpus
             segments.extend([(lo, hi, node) for lo, hi in cpus.runs])
         segments.sort()
@@ -405,10 +408,11 @@ class NodeMap(object):
         self.segments = segments
         self.highs = [hi for dummy, hi, dummy in segments]
         # node -> its CPUs (ascending), nodes ordered by their first CPU as lscpu lists them
-        self.node_runs = {}
+        node_runs = {}
         for dummy, dummy, node in segments:
-            if node not in self.node_runs:
-                self.node_runs[node] = owned[node]
+            if node not in node_runs:
+                node_runs[node] = owned[node]
+        self.node_runs = node_runs
 
     def _find(self, cpu):
         index = bisect_left(self.highs, cpu)

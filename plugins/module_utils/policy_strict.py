@@ -96,11 +96,11 @@ def allocate_units(npus, homes, node_units, min_units, cluster=None, claimed=())
             homeless.append(npu)
         else:
             owners.setdefault(node, []).append(npu)
-    # units are lists or cpuset.CpuSeq: copies by slicing, growth by "+", never in place
-    free = dict((n, u[:]) for n, u in node_units.items()
-                if n not in owners and n not in claimed)
+    # units are lists or cpuset.CpuSeq, never changed in place (cut by slicing, grown by "+"),
+    # so the dicts below share them with node_units instead of copying them
+    free = dict((n, u) for n, u in node_units.items() if n not in owners and n not in claimed)
     free_ids = sorted(free)
-    pools_of = dict((n, node_units[n][:]) for n in owners)
+    pools_of = dict((n, node_units[n]) for n in owners)
     warnings = []
     for node in sorted(owners):
         need = min_units * len(owners[node]) - len(pools_of[node])
@@ -256,8 +256,7 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
         active, claimed = _in_scope(npus, homes, node_units)
         pools, more = allocate_units(active, homes, node_units, cpu_roles.MIN_CPUS_PER_NPU,
                                      None, claimed)
-        for npu, pool in pools.items():
-            cpu_roles.check_pool_size(pool, npu)
+        cpu_roles.check_pool_sizes(pools)
         mode = "topo_affinity" if any(h is not None for h in homes.values()) else "global_slice"
     warnings.extend(more)
     left_out = [npu for npu in npus if npu not in pools]

@@ -312,19 +312,18 @@ def pool_plan_line(npu, pool, device_type):
     if len(pool.runs) == 1:
         first, last = pool.runs[0]
         main = cpuset.join_run(first + 2, last - 2)
+        acl, release = last - 1, last
     else:
         main = cpuset.join_ids(pool[2:-2])
-    acl, release = pool.last_two()
+        acl, release = pool.last_two()
     # acl is printed as its ids, release as the repr of its one-CPU list
     return "NPU%s: main=[%s]  acl=[%d]  release=[[%d]]" % (npu, main, acl, release)
 
 
 def check_pools(pools, device_type):
     """``allocate``'s checks without the role lists: every pool's minimum, in pool order."""
-    if device_type in NO_IRQ_BINDING_DEVICE_TYPES:
-        return
-    for npu, pool in pools.items():
-        cpu_roles.check_pool_size(pool, npu)
+    if device_type not in NO_IRQ_BINDING_DEVICE_TYPES:
+        cpu_roles.check_pool_sizes(pools)
 
 
 def plan_vllm_ascend(arch, device_type, allowed_cpus, node_cpus, all_logic_npus, running,

@@ -35,7 +35,7 @@ gate_detail() {
         sanity) if grep -q 'FATAL: The' "$log"; then grep 'FATAL: The' "$log" | tail -1;
                 else printf '%s tests run' "$(grep -c '^Running sanity test' "$log")"; fi ;;
         lint)   grep -E '^(Passed|Failed)' "$log" | tail -1 ;;
-        molecule) grep -E '^(molecule|SKIPPED)' "$log" | tr '\n' ' ' ;;
+        molecule) grep -E '^(molecule (default|chroot): ok|SKIPPED)' "$log" | tr '\n' ' ' ;;
     esac
 }
 

@@ -102,8 +102,9 @@ class CpuSeq(object):
         return chain.from_iterable(map(_range, self.runs))
 
     def __repr__(self):
-        # the list's text: vllm-ascend's log lines print slices of the allowed CPUs
-        return repr(list(self))
+        # the list's text (``repr(list(self))``): vllm-ascend's log lines print slices of the
+        # allowed CPUs
+        return "[%s]" % join_ids(self, ", ")
 
     def __eq__(self, other):
         if isinstance(other, CpuSeq):
@@ -143,6 +144,10 @@ class CpuSeq(object):
             start, stop, step = index.indices(self.size)
             if step != 1:
                 raise ValueError("CpuSeq slices take no step")
+            if len(self.runs) == 1 and 0 < stop - start < self.size:
+                # a part of one contiguous run (a share, a role): plain arithmetic
+                first = self.runs[0][0]
+                return CpuSeq(((first + start, first + stop - 1),))
             return self._cut(start, stop)
         if index < 0:
             index += self.size

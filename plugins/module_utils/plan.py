@@ -99,18 +99,23 @@ def _node_cpus(topology):
 def _npu_facts(topology):
     """``(ids, affinity {id: ordered cpus}, pci_nodes {id: node or None}, busy [ids])``."""
     ids, affinity, pci_nodes, busy = [], {}, {}, []
+    parse_ordered = cpuset.parse_ordered
     for index, npu in enumerate(topology.get("npus") or []):
         if not isinstance(npu, dict) or npu.get("logic_id") is None:
             raise PlanError("topology npus[%d] has no logic_id" % index)
         logic = int(npu["logic_id"])
         ids.append(logic)
         text = npu.get("affinity")
-        # cpulist.is_cpulist's test, parsing once
-        if text and isinstance(text, str) and text.strip():
+        # cpulist.is_cpulist's test, parsing once: a cpulist that is not blank parses to at
+        # least one CPU, a blank one to none; an unreadable one counts as no affinity (so its
+        # ParseError, and the source it names, are never shown)
+        if text and isinstance(text, str):
             try:
-                affinity[logic] = cpuset.parse_ordered(text, "npus[%d].affinity" % index)
+                cpus = parse_ordered(text, "npus[].affinity")
             except ParseError:
-                pass
+                cpus = None
+            if cpus:
+                affinity[logic] = cpus
         node = npu.get("numa_node")
         pci_nodes[logic] = int(node) if node is not None and int(node) >= 0 else None
         if npu.get("processes"):

@@ -228,7 +228,8 @@ def topo_affinity(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node,
         pools[npu] = extend(base, cpu_node, numa_to_cpu, allowed_set, npu)
     groups = {}
     for npu, cpus in pools.items():
-        groups.setdefault(cpuset.seq_key(cpus), []).append(npu)
+        key = cpus.runs if cpus.__class__ is cpuset.CpuSeq else cpuset.seq_key(cpus)
+        groups.setdefault(key, []).append(npu)
     final = {}
     for npu_list in groups.values():
         if len(npu_list) == 1:

@@ -214,6 +214,12 @@ def parse_ordered(text, source="cpulist"):
     through ``cpulist.parse_ordered``, which raises the same ParseError as before.
     """
     if isinstance(text, str) and text:
+        first, dash, last = text.partition("-")
+        if dash and first.isdecimal() and last.isdecimal():
+            # one "N-M" range: the usual NUMA node, topo affinity or allowed CPUs
+            lo, hi = int(first), int(last)
+            if lo <= hi:
+                return CpuSeq(((lo, hi),))
         runs = []
         for part in text.split(","):
             if part.isdecimal():
@@ -468,10 +474,11 @@ class NodeMap(object):
         if len(runs) == 1:
             lo, hi = runs[0]
             index = bisect_left(highs, lo)
-            if index < count and segments[index][0] <= hi and (
-                    index + 1 == count or segments[index + 1][0] > hi):
-                # the usual pool: inside one segment of one node
-                return [segments[index][2]]
+            if index < count:
+                s_lo, s_hi, node = segments[index]
+                if s_lo <= lo and hi <= s_hi:
+                    # the usual pool: inside one segment of one node
+                    return [node]
         found = set()
         for lo, hi in runs:
             index = bisect_left(highs, lo)

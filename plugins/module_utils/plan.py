@@ -90,7 +90,11 @@ def _node_cpus(topology):
             node = int(key)
         except (TypeError, ValueError):
             raise PlanError("topology cpu.numa_nodes: node id %r is not an integer" % (key,))
-        cpus = cpuset.parse(text or "", "topology cpu.numa_nodes[%s]" % key)
+        try:
+            cpus = cpuset.parse(text or "", "topology cpu.numa_nodes")
+        except ParseError:
+            # parsed again to name the node: the source is formatted only when it is shown
+            cpus = cpuset.parse(text or "", "topology cpu.numa_nodes[%s]" % key)
         if cpus:
             nodes[node] = cpus
     return nodes

@@ -10,6 +10,9 @@ equality with lists - at a cost per run instead of per CPU, so a 640-CPU host pl
 as an 8-CPU one. The module functions take a ``CpuSeq`` or a plain list/set: lists keep the
 original per-CPU expressions (the policies' unit tests call them with lists), ``CpuSeq``
 values take the run path. ``NodeMap`` replaces the per-CPU ``{cpu: node}`` dict.
+
+The dispatch tests ``value.__class__ is CpuSeq`` (nothing subclasses it): on the planners' hot
+paths that is cheaper than calling ``isinstance``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -91,7 +94,7 @@ class CpuSeq(object):
     @classmethod
     def from_cpus(cls, cpus):
         """From CPU ids in sequence order (a list, a range, another CpuSeq...)."""
-        if isinstance(cpus, CpuSeq):
+        if cpus.__class__ is CpuSeq:
             return cpus
         return cls(cpulist.runs(cpus))
 
@@ -127,7 +130,7 @@ class CpuSeq(object):
         return any(lo <= cpu <= hi for lo, hi in self.runs)
 
     def __add__(self, other):
-        if not isinstance(other, CpuSeq):
+        if other.__class__ is not CpuSeq:
             return NotImplemented
         if not other.runs:
             return self
@@ -144,10 +147,16 @@ class CpuSeq(object):
             start, stop, step = index.indices(self.size)
             if step != 1:
                 raise ValueError("CpuSeq slices take no step")
-            if len(self.runs) == 1 and 0 < stop - start < self.size:
+            runs = self.runs
+            if len(runs) == 1 and 0 < stop - start < self.size:
                 # a part of one contiguous run (a share, a role): plain arithmetic
-                first = self.runs[0][0]
+                first = runs[0][0]
                 return CpuSeq(((first + start, first + stop - 1),))
+            if len(runs) > 1 and start <= runs[0][1] - runs[0][0] and \
+                    self.size - stop <= runs[-1][1] - runs[-1][0]:
+                # only the first and the last run lose CPUs (the main role of a pool)
+                return CpuSeq(((runs[0][0] + start, runs[0][1]),) + runs[1:-1] +
+                              ((runs[-1][0], runs[-1][1] - (self.size - stop)),))
             return self._cut(start, stop)
         if index < 0:
             index += self.size
@@ -257,7 +266,7 @@ def join_run(first, last, sep=" "):
 
 def join_ids(cpus, sep=" "):
     """``sep.join(str(c) for c in cpus)``."""
-    if isinstance(cpus, CpuSeq):
+    if cpus.__class__ is CpuSeq:
         parts = []
         for lo, hi in cpus.runs:
             if lo < 0 or hi >= len(_DECIMAL):
@@ -269,28 +278,28 @@ def join_ids(cpus, sep=" "):
 
 def format(cpus):  # pylint: disable=redefined-builtin
     """``cpulist.format`` (sorted unique cpulist text); a CpuSeq is formatted per run."""
-    if isinstance(cpus, CpuSeq):
+    if cpus.__class__ is CpuSeq:
         return cpulist.format_runs(cpus.sorted_unique().runs)
     return cpulist.format(cpus)
 
 
 def format_ordered(cpus):
     """``cpulist.format_ordered`` (positional order kept); a CpuSeq is formatted per run."""
-    if isinstance(cpus, CpuSeq):
+    if cpus.__class__ is CpuSeq:
         return cpulist.format_runs(cpus.runs)
     return cpulist.format_ordered(cpus)
 
 
 def sorted_unique(cpus):
     """``sorted(set(cpus))``; a CpuSeq stays a CpuSeq."""
-    if isinstance(cpus, CpuSeq):
+    if cpus.__class__ is CpuSeq:
         return cpus.sorted_unique()
     return sorted(set(cpus))
 
 
 def sorted_all(cpus):
     """``sorted(cpus)`` keeping duplicates; a CpuSeq stays a CpuSeq."""
-    if not isinstance(cpus, CpuSeq):
+    if cpus.__class__ is not CpuSeq:
         return sorted(cpus)
     if cpus.normal:
         return cpus
@@ -303,10 +312,10 @@ def sorted_all(cpus):
 
 def as_set(cpus):
     """Something answering ``in`` for the ids: a set stays, a CpuSeq becomes its sorted set."""
+    if cpus.__class__ is CpuSeq:
+        return cpus.sorted_unique()
     if isinstance(cpus, (set, frozenset)):
         return cpus
-    if isinstance(cpus, CpuSeq):
-        return cpus.sorted_unique()
     return set(cpus)
 
 
@@ -325,7 +334,7 @@ def _intersect_runs(runs, allowed):
 
 def keep(cpus, allowed):
     """``[c for c in cpus if c in allowed]`` (order and duplicates of ``cpus`` kept)."""
-    if isinstance(cpus, CpuSeq) and isinstance(allowed, CpuSeq):
+    if cpus.__class__ is CpuSeq and allowed.__class__ is CpuSeq:
         allowed = allowed.sorted_unique()
         runs = cpus.runs
         if len(allowed.runs) == 1 and runs:
@@ -342,14 +351,14 @@ def keep(cpus, allowed):
 
 def overlaps(cpus, allowed):
     """``any(c in allowed for c in cpus)``."""
-    if isinstance(cpus, CpuSeq) and isinstance(allowed, CpuSeq):
+    if cpus.__class__ is CpuSeq and allowed.__class__ is CpuSeq:
         return bool(_intersect_runs(cpus.runs, allowed.sorted_unique().runs))
     return any(c in allowed for c in cpus)
 
 
 def subtract(cpus, removed):
     """``[c for c in cpus if c not in removed]`` (order and duplicates kept)."""
-    if isinstance(cpus, CpuSeq) and isinstance(removed, CpuSeq):
+    if cpus.__class__ is CpuSeq and removed.__class__ is CpuSeq:
         gaps = []
         start = None
         for lo, hi in removed.sorted_unique().runs:
@@ -370,7 +379,7 @@ def subtract(cpus, removed):
 
 def concat(first, second):
     """``first + second`` as a CpuSeq when both are, else as a list."""
-    if isinstance(first, CpuSeq) and isinstance(second, CpuSeq):
+    if first.__class__ is CpuSeq and second.__class__ is CpuSeq:
         return first + second
     return list(first) + list(second)
 

@@ -23,19 +23,19 @@ __metaclass__ = type
 
 import os
 import re
-import shlex
 
-from ansible_collections.npuops.fleet.plugins.module_utils import cpulist, fileops, interrupts
+from ansible_collections.npuops.fleet.plugins.module_utils import (
+    cpulist, fileops, interrupts, irqbalance_conf)
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.hostio import LiveHostIO
 
 IRQBALANCE_MODES = ("ban", "stop", "ignore")
 # RHEL/openEuler/Kylin read the first, Debian/Ubuntu the second (EnvironmentFile of the unit).
-IRQBALANCE_CONFIGS = ("/etc/sysconfig/irqbalance", "/etc/default/irqbalance")
-BAN_MARKER = "# npuops.fleet banned IRQs:"
+IRQBALANCE_CONFIGS = irqbalance_conf.CONFIG_PATHS
+BAN_MARKER = irqbalance_conf.BAN_MARKER
 _BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\Z")
 _SAFE_ARG_RE = re.compile(r"^[A-Za-z0-9_.,:=/@+-]+\Z")
-_BANIRQ_RE = re.compile(r"^--banirq=([0-9]+)\Z")
+_BANIRQ_RE = re.compile(r"^--banirq=([0-9]{1,10})\Z")
 _DIGITS_RE = re.compile(r"^[0-9]+\Z")
 
 
@@ -330,22 +330,12 @@ def render_irqbalance_config(current, irqs, keep_previous=False, source="irqbala
     ``keep_previous``; the user's own options and every other line are kept.
     """
     lines = (current or "").splitlines()
-    previous = set()
-    marker_at = args_at = None
-    for index, line in enumerate(lines):
-        if line.startswith(BAN_MARKER):
-            marker_at = index
-            previous = set(int(t) for t in line[len(BAN_MARKER):].split() if t.isdigit())
-        elif re.match(r"^\s*(export\s+)?IRQBALANCE_ARGS=", line):
-            args_at = index
-    tokens = []
-    if args_at is not None:
-        value = lines[args_at].split("=", 1)[1]
-        try:
-            # the shell/systemd value, then split on blanks like the unit's $IRQBALANCE_ARGS
-            tokens = " ".join(shlex.split(value, comments=True)).split()
-        except ValueError as err:
-            raise IrqError("%s: IRQBALANCE_ARGS cannot be parsed (%s)" % (source, err))
+    try:
+        parsed = irqbalance_conf.parse_config(current or "", source, cpus=False)
+    except ParseError as err:
+        raise IrqError(str(err))
+    previous = set(parsed["ours"])
+    marker_at, args_at, tokens = parsed["marker_line"], parsed["args_line"], parsed["args"]
     wanted = set(irqs) | (previous if keep_previous else set())
     kept = []
     for token in tokens:
@@ -353,7 +343,7 @@ def render_irqbalance_config(current, irqs, keep_previous=False, source="irqbala
         if match and int(match.group(1)) in previous - wanted:
             continue
         kept.append(token)
-    present = set(int(m.group(1)) for m in (_BANIRQ_RE.match(t) for t in kept) if m)
+    present = set(irqbalance_conf.banned_irqs(kept))  # any form: --banirq=N, -i N, ...
     kept.extend("--banirq=%d" % irq for irq in sorted(wanted - present))
     for token in kept:
         if not _SAFE_ARG_RE.match(token):

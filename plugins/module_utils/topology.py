@@ -16,7 +16,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils import (
-    cpu_topology, cpulist, device_type, interrupts, npu_smi)
+    cpu_topology, cpulist, device_type, interrupts, irqbalance_conf, npu_smi)
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
 
 try:
@@ -255,15 +255,45 @@ def _gpus(io, src):
     return gpus, legend, warnings, bool(parsed.get("numa_off"))
 
 
-def _nics(io, legend):
+def _nics(io, src, legend):
+    """RDMA NICs; ``irqs``: their ``mlx5_comp*`` completion IRQs (what npu_irq_affinity pins
+    for a paired GPU), None when /proc/interrupts or the bus id is not known."""
     if nvidia_topo is None:
         return []
     nics = []
+    table = None
     for nic in nvidia_topo.read_rdma_nics(io):
         entry = {"name": nic["name"], "legend": (legend or {}).get(nic["name"]),
-                 "netdev": nic["netdev"], "bus_id": nic["bus_id"], "numa_node": nic["numa_node"]}
+                 "netdev": nic["netdev"], "bus_id": nic["bus_id"], "numa_node": nic["numa_node"],
+                 "irqs": None}
+        if nic["bus_id"]:
+            if table is None:
+                table = _interrupts(io, src)
+            if table:
+                msi = interrupts.msi_irq_numbers(io.listdir(PCI + nic["bus_id"] + "/msi_irqs"))
+                entry["irqs"] = interrupts.nic_irqs(table, nic["bus_id"], msi)
         nics.append(entry)
     return sorted(nics, key=lambda n: n["name"])
+
+
+def _irqbalance(io, src, active):
+    """irqbalance state and what its environment file bans (``--banirq``, banned CPUs)."""
+    state = {"installed": bool(io.which("irqbalance")) or bool(active), "active": active,
+             "config": None, "banned_irqs": [], "banned_cpus": None}
+    for path in irqbalance_conf.CONFIG_PATHS:  # the one npu_irq_affinity writes: first existing
+        text = io.read_text(path)
+        if text is None:
+            continue
+        state["config"] = path
+        try:
+            parsed = irqbalance_conf.parse_config(text, path)
+        except ParseError as err:
+            src.error(path, err.msg)
+            break
+        state["banned_irqs"] = parsed["banned_irqs"]
+        state["banned_cpus"] = parsed["banned_cpus"]
+        break
+    return state
 
 
 def _softshare(npus, kind):
@@ -279,7 +309,7 @@ def gather(io, timeout=30):
     cpu, lscpu = _cpu(io, src)
     npus, raw_map, detected = _npus(io, src)
     gpus, legend, warnings, numa_off = _gpus(io, src)
-    nics = _nics(io, legend)
+    nics = _nics(io, src, legend)
     tools = dict((name, bool(io.which(name))) for name in TOOLS)
     irq_state = src.results["irqbalance"]
     active = None
@@ -300,7 +330,7 @@ def gather(io, timeout=30):
         "numa_off": numa_off,
         "nics": nics,
         "tools": tools,
-        "irqbalance": {"installed": bool(io.which("irqbalance")) or bool(active), "active": active},
+        "irqbalance": _irqbalance(io, src, active),
         "visible_devices": dict((name, io.getenv(name)) for name in ENV),
         "softshare": _softshare(npus, detected["device_type"]),
         "warnings": warnings,

@@ -113,7 +113,8 @@ def test_dgx_gpus_and_nics():
     assert (gpu0["bus_id"], gpu0["numa_node"], gpu0["affinity"]) == ("0000:07:00.0", 3, "48-63,176-191")
     assert gpu0["links"]["mlx5_0"] == "PXB" and gpu0["links"]["GPU1"] == "NV12"
     assert got["nics"][0] == {"name": "mlx5_0", "legend": "NIC0", "netdev": "ibp12s0",
-                              "bus_id": "0000:0c:00.0", "numa_node": 3}
+                              "bus_id": "0000:0c:00.0", "numa_node": 3,
+                              "irqs": [1025, 1026, 1027, 1028]}  # its mlx5_comp* IRQs
     assert [n["name"] for n in got["nics"]] == sorted(n["name"] for n in got["nics"])
 
 
@@ -129,7 +130,9 @@ def test_tools_env_irqbalance():
     got = facts("a2i-910b4x8")
     assert got["tools"] == {"npu-smi": True, "nvidia-smi": False, "migratepages": False,
                             "taskset": True, "systemctl": True}
-    assert got["irqbalance"] == {"installed": True, "active": True}
+    # no irqbalance environment file in the snapshot: nothing banned
+    assert got["irqbalance"] == {"installed": True, "active": True, "config": None,
+                                 "banned_irqs": [], "banned_cpus": None}
     assert got["visible_devices"] == {"ASCEND_RT_VISIBLE_DEVICES": None, "CUDA_VISIBLE_DEVICES": None}
     assert facts("atlas300-310p")["irqbalance"]["active"] is False
 
@@ -212,3 +215,42 @@ def test_record_replay_identical_on_this_machine(tmp_path):
     replayed = topology.gather(hostio.SnapshotHostIO(str(tmp_path)))
     assert replayed == first
     assert first["tools"]["npu-smi"] is False and first["npus"] == []
+
+
+def _with_files(host, files, tmp_path):
+    """The host's snapshot with extra files (a copy; the snapshot stays as recorded)."""
+    import shutil
+    root = tmp_path / host
+    shutil.copytree(os.path.join(SNAPSHOTS, host), str(root))
+    for path, body in files.items():
+        target = root / "fs" / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(body)
+    return topology.gather(hostio.SnapshotHostIO(str(root)))
+
+
+def test_irqbalance_bans_read_from_the_config(tmp_path):
+    ours = ("IRQBALANCE_BANNED_CPULIST=0-1\n# npuops.fleet banned IRQs: 1024 1026\n"
+            'IRQBALANCE_ARGS="--journal --banirq=1024 --banirq=1026"\n')
+    got = _with_files("a2-910b3x8", {"/etc/default/irqbalance": ours}, tmp_path)
+    assert got["irqbalance"] == {"installed": True, "active": True,
+                                 "config": "/etc/default/irqbalance", "banned_irqs": [1024, 1026],
+                                 "banned_cpus": "0-1"}
+    assert got["errors"] == []
+
+
+def test_irqbalance_sysconfig_first_and_bad_config_is_an_error(tmp_path):
+    files = {"/etc/sysconfig/irqbalance": "IRQBALANCE_ARGS='-i 7\n",
+             "/etc/default/irqbalance": "IRQBALANCE_ARGS=--banirq=9\n"}
+    got = _with_files("a2-910b3x8", files, tmp_path)
+    # the file npu_irq_affinity writes (the first that exists) is the one read
+    assert got["irqbalance"]["config"] == "/etc/sysconfig/irqbalance"
+    assert got["irqbalance"]["banned_irqs"] == [] and got["irqbalance"]["banned_cpus"] is None
+    assert [e["source"] for e in got["errors"]] == ["/etc/sysconfig/irqbalance"]
+    assert "IRQBALANCE_ARGS cannot be parsed" in got["errors"][0]["msg"]
+
+
+def test_irqbalance_config_of_every_snapshot_defaults_to_nothing_banned():
+    for host in HOSTS:
+        state = facts(host)["irqbalance"]
+        assert (state["config"], state["banned_irqs"], state["banned_cpus"]) == (None, [], None)

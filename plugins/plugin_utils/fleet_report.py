@@ -244,6 +244,89 @@ def _irqbalance(facts):
     return state
 
 
+def _pinned_irqs(facts, plan):
+    """The IRQs the strict plan pins (what npu_irq_affinity sets): ``(pinned, unknown)``.
+
+    ``pinned``: ``[{irq, device, role}]`` - each planned NPU with IRQ CPUs: its facts'
+    ``irqs.sq`` / ``irqs.cq``; GPU plans: the paired NIC's ``mlx5_comp*`` IRQs (facts
+    ``nics[].irqs``; a NIC shared by GPUs counts once, for the lowest GPU). An IRQ two devices
+    resolve to is listed once. ``unknown``: labels of planned devices whose IRQs are not in the
+    facts. Ascend 950 plans have no IRQ roles: nothing is pinned.
+    """
+    pinned, unknown, seen = [], [], set()
+
+    def add(irq, device, role):
+        if irq not in seen:
+            seen.add(irq)
+            pinned.append(OrderedDict([("irq", irq), ("device", device), ("role", role)]))
+
+    if plan.get("mode") == "ascend950" or plan.get("device_type") == "A5":
+        return pinned, unknown
+    npu_facts = dict((str(n.get("logic_id")), n) for n in _as_list(facts.get("npus"))
+                     if isinstance(n, dict) and n.get("logic_id") is not None)
+    for key in sorted(_as_dict(plan.get("npus")), key=_key_sort):
+        if not cpu_ids(_as_dict(plan["npus"][key]).get("irq")):
+            continue
+        label = "NPU%s" % key
+        irqs = _as_dict(_as_dict(npu_facts.get(str(key))).get("irqs"))
+        for role in ("sq", "cq"):
+            number = _int_or_none(irqs.get(role))
+            if number is None:
+                if label not in unknown:
+                    unknown.append(label)
+            else:
+                add(number, label, role)
+    nic_facts = dict((n.get("name"), n) for n in _as_list(facts.get("nics")) if isinstance(n, dict))
+    claimed = set()
+    for key in sorted(_as_dict(plan.get("gpus")), key=_key_sort):
+        nic = _as_dict(plan["gpus"][key]).get("nic")
+        if not nic or nic in claimed:
+            continue
+        claimed.add(nic)
+        label = "GPU%s/%s" % (key, nic)
+        irqs = _as_dict(nic_facts.get(nic)).get("irqs")
+        if not isinstance(irqs, list):
+            unknown.append(label)
+            continue
+        for index, irq in enumerate(irqs):
+            number = _int_or_none(irq)
+            if number is not None:
+                add(number, label, "comp%d" % index)
+    return pinned, unknown
+
+
+def irqbalance_bans(facts, plan, status, accel):
+    """Whether irqbalance can move the IRQs the strict plan pins (``status`` is the strict
+    plan summary's). ``state``: ``n/a`` (not running, or no accelerator), ``unknown`` (no strict
+    plan: which IRQs to ban is not known), ``none`` (the plan pins no IRQ), ``banned`` (all are
+    banned in irqbalance's config), ``unbanned`` (some are not, or cannot be told)."""
+    info = _as_dict(facts.get("irqbalance"))
+    banned = set(i for i in (_int_or_none(x) for x in _as_list(info.get("banned_irqs")))
+                 if i is not None)
+    result = OrderedDict([
+        ("state", "n/a"), ("config", info.get("config")), ("pinned_count", 0),
+        ("banned_count", 0), ("unbanned_count", 0), ("unbanned", []), ("unknown", []),
+        ("banned_irqs", sorted(banned)), ("banned_cpus", info.get("banned_cpus"))])
+    if status == "ok" and isinstance(plan, dict):
+        pinned, unknown = _pinned_irqs(facts, plan)
+        result["pinned_count"] = len(pinned)
+        result["banned_count"] = sum(1 for p in pinned if p["irq"] in banned)
+        result["unbanned"] = [p for p in pinned if p["irq"] not in banned]
+        result["unbanned_count"] = len(result["unbanned"])
+        result["unknown"] = unknown
+    if not accel or info.get("active") is not True:
+        return result
+    if status != "ok" or not isinstance(plan, dict):
+        result["state"] = "unknown" if status != "skipped" else "none"
+    elif result["unbanned"] or result["unknown"]:
+        result["state"] = "unbanned"
+    elif result["pinned_count"]:
+        result["state"] = "banned"
+    else:
+        result["state"] = "none"
+    return result
+
+
 def _softshare(facts):
     share = _as_dict(facts.get("softshare"))
     return OrderedDict([("chips_total", _int_or_none(share.get("chips_total")) or 0),
@@ -303,6 +386,9 @@ def analyse_host(name, entry):
         ("health", _health(facts)),
         ("softshare", _softshare(facts)),
         ("irqbalance", _irqbalance(facts)),
+        ("irqbalance_bans", irqbalance_bans(
+            facts, entry.get("plan_strict"), plans["strict"]["status"],
+            bool(_as_list(facts.get("npus")) or _as_list(facts.get("gpus"))))),
         ("migratepages", tools.get("migratepages")),
         ("facts_errors", [OrderedDict([("source", str(e.get("source"))), ("msg", str(e.get("msg")))])
                           for e in _as_list(facts.get("errors")) if isinstance(e, dict)]),
@@ -428,6 +514,39 @@ def _cross_text(cross, limit=4):
     return "; ".join(parts)
 
 
+def _irq_list(entries):
+    """``1024, 1026 (NPU0); 1028, 1030 (NPU1)``: IRQ numbers grouped by device, in order."""
+    groups = OrderedDict()
+    for entry in entries:
+        groups.setdefault(entry["device"], []).append(str(entry["irq"]))
+    return "; ".join("%s (%s)" % (", ".join(irqs), device) for device, irqs in groups.items())
+
+
+def _irqbalance_evidence(host):
+    bans = host["irqbalance_bans"]
+    where = "in %s" % bans["config"] if bans["config"] else "(no irqbalance config file)"
+    if bans["state"] == "unknown":
+        text = ("irqbalance is active (it rewrites /proc/irq/*/smp_affinity); without a strict "
+                "plan the IRQs to keep from it are not known (%s)" % (
+                    "no irqbalance config file" if not bans["config"] else
+                    "IRQs banned %s: %s" % (where, ", ".join(str(i) for i in bans["banned_irqs"]))
+                    if bans["banned_irqs"] else "no IRQ banned %s" % where))
+    else:
+        parts = []
+        if bans["unbanned"]:
+            parts.append("%d of %d planned IRQs not banned %s: %s" % (
+                bans["unbanned_count"], bans["pinned_count"], where,
+                _irq_list(bans["unbanned"])))
+        if bans["unknown"]:
+            parts.append("IRQs of %s not in the facts (cannot tell whether they are banned)"
+                         % ", ".join(bans["unknown"]))
+        text = "irqbalance is active; " + "; ".join(parts)
+    vllm = host["plans"]["vllm_ascend"]
+    if vllm["applicable"] and vllm["status"] == "ok":
+        text += "; vllm-ascend stops it at start-up and never restarts it"
+    return text
+
+
 def host_problems(host):
     """Problems of one host, each with severity, evidence and the fix."""
     name = host["name"]
@@ -503,12 +622,11 @@ def host_problems(host):
                 out.append(_problem("warning", name, "vllm_cross_numa",
                                     "vllm-ascend pools off their NPU's NUMA node",
                                     _cross_text(vllm["cross_numa"]), FIX_VLLM))
-    if accel and host["irqbalance"] == "running":
-        evidence = "irqbalance.service is active: it rewrites /proc/irq/*/smp_affinity"
-        if host["vendor"] == "ascend":
-            evidence += "; vllm-ascend stops it at start-up and never restarts it"
+    bans = host["irqbalance_bans"]
+    if bans["state"] in ("unbanned", "unknown"):
         out.append(_problem("warning", name, "irqbalance_running",
-                            "irqbalance will undo IRQ affinity", evidence, FIX_IRQBALANCE))
+                            "irqbalance will undo IRQ affinity", _irqbalance_evidence(host),
+                            FIX_IRQBALANCE))
     if accel and host["migratepages"] is False:
         out.append(_problem("warning", name, "migratepages_missing", "migratepages missing",
                             "migratepages is not on PATH: worker memory is not moved to the "
@@ -536,6 +654,44 @@ def host_problems(host):
                                 "GPU NUMA affinity N/A"),
                             "enable NUMA (drop numa=off from the kernel command line, NPS/SNC "
                             "in BIOS) so pools can be NUMA-local"))
+    return out
+
+
+def _id_span(ids):
+    """``P3-P14`` for consecutive problem ids, else ``P3, P5, P9``."""
+    numbers = [int(i[1:]) for i in ids]
+    if len(numbers) > 2 and numbers == list(range(numbers[0], numbers[-1] + 1)):
+        return "P%d\u2013P%d" % (numbers[0], numbers[-1])
+    return ", ".join(ids)
+
+
+def group_problems(problems):
+    """Problems of the same kind, title, severity and fix across hosts, as one group each, in
+    the order of their first problem: ``[{severity, kind, title, fix, count, host_count, hosts,
+    ids, id_text, problems, evidence}]``. ``problems`` are indexes into ``problems``;
+    ``evidence`` is the evidence when every member has the same, else None. For the renderers'
+    problem lists; the report's ``problems`` stay one per host."""
+    groups = OrderedDict()
+    for index, problem in enumerate(problems):
+        key = (problem["severity"], problem["kind"], problem["title"], problem["fix"])
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = OrderedDict([
+                ("severity", problem["severity"]), ("kind", problem["kind"]),
+                ("title", problem["title"]), ("fix", problem["fix"]), ("count", 0),
+                ("host_count", 0), ("hosts", []), ("ids", []), ("id_text", ""),
+                ("problems", []), ("evidence", problem["evidence"])])
+        group["count"] += 1
+        if problem["host"] not in group["hosts"]:
+            group["hosts"].append(problem["host"])
+        group["ids"].append(problem["id"])
+        group["problems"].append(index)
+        if group["evidence"] != problem["evidence"]:
+            group["evidence"] = None
+    out = list(groups.values())
+    for group in out:
+        group["host_count"] = len(group["hosts"])
+        group["id_text"] = _id_span(group["ids"])
     return out
 
 
@@ -587,6 +743,9 @@ def build_report(hosts, rails=None):
         ("vllm_cross_numa_hosts", sum(1 for h in summaries
                                       if h["plans"]["vllm_ascend"]["cross_numa_count"])),
         ("irqbalance_running", sum(1 for h in summaries if h["irqbalance"] == "running")),
+        # running and able to move some IRQ the strict plan pins (the irqbalance_running finding)
+        ("irqbalance_unbanned", sum(1 for h in summaries
+                                    if h["irqbalance_bans"]["state"] in ("unbanned", "unknown"))),
         ("migratepages_missing", sum(1 for h in summaries if h["migratepages"] is False)),
         ("rails_inconsistent", sum(1 for h in summaries if h["rails"]["status"] == "inconsistent")),
         ("problems", OrderedDict((s, counts.get(s, 0)) for s in SEVERITIES)),
@@ -598,6 +757,8 @@ def build_report(hosts, rails=None):
                                                   key=lambda t: (t["vendor"], t["device_type"]))]),
         ("hosts", summaries),
         ("problems", problems),
+        # the same problems grouped across hosts (kind + fix), for the problem lists
+        ("problem_groups", group_problems(problems)),
     ])
 
 

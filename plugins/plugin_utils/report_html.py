@@ -55,6 +55,10 @@ svg{width:100%;height:auto;display:block}
 .sw{display:inline-block;width:12px;height:12px;vertical-align:-2px;margin-right:4px;
 border-radius:2px}
 code{font-size:12px}
+tr.group .hosts{font-size:12.5px}
+details summary{cursor:pointer;color:#1f5f8b;font-size:12.5px}
+ul.per-host{margin:4px 0 0;padding-left:18px;font-size:12.5px}
+ul.per-host li{margin:2px 0}
 """
 
 
@@ -86,8 +90,8 @@ def _summary_cards(report):
              ("softshare_capacity", "soft-share capacity", ""),
              ("vllm_overlap_hosts", "hosts: vllm-ascend overlaps",
               "c-bad" if s["vllm_overlap_hosts"] else ""),
-             ("irqbalance_running", "hosts: irqbalance running",
-              "c-warn" if s["irqbalance_running"] else ""),
+             ("irqbalance_unbanned", "hosts: irqbalance can move IRQs",
+              "c-warn" if s["irqbalance_unbanned"] else ""),
              ("migratepages_missing", "hosts: no migratepages",
               "c-warn" if s["migratepages_missing"] else ""),
              ("rails_inconsistent", "hosts: rails differ", "c-warn" if s["rails_inconsistent"] else "")]
@@ -104,18 +108,56 @@ def _summary_cards(report):
     return "\n".join(out)
 
 
+def _problem_row(p):
+    return ('<tr id="problem-%s" data-severity="%s" data-kind="%s"><td>%s</td>'
+            '<td><span class="sev sev-%s">%s</span></td><td>%s</td><td>%s</td>'
+            '<td><code>%s</code></td><td class="fix">%s</td></tr>' % (
+                _e(p["id"]), _e(p["severity"]), _e(p["kind"]), _e(p["id"]),
+                _e(p["severity"]), _e(p["severity"]), _e(p["host"]), _e(p["title"]),
+                _e(p["evidence"]), _e(p["fix"])))
+
+
+def _group_row(report, g, index):
+    """One row for a problem on several hosts: the hosts listed, each host's evidence (and
+    its problem id, the anchor ``problem-Pn``) in a details element."""
+    base = "/problem_groups/%d/" % index
+    members = [report["problems"][i] for i in g["problems"]]
+    items = []
+    for p in members:
+        items.append('<li id="problem-%s" data-kind="%s"><b>%s</b> <span class="muted">%s</span>'
+                     '%s</li>' % (_e(p["id"]), _e(p["kind"]), _e(p["host"]), _e(p["id"]),
+                                  "" if g["evidence"] is not None
+                                  else " <code>%s</code>" % _e(p["evidence"])))
+    summary = ("the same on every host" if g["evidence"] is not None
+               else "evidence per host")
+    evidence = "%s<details><summary>%s</summary><ul class=\"per-host\">%s</ul></details>" % (
+        "<code>%s</code>" % _e(g["evidence"]) if g["evidence"] is not None else "",
+        _e(summary), "".join(items))
+    hosts = '%s hosts: <span class="hosts">%s</span>' % (
+        _Ptr.num(g["host_count"], base + "host_count", cls="num count"),
+        _e(", ".join(g["hosts"])))
+    return ('<tr id="problem-group-%d" class="group" data-severity="%s" data-kind="%s">'
+            '<td>%s</td><td><span class="sev sev-%s">%s</span></td><td>%s</td><td>%s</td>'
+            '<td>%s</td><td class="fix">%s</td></tr>' % (
+                index, _e(g["severity"]), _e(g["kind"]), _e(g["id_text"]), _e(g["severity"]),
+                _e(g["severity"]), hosts, _e(g["title"]), evidence, _e(g["fix"])))
+
+
 def _problems_html(report):
+    """One row per problem group: a problem of the same kind and fix on several hosts is one
+    row listing the hosts, with each host's evidence in a details element."""
     if not report["problems"]:
         return '<p class="ok" id="no-problems">No problems found.</p>'
     out = ['<table id="problems-table"><thead><tr><th>id</th><th>severity</th><th>host</th>'
            '<th>problem</th><th>evidence</th><th>fix</th></tr></thead><tbody>']
-    for i, p in enumerate(report["problems"]):
-        out.append('<tr id="problem-%s" data-severity="%s" data-kind="%s"><td>%s</td>'
-                   '<td><span class="sev sev-%s">%s</span></td><td>%s</td><td>%s</td>'
-                   '<td><code>%s</code></td><td class="fix">%s</td></tr>' % (
-                       _e(p["id"]), _e(p["severity"]), _e(p["kind"]), _e(p["id"]),
-                       _e(p["severity"]), _e(p["severity"]), _e(p["host"]), _e(p["title"]),
-                       _e(p["evidence"]), _e(p["fix"])))
+    groups = report.get("problem_groups")
+    if groups is None:  # a report dict from before problem_groups
+        groups = [{"problems": [i]} for i in range(len(report["problems"]))]
+    for index, g in enumerate(groups):
+        if len(g["problems"]) == 1:
+            out.append(_problem_row(report["problems"][g["problems"][0]]))
+        else:
+            out.append(_group_row(report, g, index))
     out.append("</tbody></table>")
     return "\n".join(out)
 
@@ -133,6 +175,23 @@ def _types_html(report):
     return "\n".join(out)
 
 
+def _irqbalance_cell(host, base):
+    """(class, HTML) of the hosts table's irqbalance cell: running and every IRQ the strict
+    plan pins banned is ok; running with IRQs it can move is bad."""
+    bans = host.get("irqbalance_bans") or {}
+    state = bans.get("state")
+    if host["irqbalance"] != "running" or state in (None, "n/a"):
+        return "", _e(host["irqbalance"])
+    if state == "none":
+        return "muted", "running (no IRQs pinned)"
+    if state == "unknown":
+        return "bad", "running (no strict plan)"
+    ptr = base + "irqbalance_bans/"
+    text = "running, %s/%s IRQs banned" % (_Ptr.num(bans["banned_count"], ptr + "banned_count"),
+                                           _Ptr.num(bans["pinned_count"], ptr + "pinned_count"))
+    return ("ok" if state == "banned" else "bad"), text
+
+
 def _hosts_html(report):
     out = ['<table id="hosts-table"><thead><tr><th>host</th><th>arch</th><th>vendor</th>'
            '<th>type</th><th>CPUs allowed</th><th>CPUs online</th><th>NPUs</th><th>GPUs</th>'
@@ -141,7 +200,7 @@ def _hosts_html(report):
            '</tr></thead><tbody>']
     for i, h in enumerate(report["hosts"]):
         base = "/hosts/%d/" % i
-        irq_cls = "bad" if h["irqbalance"] == "running" and (h["npus"] or h["gpus"]) else ""
+        irq_cls, irq_text = _irqbalance_cell(h, base)
         mig = {True: ("yes", "ok"), False: ("missing", "bad")}.get(h["migratepages"],
                                                                    ("unknown", "muted"))
         rail_cls = "bad" if h["rails"]["status"] == "inconsistent" else ""
@@ -154,7 +213,7 @@ def _hosts_html(report):
                        _Ptr.td(h["npus"], base + "npus"), _Ptr.td(h["gpus"], base + "gpus"),
                        _Ptr.td(h["health"]["healthy"], base + "health/healthy"),
                        _Ptr.td(h["softshare"]["capacity"], base + "softshare/capacity"),
-                       irq_cls, _e(h["irqbalance"]), mig[1], mig[0], rail_cls,
+                       irq_cls, irq_text, mig[1], mig[0], rail_cls,
                        _e(h["rails"]["status"]),
                        _Ptr.td(h["facts_error_count"], base + "facts_error_count"),
                        _Ptr.td(h["problems"], base + "problems")))

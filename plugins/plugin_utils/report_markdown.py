@@ -42,6 +42,52 @@ def _plan_cell(plan, field):
     return plan[field]
 
 
+def _groups(report):
+    groups = report.get("problem_groups")
+    if groups is None:  # a report dict from before problem_groups: one group per problem
+        groups = [{"severity": p["severity"], "title": p["title"], "fix": p["fix"],
+                   "hosts": [p["host"]], "host_count": 1, "id_text": p["id"], "problems": [i],
+                   "evidence": p["evidence"]} for i, p in enumerate(report["problems"])]
+    return groups
+
+
+def _problems_md(report):
+    """One row per problem group (same kind and fix on several hosts: one row listing the
+    hosts); the per-host evidence of a group follows the table as a sub-list."""
+    rows, details = [], []
+    for g in _groups(report):
+        members = [report["problems"][i] for i in g["problems"]]
+        if len(members) == 1:
+            p = members[0]
+            rows.append([p["id"], p["severity"], p["host"], p["title"], p["evidence"], p["fix"]])
+            continue
+        hosts = "%s: %s" % (plural(g["host_count"], "host"), ", ".join(g["hosts"]))
+        evidence = g["evidence"] if g["evidence"] is not None else "per host below the table"
+        rows.append([g["id_text"], g["severity"], hosts, g["title"], evidence, g["fix"]])
+        if g["evidence"] is not None:
+            continue  # the same evidence on every host: the row says it all
+        details.append("- **%s** %s \u2014 %s:" % (_md(g["id_text"]), _md(g["title"]), _md(hosts)))
+        for p in members:
+            details.append("  - %s (%s): %s" % (_md(p["host"]), _md(p["id"]),
+                                                 _md(p["evidence"])))
+    out = _md_table(["id", "severity", "host", "problem", "evidence", "fix"], rows)
+    if details:
+        out += ["", "Evidence per host of the grouped rows:", ""] + details
+    return out
+
+
+def _irqbalance_md(host):
+    bans = host.get("irqbalance_bans") or {}
+    state = bans.get("state")
+    if host["irqbalance"] != "running" or state in (None, "n/a"):
+        return host["irqbalance"]
+    if state == "none":
+        return "running (no IRQs pinned)"
+    if state == "unknown":
+        return "running (no strict plan)"
+    return "running, %d/%d IRQs banned" % (bans["banned_count"], bans["pinned_count"])
+
+
 def render_markdown(report):
     s = report["summary"]
     out = ["# Fleet report", "",
@@ -52,9 +98,7 @@ def render_markdown(report):
                s["problems"]["error"], s["problems"]["warning"], s["problems"]["info"]), "",
            "## Problems", ""]
     if report["problems"]:
-        out += _md_table(["id", "severity", "host", "problem", "evidence", "fix"],
-                         [[p["id"], p["severity"], p["host"], p["title"], p["evidence"], p["fix"]]
-                          for p in report["problems"]])
+        out += _problems_md(report)
     else:
         out.append("No problems found.")
     out += ["", "## Device types", ""]
@@ -68,7 +112,7 @@ def render_markdown(report):
                      [[h["name"], h["arch"], h["vendor"], h["device_type"],
                        "%d/%d" % (h["cpus_allowed"], h["cpus_online"]), len(h["numa_nodes"]),
                        h["npus"] + h["gpus"], h["health"]["healthy"] + h["gpus"],
-                       h["softshare"]["capacity"], h["irqbalance"],
+                       h["softshare"]["capacity"], _irqbalance_md(h),
                        {True: "yes", False: "MISSING"}.get(h["migratepages"], "unknown"),
                        h["rails"]["status"], len(h["facts_errors"])]
                       for h in report["hosts"]])

@@ -204,6 +204,110 @@ def test_irqbalance_migratepages_and_health_findings():
     assert report["summary"]["softshare_capacity"] == 1500
 
 
+
+def a2_with_irqs(name, banned=None, config="/etc/default/irqbalance"):
+    """An A2 host with irqbalance active, NPU n's IRQs 1024+4n (sq) / 1026+4n (cq), and
+    ``banned`` in its irqbalance config (None: facts from before the config was read)."""
+    facts = a2_facts(name, irq_active=True)
+    for npu in facts["npus"]:
+        npu["irqs"] = {"sq": 1024 + 4 * npu["logic_id"], "cq": 1026 + 4 * npu["logic_id"]}
+    if banned is not None:
+        facts["irqbalance"].update(config=config, banned_irqs=list(banned), banned_cpus=None)
+    return {"facts": facts, "plan_strict": a2_strict(), "plan_vllm_ascend": a2_vllm()}
+
+
+ALL_A2_IRQS = [1024 + 2 * i for i in range(16)]
+
+
+def test_irqbalance_with_every_planned_irq_banned_is_no_problem():
+    report = fr.build_report({"a2": a2_with_irqs("a2", banned=[5] + ALL_A2_IRQS)})
+    assert by_kind(report, "irqbalance_running") == []
+    host = report["hosts"][0]
+    assert host["irqbalance"] == "running"
+    bans = host["irqbalance_bans"]
+    assert (bans["state"], bans["pinned_count"], bans["banned_count"], bans["unbanned"]) == (
+        "banned", 16, 16, [])
+    assert bans["config"] == "/etc/default/irqbalance"
+    assert report["summary"]["irqbalance_running"] == 1
+    assert report["summary"]["irqbalance_unbanned"] == 0
+
+
+def test_irqbalance_finding_lists_the_unbanned_irqs_only():
+    banned = [irq for irq in ALL_A2_IRQS if irq not in (1026, 1052, 1054)]
+    report = fr.build_report({"a2": a2_with_irqs("a2", banned=banned)})
+    found = by_kind(report, "irqbalance_running")
+    assert len(found) == 1 and found[0]["severity"] == "warning"
+    evidence = found[0]["evidence"]
+    assert ("3 of 16 planned IRQs not banned in /etc/default/irqbalance: 1026 (NPU0); "
+            "1052, 1054 (NPU7)") in evidence
+    assert "1024" not in evidence
+    assert "never restarts" in evidence  # vllm-ascend binds on this host
+    bans = report["hosts"][0]["irqbalance_bans"]
+    assert [(u["irq"], u["device"], u["role"]) for u in bans["unbanned"]] == [
+        (1026, "NPU0", "cq"), (1052, "NPU7", "sq"), (1054, "NPU7", "cq")]
+    assert report["summary"]["irqbalance_unbanned"] == 1
+
+
+def test_irqbalance_facts_without_config_keys_ban_nothing():
+    """Facts gathered before the config was read (no banned_irqs key) keep working."""
+    report = fr.build_report({"a2": a2_with_irqs("a2")})
+    found = by_kind(report, "irqbalance_running")
+    assert len(found) == 1
+    assert "16 of 16 planned IRQs not banned (no irqbalance config file)" in found[0]["evidence"]
+
+
+def test_irqbalance_only_planned_npus_and_irq_roles_count():
+    entry = a2_with_irqs("a2", banned=[1024, 1026])
+    plan = entry["plan_strict"]
+    plan["npus"] = {"0": plan["npus"]["0"], "1": dict(plan["npus"]["1"], irq="")}
+    report = fr.build_report({"a2": entry})
+    assert by_kind(report, "irqbalance_running") == []
+    assert report["hosts"][0]["irqbalance_bans"]["pinned_count"] == 2
+    # Ascend 950: no IRQ roles, nothing pinned, nothing for irqbalance to undo
+    a5 = a2_with_irqs("a5", banned=[])
+    a5["plan_strict"] = dict(a5["plan_strict"], mode="ascend950", device_type="A5")
+    report = fr.build_report({"a5": a5})
+    assert by_kind(report, "irqbalance_running") == []
+    assert report["hosts"][0]["irqbalance_bans"]["state"] == "none"
+
+
+def test_irqbalance_unknown_irqs_or_no_plan_stay_a_finding():
+    unknown = a2_with_irqs("a2", banned=ALL_A2_IRQS)
+    unknown["facts"]["npus"][3]["irqs"] = {"sq": None, "cq": None}
+    failed = a2_with_irqs("a2-failed", banned=ALL_A2_IRQS)
+    failed["plan_strict"] = None
+    failed["plan_errors"] = {"strict": "NPU 0: no CPUs"}
+    report = fr.build_report({"a2": unknown, "a2-failed": failed})
+    first = by_kind(report, "irqbalance_running", "a2")
+    assert len(first) == 1 and "IRQs of NPU3 not in the facts" in first[0]["evidence"]
+    assert "not banned" not in first[0]["evidence"]
+    second = by_kind(report, "irqbalance_running", "a2-failed")
+    assert len(second) == 1 and "without a strict plan" in second[0]["evidence"]
+    assert host_of(report, "a2-failed")["irqbalance_bans"]["state"] == "unknown"
+
+
+def test_irqbalance_gpu_hosts_check_the_paired_nic_irqs():
+    facts = gpu_facts("gpu", irq_active=True)
+    facts["nics"][0]["irqs"] = [180, 181]
+    facts["nics"][1]["irqs"] = [190, 191]
+    facts["irqbalance"].update(config="/etc/sysconfig/irqbalance", banned_irqs=[180, 181, 190],
+                               banned_cpus=None)
+    report = fr.build_report({"gpu": {"facts": facts, "plan_strict": gpu_plan()}})
+    found = by_kind(report, "irqbalance_running")
+    assert len(found) == 1
+    assert "1 of 4 planned IRQs not banned in /etc/sysconfig/irqbalance: 191 (GPU2/mlx5_1)" \
+        in found[0]["evidence"]
+    assert "vllm-ascend" not in found[0]["evidence"]
+    facts["irqbalance"]["banned_irqs"].append(191)
+    report = fr.build_report({"gpu": {"facts": facts, "plan_strict": gpu_plan()}})
+    assert by_kind(report, "irqbalance_running") == []
+    # NIC IRQs not in the facts (facts of an older collection): cannot tell
+    del facts["nics"][1]["irqs"]
+    report = fr.build_report({"gpu": {"facts": facts, "plan_strict": gpu_plan()}})
+    assert "IRQs of GPU2/mlx5_1 not in the facts" in by_kind(
+        report, "irqbalance_running")[0]["evidence"]
+
+
 def test_migratepages_unknown_is_not_reported_as_missing():
     facts = a2_facts(migratepages=None)
     report = fr.build_report({"h": {"facts": facts, "plan_strict": a2_strict()}})
@@ -460,6 +564,81 @@ def test_html_numbers_carry_json_pointers_that_match_the_report():
     assert ptrs["/hosts/%d/plans/vllm_ascend/overlap_cpus" % bad] == "36"
 
 
+def grouped_fleet():
+    """Three A2 hosts with the same irqbalance finding (different IRQs unbanned), two with the
+    same migratepages finding (same evidence), one banned host (no finding)."""
+    fleet = {}
+    for name, banned in (("a2-a", []), ("a2-b", [1024]), ("a2-c", ALL_A2_IRQS[2:]),
+                         ("a2-ok", ALL_A2_IRQS)):
+        fleet[name] = a2_with_irqs(name, banned=banned)
+        fleet[name]["plan_vllm_ascend"] = dict(a2_strict(), policy="vllm_ascend")
+    for name in ("a2-a", "a2-b"):
+        fleet[name]["facts"]["tools"]["migratepages"] = False
+    return fleet
+
+
+def test_problem_groups_join_the_same_kind_and_fix_across_hosts():
+    report = fr.build_report(grouped_fleet())
+    assert [(p["id"], p["host"], p["kind"]) for p in report["problems"]] == [
+        ("P1", "a2-a", "irqbalance_running"), ("P2", "a2-a", "migratepages_missing"),
+        ("P3", "a2-b", "irqbalance_running"), ("P4", "a2-b", "migratepages_missing"),
+        ("P5", "a2-c", "irqbalance_running")]  # per host, as before
+    groups = report["problem_groups"]
+    assert [(g["kind"], g["hosts"], g["ids"], g["id_text"], g["problems"]) for g in groups] == [
+        ("irqbalance_running", ["a2-a", "a2-b", "a2-c"], ["P1", "P3", "P5"], "P1, P3, P5",
+         [0, 2, 4]),
+        ("migratepages_missing", ["a2-a", "a2-b"], ["P2", "P4"], "P2, P4", [1, 3])]
+    assert groups[0]["host_count"] == 3 and groups[0]["evidence"] is None  # IRQs differ
+    assert groups[1]["evidence"] == report["problems"][1]["evidence"]  # the same on both
+    assert fr._id_span(["P3", "P4", "P5"]) == "P3\u2013P5"
+    assert host_of(report, "a2-ok")["irqbalance_bans"]["state"] == "banned"
+
+
+def test_html_groups_rows_and_keeps_each_problem_reachable():
+    report = fr.build_report(grouped_fleet())
+    page = report_html.render_html(report)
+    parser = _Collect()
+    parser.feed(page)
+    ids = [a.get("id") for a in parser.attrs_seen if a.get("id")]
+    # one anchor per problem (the grouped ones are list items in the row's details element)
+    assert sorted(i for i in ids if i.startswith("problem-P")) == sorted(
+        "problem-" + p["id"] for p in report["problems"])
+    assert [i for i in ids if i.startswith("problem-group-")] == [
+        "problem-group-0", "problem-group-1"]
+    row = page[page.index('id="problem-group-0"'):page.index('id="problem-group-1"')]
+    assert 'data-ptr="/problem_groups/0/host_count">3</span> hosts: ' in row
+    assert "a2-a, a2-b, a2-c" in row and "<details>" in row
+    # each host's own unbanned IRQs: a2-b banned only 1024, a2-c all but NPU0's
+    assert "15 of 16 planned IRQs not banned in /etc/default/irqbalance: 1026 (NPU0); " in row
+    assert ("2 of 16 planned IRQs not banned in /etc/default/irqbalance: 1024, 1026 (NPU0); "
+            "vllm-ascend stops it at start-up and never restarts it</code>") in row
+    for ptr, text in parser.ptrs:
+        assert text == str(resolve(report, ptr)), ptr
+    seen = dict(parser.ptrs)
+    # the hosts table says how many of the planned IRQs are banned; banned-everything is ok
+    ok = [h["name"] for h in report["hosts"]].index("a2-ok")
+    assert seen["/hosts/%d/irqbalance_bans/banned_count" % ok] == "16"
+    assert seen["/hosts/%d/irqbalance_bans/pinned_count" % ok] == "16"
+    assert '<td class="ok">running, ' in page
+    assert seen["/summary/irqbalance_unbanned"] == "3"
+
+
+def test_markdown_groups_rows_with_a_per_host_sub_list():
+    report = fr.build_report(grouped_fleet())
+    md = report_markdown.render_markdown(report)
+    rows = [line for line in md.splitlines() if line.startswith("| P")]
+    assert len(rows) == 2
+    assert rows[0].startswith("| P1, P3, P5 | warning | 3 hosts: a2-a, a2-b, a2-c | irqbalance")
+    assert "per host below the table" in rows[0]
+    assert rows[1].startswith("| P2, P4 | warning | 2 hosts: a2-a, a2-b | migratepages missing")
+    assert "migratepages is not on PATH" in rows[1]  # the same evidence: in the row
+    assert "  - a2-c (P5): irqbalance is active; 2 of 16 planned IRQs not banned in " \
+        "/etc/default/irqbalance: 1024, 1026 (NPU0)" in md
+    assert "  - a2-a (P2)" not in md  # no sub-list for a group with one evidence
+    assert "| a2-ok | aarch64 | ascend | A2 | 192/192 | 4 | 8 | 8 | 800 | running, 16/16 IRQs " \
+        "banned |" in md
+
+
 def test_html_is_self_contained():
     page = report_html.render_html(fr.build_report(sample_fleet()))
     parser = _Collect()
@@ -640,7 +819,12 @@ def test_real_problems_each_name_a_host_of_the_fleet_and_failures_are_findings(r
         kinds = set(p["kind"] for p in real_report["problems"] if p["host"] == host["name"])
         if host["plans"]["strict"]["status"] == "failed":
             assert "plan_failed" in kinds
+        bans = host["irqbalance_bans"]
         if host["irqbalance"] == "running" and host["npus"] + host["gpus"]:
-            assert "irqbalance_running" in kinds
+            # a finding exactly when some IRQ the strict plan pins is not (known to be) banned
+            assert ("irqbalance_running" in kinds) == (
+                bans["state"] in ("unbanned", "unknown")), host["name"]
+        else:
+            assert "irqbalance_running" not in kinds and bans["state"] == "n/a"
         if host["migratepages"] is False and host["npus"] + host["gpus"]:
             assert "migratepages_missing" in kinds

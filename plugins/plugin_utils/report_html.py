@@ -56,6 +56,7 @@ svg{width:100%;height:auto;display:block}
 border-radius:2px}
 code{font-size:12px}
 tr.group .hosts{font-size:12.5px}
+tr.group .hosts .h{white-space:nowrap}
 details summary{cursor:pointer;color:#1f5f8b;font-size:12.5px}
 ul.per-host{margin:4px 0 0;padding-left:18px;font-size:12.5px}
 ul.per-host li{margin:2px 0}
@@ -135,7 +136,7 @@ def _group_row(report, g, index):
         _e(summary), "".join(items))
     hosts = '%s hosts: <span class="hosts">%s</span>' % (
         _Ptr.num(g["host_count"], base + "host_count", cls="num count"),
-        _e(", ".join(g["hosts"])))
+        ", ".join('<span class="h">%s</span>' % _e(h) for h in g["hosts"]))
     return ('<tr id="problem-group-%d" class="group" data-severity="%s" data-kind="%s">'
             '<td>%s</td><td><span class="sev sev-%s">%s</span></td><td>%s</td><td>%s</td>'
             '<td>%s</td><td class="fix">%s</td></tr>' % (

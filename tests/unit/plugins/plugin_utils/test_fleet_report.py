@@ -607,7 +607,8 @@ def test_html_groups_rows_and_keeps_each_problem_reachable():
         "problem-group-0", "problem-group-1"]
     row = page[page.index('id="problem-group-0"'):page.index('id="problem-group-1"')]
     assert 'data-ptr="/problem_groups/0/host_count">3</span> hosts: ' in row
-    assert "a2-a, a2-b, a2-c" in row and "<details>" in row
+    assert '<span class="h">a2-a</span>, <span class="h">a2-b</span>, <span class="h">a2-c</span>' \
+        in row and "<details>" in row
     # each host's own unbanned IRQs: a2-b banned only 1024, a2-c all but NPU0's
     assert "15 of 16 planned IRQs not banned in /etc/default/irqbalance: 1026 (NPU0); " in row
     assert ("2 of 16 planned IRQs not banned in /etc/default/irqbalance: 1024, 1026 (NPU0); "

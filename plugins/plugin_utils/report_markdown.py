@@ -69,7 +69,7 @@ def _problems_md(report):
         details.append("- **%s** %s \u2014 %s:" % (_md(g["id_text"]), _md(g["title"]), _md(hosts)))
         for p in members:
             details.append("  - %s (%s): %s" % (_md(p["host"]), _md(p["id"]),
-                                                 _md(p["evidence"])))
+                                                _md(p["evidence"])))
     out = _md_table(["id", "severity", "host", "problem", "evidence", "fix"], rows)
     if details:
         out += ["", "Evidence per host of the grouped rows:", ""] + details

@@ -204,7 +204,6 @@ def test_irqbalance_migratepages_and_health_findings():
     assert report["summary"]["softshare_capacity"] == 1500
 
 
-
 def a2_with_irqs(name, banned=None, config="/etc/default/irqbalance"):
     """An A2 host with irqbalance active, NPU n's IRQs 1024+4n (sq) / 1026+4n (cq), and
     ``banned`` in its irqbalance config (None: facts from before the config was read)."""

@@ -4,6 +4,7 @@
 import os
 
 import pytest
+from helpers import irq_sandbox
 
 from ansible_collections.npuops.fleet.plugins.module_utils import irq
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
@@ -47,18 +48,7 @@ GPU_PLAN = {"mode": "gpu_numa", "npus": {},
 
 
 def make_root(tmp_path, affinity="0-3"):
-    root = tmp_path / "root"
-    (root / "proc").mkdir(parents=True)
-    (root / "proc" / "interrupts").write_text(INTERRUPTS)
-    for bus, irqs in MSI.items():
-        msi = root / "sys" / "bus" / "pci" / "devices" / bus / "msi_irqs"
-        msi.mkdir(parents=True)
-        for number in irqs:
-            (msi / str(number)).write_text("msi\n")
-            d = root / "proc" / "irq" / str(number)
-            d.mkdir(parents=True, exist_ok=True)
-            (d / "smp_affinity_list").write_text(affinity + "\n")
-    return str(root)
+    return str(irq_sandbox(tmp_path / "root", INTERRUPTS, MSI, affinity))
 
 
 def affinity(root, number):

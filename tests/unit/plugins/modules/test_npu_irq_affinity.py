@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from helpers import run_module
+from helpers import irq_sandbox, run_module
 
 pytestmark = pytest.mark.slow
 
@@ -27,16 +27,7 @@ DEFAULT_IRQBALANCE = "#IRQBALANCE_ONESHOT=\nIRQBALANCE_ARGS=\"--journal\"\n"
 
 
 def make_root(tmp_path):
-    root = tmp_path / "root"
-    (root / "proc").mkdir(parents=True)
-    (root / "proc" / "interrupts").write_text(INTERRUPTS)
-    for bus, irqs in MSI.items():
-        msi = root / "sys" / "bus" / "pci" / "devices" / bus / "msi_irqs"
-        msi.mkdir(parents=True)
-        for number in irqs:
-            (msi / str(number)).write_text("msi\n")
-            (root / "proc" / "irq" / str(number)).mkdir(parents=True)
-            (root / "proc" / "irq" / str(number) / "smp_affinity_list").write_text("0-3\n")
+    root = irq_sandbox(tmp_path / "root", INTERRUPTS, MSI)
     (root / "etc" / "default").mkdir(parents=True)
     (root / "etc" / "default" / "irqbalance").write_text(DEFAULT_IRQBALANCE)
     return root

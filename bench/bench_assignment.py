@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), ".cache", "collections"))
 
 from scipy.optimize import linear_sum_assignment  # noqa: E402
 
-from ansible_collections.npuops.fleet.plugins.module_utils import assignment  # noqa: E402
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import assignment
 
 
 def _median_seconds(func, repeat):

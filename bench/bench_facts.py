@@ -16,7 +16,8 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
 
-from ansible_collections.npuops.fleet.plugins.module_utils import hostio, snapshot, topology  # noqa: E402
+from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio, snapshot
+from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
 
 DELAY = 0.5
 ROUNDS = 3

@@ -19,8 +19,8 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
 sys.path.insert(0, os.path.join(REPO, "tests", "unit", "plugins", "module_utils", "cases"))
 
-from ansible_collections.npuops.fleet.plugins.module_utils import cpulist  # noqa: E402
-from ansible_collections.npuops.fleet.plugins.module_utils import plan as plan_mod  # noqa: E402
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan
 import cpu_hosts  # noqa: E402
 
 PLANS = 10000

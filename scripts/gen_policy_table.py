@@ -14,10 +14,11 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
 
-from ansible_collections.npuops.fleet.plugins.module_utils import cpulist, topology  # noqa: E402
-from ansible_collections.npuops.fleet.plugins.module_utils import plan as plan_mod  # noqa: E402
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError  # noqa: E402
-from ansible_collections.npuops.fleet.plugins.module_utils.hostio import SnapshotHostIO  # noqa: E402
+from ansible_collections.npuops.fleet.plugins.module_utils.host.hostio import SnapshotHostIO  # noqa: E402
 
 SNAPSHOTS = os.path.join(REPO, "tests", "snapshots")
 DOC = os.path.join(REPO, "docs", "policies.md")

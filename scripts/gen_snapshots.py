@@ -22,7 +22,8 @@ if not os.path.lexists(LINK):
     os.makedirs(os.path.dirname(LINK), exist_ok=True)
     os.symlink(os.path.join("..", "..", "..", ".."), LINK)
 
-from ansible_collections.npuops.fleet.plugins.module_utils import cpulist, snapshot  # noqa: E402
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.host import snapshot
 
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "real")
 OUT = os.path.join(REPO, "tests", "snapshots")
@@ -166,7 +167,7 @@ def a2_topo(affinity):
 
 def ascend_host(name, info, mapped, topo, lscpu, nodes, chip_nodes, device, arch="aarch64",
                 tools=None, irqbalance=True, online=None, topo_result=None, comment=None):
-    from ansible_collections.npuops.fleet.plugins.module_utils import npu_smi
+    from ansible_collections.npuops.fleet.plugins.module_utils.parse import npu_smi
     online = online or cpulist.format(c for v in nodes.values() for c in cpulist.parse(v))
     host = Host(name, arch, nodes, online, tools=tools if tools is not None else TOOLS_ALL,
                 irqbalance=irqbalance, comment=comment)

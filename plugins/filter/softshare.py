@@ -21,7 +21,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.npuops.fleet.plugins.module_utils import softshare as _softshare
+from ansible_collections.npuops.fleet.plugins.module_utils.softshare import core as _softshare
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.plugin_utils.ansible_data import to_plain
 

@@ -130,8 +130,8 @@ cpu_map:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.npuops.fleet.plugins.module_utils import cpumap
-from ansible_collections.npuops.fleet.plugins.module_utils import plan as plan_mod
+from ansible_collections.npuops.fleet.plugins.module_utils.render import cpumap
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan_mod
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 
 

@@ -102,7 +102,7 @@ irqbalance_stop_needed:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.npuops.fleet.plugins.module_utils import fileops, irq
+from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops, irq
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 
 

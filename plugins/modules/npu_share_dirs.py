@@ -116,7 +116,8 @@ import grp
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.npuops.fleet.plugins.module_utils import fileops, softshare
+from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
+from ansible_collections.npuops.fleet.plugins.module_utils.softshare import core as softshare
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, UnsafePathError
 
 RUNTIME_GROUP = "HwHiAiUser"

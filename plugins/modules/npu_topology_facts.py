@@ -116,7 +116,8 @@ snapshot_saved:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.npuops.fleet.plugins.module_utils import hostio, topology
+from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
+from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 
 

@@ -140,19 +140,18 @@ import re
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.npuops.fleet.plugins.module_utils import binder, cpulist, fileops
-from ansible_collections.npuops.fleet.plugins.module_utils import wrapper
+from ansible_collections.npuops.fleet.plugins.module_utils.standalone import binder
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
+from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 
-MODULE_UTILS = "ansible_collections.npuops.fleet.plugins.module_utils"
+STANDALONE = "ansible_collections.npuops.fleet.plugins.module_utils.standalone"
 
 
 def binder_script():
     """The binder's own source (the tested file) with this host's interpreter as shebang."""
-    source = pkgutil.get_data(MODULE_UTILS, "binder.py")
-    if source is None:  # pragma: no cover - every loader Ansible uses implements get_data
-        import inspect
-        source = inspect.getsource(binder).encode("utf-8")
+    source = pkgutil.get_data(STANDALONE, "binder.py")
     python = sys.executable if re.match(r"^/[A-Za-z0-9_./+-]+\Z", sys.executable or "") \
         else "/usr/bin/env python3"
     return "#!%s\n%s" % (python, source.decode("utf-8"))

@@ -17,9 +17,9 @@ __metaclass__ = type
 import json
 from collections import Counter, OrderedDict
 
-from ansible_collections.npuops.fleet.plugins.module_utils import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
-from ansible_collections.npuops.fleet.plugins.module_utils.plan import cpuset_hint
+from ansible_collections.npuops.fleet.plugins.module_utils.plan.dispatch import cpuset_hint
 from ansible_collections.npuops.fleet.plugins.plugin_utils import rail_majority
 
 REPORT_SCHEMA = 1

@@ -15,7 +15,7 @@ __metaclass__ = type
 import html
 from collections import OrderedDict
 
-from ansible_collections.npuops.fleet.plugins.module_utils import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.plugin_utils.fleet_report import (
     POLICIES, ROLES, SEVERITIES, cpu_ids, plural)
 

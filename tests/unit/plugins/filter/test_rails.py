@@ -8,7 +8,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.npuops.fleet.plugins.filter.rails import FilterModule, rail_check
-from ansible_collections.npuops.fleet.plugins.module_utils import gpu_plan
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import gpu as gpu_plan
 
 # real fixtures planned exactly as in the gpu_plan tests
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "module_utils"))

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from scipy.optimize import linear_sum_assignment
 
-from ansible_collections.npuops.fleet.plugins.module_utils import assignment
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import assignment
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 
 

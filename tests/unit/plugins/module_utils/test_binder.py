@@ -11,7 +11,7 @@ import time
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.npuops.fleet.plugins.module_utils import binder
+from ansible_collections.npuops.fleet.plugins.module_utils.standalone import binder
 
 BINDER = binder.__file__
 HAVE_TWO_CPUS = {0, 1} <= set(os.sched_getaffinity(0))

@@ -2,7 +2,7 @@
 """Role split and the plan entries of cpu_roles (their cpulist text: test_cpuset / test_cpulist)."""
 import pytest
 
-from ansible_collections.npuops.fleet.plugins.module_utils import cpu_roles
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 
 

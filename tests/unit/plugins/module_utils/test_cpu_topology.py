@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from helpers import FIXTURES, fixture_text
-from ansible_collections.npuops.fleet.plugins.module_utils import cpu_topology
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import cpu_topology
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 
 EVEN96 = ",".join(str(n) for n in range(0, 96, 2))

@@ -1,7 +1,7 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from ansible_collections.npuops.fleet.plugins.module_utils import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 
 

@@ -3,8 +3,8 @@
 import os
 import sys
 
-from ansible_collections.npuops.fleet.plugins.module_utils import cpumap
-from ansible_collections.npuops.fleet.plugins.module_utils import plan as plan_mod
+from ansible_collections.npuops.fleet.plugins.module_utils.render import cpumap
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan_mod
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "cases"))
 import cpu_hosts  # noqa: E402

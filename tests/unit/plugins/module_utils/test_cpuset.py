@@ -4,9 +4,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.npuops.fleet.plugins.module_utils import cpu_roles
-from ansible_collections.npuops.fleet.plugins.module_utils import cpulist
-from ansible_collections.npuops.fleet.plugins.module_utils import cpuset
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 
 PROPS = settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])

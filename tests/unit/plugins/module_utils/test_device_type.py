@@ -3,7 +3,7 @@
 import pytest
 
 from helpers import fixture_text
-from ansible_collections.npuops.fleet.plugins.module_utils import device_type, npu_smi
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type, npu_smi
 
 
 @pytest.mark.parametrize("name, kind", [

@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from helpers import fixture_text
-from ansible_collections.npuops.fleet.plugins.module_utils import cpulist, gpu_plan, nvidia_topo
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import gpu as gpu_plan
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import nvidia_topo
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 
 import test_nvidia_topo as fx

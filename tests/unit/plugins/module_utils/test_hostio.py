@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from ansible_collections.npuops.fleet.plugins.module_utils import hostio, snapshot
+from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio, snapshot
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import (
     NpuopsError, SnapshotError, UnsafePathError)
 

@@ -3,7 +3,7 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.npuops.fleet.plugins.module_utils import interrupts
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import interrupts
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 
 SAMPLE = """           CPU0       CPU1       CPU2       CPU3

@@ -6,7 +6,7 @@ import os
 import pytest
 from helpers import irq_sandbox
 
-from ansible_collections.npuops.fleet.plugins.module_utils import irq
+from ansible_collections.npuops.fleet.plugins.module_utils.apply import irq
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 
 NPU0_BUS, NPU1_BUS, NIC_BUS = "0000:c1:00.0", "0000:01:00.0", "0000:1a:00.0"
@@ -288,7 +288,9 @@ def test_atlas300_duo_snapshot_shared_irqs_applied_with_warnings(tmp_path):
     find the same IRQs; the lower logic id of each card keeps them (used to fail with
     "IRQ 1024: planned for two CPU sets (NPU1)")."""
     import shutil
-    from ansible_collections.npuops.fleet.plugins.module_utils import hostio, plan, topology
+    from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
+    from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan
+    from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
     topo = topology.gather(hostio.SnapshotHostIO(DUO_SNAPSHOT))
     assert [n["bus_id"] for n in topo["npus"]] == ["0000:3b:00.0"] * 2 + ["0000:86:00.0"] * 2
     real = plan.make_plan(topo)
@@ -308,7 +310,9 @@ def test_atlas300_duo_snapshot_shared_irqs_applied_with_warnings(tmp_path):
 def test_snapshot_host_sandbox(tmp_path):
     """Facts gathered from the A2 snapshot, plan from npu_cpu_plan, applied on a copy of its fs."""
     import shutil
-    from ansible_collections.npuops.fleet.plugins.module_utils import hostio, plan, topology
+    from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
+    from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan
+    from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
     topo = topology.gather(hostio.SnapshotHostIO(SNAPSHOT))
     real = plan.make_plan(topo)
     root = str(tmp_path / "fs")

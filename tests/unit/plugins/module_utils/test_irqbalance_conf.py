@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from helpers import REPO
-from ansible_collections.npuops.fleet.plugins.module_utils import irq, irqbalance_conf
+from ansible_collections.npuops.fleet.plugins.module_utils.apply import irq
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import irqbalance_conf
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "irqbalance")

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from helpers import FIXTURES, fixture_text
-from ansible_collections.npuops.fleet.plugins.module_utils import npu_smi
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import npu_smi
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 
 A2_BUS = ["0000:c1:00.0", "0000:c2:00.0", "0000:81:00.0", "0000:82:00.0",

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from helpers import fixture_text
-from ansible_collections.npuops.fleet.plugins.module_utils import nvidia_topo
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import nvidia_topo
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
-from ansible_collections.npuops.fleet.plugins.module_utils.hostio import HostIO
+from ansible_collections.npuops.fleet.plugins.module_utils.host.hostio import HostIO
 
 NV = "nvidia/"
 DELLA = NV + "della-a100-pcie_2gpu_old-format-mlx5-in-header_nvidia-smi-topo-m.txt"

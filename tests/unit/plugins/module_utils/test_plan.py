@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from ansible_collections.npuops.fleet.plugins.module_utils import plan as plan_mod
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan_mod
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, PlanError
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "cases"))
@@ -125,7 +125,8 @@ CPUSET_HINT = ("the facts were gathered in a cpuset of 1 CPU (Cpus_allowed_list 
 def test_plan_failing_in_a_cut_cpuset_says_what_to_do():
     """h100-cgroup was recorded inside a 1-CPU job cgroup: the plan names the GPU, the cpuset
     and both ways out; with allowed_cpus it plans."""
-    from ansible_collections.npuops.fleet.plugins.module_utils import hostio, topology
+    from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
+    from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
     topo = topology.gather(hostio.SnapshotHostIO(CGROUP_SNAPSHOT))
     for policy in plan_mod.POLICIES:
         with pytest.raises(PlanError) as err:

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings, HealthCheck
 from hypothesis import strategies as st
 
-from ansible_collections.npuops.fleet.plugins.module_utils import cpulist
-from ansible_collections.npuops.fleet.plugins.module_utils import plan as plan_mod
-from ansible_collections.npuops.fleet.plugins.module_utils import policy_strict as ps
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan_mod
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import strict as ps
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "cases"))

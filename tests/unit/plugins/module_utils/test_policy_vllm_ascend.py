@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from ansible_collections.npuops.fleet.plugins.module_utils import cpulist
-from ansible_collections.npuops.fleet.plugins.module_utils import plan as plan_mod
-from ansible_collections.npuops.fleet.plugins.module_utils import policy_vllm_ascend as va
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan_mod
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend as va
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "cases"))

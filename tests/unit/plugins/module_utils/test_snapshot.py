@@ -6,7 +6,7 @@ import pytest
 import yaml
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.npuops.fleet.plugins.module_utils import snapshot
+from ansible_collections.npuops.fleet.plugins.module_utils.host import snapshot
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import SnapshotError
 
 PRODUCT_SAMPLE = '''schema: 1

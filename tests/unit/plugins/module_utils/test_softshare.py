@@ -4,7 +4,7 @@
 
 import pytest
 
-from ansible_collections.npuops.fleet.plugins.module_utils import softshare
+from ansible_collections.npuops.fleet.plugins.module_utils.softshare import core as softshare
 
 
 def _npus(healths, dies_per_npu=1):

@@ -6,7 +6,8 @@ import os
 import pytest
 
 from helpers import SNAPSHOTS
-from ansible_collections.npuops.fleet.plugins.module_utils import hostio, topology
+from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
+from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 
 # host -> (arch, vendor, device_type, allowed, numa node count, threads/core, npus, gpus, nics,
@@ -68,7 +69,7 @@ def test_a2_real_capture_affinities_and_numa():
 
 def test_a2_snapshot_topo_and_lscpu_are_the_real_outputs_verbatim():
     from helpers import fixture_text
-    from ansible_collections.npuops.fleet.plugins.module_utils import snapshot
+    from ansible_collections.npuops.fleet.plugins.module_utils.host import snapshot
     cmds = snapshot.load(os.path.join(SNAPSHOTS, "a2-910b3x8"))["commands"]
     assert cmds["npu-smi info -t topo"]["stdout"] == fixture_text(
         "ascend/a2-910b3x8_npu-smi-info-t-topo.txt")

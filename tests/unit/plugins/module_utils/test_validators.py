@@ -1,7 +1,8 @@
 """Whole-string validators must not accept a trailing newline (Python's ``$`` does)."""
 import pytest
 
-from ansible_collections.npuops.fleet.plugins.module_utils import snapshot, wrapper
+from ansible_collections.npuops.fleet.plugins.module_utils.host import snapshot
+from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 
 

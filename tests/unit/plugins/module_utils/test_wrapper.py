@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ansible_collections.npuops.fleet.plugins.module_utils import wrapper
+from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 
 A2_PLAN = {
@@ -161,7 +161,9 @@ SNAPSHOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "snapshots"
 @pytest.mark.skipif(not os.path.isdir(SNAPSHOT), reason="tests/snapshots/a2-910b3x8 not built")
 def test_real_plan_from_snapshot(tmp_path):
     """The plan npu_cpu_plan really produces (it carries the visibility var in the instance env)."""
-    from ansible_collections.npuops.fleet.plugins.module_utils import hostio, plan, topology
+    from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
+    from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan
+    from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
     topo = topology.gather(hostio.SnapshotHostIO(SNAPSHOT))
     real = plan.make_plan(topo, instances=[{"name": "svc", "npus": [0, 2]}])
     v = wrapper.instance_view(real, "svc")

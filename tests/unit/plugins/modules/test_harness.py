@@ -77,7 +77,7 @@ def test_fixture_text_strips_the_source_line():
 
 
 def test_collection_is_importable_by_fqcn():
-    from ansible_collections.npuops.fleet.plugins.module_utils import cpulist
+    from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
     assert os.path.realpath(cpulist.__file__).startswith(os.path.realpath(REPO))
 
 

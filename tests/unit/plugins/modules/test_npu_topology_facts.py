@@ -6,7 +6,8 @@ import os
 import pytest
 
 from helpers import SNAPSHOTS, run_module, run_playbook
-from ansible_collections.npuops.fleet.plugins.module_utils import hostio, topology
+from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
+from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
 
 pytestmark = pytest.mark.slow
 

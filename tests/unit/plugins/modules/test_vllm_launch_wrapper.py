@@ -19,7 +19,7 @@ PLAN = {
                    "release": "1"}},
     "instances": {"svc": {"npus": [0, 1], "env": {}}},
 }
-BINDER_SOURCE = os.path.join(REPO, "plugins", "module_utils", "binder.py")
+BINDER_SOURCE = os.path.join(REPO, "plugins", "module_utils", "standalone", "binder.py")
 HOSTILE = ["$(touch /tmp/npuops-pwned-mod)", "it's", "a\nb", "`id`", "*", "-x"]
 
 pytestmark = pytest.mark.slow

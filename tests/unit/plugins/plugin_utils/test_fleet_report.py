@@ -399,7 +399,7 @@ def test_plan_failures_are_findings_not_crashes():
 
 def test_plan_failed_in_a_cut_cpuset_tells_how_to_fix_it():
     """Facts gathered inside a job's cgroup: the finding says so and how to get out of it."""
-    from ansible_collections.npuops.fleet.plugins.module_utils import plan
+    from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan
     from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
     facts = a2_facts("cut")
     facts["cpu"]["allowed"] = "0-7"
@@ -720,9 +720,9 @@ def test_svg_map_marks_overlap_and_cross_numa():
 def real_fleet():
     """{host: {facts, plan_strict, plan_vllm_ascend, plan_errors}} from tests/snapshots/."""
     topology = pytest.importorskip(
-        "ansible_collections.npuops.fleet.plugins.module_utils.topology")
-    plan = pytest.importorskip("ansible_collections.npuops.fleet.plugins.module_utils.plan")
-    hostio = pytest.importorskip("ansible_collections.npuops.fleet.plugins.module_utils.hostio")
+        "ansible_collections.npuops.fleet.plugins.module_utils.model.topology")
+    plan = pytest.importorskip("ansible_collections.npuops.fleet.plugins.module_utils.plan.dispatch")
+    hostio = pytest.importorskip("ansible_collections.npuops.fleet.plugins.module_utils.host.hostio")
     from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
     names = sorted(n for n in os.listdir(SNAPSHOTS)
                    if os.path.isfile(os.path.join(SNAPSHOTS, n, "snapshot.yml"))) \

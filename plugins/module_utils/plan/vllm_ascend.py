@@ -20,8 +20,8 @@ __metaclass__ = type
 
 from collections import defaultdict
 
-from ansible_collections.npuops.fleet.plugins.module_utils import cpu_roles
-from ansible_collections.npuops.fleet.plugins.module_utils import cpuset
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 
 TOPO_AFFINITY_MODE = "topo_affinity"

@@ -14,8 +14,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.npuops.fleet.plugins.module_utils import cpulist
-from ansible_collections.npuops.fleet.plugins.module_utils import cpuset
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 
 MIN_CPUS_PER_NPU = 5  # 2 IRQ + 1 main + 1 ACL + 1 release

@@ -21,8 +21,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.npuops.fleet.plugins.module_utils import cpu_roles
-from ansible_collections.npuops.fleet.plugins.module_utils import cpuset
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 
 NO_NODE = -1  # pseudo node when the host reports no NUMA layout

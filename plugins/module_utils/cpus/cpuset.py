@@ -22,7 +22,7 @@ __metaclass__ = type
 from bisect import bisect_left, bisect_right
 from itertools import chain
 
-from ansible_collections.npuops.fleet.plugins.module_utils import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 
 
 _INF = float("inf")

@@ -16,7 +16,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.npuops.fleet.plugins.module_utils import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 
 LEGEND = ("I=IRQ M=main A=ACL R=release W=950 worker U=UVB !=in two pools "
           ".=allowed, unused x=not allowed")

@@ -20,7 +20,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.npuops.fleet.plugins.module_utils import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 
 SRC_INFO = "npu-smi info"

@@ -19,7 +19,7 @@ import json
 import re
 import shlex
 
-from ansible_collections.npuops.fleet.plugins.module_utils import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.@-]+\Z")

@@ -15,16 +15,16 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.npuops.fleet.plugins.module_utils import (
-    cpu_topology, cpulist, device_type, interrupts, irqbalance_conf, npu_smi)
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import cpu_topology, device_type, interrupts, irqbalance_conf, npu_smi
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
 
 try:
-    from ansible_collections.npuops.fleet.plugins.module_utils import nvidia_topo
+    from ansible_collections.npuops.fleet.plugins.module_utils.parse import nvidia_topo
 except ImportError:  # pragma: no cover - shipped together; guarded for partial checkouts
     nvidia_topo = None
 try:
-    from ansible_collections.npuops.fleet.plugins.module_utils import softshare
+    from ansible_collections.npuops.fleet.plugins.module_utils.softshare import core as softshare
 except ImportError:  # pragma: no cover
     softshare = None
 

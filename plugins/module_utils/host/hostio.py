@@ -27,8 +27,8 @@ import socket
 import subprocess
 import threading
 
-from ansible_collections.npuops.fleet.plugins.module_utils import snapshot
-from ansible_collections.npuops.fleet.plugins.module_utils.fileops import check_components
+from ansible_collections.npuops.fleet.plugins.module_utils.host import snapshot
+from ansible_collections.npuops.fleet.plugins.module_utils.apply.fileops import check_components
 
 DEFAULT_TIMEOUT = 30
 

@@ -24,10 +24,11 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.npuops.fleet.plugins.module_utils import (
-    cpulist, fileops, interrupts, irqbalance_conf)
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import interrupts, irqbalance_conf
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
-from ansible_collections.npuops.fleet.plugins.module_utils.hostio import LiveHostIO
+from ansible_collections.npuops.fleet.plugins.module_utils.host.hostio import LiveHostIO
 
 IRQBALANCE_MODES = ("ban", "stop", "ignore")
 # RHEL/openEuler/Kylin read the first, Debian/Ubuntu the second (EnvironmentFile of the unit).

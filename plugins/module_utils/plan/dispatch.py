@@ -11,11 +11,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.npuops.fleet.plugins.module_utils import cpu_roles
-from ansible_collections.npuops.fleet.plugins.module_utils import cpulist
-from ansible_collections.npuops.fleet.plugins.module_utils import cpuset
-from ansible_collections.npuops.fleet.plugins.module_utils import policy_strict
-from ansible_collections.npuops.fleet.plugins.module_utils import policy_vllm_ascend
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import strict as policy_strict
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend as policy_vllm_ascend
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import gpu as gpu_plan
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
 
 POLICIES = ("strict", "vllm_ascend")
@@ -313,10 +314,6 @@ def _instances(plan, insts, env_name):
 
 
 def _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics):
-    try:
-        from ansible_collections.npuops.fleet.plugins.module_utils import gpu_plan
-    except ImportError:
-        raise PlanError("GPU planning is not available: plugins/module_utils/gpu_plan.py is missing")
     plan["mode"] = "gpu_numa"
     result = gpu_plan.plan_gpus(topology, nics=nics, allowed=allowed_cpus, reserved=reserved_cpus)
     gpus = result.get("gpus") or {}

@@ -20,7 +20,8 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.npuops.fleet.plugins.module_utils import assignment, cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import assignment
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, PlanError
 
 # Links at most this costly keep GPUDirect RDMA (NCCL's default GDR level is PXB).

@@ -9,7 +9,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export VENV := $(abspath $(VENV))
 
-.PHONY: help deps venv test check unit unit-fast py37 sanity lint molecule changelog bench demo demo-clean clean
+.PHONY: help deps venv test check unit unit-fast py37 sanity lint molecule docs changelog bench demo demo-clean clean
 
 help: ## list targets
 	@grep -E '^[a-z][a-z0-9-]*:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -20,16 +20,16 @@ deps: ## system packages (apt): shellcheck, sshd, chromium, numactl, debootstrap
 venv: ## .venv from requirements-dev.txt (rebuilt when it changes) + collection link
 	@scripts/ensure-venv.sh
 
-test: deps venv ## everything CI runs: py3.7 compile, pytest, ansible-test sanity, ansible-lint, molecule
-	@scripts/check.sh py37 unit sanity lint molecule
+test: deps venv ## everything CI runs: py3.7 compile, module docs, pytest, ansible-test sanity, ansible-lint, molecule
+	@scripts/check.sh py37 docs unit sanity lint molecule
 
 check: ## the gates of `make test` without deps/venv (GATES="unit lint" to pick)
 	@scripts/check.sh $(GATES)
 
-unit: venv ## pytest tests/unit (unit + slow module tests)
+unit: venv ## pytest tests/unit + tests/integration in one run (pure + ansible-playbook/ssh/browser tests)
 	@scripts/check.sh unit
 
-unit-fast: venv ## pytest without the slow ansible-playbook tests
+unit-fast: venv ## pytest tests/unit only (pure tests, no slow ones)
 	@$(PY) -m pytest tests/unit -q -m "not slow"
 
 py37: ## host-side code compiles on Python 3.7
@@ -43,6 +43,9 @@ lint: venv ## ansible-lint, production profile
 
 molecule: venv ## molecule scenarios default (local) and chroot (Debian bookworm, needs root)
 	@scripts/check.sh molecule
+
+docs: venv ## regenerate docs/modules/*.md from the modules' DOCUMENTATION/EXAMPLES/RETURN
+	@$(PY) scripts/gen_module_docs.py
 
 changelog: venv ## lint fragments, regenerate CHANGELOG.rst preview
 	@scripts/changelog.sh

@@ -17,11 +17,11 @@ import timeit
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
-sys.path.insert(0, os.path.join(REPO, "tests", "unit", "plugins", "module_utils", "cases"))
+sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
-from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan
-import cpu_hosts  # noqa: E402
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan_mod
+from npuops_testing import cpu_hosts  # noqa: E402
 
 PLANS = 10000
 

@@ -34,10 +34,10 @@ PKG = "ansible_collections.npuops.fleet.plugins."
 LEGACY = {
     "module_utils.host.hostio": "module_utils.hostio",
     "module_utils.model.topology": "module_utils.topology",
+    "module_utils.model.rules": "module_utils.softshare",
     "module_utils.plan.dispatch": "module_utils.plan",
     "module_utils.render.cpumap": "module_utils.cpumap",
     "module_utils.render.launch": "module_utils.wrapper",
-    "module_utils.softshare.capacity": "module_utils.softshare",
     "module_utils.softshare.plugin_config": "module_utils.softshare",
     "plugin_utils.report.analysis": "plugin_utils.fleet_report",
     "plugin_utils.report.markdown": "plugin_utils.report_markdown",
@@ -98,7 +98,8 @@ def dump_host(out, name, snap):
     dispatch = _load("module_utils.plan.dispatch")
     cpumap = _load("module_utils.render.cpumap")
     launch = _load("module_utils.render.launch")
-    capacity = _load("module_utils.softshare.capacity")
+    rules = _load("module_utils.model.rules")
+    capacity = getattr(rules, "softshare_capacity", None) or getattr(rules, "capacity")
     plugin_config = _load("module_utils.softshare.plugin_config")
 
     facts, err = _attempt(topology.gather, hostio.SnapshotHostIO(snap), timeout=30)
@@ -138,7 +139,7 @@ def dump_host(out, name, snap):
             _write(out, "%s/launch-%s.json" % (name, inst["name"]), _json(files))
     if facts.get("vendor") == "ascend" and facts.get("device_type"):
         soft = {
-            "capacity": _attempt(capacity.capacity, facts.get("npus") or [], facts["device_type"]),
+            "capacity": _attempt(capacity, facts.get("npus") or [], facts["device_type"]),
             "daemonset": _attempt(plugin_config.render_daemonset, "/var/lib/softshare",
                                   facts["device_type"], "26.0.0"),
             "labels": _attempt(plugin_config.render_node_labels, name,

@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
-from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan_mod
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError  # noqa: E402
 from ansible_collections.npuops.fleet.plugins.module_utils.host.hostio import SnapshotHostIO  # noqa: E402
 

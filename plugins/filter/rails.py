@@ -54,72 +54,7 @@ _value:
   type: dict
 """
 
-import json
-import re
-
-from ansible.errors import AnsibleFilterError
-
-from ansible_collections.npuops.fleet.plugins.plugin_utils import rail_majority
-
-
-def _natural(text):
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(text))]
-
-
-def _mapping(host, plan, key):
-    gpus = plan.get("gpus") if isinstance(plan, dict) else None
-    if not gpus:
-        return None
-    if not isinstance(gpus, dict):
-        raise AnsibleFilterError("rail_check: plan of %s: 'gpus' must be a dict" % host)
-    mapping = {}
-    for gpu, entry in gpus.items():
-        if not isinstance(entry, dict):
-            raise AnsibleFilterError("rail_check: plan of %s: GPU %s entry is not a dict"
-                                     % (host, gpu))
-        mapping[str(gpu)] = entry.get(key)
-    return mapping
-
-
-def _default_shape(mapping):
-    nics = set(nic for nic in mapping.values() if nic)
-    return "%d GPUs, %d NICs" % (len(mapping), len(nics))
-
-
-def rail_check(plans_by_host, shapes=None, key="nic"):
-    """Deviating hosts with the majority mapping of their group and per-GPU differences."""
-    if not isinstance(plans_by_host, dict):
-        raise AnsibleFilterError("rail_check: expects a dict {host: plan}, got %s"
-                                 % type(plans_by_host).__name__)
-    if shapes is not None and not isinstance(shapes, dict):
-        raise AnsibleFilterError("rail_check: shapes must be a dict {host: shape}")
-    if key not in ("nic", "nic_bus_id"):
-        raise AnsibleFilterError("rail_check: key must be 'nic' or 'nic_bus_id', got %r" % key)
-    groups = {}
-    for host in sorted(plans_by_host, key=_natural):
-        mapping = _mapping(host, plans_by_host[host], key)
-        if mapping is None:
-            continue
-        shape = (shapes or {}).get(host)
-        if shape is None:
-            shape = _default_shape(mapping)
-        group_key = json.dumps(shape, sort_keys=True, default=str)
-        groups.setdefault(group_key, (shape, []))[1].append((host, mapping))
-    result = {}
-    for shape, members in groups.values():
-        if len(members) < 2:
-            continue
-        majority, majority_count, tie = rail_majority.majority(m for _host, m in members)
-        for host, mapping in members:
-            if mapping == majority:
-                continue
-            differences = dict(
-                (gpu, {"expected": expected, "actual": actual})
-                for gpu, expected, actual in rail_majority.differences(mapping, majority, _natural))
-            result[host] = {"shape": shape, "majority": majority, "differences": differences,
-                            "group_hosts": len(members), "majority_hosts": majority_count,
-                            "tie": tie}
-    return result
+from ansible_collections.npuops.fleet.plugins.plugin_utils.rails import rail_check
 
 
 class FilterModule(object):

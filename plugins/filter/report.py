@@ -20,15 +20,11 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.npuops.fleet.plugins.plugin_utils import fleet_report as _report
-from ansible_collections.npuops.fleet.plugins.plugin_utils import report_html as _html
-from ansible_collections.npuops.fleet.plugins.plugin_utils import report_markdown as _markdown
 from ansible_collections.npuops.fleet.plugins.plugin_utils.ansible_data import to_plain
-
-try:
-    from ansible_collections.npuops.fleet.plugins.filter.rails import rail_check as _rail_check
-except ImportError:  # pragma: no cover - the report then compares the rails itself
-    _rail_check = None
+from ansible_collections.npuops.fleet.plugins.plugin_utils.rails import rail_check
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report import analysis as _report
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report import html as _html
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report import markdown as _markdown
 
 
 def fleet_report(hosts, rails=None):
@@ -39,10 +35,10 @@ def fleet_report(hosts, rails=None):
     if rails is not None and not isinstance(rails, dict):
         raise AnsibleFilterError("fleet_report: rails must be the rail_check result (a mapping)")
     hosts = to_plain(hosts)
-    if rails is None and _rail_check is not None:
+    if rails is None:
         plans = dict((name, (entry or {}).get("plan_strict") if isinstance(entry, dict) else None)
                      for name, entry in hosts.items())
-        rails = _rail_check(plans, shapes=_report.rail_shapes(hosts))
+        rails = rail_check(plans, shapes=_report.rail_shapes(hosts))
     return _report.build_report(hosts, None if rails is None else to_plain(rails))
 
 

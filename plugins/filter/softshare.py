@@ -21,7 +21,8 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.npuops.fleet.plugins.module_utils.softshare import core as _softshare
+from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
+from ansible_collections.npuops.fleet.plugins.module_utils.softshare import plugin_config, scheduler
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.plugin_utils.ansible_data import to_plain
 
@@ -34,7 +35,7 @@ def softshare_place(fleet_facts_by_host, allocations=None, job=None, rules="ship
     if job is None:
         _fail("softshare_place", "a job {aicore_quota, hbm_quota, policy, replicas} is required")
     try:
-        return _softshare.place(to_plain(fleet_facts_by_host), to_plain(allocations), to_plain(job),
+        return scheduler.place(to_plain(fleet_facts_by_host), to_plain(allocations), to_plain(job),
                                 rules=str(rules))
     except NpuopsError as err:
         _fail("softshare_place", err)
@@ -43,7 +44,7 @@ def softshare_place(fleet_facts_by_host, allocations=None, job=None, rules="ship
 def _npus_of(value):
     if isinstance(value, list):
         return value, None
-    topo = _softshare._topology_of(value) or {}
+    topo = scheduler.topology_of(value) or {}
     return topo.get("npus"), topo.get("device_type")
 
 
@@ -52,7 +53,7 @@ def _one_capacity(value, device_type, single_die_mode):
     if not isinstance(npus, list):
         raise AnsibleFilterError("softshare_capacity: expected npu_topology facts or their npus "
                                  "list, got %s" % type(value).__name__)
-    return _softshare.capacity(npus, device_type or found_type, single_die_mode)
+    return rules.softshare_capacity(npus, device_type or found_type, single_die_mode)
 
 
 def softshare_capacity(value, device_type=None, single_die_mode=True):
@@ -76,7 +77,7 @@ def softshare_daemonset(root, device_type, version, image=None, single_die_mode=
                         extra_args=None, log_level=0, namespace="kube-system",
                         root_parent_exists=None):
     try:
-        return _softshare.render_daemonset(
+        return plugin_config.render_daemonset(
             str(root), to_plain(device_type), str(version), image=image and str(image),
             single_die_mode=single_die_mode, extra_args=to_plain(extra_args),
             log_level=int(log_level), namespace=str(namespace),
@@ -86,8 +87,8 @@ def softshare_daemonset(root, device_type, version, image=None, single_die_mode=
 
 
 def softshare_node_labels(node_name, enable=True, extra=None):
-    labels = _softshare.node_labels(enable=bool(enable), extra=to_plain(extra or {}))
-    return _softshare.render_node_labels(str(node_name), labels)
+    labels = plugin_config.node_labels(enable=bool(enable), extra=to_plain(extra or {}))
+    return plugin_config.render_node_labels(str(node_name), labels)
 
 
 class FilterModule(object):

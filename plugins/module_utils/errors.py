@@ -3,8 +3,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The collection's own exceptions. Every one carries a message fit for a user.
 
-Modules catch ``NpuopsError`` and turn it into ``fail_json(msg=str(err))``: a bad input
-never reaches the user as a traceback.
+Every exception class of the collection is here and derives from ``NpuopsError``; the module
+runner (``apply/module_runner.py``) turns any of them into ``fail_json(msg=str(err))``, so a
+bad input never reaches the user as a traceback. The binder (``standalone/binder.py``) runs
+without the collection and keeps its own ``BindError``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,13 +18,17 @@ class NpuopsError(Exception):
     """Base class: ``str(err)`` is the complete user-facing message."""
 
 
-class ParseError(NpuopsError):
-    """Text from a named source (a command, a file) could not be understood."""
+class InputError(NpuopsError):
+    """An input from a named source is wrong: ``<source>: <msg>``."""
 
     def __init__(self, source, msg):
         self.source = source
         self.msg = msg
-        super(ParseError, self).__init__("%s: %s" % (source, msg))
+        super(InputError, self).__init__("%s: %s" % (source, msg))
+
+
+class ParseError(InputError):
+    """Text from a named source (a command, a file) could not be understood."""
 
 
 class PlanError(NpuopsError):
@@ -52,14 +58,39 @@ class PlanError(NpuopsError):
         self.args = ("%s; %s" % (base, hint),) + tuple(self.args[1:])
 
 
-class UnsafePathError(NpuopsError):
+class UnsafePathError(InputError):
     """A path we were asked to create or write is unsafe (symlink, '..', relative)."""
 
     def __init__(self, path, msg):
+        super(UnsafePathError, self).__init__("refusing path %s" % (path,), msg)
         self.path = path
-        self.msg = msg
-        super(UnsafePathError, self).__init__("refusing path %s: %s" % (path, msg))
 
 
 class SnapshotError(NpuopsError):
     """A host snapshot directory is missing or malformed."""
+
+
+class GpuPlanError(PlanError):
+    """A GPU plan cannot be made; names the GPU (``GPU 3: ...``) when one is at fault."""
+
+    def __init__(self, reason, gpu=None, cpu_shortage=False):
+        super(GpuPlanError, self).__init__(reason, cpu_shortage=cpu_shortage)
+        self.npu = gpu
+        self.gpu = gpu
+        if gpu is not None:
+            self.args = ("GPU %s: %s" % (gpu, reason),)
+
+    def __str__(self):
+        return self.args[0]
+
+
+class SoftShareError(InputError):
+    """A soft-share input (job, allocation, plugin configuration) is invalid."""
+
+
+class IrqError(NpuopsError):
+    """IRQ affinity cannot be applied; the message names the IRQ or file and why."""
+
+
+class WrapperError(NpuopsError):
+    """A wrapper or unit cannot be rendered from these inputs; the message says why."""

@@ -22,7 +22,7 @@ description:
   - Pure computation, nothing on the host changes; C(changed) is always false.
 options:
   topology:
-    description: The facts C(ansible_facts['npu_topology']).
+    description: The facts C(ansible_facts['npu_topology']) of M(npuops.fleet.npu_topology_facts).
     type: dict
     required: true
   policy:
@@ -41,7 +41,8 @@ options:
   instances:
     description:
       - vLLM instances, each C({name, npus}); the plan gets per instance the union of its NPUs'
-        main CPUs and pools. An NPU may belong to one instance only.
+        main CPUs and pools, and an C(env) with C(ASCEND_RT_VISIBLE_DEVICES) (C(CUDA_VISIBLE_DEVICES)
+        on NVIDIA hosts) naming its devices. An NPU may belong to one instance only.
     type: list
     elements: dict
   device_type:
@@ -49,10 +50,15 @@ options:
     type: str
     choices: [A2, A3, A5, 310P, 910A, unknown]
   allowed_cpus:
-    description: Cpulist overriding the facts' C(cpu.allowed), for example the cpuset of the container to launch.
+    description:
+      - Cpulist overriding the facts' C(cpu.allowed), for example the cpuset of the container to
+        launch.
+      - Without it, a plan that runs out of CPUs while the facts' C(cpu.allowed) is smaller than
+        the host (facts gathered inside a job's cgroup) fails with a message that says so; gather
+        the facts outside the cgroup, or pass O(allowed_cpus).
     type: str
   reserved_cpus:
-    description: Cpulist kept out of every pool, for example CPUs for the OS.
+    description: Cpulist kept out of every pool, for example CPUs for the OS or other services.
     type: str
   nics:
     description: NVIDIA hosts, RDMA NIC names the GPU pairing may use (default all).
@@ -70,6 +76,17 @@ attributes:
   diff_mode:
     support: N/A
     details: Nothing on the host changes.
+notes:
+  - "A plan that cannot be made fails with a message naming the NPU and the reason, for example
+    C(npu_cpu_plan: NPU 1: The number of CPUs is insufficient. Each NPU requires at least 5 CPUs.)"
+  - Where binding does not apply the plan has C(skipped=true) and a C(reason).
+  - Under C(policy=vllm_ascend) the two services of the RV(cpu_map) sample (NPU0 and NPU2 in a
+    container with cpuset 144-191) get 144-155 and 156-167, and CPUs 168-191 stay unused; the
+    strict plan gives them 144-167 and 168-191.
+seealso:
+  - module: npuops.fleet.npu_topology_facts
+  - module: npuops.fleet.npu_irq_affinity
+  - module: npuops.fleet.vllm_launch_wrapper
 author:
   - npuops.fleet contributors (@npuops)
 '''
@@ -78,7 +95,7 @@ EXAMPLES = r'''
 - name: Gather the topology
   npuops.fleet.npu_topology_facts:
 
-- name: Plan CPU pools for two vLLM instances (strict policy)
+- name: Plan CPU pools for two vLLM instances (strict policy), keep CPUs 0-1 for the OS
   npuops.fleet.npu_cpu_plan:
     topology: "{{ ansible_facts['npu_topology'] }}"
     instances:
@@ -92,6 +109,14 @@ EXAMPLES = r'''
     topology: "{{ ansible_facts['npu_topology'] }}"
     policy: vllm_ascend
   register: predicted
+
+- name: What will vllm-ascend's own binding do in a container with cpuset 144-191 on NPU0?
+  npuops.fleet.npu_cpu_plan:
+    topology: "{{ ansible_facts['npu_topology'] }}"
+    policy: vllm_ascend
+    allowed_cpus: "144-191"
+    npus: [0]
+  register: predicted_container
 
 - name: Show the CPU map
   ansible.builtin.debug:
@@ -111,11 +136,14 @@ plan:
     reason: {description: Why the plan is skipped., type: str}
     numa_nodes: {description: The host's NUMA nodes (id to cpulist)., type: dict}
     npus:
-      description: Per logic NPU id, C(pool), C(pool_order) (positional order), C(numa_nodes),
-        C(irq), C(main), C(acl), C(release); strict adds C(home_node) and C(locality).
+      description:
+        - Per logic NPU id, C(pool), C(pool_order) (positional order), C(numa_nodes),
+          C(irq), C(main), C(acl), C(release); strict adds C(home_node) and C(locality).
+        - The sample is NPU0 of the RV(cpu_map) sample.
       type: dict
       sample: {"0": {"pool": "144-167", "pool_order": "144-167", "numa_nodes": [3], "irq": "144-145",
-               "main": "146-165", "acl": "166", "release": "167"}}
+               "main": "146-165", "acl": "166", "release": "167", "home_node": 3,
+               "locality": "affinity"}}
     instances: {description: 'Per instance its npus, main, pool, numa_nodes and env.', type: dict}
     gpus: {description: 'Per GPU pool, numa_node, nic and link (NVIDIA).', type: dict}
     env: {description: Node-wide launch environment (NVIDIA)., type: dict}
@@ -123,45 +151,51 @@ plan:
     log: {description: The plan log (vllm_ascend - the lines each worker would print)., type: list}
     warnings: {description: Things to look at., type: list}
 cpu_map:
-  description: ASCII CPU map of the plan (a row per NUMA node, a row per NPU with its roles).
+  description:
+    - ASCII CPU map of the plan (a row per NUMA node, a row per NPU with its roles).
+    - The sample is the strict plan of an A2 host (Kunpeng 920, 4 x 48 CPUs, 8 x 910B) in a
+      container with cpuset 144-191, NPU0 and NPU2 (affinity 144-167) as two independent services.
   returned: success
   type: str
+  sample: |-
+    CPU map: policy strict, mode topo_affinity
+    I=IRQ M=main A=ACL R=release W=950 worker U=UVB !=in two pools .=allowed, unused x=not allowed
+    node 0   0-47     xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+    node 1   48-95    xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+    node 2   96-143   xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+    node 3   144-191  IIMMMMMMMMMMMMMMMMMMMMARIIMMMMMMMMMMMMMMMMMMMMAR
+    NPU0     144-167  node 3   IIMMMMMMMMMMMMMMMMMMMMAR
+    NPU2     168-191  node 3   IIMMMMMMMMMMMMMMMMMMMMAR
 '''
 
-from ansible.module_utils.basic import AnsibleModule
-
+from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
+from ansible_collections.npuops.fleet.plugins.module_utils.parse.device_type import TYPES as DEVICE_TYPES
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch
 from ansible_collections.npuops.fleet.plugins.module_utils.render import cpumap
-from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan_mod
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
+
+
+def plan_host(module):
+    params = module.params
+    plan = dispatch.make_plan(
+        params["topology"], policy=params["policy"], npus=params["npus"],
+        instances=params["instances"], device_type=params["device_type"],
+        allowed_cpus=params["allowed_cpus"], reserved_cpus=params["reserved_cpus"],
+        nics=params["nics"] if params["nics"] is not None else params["nics_regex"])
+    return dict(changed=False, plan=plan, cpu_map=cpumap.render_text(plan, params["topology"]))
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            topology=dict(type="dict", required=True),
-            policy=dict(type="str", default="strict", choices=["strict", "vllm_ascend"]),
-            npus=dict(type="list", elements="int"),
-            instances=dict(type="list", elements="dict"),
-            device_type=dict(type="str", choices=list(plan_mod.DEVICE_TYPES)),
-            allowed_cpus=dict(type="str"),
-            reserved_cpus=dict(type="str"),
-            nics=dict(type="list", elements="str"),
-            nics_regex=dict(type="str"),
-        ),
-        mutually_exclusive=[("nics", "nics_regex")],
-        supports_check_mode=True,
-    )
-    params = module.params
-    try:
-        plan = plan_mod.make_plan(
-            params["topology"], policy=params["policy"], npus=params["npus"],
-            instances=params["instances"], device_type=params["device_type"],
-            allowed_cpus=params["allowed_cpus"], reserved_cpus=params["reserved_cpus"],
-            nics=params["nics"] if params["nics"] is not None else params["nics_regex"])
-        text = cpumap.render_text(plan, params["topology"])
-    except NpuopsError as err:
-        module.fail_json(msg="npu_cpu_plan: %s" % err)
-    module.exit_json(changed=False, plan=plan, cpu_map=text)
+    run(dict(
+        topology=dict(type="dict", required=True),
+        policy=dict(type="str", default="strict", choices=list(dispatch.POLICIES)),
+        npus=dict(type="list", elements="int"),
+        instances=dict(type="list", elements="dict"),
+        device_type=dict(type="str", choices=list(DEVICE_TYPES)),
+        allowed_cpus=dict(type="str"),
+        reserved_cpus=dict(type="str"),
+        nics=dict(type="list", elements="str"),
+        nics_regex=dict(type="str"),
+    ), plan_host, prefix="npu_cpu_plan: ", mutually_exclusive=[("nics", "nics_regex")])
 
 
 if __name__ == "__main__":

@@ -13,25 +13,36 @@ short_description: Put NPU (and paired NIC) IRQs on the planned IRQ CPUs and kee
 version_added: 0.1.0
 description:
   - For each planned NPU, finds its C(sq_send_trigger_irq) and C(cq_update_irq) by name (from
-    the facts C(npus[].irqs), else its PCI device's C(msi_irqs) and C(/proc/interrupts)) and
-    writes C(/proc/irq/N/smp_affinity_list) = the plan's first IRQ CPU (SQ) and second (CQ),
-    only where the current value differs.
-  - On GPU hosts (plan mode C(gpu_numa)) the paired NIC's C(mlx5_comp*) IRQs are spread
-    round-robin over the GPU pool; a NIC shared by several GPUs follows the lowest GPU.
-  - Ascend 950 has no IRQ roles; the module skips it and says so.
-  - Two planned NPUs that resolve to the same IRQ (two chips behind one PCI function, as
-    npu-smi reports an Atlas 300I Duo card) do not fail the task; the lower logic id keeps the
-    IRQ and a warning names the IRQ and both NPUs.
+    the facts C(npus[].irqs.sq) / C(.cq) when present, else the first of its PCI device's
+    C(/sys/bus/pci/devices/<bus_id>/msi_irqs/) named so in C(/proc/interrupts)) and writes
+    C(/proc/irq/N/smp_affinity_list) = the plan's first IRQ CPU (C(npus[n].irq), SQ) and second
+    (CQ), only where the current value differs. vllm-ascend assumes CQ = SQ + 1; real hosts put
+    other vectors in between, so the name decides.
+  - On GPU hosts (plan mode C(gpu_numa)) the paired NIC's C(mlx5_comp*) completion IRQs (found by
+    C(@pci:<bus id>) in the name, else by the NIC's C(msi_irqs)) are spread round-robin over the
+    GPU's pool, one CPU each; a NIC shared by several GPUs follows the lowest-numbered GPU's pool.
+  - Ascend 950 has no IRQ roles in its plan (vllm-ascend skips IRQ binding there too); the module
+    returns RV(skipped) (C(IRQ binding skipped on Ascend 950 ...)) and changes nothing.
+  - Two planned NPUs that resolve to the same IRQ (npu-smi reports one Bus-Id for both 310P chips
+    of an Atlas 300I Duo card, so both find the card's C(msi_irqs)) do not fail the task; the lower
+    logic id keeps the IRQ and a warning names the IRQ and both NPUs.
   - Every affinity file is read and every needed write checked before the first write; when
-    C(/proc/irq) is not writable (a container) the module fails with a message and writes
-    nothing. A failed write restores the IRQs already written.
+    C(/proc/irq) is not writable (a container without C(--privileged)) the module fails with a
+    message and writes nothing. If the kernel refuses a write (C(ENOSPC) when a CPU's vectors
+    are exhausted, C(EIO) on a managed IRQ) the IRQs already written are restored and the task
+    fails naming the IRQ.
+  - irqbalance rewrites C(smp_affinity) of every IRQ it balances, so a manual setting does not
+    last while it runs (irqbalance issues
+    L(246,https://github.com/Irqbalance/irqbalance/issues/246) and
+    L(297,https://github.com/Irqbalance/irqbalance/issues/297)); O(irqbalance) says how it is kept off
+    these IRQs.
 options:
   plan:
-    description: The plan from M(npuops.fleet.npu_cpu_plan).
+    description: The C(plan) returned by M(npuops.fleet.npu_cpu_plan).
     type: dict
     required: true
   topology:
-    description: The facts C(ansible_facts['npu_topology']) (bus ids, IRQs, NICs, irqbalance).
+    description: The facts C(ansible_facts['npu_topology']) (bus ids, C(npus[].irqs), C(nics), C(irqbalance)).
     type: dict
   npus:
     description: Only these planned devices (NPU logic ids or GPU indexes). Default all.
@@ -39,23 +50,44 @@ options:
     elements: int
   irqbalance:
     description:
-      - V(ban) keeps irqbalance running and adds C(--banirq=N) for these IRQs to
-        C(IRQBALANCE_ARGS) in C(/etc/sysconfig/irqbalance) or C(/etc/default/irqbalance),
-        keeping every other line and option; RV(irqbalance_restart_needed) tells the role to
-        restart it.
-      - V(stop) returns RV(irqbalance_stop_needed) so the role stops and disables the service.
-      - V(ignore) leaves irqbalance alone (it may move the IRQs again).
+      - V(ban) keeps irqbalance running for every other IRQ and adds C(--banirq=N) for each of
+        these IRQs to C(IRQBALANCE_ARGS) in the host's irqbalance environment file,
+        C(/etc/sysconfig/irqbalance) (RHEL, openEuler, Kylin) or C(/etc/default/irqbalance)
+        (Debian, Ubuntu), whichever exists (else by which C(/etc) directory exists); both are the
+        unit's C(EnvironmentFile). Every other line and every other option is kept; the file is
+        written atomically. RV(irqbalance_restart_needed) tells the role to restart it.
+      - V(stop) writes nothing and returns RV(irqbalance_stop_needed) so the role stops and
+        disables the service (vllm-ascend's own behaviour, minus its never restarting it).
+      - V(ignore) leaves irqbalance alone; a warning says it may move the IRQs again.
     type: str
     choices: [ban, stop, ignore]
     default: ban
-extends_documentation_fragment:
-  - npuops.fleet.attributes
-  - npuops.fleet.host_root
 attributes:
   check_mode:
     support: full
+    details: Writes nothing and warns when a real run would find C(/proc/irq) not writable.
   diff_mode:
     support: full
+    details: Shows every IRQ's affinity list before and after, and the irqbalance file's diff.
+extends_documentation_fragment:
+  - npuops.fleet.attributes
+  - npuops.fleet.host_root
+notes:
+  - "With O(irqbalance=ban) a marker line C(# npuops.fleet banned IRQs: ...) in the irqbalance
+    file remembers which bans are ours, so IRQs that left the plan are unbanned on the next full
+    run (with O(npus) set, earlier bans are kept)."
+  - C(IRQBALANCE_BANNED_CPULIST) is not used; banning CPUs would make irqbalance move our IRQs
+    I(off) the IRQ CPUs.
+  - RV(irqbalance_restart_needed) is true when the config changed and irqbalance is not known to
+    be inactive.
+  - Only plain IRQ numbers are ever written; an C(msi_irqs) entry or facts value that is not a
+    decimal number, or a PCI bus id not of the form C(0000:c1:00.0), fails the task. Paths
+    through a symlink or with C(..) are refused.
+  - A shared IRQ warns, for example that IRQ 1024 is shared by NPU0 (sq) and NPU1 (sq), stays
+    with NPU0 on CPU 0, and that NPU1's IRQ CPU 64 is not used for it.
+seealso:
+  - module: npuops.fleet.npu_cpu_plan
+  - module: npuops.fleet.npu_topology_facts
 author:
   - npuops.fleet contributors (@npuops)
 '''
@@ -67,6 +99,21 @@ EXAMPLES = r'''
     topology: "{{ ansible_facts['npu_topology'] }}"
   register: npu_irq
   notify: npuops restart irqbalance
+
+- name: Restart irqbalance so the bans apply (without a handler)
+  ansible.builtin.systemd_service:
+    name: irqbalance
+    state: restarted
+  when: npu_irq.irqbalance_restart_needed
+
+# On an A2 host where NPU0's sq_send_trigger_irq is IRQ 100 and its cq_update_irq is IRQ 102
+# (IRQ 101 is another vector of the same device), with the plan's npus["0"].irq "2-3":
+#   changed_irqs:
+#     - "100 (NPU0 sq): 0-3 -> 2"
+#     - "102 (NPU0 cq): 0-3 -> 3"
+# and /etc/default/irqbalance gains:
+#   # npuops.fleet banned IRQs: 100 102
+#   IRQBALANCE_ARGS="--journal --banirq=100 --banirq=102"
 '''
 
 RETURN = r'''
@@ -77,7 +124,8 @@ irqs:
   elements: dict
   sample: [{irq: 123, device: NPU0, role: sq, before: "0-191", after: "144", changed: true}]
 changed_irqs:
-  description: C(IRQ old->new) for each IRQ changed (or to change, in check mode).
+  description: "One line per IRQ changed (or to change, in check mode): the IRQ, its device and role, the
+    affinity before and after."
   returned: always
   type: list
   elements: str
@@ -92,7 +140,7 @@ irqbalance_config:
   type: str
   sample: /etc/default/irqbalance
 irqbalance_restart_needed:
-  description: The irqbalance config changed; restart irqbalance.
+  description: The irqbalance config changed (and irqbalance is not known to be inactive); restart irqbalance.
   returned: always
   type: bool
 irqbalance_stop_needed:
@@ -101,9 +149,9 @@ irqbalance_stop_needed:
   type: bool
 '''
 
-from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops, irq
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
+from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
+from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import host_path
 
 
 def irqbalance_step(p, irqs, check_mode):
@@ -112,37 +160,24 @@ def irqbalance_step(p, irqs, check_mode):
     if p["irqbalance"] != "ban" or not irqs or state.get("installed") is False:
         return None, None
     path = irq.irqbalance_config_path(p["host_root"])
-    current = fileops.read_text(fileops.host_path(p["host_root"], path))
+    current = fileops.read_text(host_path(p["host_root"], path))
     text = irq.render_irqbalance_config(current, irqs, keep_previous=p["npus"] is not None,
                                         source=path)
     return path, fileops.ensure_file(p["host_root"], path, text, check_mode=check_mode,
                                      create_parents=True)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            plan=dict(type="dict", required=True),
-            topology=dict(type="dict"),
-            npus=dict(type="list", elements="int"),
-            irqbalance=dict(type="str", choices=["ban", "stop", "ignore"], default="ban"),
-            host_root=dict(type="path", default="/"),
-        ),
-        supports_check_mode=True,
-    )
+def pin_irqs(module):
     p = module.params
     state = (p["topology"] or {}).get("irqbalance") or {}
-    try:
-        targets, skipped, warnings = irq.plan_targets(p["plan"], p["topology"], p["host_root"],
-                                                      p["npus"])
-        # Validate the irqbalance file before touching any IRQ (nothing half-done).
-        numbers = sorted(set(t["irq"] for t in targets))
-        if p["irqbalance"] == "ban" and numbers:
-            irqbalance_step(p, numbers, check_mode=True)
-        results = irq.apply_targets(targets, p["host_root"], module.check_mode)
-        config_path, config = irqbalance_step(p, numbers, module.check_mode)
-    except (NpuopsError, ValueError, IOError, OSError) as err:
-        module.fail_json(msg=str(err))
+    targets, skipped, warnings = irq.plan_targets(p["plan"], p["topology"], p["host_root"],
+                                                  p["npus"])
+    # Validate the irqbalance file before touching any IRQ (nothing half-done).
+    numbers = sorted(set(t["irq"] for t in targets))
+    if p["irqbalance"] == "ban" and numbers:
+        irqbalance_step(p, numbers, check_mode=True)
+    results = irq.apply_targets(targets, p["host_root"], module.check_mode)
+    config_path, config = irqbalance_step(p, numbers, module.check_mode)
     if module.check_mode:
         blocked = irq.blocked_irqs([r for r in results if r["changed"]], p["host_root"])
         if blocked:
@@ -150,12 +185,18 @@ def main():
                             "write nothing" % ", ".join(str(b) for b in blocked))
     if p["irqbalance"] == "ignore" and state.get("active"):
         warnings.append("irqbalance is running and may move these IRQs again (irqbalance: ignore)")
-    for warning in warnings:
-        module.warn(warning)
     changed_irqs = ["%d (%s %s): %s -> %s" % (r["irq"], r["device"], r["role"], r["before"],
                                               r["after"]) for r in results if r["changed"]]
     config_changed = bool(config and config["changed"])
-    result = dict(
+    before = "".join("IRQ %d (%s %s): %s\n" % (r["irq"], r["device"], r["role"], r["before"])
+                     for r in results)
+    after = "".join("IRQ %d (%s %s): %s\n" % (r["irq"], r["device"], r["role"], r["after"])
+                    for r in results)
+    diff = [{"before_header": "/proc/irq/*/smp_affinity_list",
+             "after_header": "/proc/irq/*/smp_affinity_list", "before": before, "after": after}]
+    if config_changed:
+        diff.append(config["diff"])
+    return dict(
         changed=bool(changed_irqs) or config_changed,
         irqs=results,
         changed_irqs=changed_irqs,
@@ -164,18 +205,19 @@ def main():
         irqbalance_restart_needed=config_changed and state.get("active") is not False,
         irqbalance_stop_needed=p["irqbalance"] == "stop" and bool(targets)
         and state.get("active") is not False,
+        warnings=warnings,
+        diff=diff,
     )
-    if module._diff:
-        before = "".join("IRQ %d (%s %s): %s\n" % (r["irq"], r["device"], r["role"], r["before"])
-                         for r in results)
-        after = "".join("IRQ %d (%s %s): %s\n" % (r["irq"], r["device"], r["role"], r["after"])
-                        for r in results)
-        result["diff"] = [{"before_header": "/proc/irq/*/smp_affinity_list",
-                           "after_header": "/proc/irq/*/smp_affinity_list",
-                           "before": before, "after": after}]
-        if config_changed:
-            result["diff"].append(config["diff"])
-    module.exit_json(**result)
+
+
+def main():
+    run(dict(
+        plan=dict(type="dict", required=True),
+        topology=dict(type="dict"),
+        npus=dict(type="list", elements="int"),
+        irqbalance=dict(type="str", choices=["ban", "stop", "ignore"], default="ban"),
+        host_root=dict(type="path", default="/"),
+    ), pin_irqs)
 
 
 if __name__ == "__main__":

@@ -16,18 +16,22 @@ description:
     directory C(<root>/<phy_id>) per physical chip (die on Atlas A3 with single-die mode). This is
     the RFC's C(/share_device/{deviceId}); the shipped plugin creates C(<root>/<phy>/<die>) files
     inside them on demand and mounts each into the container at C(/dev/shm/<die>).
-  - Creates C(/etc/enpu/) (the plugin writes each vNPU's C(npu_info.config) below it),
-    C(/etc/vnpu.cfg) as an empty file when absent (the DaemonSet mounts it as hostPath type C(File);
-    an existing file is never rewritten) and C(/var/log/mindx-dl/devicePlugin) mode 0750.
-  - Refuses a root that is or passes through a symlink, or contains C(..); the root's parent
-    must exist (the plugin checks it). Everything is validated before anything is created.
+  - Creates C(/etc/enpu/) (mode 0755; the plugin writes each vNPU's C(npu_info.config) below it),
+    C(/etc/vnpu.cfg) as an empty file (mode 0644) when absent (the DaemonSet mounts it as hostPath
+    type C(File); an existing file is never rewritten) and C(/var/log/mindx-dl/devicePlugin) mode 0750.
+  - Every path is checked first - no symlink on the way, no C(..), the right file type, the root's
+    parent exists (the plugin checks it) - so a refused run changes nothing.
+  - See C(docs/softshare.md) for why each path exists.
 options:
   root:
-    description: The soft-share root, for example C(/share_device). Absolute; its parent must exist.
+    description: The soft-share root (C(-softShareDevConfigDir)), for example C(/share_device). Absolute; its parent must exist.
     type: path
     required: true
   topology:
-    description: The facts C(ansible_facts['npu_topology']); one directory per NPU entry's C(phy_id).
+    description:
+      - The facts C(ansible_facts['npu_topology']); one directory per NPU entry's C(phy_id) (its
+        logic id when the physical id is unknown).
+      - Exactly one of O(topology) and O(chips).
     type: dict
   chips:
     description: Physical chip ids instead of O(topology).
@@ -44,21 +48,35 @@ options:
         host, else C(root).
     type: str
   mode:
-    description: Mode of the root and the chip directories (octal string).
+    description:
+      - Mode of the root and the chip directories (octal string).
+      - The default lets the runtime group traverse and read; the plugin, as root, writes.
     type: str
     default: '0750'
   prune:
-    description: Remove C(<root>/<number>) directories of chips that are gone, only when empty.
+    description:
+      - Remove C(<root>/<number>) directories of chips that are gone, only when empty.
+      - Non-empty ones are left in place, reported in RV(kept) with a warning.
     type: bool
     default: false
-extends_documentation_fragment:
-  - npuops.fleet.attributes
-  - npuops.fleet.host_root
 attributes:
   check_mode:
     support: full
+    details: Reports the same C(changed) and RV(created) without touching the host.
   diff_mode:
     support: full
+    details: One C(diff) entry per path created or changed, and per directory removed by O(prune).
+extends_documentation_fragment:
+  - npuops.fleet.attributes
+  - npuops.fleet.host_root
+notes:
+  - The module is idempotent; a second run reports C(changed=false).
+  - "Errors name the path and the problem, for example
+    C(refusing path /share_device: /share_device is a symlink), or
+    C(root /missing/share_device: parent directory /missing does not exist) adding that the device
+    plugin requires it."
+seealso:
+  - module: npuops.fleet.npu_topology_facts
 author:
   - npuops.fleet contributors (@npuops)
 '''
@@ -115,10 +133,11 @@ group:
 import grp
 import os
 
-from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
-from ansible_collections.npuops.fleet.plugins.module_utils.softshare import core as softshare
+from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, UnsafePathError
+from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import host_path
+from ansible_collections.npuops.fleet.plugins.module_utils.softshare import host_dirs
 
 RUNTIME_GROUP = "HwHiAiUser"
 
@@ -131,35 +150,18 @@ def default_group():
         return "root"
 
 
-FIXED_DIRS = ("/etc/enpu", "/var/log/mindx-dl", "/var/log/mindx-dl/devicePlugin")
-VNPU_CFG = "/etc/vnpu.cfg"
-
-
-def precheck(host_root, dirs, files):
+def precheck(host_root, entries):
     """Refuse symlinks, '..' and wrong file types on every path before anything is created."""
-    for path, want_dir in [(d, True) for d in dirs] + [(f, False) for f in files]:
-        real = fileops.host_path(host_root, path)
-        if os.path.lexists(real) and os.path.isdir(real) != want_dir:
-            raise UnsafePathError(path, "exists and is not a %s" % ("directory" if want_dir
+    for kind, path, _mode, _owner, _group in entries:
+        real = host_path(host_root, path)
+        if os.path.lexists(real) and os.path.isdir(real) != (kind == "dir"):
+            raise UnsafePathError(path, "exists and is not a %s" % ("directory" if kind == "dir"
                                                                     else "regular file"))
-
-
-def chip_ids(params):
-    if params["chips"] is not None:
-        chips = params["chips"]
-    else:
-        npus = (params["topology"] or {}).get("npus") or []
-        chips = [softshare.chip_id(n) for n in npus if isinstance(n, dict)]
-        if not chips or any(c is None for c in chips):
-            raise NpuopsError("topology: no NPU with a phy_id or logic_id to create directories for")
-    if any(not isinstance(c, int) or c < 0 for c in chips):
-        raise NpuopsError("chips: physical ids must be non-negative integers, got %r" % (chips,))
-    return sorted(set(chips))
 
 
 def prune_dirs(host_root, root, chips, check_mode):
     removed, kept = [], []
-    real_root = fileops.host_path(host_root, root)
+    real_root = host_path(host_root, root)
     if not os.path.isdir(real_root):
         return removed, kept
     for name in sorted(os.listdir(real_root)):
@@ -176,76 +178,52 @@ def prune_dirs(host_root, root, chips, check_mode):
     return removed, kept
 
 
-def run(module):
+def ensure(host_root, entry, check):
+    kind, path, mode, owner, group = entry
+    if kind == "dir":
+        return fileops.ensure_dir(host_root, path, mode=mode, owner=owner, group=group,
+                                  check_mode=check)
+    return fileops.ensure_file(host_root, path, "", mode=mode, owner=owner, group=group,
+                               check_mode=check, create_parents=True, keep_content=True)
+
+
+def prepare(module):
     params = module.params
     host_root, check = params["host_root"], module.check_mode
-    root = params["root"]
-    problems = softshare.check_root(root)
-    if problems:
-        raise NpuopsError("root: " + "; ".join(problems))
-    root = "/" + "/".join(p for p in root.split("/") if p)
-    chips = chip_ids(params)
-    try:
-        mode = int(params["mode"], 8)
-    except ValueError:
-        raise NpuopsError("mode: %r is not an octal mode" % params["mode"])
+    root = host_dirs.normal_root(params["root"])
+    chips = host_dirs.chip_ids(params["topology"], params["chips"])
+    mode = host_dirs.parse_mode(params["mode"])
     group = params["group"] or default_group()
     fileops.resolve_owner(params["owner"], group)
     parent = os.path.dirname(root)
-    if not os.path.isdir(fileops.host_path(host_root, parent)):
+    if not os.path.isdir(host_path(host_root, parent)):
         raise NpuopsError("root %s: parent directory %s does not exist (the device plugin "
                           "requires it)" % (root, parent))
-    dirs = [root] + ["%s/%d" % (root, c) for c in chips] + list(FIXED_DIRS)
-    precheck(host_root, dirs, [VNPU_CFG])
-    owned = dict(owner=params["owner"], group=group, mode=mode, check_mode=check)
-    results = [fileops.ensure_dir(host_root, root, **owned)]
-    results += [fileops.ensure_dir(host_root, "%s/%d" % (root, c), **owned) for c in chips]
-    results += [
-        fileops.ensure_dir(host_root, "/etc/enpu", mode=0o755, owner="root", group="root",
-                           check_mode=check),
-        fileops.ensure_file(host_root, VNPU_CFG, "", mode=0o644, owner="root", group="root",
-                            check_mode=check, create_parents=True, keep_content=True),
-        fileops.ensure_dir(host_root, "/var/log/mindx-dl", mode=0o755, owner="root", group="root",
-                           check_mode=check),
-        fileops.ensure_dir(host_root, "/var/log/mindx-dl/devicePlugin", mode=0o750, owner="root",
-                           group="root", check_mode=check),
-    ]
+    entries = host_dirs.layout(root, chips, mode, params["owner"], group)
+    precheck(host_root, entries)
+    results = [ensure(host_root, entry, check) for entry in entries]
     removed, kept = prune_dirs(host_root, root, chips, check) if params["prune"] else ([], [])
-    for path in kept:
-        module.warn("%s belongs to a chip that is gone but is not empty; left in place" % path)
     diff = [r["diff"] for r in results if r["changed"]]
     diff += [{"before": {"path": p, "state": "directory"}, "after": {"path": p, "state": "absent"}}
              for p in removed]
     return dict(changed=any(r["changed"] for r in results) or bool(removed), chips=chips,
                 paths=[r["path"] for r in results], created=[r["path"] for r in results if r["created"]],
-                removed=removed, kept=kept, group=group, diff=diff)
+                removed=removed, kept=kept, group=group, diff=diff,
+                warnings=["%s belongs to a chip that is gone but is not empty; left in place" % path
+                          for path in kept])
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            root=dict(type="path", required=True),
-            topology=dict(type="dict"),
-            chips=dict(type="list", elements="int"),
-            owner=dict(type="str", default="root"),
-            group=dict(type="str"),
-            mode=dict(type="str", default="0750"),
-            prune=dict(type="bool", default=False),
-            host_root=dict(type="path", default="/"),
-        ),
-        mutually_exclusive=[("topology", "chips")],
-        required_one_of=[("topology", "chips")],
-        supports_check_mode=True,
-    )
-    try:
-        result = run(module)
-    except (NpuopsError, UnsafePathError) as err:
-        module.fail_json(msg=str(err))
-    except ValueError as err:
-        module.fail_json(msg="owner/group: %s" % err)
-    if not module._diff:
-        result.pop("diff")
-    module.exit_json(**result)
+    run(dict(
+        root=dict(type="path", required=True),
+        topology=dict(type="dict"),
+        chips=dict(type="list", elements="int"),
+        owner=dict(type="str", default="root"),
+        group=dict(type="str"),
+        mode=dict(type="str", default="0750"),
+        prune=dict(type="bool", default=False),
+        host_root=dict(type="path", default="/"),
+    ), prepare, mutually_exclusive=[("topology", "chips")], required_one_of=[("topology", "chips")])
 
 
 if __name__ == "__main__":

@@ -3,9 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Root-safe file effects under a ``host_root`` prefix: validate first, then act atomically.
 
-Every function here is the only way modules touch files:
-- ``host_path(host_root, path)`` maps an absolute host path into the sandbox prefix and
-  refuses relative paths, ``..`` components and symlinks on the way;
+Every function here is the only way modules touch files (paths are mapped and checked by
+``host/paths.host_path``: no relative paths, ``..`` components or symlinks on the way):
 - ``ensure_file`` / ``ensure_dir`` compare desired with current state, report ``changed`` the
   same way in check mode and real mode, return a diff, and only write when not in check mode;
 - writes go to a temporary file in the same directory, are fsync'ed and renamed over the
@@ -24,41 +23,8 @@ import pwd
 import stat
 import tempfile
 
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import UnsafePathError
-
-
-def check_components(path):
-    """Reject a host path that is relative or has ``.``/``..`` components or NUL bytes."""
-    if not isinstance(path, str) or not path:
-        raise UnsafePathError(repr(path), "a path must be a non-empty string")
-    if "\x00" in path:
-        raise UnsafePathError(repr(path), "NUL byte in path")
-    if not path.startswith("/"):
-        raise UnsafePathError(path, "must be absolute")
-    parts = [p for p in path.split("/") if p]
-    for part in parts:
-        if part in (".", ".."):
-            raise UnsafePathError(path, "'.' and '..' components are not allowed")
-    return parts
-
-
-def host_path(host_root, path):
-    """The real location of host path ``path`` under ``host_root`` (``/`` = the real host).
-
-    Refuses ``..``, relative paths and any existing symlink between ``host_root`` and the
-    target (the target itself included). ``host_root`` itself may be a symlink only if it is
-    given explicitly by the caller (a sandbox); it must be absolute.
-    """
-    root = host_root or "/"
-    if not root.startswith("/"):
-        raise UnsafePathError(root, "host_root must be absolute")
-    parts = check_components(path)
-    real = os.path.normpath(root)
-    for part in parts:
-        real = os.path.join(real, part)
-        if os.path.islink(real):
-            raise UnsafePathError(path, "%s is a symlink" % real)
-    return real if parts else os.path.normpath(root)
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, UnsafePathError
+from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import host_path
 
 
 def read_text(real_path):
@@ -72,32 +38,26 @@ def read_text(real_path):
         raise
 
 
-def _uid(owner):
-    if owner is None:
+def _numeric_id(name, lookup):
+    """A user or group as its number: None stays None, digits are taken as the id, a name is
+    looked up (KeyError when unknown)."""
+    if name is None:
         return None
-    if isinstance(owner, int) or str(owner).isdigit():
-        return int(owner)
-    return pwd.getpwnam(owner).pw_uid
-
-
-def _gid(group):
-    if group is None:
-        return None
-    if isinstance(group, int) or str(group).isdigit():
-        return int(group)
-    return grp.getgrnam(group).gr_gid
+    if isinstance(name, int) or str(name).isdigit():
+        return int(name)
+    return lookup(name)[2]
 
 
 def resolve_owner(owner, group):
-    """Return (uid, gid) or raise UnsafePathError-free ValueError naming the unknown user."""
+    """Return (uid, gid); NpuopsError naming the unknown user or group."""
     try:
-        uid = _uid(owner)
+        uid = _numeric_id(owner, pwd.getpwnam)
     except KeyError:
-        raise ValueError("unknown user %r" % (owner,))
+        raise NpuopsError("owner/group: unknown user %r" % (owner,))
     try:
-        gid = _gid(group)
+        gid = _numeric_id(group, grp.getgrnam)
     except KeyError:
-        raise ValueError("unknown group %r" % (group,))
+        raise NpuopsError("owner/group: unknown group %r" % (group,))
     return uid, gid
 
 

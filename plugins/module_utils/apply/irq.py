@@ -27,10 +27,10 @@ import re
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import interrupts, irqbalance_conf
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import IrqError, ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.host.hostio import LiveHostIO
+from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import host_path
 
-IRQBALANCE_MODES = ("ban", "stop", "ignore")
 # RHEL/openEuler/Kylin read the first, Debian/Ubuntu the second (EnvironmentFile of the unit).
 IRQBALANCE_CONFIGS = irqbalance_conf.CONFIG_PATHS
 BAN_MARKER = irqbalance_conf.BAN_MARKER
@@ -38,10 +38,6 @@ _BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\Z")
 _SAFE_ARG_RE = re.compile(r"^[A-Za-z0-9_.,:=/@+-]+\Z")
 _BANIRQ_RE = re.compile(r"^--banirq=([0-9]{1,10})\Z")
 _DIGITS_RE = re.compile(r"^[0-9]+\Z")
-
-
-class IrqError(NpuopsError):
-    """IRQ affinity cannot be applied; the message names the IRQ or file and why."""
 
 
 def irq_number(value, source):
@@ -255,7 +251,7 @@ def apply_targets(targets, host_root="/", check_mode=False):
     for target in targets:
         irq = irq_number(target["irq"], "IRQ")
         path = _affinity_path(irq)
-        real = fileops.host_path(host_root, path)
+        real = host_path(host_root, path)
         try:
             current = fileops.read_text(real)
         except (IOError, OSError) as err:
@@ -308,7 +304,7 @@ def blocked_irqs(targets, host_root="/"):
     """IRQs whose affinity file is not writable (for a check-mode warning)."""
     out = []
     for target in targets:
-        real = fileops.host_path(host_root, _affinity_path(target["irq"]))
+        real = host_path(host_root, _affinity_path(target["irq"]))
         if os.path.exists(real) and not _writable(real):
             out.append(target["irq"])
     return out
@@ -317,9 +313,9 @@ def blocked_irqs(targets, host_root="/"):
 def irqbalance_config_path(host_root="/"):
     """The irqbalance environment file of this host (existing one first)."""
     for path in IRQBALANCE_CONFIGS:
-        if os.path.isfile(fileops.host_path(host_root, path)):
+        if os.path.isfile(host_path(host_root, path)):
             return path
-    if os.path.isdir(fileops.host_path(host_root, "/etc/sysconfig")):
+    if os.path.isdir(host_path(host_root, "/etc/sysconfig")):
         return IRQBALANCE_CONFIGS[0]
     return IRQBALANCE_CONFIGS[1]
 

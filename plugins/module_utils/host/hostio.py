@@ -28,7 +28,7 @@ import subprocess
 import threading
 
 from ansible_collections.npuops.fleet.plugins.module_utils.host import snapshot
-from ansible_collections.npuops.fleet.plugins.module_utils.apply.fileops import check_components
+from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import check_components
 
 DEFAULT_TIMEOUT = 30
 

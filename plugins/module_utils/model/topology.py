@@ -15,18 +15,11 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.npuops.fleet.plugins.module_utils.parse import cpu_topology, device_type, interrupts, irqbalance_conf, npu_smi
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
-
-try:
-    from ansible_collections.npuops.fleet.plugins.module_utils.parse import nvidia_topo
-except ImportError:  # pragma: no cover - shipped together; guarded for partial checkouts
-    nvidia_topo = None
-try:
-    from ansible_collections.npuops.fleet.plugins.module_utils.softshare import core as softshare
-except ImportError:  # pragma: no cover
-    softshare = None
+from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import (
+    cpu_topology, device_type, interrupts, irqbalance_conf, npu_smi, nvidia_topo, pci)
 
 SCHEMA_VERSION = 1
 
@@ -225,7 +218,7 @@ def _interrupts(io, src):
 def _gpus(io, src):
     warnings = []
     text = src.text("nvidia_topo")
-    if text is None or nvidia_topo is None:
+    if text is None:
         return [], [], warnings, None
     try:
         parsed = nvidia_topo.parse(text)
@@ -238,7 +231,7 @@ def _gpus(io, src):
     for line in (query or "").splitlines():
         parts = [p.strip() for p in line.split(",")]
         if len(parts) >= 2 and parts[0].isdigit():
-            bus = npu_smi.normalise_bus_id(parts[1])
+            bus = pci.normalise_bus_id(parts[1])
             if bus:
                 buses[int(parts[0])] = bus
     gpus = []
@@ -255,14 +248,37 @@ def _gpus(io, src):
     return gpus, legend, warnings, bool(parsed.get("numa_off"))
 
 
+def read_rdma_nics(io):
+    """RDMA devices of a host from ``/sys/class/infiniband``, sorted by name.
+
+    Each is ``{name, netdev, bus_id, numa_node}``: the PCI address is the basename of the
+    resolved ``device`` link (lower case), ``numa_node`` -1 or unreadable -> None, ``netdev``
+    the first entry of ``device/net`` or None.
+    """
+    base = "/sys/class/infiniband"
+    names = io.listdir(base) or []
+    nics = []
+    for name in sorted(names):
+        device = "%s/%s/device" % (base, name)
+        real = io.realpath(device)
+        bus_id = real.rstrip("/").rsplit("/", 1)[-1].lower() if real else None
+        numa_node = None
+        numa_text = io.read_text(device + "/numa_node")
+        if numa_text is not None and re.match(r"^\s*-?\d+\s*\Z", numa_text):
+            value = int(numa_text.strip())
+            numa_node = value if value >= 0 else None
+        netdevs = io.listdir(device + "/net") or []
+        nics.append({"name": name, "netdev": netdevs[0] if netdevs else None,
+                     "bus_id": bus_id, "numa_node": numa_node})
+    return nics
+
+
 def _nics(io, src, legend):
     """RDMA NICs; ``irqs``: their ``mlx5_comp*`` completion IRQs (what npu_irq_affinity pins
     for a paired GPU), None when /proc/interrupts or the bus id is not known."""
-    if nvidia_topo is None:
-        return []
     nics = []
     table = None
-    for nic in nvidia_topo.read_rdma_nics(io):
+    for nic in read_rdma_nics(io):
         entry = {"name": nic["name"], "legend": (legend or {}).get(nic["name"]),
                  "netdev": nic["netdev"], "bus_id": nic["bus_id"], "numa_node": nic["numa_node"],
                  "irqs": None}
@@ -296,13 +312,6 @@ def _irqbalance(io, src, active):
     return state
 
 
-def _softshare(npus, kind):
-    if softshare is not None and npus:
-        return softshare.capacity(npus, kind)
-    healthy = sum(1 for n in npus if (n.get("health") or "").upper() == "OK")
-    return {"chips_total": len(npus), "chips_healthy": healthy, "capacity": healthy * 100}
-
-
 def gather(io, timeout=30):
     """Topology facts of the host behind ``io`` (schema_version 1)."""
     src = _Sources(io, timeout)
@@ -332,7 +341,7 @@ def gather(io, timeout=30):
         "tools": tools,
         "irqbalance": _irqbalance(io, src, active),
         "visible_devices": dict((name, io.getenv(name)) for name in ENV),
-        "softshare": _softshare(npus, detected["device_type"]),
+        "softshare": rules.softshare_capacity(npus, detected["device_type"]),
         "warnings": warnings,
         "errors": src.errors,
     }

@@ -22,25 +22,15 @@ import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import pci
 
 SRC_INFO = "npu-smi info"
 SRC_MAP = "npu-smi info -m"
 SRC_TOPO = "npu-smi info -t topo"
 SRC_BOARD = "npu-smi info -t board"
 
-_BUS = re.compile(r"^([0-9A-Fa-f]{4}):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-9A-Fa-f])\Z")
 _PAIR = re.compile(r"(\d+)\s*/\s*(\d+)")
 _INT = re.compile(r"^\d+\Z")
-
-
-def normalise_bus_id(text):
-    """``0000:C1:00.0`` -> ``0000:c1:00.0``; ``c1:00.0`` gets the ``0000:`` domain; else None."""
-    text = (text or "").strip()
-    if re.match(r"^[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]\Z", text):
-        text = "0000:" + text
-    if re.match(r"^[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]\Z", text):
-        text = text[4:]  # nvidia-smi prints an 8-digit domain
-    return text.lower() if _BUS.match(text) else None
 
 
 def _cells(line):
@@ -106,7 +96,7 @@ def parse_info(text, source=SRC_INFO):
             cells = _cells(line)
             if len(cells) < 2:
                 continue
-            if _BUS.match(cells[1]) or cells[1].upper() in ("NA", "-"):
+            if pci.BUS_ID.match(cells[1]) or cells[1].upper() in ("NA", "-"):
                 if pending is None:
                     raise ParseError(source, "line %d: chip row without its NPU row" % (number + 1))
                 chips.append(_chip(pending, cells, chip_column, has_hbm, source, number + 1))
@@ -139,7 +129,7 @@ def _chip(pending, cells, chip_column, has_hbm, source, number):
         "device_id": second_id if "Device" in column else None,
         "name": head[1].strip() if len(head) > 1 else None,
         "health": first[1] if len(first) > 1 and first[1] else None,
-        "bus_id": normalise_bus_id(cells[1]),
+        "bus_id": pci.normalise_bus_id(cells[1]),
         "hbm_used_mb": None, "hbm_total_mb": None,
         "memory_used_mb": None, "memory_total_mb": None,
     }
@@ -288,7 +278,7 @@ def parse_board(text, source=SRC_BOARD):
     bus = None
     for line in text.splitlines():
         if "PCIe Bus Info" in line and line.split():
-            bus = normalise_bus_id(line.split()[-1])
+            bus = pci.normalise_bus_id(line.split()[-1])
             break
     return {"fields": fields, "bus_id": bus,
             "board_id": fields.get("Board ID"),

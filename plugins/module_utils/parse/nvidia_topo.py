@@ -383,28 +383,3 @@ def _detect_numa_off(gpus, matrix, warnings):
                         "NUMA pinning is not meaningful" % affinities.pop())
         return True
     return False
-
-
-def read_rdma_nics(io):
-    """RDMA devices of a host from ``/sys/class/infiniband``, sorted by name.
-
-    Each is ``{name, netdev, bus_id, numa_node}``: the PCI address is the basename of the
-    resolved ``device`` link (lower case), ``numa_node`` -1 or unreadable -> None, ``netdev``
-    the first entry of ``device/net`` or None.
-    """
-    base = "/sys/class/infiniband"
-    names = io.listdir(base) or []
-    nics = []
-    for name in sorted(names):
-        device = "%s/%s/device" % (base, name)
-        real = io.realpath(device)
-        bus_id = real.rstrip("/").rsplit("/", 1)[-1].lower() if real else None
-        numa_node = None
-        numa_text = io.read_text(device + "/numa_node")
-        if numa_text is not None and re.match(r"^\s*-?\d+\s*\Z", numa_text):
-            value = int(numa_text.strip())
-            numa_node = value if value >= 0 else None
-        netdevs = io.listdir(device + "/net") or []
-        nics.append({"name": name, "netdev": netdevs[0] if netdevs else None,
-                     "bus_id": bus_id, "numa_node": numa_node})
-    return nics

@@ -11,16 +11,17 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import nodemap
+from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
+from ansible_collections.npuops.fleet.plugins.module_utils.parse.device_type import TYPES as DEVICE_TYPES
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import gpu as gpu_plan
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
-from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
-from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import strict as policy_strict
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend as policy_vllm_ascend
-from ansible_collections.npuops.fleet.plugins.module_utils.plan import gpu as gpu_plan
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
 
 POLICIES = ("strict", "vllm_ascend")
-DEVICE_TYPES = ("A2", "A3", "A5", "310P", "910A", "unknown")
 
 
 def _int_list(value, what):
@@ -37,18 +38,6 @@ def _int_list(value, what):
         except (TypeError, ValueError):
             raise PlanError("%s must be a list of integers, got item %r" % (what, item))
     return out
-
-
-def _cpus(text, source):
-    """The CPUs of an option (cpulist text or list of ints) as a sorted CpuSeq, or None.
-
-    Both policies use the allowed CPUs as a set only, so order and duplicates are dropped here.
-    """
-    if text is None:
-        return None
-    if isinstance(text, (list, tuple)):
-        return cpuset.CpuSeq.from_cpus(sorted(set(_int_list(text, source))))
-    return cpuset.parse(str(text), source)
 
 
 def validate_instances(instances, known):
@@ -84,21 +73,8 @@ def validate_instances(instances, known):
 
 
 def _node_cpus(topology):
-    nodes = {}
-    raw = (topology.get("cpu") or {}).get("numa_nodes") or {}
-    for key, text in raw.items():
-        try:
-            node = int(key)
-        except (TypeError, ValueError):
-            raise PlanError("topology cpu.numa_nodes: node id %r is not an integer" % (key,))
-        try:
-            cpus = cpuset.parse(text or "", "topology cpu.numa_nodes")
-        except ParseError:
-            # parsed again to name the node: the source is formatted only when it is shown
-            cpus = cpuset.parse(text or "", "topology cpu.numa_nodes[%s]" % key)
-        if cpus:
-            nodes[node] = cpus
-    return nodes
+    """The NUMA nodes that hold CPUs: memory-only nodes (GH200, CXL) have none to plan with."""
+    return dict((node, cpus) for node, cpus in rules.node_cpus(topology).items() if cpus)
 
 
 def _npu_facts(topology):
@@ -145,33 +121,6 @@ def _empty_plan(policy, device_type, topology):
             "npus": {}, "instances": {}, "gpus": {}, "env": {}, "log": [], "warnings": []}
 
 
-def cpuset_hint(topology):
-    """What to do when the facts were gathered inside a cpuset smaller than the host, or None.
-
-    ``cpu.allowed`` is the gathering process's Cpus_allowed_list: inside a job's cgroup (a
-    Slurm or Kubernetes job, ``taskset``) it names that job's CPUs, not the host's.
-    """
-    cpu = (topology or {}).get("cpu") if isinstance(topology, dict) else None
-    if not isinstance(cpu, dict):
-        return None
-    nodes = cpu.get("numa_nodes") if isinstance(cpu.get("numa_nodes"), dict) else {}
-    try:
-        allowed = set(cpulist.parse(str(cpu.get("allowed") or "")))
-        # the host's CPUs: online ones and those of its NUMA nodes (sysfs, not the cgroup)
-        online = set(cpulist.parse(str(cpu.get("online") or "")))
-        for text in nodes.values():
-            online.update(cpulist.parse(str(text or "")))
-    except ParseError:
-        return None
-    if not allowed or not online or not allowed < online:
-        return None
-    return ("the facts were gathered in a cpuset of %d CPU%s (Cpus_allowed_list %s; the host "
-            "has %d online: %s): gather the facts outside the job's cgroup, or pass "
-            "allowed_cpus (role variable npuops_cpu_allowed) with the CPUs the service may use"
-            % (len(allowed), "" if len(allowed) == 1 else "s", cpulist.format(allowed),
-               len(online), cpulist.format(online)))
-
-
 def make_plan(topology, policy="strict", npus=None, instances=None, device_type=None,
               allowed_cpus=None, reserved_cpus=None, nics=None):
     """The CPU plan of a host. Raises PlanError (or ParseError) with a message for the user.
@@ -184,7 +133,7 @@ def make_plan(topology, policy="strict", npus=None, instances=None, device_type=
                           reserved_cpus, nics)
     except PlanError as err:
         if err.cpu_shortage and allowed_cpus is None and err.hint is None:
-            hint = cpuset_hint(topology)
+            hint = rules.cpuset_hint(topology)
             if hint:
                 err.add_hint(hint)
         raise
@@ -202,11 +151,11 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
     dtype = device_type or topology.get("device_type")
     plan = _empty_plan(policy, dtype, topology)
     cpu = topology.get("cpu") or {}
-    allowed = _cpus(allowed_cpus, "allowed_cpus")
+    allowed = cpuset.parse_option(allowed_cpus, "allowed_cpus")
     if allowed is None:
         allowed = cpuset.parse(cpu.get("allowed") or cpu.get("online") or "",
                                "topology cpu.allowed")
-    reserved = _cpus(reserved_cpus, "reserved_cpus")
+    reserved = cpuset.parse_option(reserved_cpus, "reserved_cpus")
     if reserved:
         allowed = cpuset.subtract(allowed, reserved)
     vendor = topology.get("vendor")
@@ -242,7 +191,7 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
 
 def _strict(plan, ids, requested, affinity, pci_nodes, node_cpus, allowed, dtype, cpu):
     # one node map for the policy and the entries' numa_nodes
-    cpu_node = cpuset.node_map(node_cpus)
+    cpu_node = nodemap.node_map(node_cpus)
     result = policy_strict.plan_strict(ids, affinity, pci_nodes, node_cpus, allowed, dtype,
                                        cpu.get("threads_per_core"), requested, cpu_node)
     plan["mode"] = result["mode"]
@@ -273,7 +222,7 @@ def _vllm_ascend(plan, topology, ids, requested, affinity, node_cpus, allowed, d
         plan["warnings"].append("NPU(s) %s are outside ASCEND_RT_VISIBLE_DEVICES=%s: vllm-ascend "
                                 "plans no pool for them" % (dropped, env_value))
     # one node map for the policy and the entries' numa_nodes
-    cpu_node = cpuset.node_map(node_cpus)
+    cpu_node = nodemap.node_map(node_cpus)
     result = policy_vllm_ascend.plan_vllm_ascend(
         arch, dtype, allowed, node_cpus, _all_logic_npus(topology, ids), running, affinity,
         cpu.get("threads_per_core"), env_value, cpu_node)

@@ -20,46 +20,23 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import GpuPlanError, ParseError
+from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import assignment
-from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, PlanError
 
 # Links at most this costly keep GPUDirect RDMA (NCCL's default GDR level is PXB).
 GDR_MAX_COST = assignment.LINK_COSTS["PXB"]
 _GPU_NAME = re.compile(r"^GPU\d+\Z")
 
 
-class GpuPlanError(PlanError):
-    """A GPU plan cannot be made; names the GPU (``GPU 3: ...``) when one is at fault."""
-
-    def __init__(self, reason, gpu=None, cpu_shortage=False):
-        super(GpuPlanError, self).__init__(reason, cpu_shortage=cpu_shortage)
-        self.npu = gpu
-        self.gpu = gpu
-        if gpu is not None:
-            self.args = ("GPU %s: %s" % (gpu, reason),)
-
-    def __str__(self):
-        return self.args[0]
-
-
 def _cpus(value, source):
-    """A cpulist string or a list of ints -> set of ints; None stays None."""
-    if value is None:
-        return None
-    if isinstance(value, (list, tuple, set)):
-        try:
-            return set(int(cpu) for cpu in value)
-        except (TypeError, ValueError):
-            raise GpuPlanError("%s: %r is not a list of CPU ids" % (source, value))
+    """``cpuset.parse_option`` as a set (None stays None), failing as a GPU plan error."""
     try:
-        return set(cpulist.parse(str(value), source))
-    except NpuopsError as err:
+        cpus = cpuset.parse_option(value, source)
+    except ParseError as err:
         raise GpuPlanError(str(err))
-
-
-def _natural(name):
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(name))]
+    return None if cpus is None else set(cpus)
 
 
 def _core_groups(cpus, threads_per_core):
@@ -133,20 +110,6 @@ def _gpu_list(topology):
     return [seen[index] for index in sorted(seen)]
 
 
-def _node_cpus(topology):
-    nodes = {}
-    raw = (topology.get("cpu") or {}).get("numa_nodes") or {}
-    if not isinstance(raw, dict):
-        raise GpuPlanError("topology cpu.numa_nodes must map node ids to cpulists")
-    for key, value in raw.items():
-        try:
-            node = int(key)
-        except (TypeError, ValueError):
-            raise GpuPlanError("topology cpu.numa_nodes: %r is not a node id" % (key,))
-        nodes[node] = _cpus(value or "", "topology cpu.numa_nodes[%s]" % key) or set()
-    return nodes
-
-
 def _nic_numa(nic_entries, gpus, links):
     """NIC name -> NUMA node: sysfs when known, else that of a GPU it is PIX/PXB to."""
     result = {}
@@ -181,7 +144,7 @@ def plan_gpus(topology, nics=None, allowed=None, reserved=None):
     warnings = []
     gpus = [dict(gpu) for gpu in _gpu_list(topology)]
     cpu = topology.get("cpu") or {}
-    node_cpus = _node_cpus(topology)
+    node_cpus = dict((node, set(cpus)) for node, cpus in rules.node_cpus(topology).items())
     allowed_set = _cpus(allowed if allowed is not None else cpu.get("allowed"), "allowed CPUs")
     if allowed_set is None:
         allowed_set = set().union(*node_cpus.values()) if node_cpus else None
@@ -300,8 +263,8 @@ def _numa_pools(gpus, node_cpus, allowed_set, threads, warnings):
 def _nic_order(names, nic_bus):
     """Canonical NIC order: PCI address when every NIC has one, else natural name order."""
     if names and all(nic_bus.get(name) for name in names):
-        return sorted(names, key=lambda name: (nic_bus[name].lower(), _natural(name)))
-    return sorted(names, key=_natural)
+        return sorted(names, key=lambda name: (nic_bus[name].lower(), rules.natural_key(name)))
+    return sorted(names, key=rules.natural_key)
 
 
 def _pair(topology, gpus, nics_option, numa_off, warnings):
@@ -353,54 +316,3 @@ def _pair(topology, gpus, nics_option, numa_off, warnings):
             warnings.append("GPU %s: paired NIC %s is %s, farther than PXB: NCCL will not use "
                             "GPUDirect RDMA on it" % (gpu["index"], nic, cell))
     return pairing, link_cells, nic_bus
-
-
-def launch_env(plan, gpu_indices):
-    """Launch settings for one vLLM instance on ``gpu_indices`` of a GPU ``plan``.
-
-    Returns ``{"env": {...}, "vllm_args": [...], "numa_nodes": [...]}``:
-    - ``NCCL_IB_HCA``: the plan's node-wide exact-match list, identical for every rank (NCCL
-      rings break when ranks get different lists);
-    - one GPU: ``UCX_NET_DEVICES=<nic>:1``; several: ``UCX_NET_DEVICES`` lists their NICs and
-      ``VLLM_NIC_SELECTION_VARS=UCX_NET_DEVICES:1`` with ``VLLM_GPU_NIC_PCIE_MAPPING``
-      (GPU_BDF=NIC_BDF, when the PCI addresses are known) lets vLLM narrow it per worker;
-    - ``vllm_args``: ``--numa-bind --numa-bind-nodes N ...`` (one node per GPU, in order) for
-      vLLM to bind its own workers (no numactl around ``vllm serve``); empty on numa=off.
-    """
-    if not isinstance(plan, dict) or not isinstance(plan.get("gpus"), dict):
-        raise GpuPlanError("plan has no 'gpus' table (not a GPU host plan?)")
-    try:
-        indices = [int(index) for index in gpu_indices]
-    except (TypeError, ValueError):
-        raise GpuPlanError("gpu_indices: %r is not a list of GPU indices" % (gpu_indices,))
-    if not indices:
-        raise GpuPlanError("gpu_indices: an instance needs at least one GPU")
-    entries = []
-    for index in indices:
-        entry = plan["gpus"].get(str(index))
-        if not isinstance(entry, dict):
-            raise GpuPlanError("not in the plan (planned: %s)"
-                               % ", ".join(sorted(plan["gpus"], key=_natural)), index)
-        entries.append(entry)
-    env = dict((k, v) for k, v in (plan.get("env") or {}).items() if k == "NCCL_IB_HCA")
-    nics = []
-    for entry in entries:
-        if entry.get("nic") and entry["nic"] not in nics:
-            nics.append(entry["nic"])
-    if len(entries) == 1 and nics:
-        env["UCX_NET_DEVICES"] = nics[0] + ":1"
-    elif nics:
-        env["UCX_NET_DEVICES"] = ",".join(nic + ":1" for nic in nics)
-        mapping = []
-        for entry in entries:
-            if entry.get("bus_id") and entry.get("nic_bus_id"):
-                mapping.append("%s=%s" % (entry["bus_id"].lower(), entry["nic_bus_id"].lower()))
-        if mapping and len(mapping) == len(entries):
-            env["VLLM_GPU_NIC_PCIE_MAPPING"] = ",".join(mapping)
-            env["VLLM_NIC_SELECTION_VARS"] = "UCX_NET_DEVICES:1"
-    nodes = [entry.get("numa_node") for entry in entries]
-    args = []
-    if nodes and all(isinstance(node, int) for node in nodes):
-        args = ["--numa-bind", "--numa-bind-nodes"] + [str(node) for node in nodes]
-    return {"env": env, "vllm_args": args,
-            "numa_nodes": sorted(set(n for n in nodes if isinstance(n, int)))}

@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import nodemap
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 
@@ -86,9 +87,9 @@ def npu_entry(pool, roles, cpu_node):
     """The plan entry of one NPU: cpulists as strings, ``pool_order`` keeps the positions.
 
     ``irq`` keeps SQ first, CQ second; the other roles are sorted cpulists. ``pool`` and the
-    roles may be lists or CpuSeq, ``cpu_node`` a dict or a cpuset.NodeMap.
+    roles may be lists or CpuSeq, ``cpu_node`` a dict or a nodemap.NodeMap.
     """
-    nodes = sorted(cpuset.nodes_of(cpu_node, pool))
+    nodes = sorted(nodemap.nodes_of(cpu_node, pool))
     if isinstance(pool, cpuset.CpuSeq):
         order = cpulist.format_runs(pool.runs)
         return {
@@ -117,7 +118,7 @@ def pool_entry(pool, cpu_node, cluster=False, npu=None):
     A CpuSeq pool with a NodeMap is formatted straight from its runs in one pass, without the
     role lists: this runs once per NPU of every plan. Other shapes take the general path.
     """
-    if cluster or pool.__class__ is not cpuset.CpuSeq or cpu_node.__class__ is not cpuset.NodeMap:
+    if cluster or pool.__class__ is not cpuset.CpuSeq or cpu_node.__class__ is not nodemap.NodeMap:
         roles = cluster_roles(pool) if cluster else split_roles(pool, True, npu)
         return npu_entry(pool, roles, cpu_node)
     if pool.size < MIN_CPUS_PER_NPU:

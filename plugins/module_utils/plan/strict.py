@@ -23,6 +23,7 @@ __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import nodemap
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 
 NO_NODE = -1  # pseudo node when the host reports no NUMA layout
@@ -31,7 +32,7 @@ NO_NODE = -1  # pseudo node when the host reports no NUMA layout
 def npu_home(affinity, pci_node, cpu_node, node_ids):
     """``(node, source)``: source is "affinity", "numa_node" or None (no locality known)."""
     if affinity:
-        counts = cpuset.node_counts(cpu_node, affinity)
+        counts = nodemap.node_counts(cpu_node, affinity)
         if counts:
             best = min(counts, key=lambda n: (-counts[n], n))
             # an affinity spread over several nodes (A3 prints the whole host) says nothing
@@ -228,7 +229,7 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
         node_cpus = {NO_NODE: cpuset.sorted_unique(allowed_set)}
         warnings.append("no NUMA layout known: every NPU sliced by logic id over the allowed CPUs")
     if cpu_node is None or len(node_cpus) != len(given):
-        cpu_node = cpuset.node_map(node_cpus)
+        cpu_node = nodemap.node_map(node_cpus)
     node_ids = set(node_cpus)
     homes = {}
     sources = {}

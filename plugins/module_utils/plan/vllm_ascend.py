@@ -22,6 +22,7 @@ from collections import defaultdict
 
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import nodemap
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 
 TOPO_AFFINITY_MODE = "topo_affinity"
@@ -100,13 +101,13 @@ def build_cpu_node_map(node_cpus, cpu_node=None):
 
     ``node_cpus`` maps node id -> CPU ids. CPUs are visited in ascending id (lscpu's order), so
     ``numa_to_cpu`` (a defaultdict, as in the reference) has its keys in first-seen order.
-    When every node's CPUs are a cpuset.CpuSeq, ``cpu_node`` is a cpuset.NodeMap and the
+    When every node's CPUs are a cpuset.CpuSeq, ``cpu_node`` is a nodemap.NodeMap and the
     ``numa_to_cpu`` values are CpuSeq (a missing node still appears as an empty one).
-    ``cpu_node``: the caller's ``cpuset.node_map(node_cpus)``, when it has one.
+    ``cpu_node``: the caller's ``nodemap.node_map(node_cpus)``, when it has one.
     """
     if node_cpus and all(isinstance(c, cpuset.CpuSeq) for c in node_cpus.values()):
-        if cpu_node.__class__ is not cpuset.NodeMap:
-            cpu_node = cpuset.NodeMap(node_cpus)
+        if cpu_node.__class__ is not nodemap.NodeMap:
+            cpu_node = nodemap.NodeMap(node_cpus)
         numa_to_cpu = defaultdict(cpuset.CpuSeq)
         numa_to_cpu.update(cpu_node.node_runs)
         if not numa_to_cpu:
@@ -125,7 +126,7 @@ def build_cpu_node_map(node_cpus, cpu_node=None):
 
 def _nodes_of(cpu_node, cpus, npu):
     """The set of NUMA nodes of ``cpus`` (the reference's ``{cpu_node[c] for c in ...}``)."""
-    if isinstance(cpu_node, cpuset.NodeMap):
+    if isinstance(cpu_node, nodemap.NodeMap):
         if cpus.__class__ is cpuset.CpuSeq and len(cpus.runs) == 1:
             # the usual base: one run inside one node
             node = cpu_node.run_node(cpus.runs[0][0], cpus.runs[0][1])
@@ -334,7 +335,7 @@ def plan_vllm_ascend(arch, device_type, allowed_cpus, node_cpus, all_logic_npus,
     Returns a dict: skipped, reason, mode, pools {npu: positional list}, cluster_roles (True:
     Ascend 950 clusters, ``cpu_roles.cluster_roles``; False: every pool has been checked for
     ``cpu_roles.split_roles``), uvb, log, warnings. The log holds, per rank, the lines that
-    worker would print. ``cpu_node``: the caller's ``cpuset.node_map(node_cpus)``, if any.
+    worker would print. ``cpu_node``: the caller's ``nodemap.node_map(node_cpus)``, if any.
     """
     out = {"skipped": False, "reason": None, "mode": None, "pools": {},
            "cluster_roles": device_type in NO_IRQ_BINDING_DEVICE_TYPES,

@@ -19,8 +19,8 @@ import json
 import re
 import shlex
 
-from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import WrapperError
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.@-]+\Z")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -29,10 +29,6 @@ BINDINGS = ("host", "vllm")
 PLAN_JSON_SCHEMA = 1
 # Characters systemd takes literally in a command line word (no quoting needed).
 _SYSTEMD_SAFE_RE = re.compile(r"^[A-Za-z0-9_./:@+=,-]+\Z")
-
-
-class WrapperError(NpuopsError):
-    """A wrapper or unit cannot be rendered from these inputs; the message says why."""
 
 
 def check_name(name):
@@ -48,12 +44,9 @@ def _vendor(plan):
     return "ascend"
 
 
-def _cpus(text, source):
-    if text is None or text == "":
-        return []
-    if isinstance(text, int):
-        return [text]
-    return cpulist.parse(str(text), source)
+def _cpus(value, source):
+    cpus = cpuset.parse_option(value, source)
+    return list(cpus) if cpus else []
 
 
 def instance_view(plan, name, npus=None):

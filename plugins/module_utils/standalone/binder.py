@@ -3,19 +3,12 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """npuops-bind: pin a running vLLM instance's workers to their planned CPUs.
 
-A standalone program (standard library only, Python 3.7+) that ``vllm_launch_wrapper``
-installs next to the wrapper and runs from the systemd unit's ``ExecStartPost``. It reads the
-plan JSON written beside the wrapper, waits (bounded by ``--timeout``) until each of the
-instance's devices shows its worker process (``npu-smi info`` process table; on GPU hosts
-``nvidia-smi --query-compute-apps``), then for each worker:
-
-- every thread -> the device's main CPUs (``taskset -acp`` equivalent, per tid);
-- threads named ``acl_thread`` / ``release_thread`` (as the kernel shows them in
-  ``/proc/<pid>/task/<tid>/comm``, cut to 15 characters) -> the ACL / release CPU;
-- ``migratepages <pid> <all nodes> <the pool's node>`` when migratepages is on PATH.
-
-Affinity is only written where it differs, so a second run on a bound process changes
-nothing and says so. ``--pid PID --npu N`` binds a known process without asking npu-smi.
+Standalone (standard library, Python 3.7+; it imports nothing from the collection and keeps
+its own copies of the few rules it needs, checked against the main ones by a unit test).
+``vllm_launch_wrapper`` installs it beside the wrapper; the unit's ``ExecStartPost`` runs it.
+It waits (bounded by ``--timeout``) until each device shows its worker (npu-smi / nvidia-smi),
+then pins every thread to the device's main CPUs, ``acl_thread`` / ``release_thread`` to theirs,
+and runs ``migratepages`` onto the pool's node. Only differing affinities are written.
 Exit codes: 0 done, 1 bad input or a failed bind, 2 some devices showed no worker in time.
 """
 
@@ -28,14 +21,11 @@ import json
 import logging
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
 import time
-
-try:
-    import psutil  # optional: process tree and thread lists
-except ImportError:
-    psutil = None
 
 LOG = logging.getLogger("npuops-bind")
 COMM_LEN = 15  # TASK_COMM_LEN - 1: Linux cuts thread names to 15 characters
@@ -43,6 +33,9 @@ ACL_THREAD = "acl_thread"
 RELEASE_THREAD = "release_thread"
 EXIT_OK, EXIT_ERROR, EXIT_MISSING = 0, 1, 2
 _CPULIST_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*\Z")
+_BUS_RE = re.compile(r"^[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]\Z")
+_SHORT_BUS_RE = re.compile(r"^[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]\Z")
+_LONG_BUS_RE = re.compile(r"^0000[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]\Z")
 
 
 class BindError(Exception):
@@ -50,27 +43,27 @@ class BindError(Exception):
 
 
 # ---- cpulists ----------------------------------------------------------------------------
-
 def parse_cpulist(text, source="cpulist"):
     """``"0-2,5"`` -> ``[0, 1, 2, 5]``; ints and empty values accepted."""
-    if text is None or text == "":
-        return []
     if isinstance(text, int):
         return [text]
-    text = str(text).replace(" ", "")
+    text = str(text if text is not None else "").replace(" ", "")
+    if not text:
+        return []
     if not _CPULIST_RE.match(text):
         raise BindError("%s: %r is not a cpulist" % (source, text))
     cpus = set()
     for part in text.split(","):
         lo, _sep, hi = part.partition("-")
+        if int(hi or lo) < int(lo):
+            raise BindError("%s: descending range %r" % (source, part))
         cpus.update(range(int(lo), int(hi or lo) + 1))
     return sorted(cpus)
 
 
 def format_cpulist(cpus):
-    ids = sorted(set(cpus))
     parts = []
-    for cpu in ids:
+    for cpu in sorted(set(cpus)):
         if parts and parts[-1][1] == cpu - 1:
             parts[-1][1] = cpu
         else:
@@ -79,7 +72,6 @@ def format_cpulist(cpus):
 
 
 # ---- npu-smi / nvidia-smi text (minimal parsers: this script runs on its own) --------------
-
 def parse_npu_map(text):
     """``npu-smi info -m`` -> {npu_id: {chip_id: logic_id}} (ints); Mcu rows skipped."""
     lines = [l for l in (text or "").splitlines() if l.strip()]
@@ -143,12 +135,9 @@ def parse_npu_processes(text):
 
 
 def home_devices(rows):
-    """{pid: device} where each pid holds the most device memory.
-
-    A worker also opens a small context (~126 MB) on another chip of its instance (real A3
-    table: pid 2268928 shows 126 MB on chip 2/0 and 58953 MB on chip 3/1); it belongs to the
-    chip with its real allocation. Ties keep the first row.
-    """
+    """{pid: device} where each pid holds the most device memory: a worker also opens a small
+    context (~126 MB) on another chip of its instance (real A3 table: pid 2268928, 126 MB on
+    chip 2/0, 58953 MB on chip 3/1). Ties keep the first row."""
     best = {}
     for device, pid, memory in rows:
         if device is None:
@@ -170,26 +159,20 @@ def resolve_logic(npu_map, npu, chip):
     return None
 
 
-def norm_bus_id(bus):
-    """``00000000:18:00.0`` / ``0000:18:00.0`` -> ``0000:18:00.0`` (lower case)."""
-    bus = (bus or "").strip().lower()
-    domain, sep, rest = bus.partition(":")
-    if not sep:
-        return bus
-    try:
-        return "%04x:%s" % (int(domain, 16), rest)
-    except ValueError:
-        return bus
+def normalise_bus_id(text):
+    """Copy of parse/pci.normalise_bus_id: ``0000:c1:00.0`` form, 8-digit domain cut; else None."""
+    text = (text or "").strip()
+    if _SHORT_BUS_RE.match(text):
+        text = "0000:" + text
+    elif _LONG_BUS_RE.match(text):
+        text = text[4:]
+    return text.lower() if _BUS_RE.match(text) else None
 
 
 def parse_gpu_bus_ids(text):
     """``nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader`` -> {bus: index}."""
-    out = {}
-    for line in (text or "").splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) >= 2 and parts[0].isdigit():
-            out[norm_bus_id(parts[1])] = int(parts[0])
-    return out
+    rows = [[p.strip() for p in line.split(",")] for line in (text or "").splitlines()]
+    return dict((normalise_bus_id(r[1]), int(r[0])) for r in rows if len(r) >= 2 and r[0].isdigit())
 
 
 def parse_compute_apps(text):
@@ -200,43 +183,32 @@ def parse_compute_apps(text):
         parts = [p.strip() for p in line.split(",")]
         if len(parts) >= 2 and parts[0].isdigit():
             memory = _memory(parts[2]) if len(parts) > 2 else 0
-            out.append((int(parts[0]), norm_bus_id(parts[1]), memory))
+            out.append((int(parts[0]), normalise_bus_id(parts[1]), memory))
     return out
 
 
 # ---- host access ---------------------------------------------------------------------------
-
-def which(name):
-    for directory in os.environ.get("PATH", "").split(os.pathsep):
-        path = os.path.join(directory or ".", name)
-        if os.path.isfile(path) and os.access(path, os.X_OK):
-            return path
-    return None
-
-
 def run(argv, timeout=60):
-    """(rc, stdout) of a command run by name from PATH; rc None when it is not installed."""
+    """(rc, stdout) of a command run by name from PATH; rc None when it is not installed.
+    It runs in its own session: on timeout the whole group is killed, so a child left
+    holding the output pipe cannot hang the binder."""
     env = dict(os.environ, LC_ALL="C", LANG="C", LC_MESSAGES="C")
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, env=env)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                stdin=subprocess.DEVNULL, env=env, start_new_session=True)
     except OSError:
         return None, ""
     try:
         out, _err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)
         out, _err = proc.communicate()
         return -9, out.decode("utf-8", "replace")
     return proc.returncode, out.decode("utf-8", "replace")
 
 
 def list_threads(pid):
-    if psutil is not None:
-        try:
-            return sorted(t.id for t in psutil.Process(pid).threads())
-        except (psutil.Error, OSError):
-            return []
+    # /proc directly: the binder only runs on Linux hosts, where it is the ground truth
     try:
         return sorted(int(t) for t in os.listdir("/proc/%d/task" % pid) if t.isdigit())
     except OSError:
@@ -252,11 +224,6 @@ def thread_comm(pid, tid):
 
 
 def parent_pid(pid):
-    if psutil is not None:
-        try:
-            return psutil.Process(pid).ppid()
-        except (psutil.Error, OSError):
-            return None
     try:
         with open("/proc/%d/stat" % pid) as handle:
             stat = handle.read()
@@ -276,7 +243,6 @@ def is_descendant(pid, root):
 
 
 # ---- the plan ------------------------------------------------------------------------------
-
 def load_plan(path, instance=None):
     try:
         with open(path) as handle:
@@ -336,7 +302,6 @@ def all_nodes(doc):
 
 
 # ---- discovery -----------------------------------------------------------------------------
-
 def find_workers(doc, devices, root_pid=None):
     """{device: [pids]} of the processes the devices show now."""
     vendor = doc["npuops_instance"].get("vendor", "ascend")
@@ -385,7 +350,6 @@ def wait_for_threads(pid, target, timeout, interval):
 
 
 # ---- binding -------------------------------------------------------------------------------
-
 def desired_cpus(comm, target):
     if target["acl"] and ACL_THREAD[:COMM_LEN] in comm:
         return target["acl"], "acl"
@@ -432,7 +396,7 @@ def migrate_memory(pid, target, nodes, check=False):
     if target["node"] is None:
         LOG.warning("[migrate] NUMA node not found. npu=%s", target["label"])
         return False
-    tool = which("migratepages")
+    tool = shutil.which("migratepages")
     if tool is None:
         LOG.warning("The 'migratepages' command is not available, skipping memory binding. "
                     "(install numactl)")
@@ -444,14 +408,6 @@ def migrate_memory(pid, target, nodes, check=False):
     if rc != 0:
         LOG.warning("[migrate] migratepages %d exited with %s", pid, rc)
     return rc == 0
-
-
-def log_plan(targets):
-    LOG.info("The CPU allocation plan is as follows:")
-    for target in targets:
-        LOG.info("%s: main=[%s]  acl=[%s]  release=[%s]", target["label"],
-                 " ".join(str(c) for c in target["main"]), " ".join(str(c) for c in target["acl"]),
-                 " ".join(str(c) for c in target["release"]))
 
 
 def bind(doc, workers, check=False, thread_wait=0.0, interval=0.5):
@@ -506,7 +462,10 @@ def main(argv=None):
         doc = load_plan(args.plan, args.instance)
         devices = [int(d) for d in doc["npuops_instance"].get("devices") or []]
         targets = [device_target(doc, d) for d in (args.npu or devices)]
-        log_plan(targets)
+        LOG.info("The CPU allocation plan is as follows:")
+        for t in targets:
+            LOG.info("%s: main=[%s]  acl=[%s]  release=[%s]", t["label"], *(
+                " ".join(str(c) for c in t[role]) for role in ("main", "acl", "release")))
         if args.pid:
             workers = {}
             for pid, npu in zip(args.pid, args.npu):

@@ -1,18 +1,13 @@
 # -*- coding: utf-8 -*-
 """npuops.fleet.rail_check: hosts whose GPU k -> NIC differs from identical hosts."""
 
-import os
-import sys
-
 import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.npuops.fleet.plugins.filter.rails import FilterModule, rail_check
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import gpu as gpu_plan
-
-# real fixtures planned exactly as in the gpu_plan tests
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "module_utils"))
-import test_gpu_plan as gp  # noqa: E402
+# real fixtures planned exactly as in the GPU planner tests
+from npuops_testing import gpu_hosts
 
 DGX_RAILS = ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"]
 
@@ -90,9 +85,9 @@ def test_compare_by_pci_address():
 
 def test_real_identical_hosts_tpgds_0007_0008_agree():
     # the same hardware captured on two hosts (one paste with fused cells): same rails
-    plans = dict((name, gpu_plan.plan_gpus(gp.topology_of(rel)))
-                 for name, rel in (("tpgds-aihub0007", gp.fx.TPG7),
-                                   ("tpgds-aihub0008", gp.fx.TPG8)))
+    plans = dict((name, gpu_plan.plan_gpus(gpu_hosts.topology_of(rel)))
+                 for name, rel in (("tpgds-aihub0007", gpu_hosts.TPG7),
+                                   ("tpgds-aihub0008", gpu_hosts.TPG8)))
     plans["tpgds-aihub0009"] = plans["tpgds-aihub0007"]
     assert rail_check(plans) == {}
 

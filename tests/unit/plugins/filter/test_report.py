@@ -1,25 +1,14 @@
 # -*- coding: utf-8 -*-
 """Filters npuops.fleet.fleet_report / _markdown / _json / _html (plugins/filter/report.py)."""
 
-import importlib.util
 import json
-import os
 from collections import OrderedDict
 
 import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.npuops.fleet.plugins.filter import report as flt
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _sample():
-    path = os.path.join(os.path.dirname(HERE), "plugin_utils", "test_fleet_report.py")
-    spec = importlib.util.spec_from_file_location("fleet_report_cases", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.sample_fleet()
+from npuops_testing.report_fleet import sample_fleet
 
 
 class _TaggedStr(str):
@@ -32,7 +21,7 @@ def test_filters_are_registered():
 
 
 def test_fleet_report_returns_plain_json_serialisable_dict():
-    fleet = _sample()
+    fleet = sample_fleet()
     fleet["a2-bad"]["facts"]["hostname"] = _TaggedStr("a2-bad")
     report = flt.fleet_report(fleet)
     assert report["summary"]["hosts"] == 6
@@ -42,7 +31,7 @@ def test_fleet_report_returns_plain_json_serialisable_dict():
 
 
 def test_renderers_accept_the_report_or_the_hosts_mapping():
-    fleet = _sample()
+    fleet = sample_fleet()
     report = flt.fleet_report(fleet)
     assert flt.fleet_report_markdown(report) == flt.fleet_report_markdown(fleet)
     assert flt.fleet_report_html(report) == flt.fleet_report_html(fleet)
@@ -60,7 +49,7 @@ def test_wrong_input_is_a_filter_error(name):
 
 
 def test_fleet_report_passes_the_rail_check_result():
-    fleet = _sample()
+    fleet = sample_fleet()
     assert [p["host"] for p in flt.fleet_report(fleet)["problems"]
             if p["kind"] == "rail_inconsistent"] == ["gpu-c"]
     quiet = flt.fleet_report(fleet, rails={})

@@ -1,26 +1,13 @@
 # -*- coding: utf-8 -*-
-"""Soft-share filters: direct calls, plus one real ansible-playbook run of the FQCN filters."""
-
-import json
-import os
+"""Soft-share filters called directly (their run through ansible-playbook by FQCN is in
+tests/integration/filter/test_softshare.py)."""
 
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.npuops.fleet.plugins.filter import softshare as flt
-from helpers import run_playbook
-
-
-def facts(chips=8, healths=None, device_type="A2", hbm=65536):
-    healths = healths or ["OK"] * chips
-    return {"device_type": device_type,
-            "npus": [{"npu_id": i, "logic_id": i, "phy_id": i, "health": healths[i],
-                      "hbm_total_mb": hbm} for i in range(chips)]}
-
-
-JOB = {"name": "qwen", "aicore_quota": 50, "hbm_quota": 16384, "policy": "fixed-share",
-       "replicas": 2}
+from npuops_testing.softshare_hosts import JOB, facts
 
 
 def test_filters_registered():
@@ -81,22 +68,3 @@ def test_daemonset_and_labels_filters():
     assert "useAscendDocker" in str(err.value)
     labels = yaml.safe_load(flt.softshare_node_labels("n1"))["metadata"]["labels"]
     assert labels["huawei.com/scheduler.chip1softsharedev.enable"] == "true"
-
-
-@pytest.mark.slow
-def test_filters_through_ansible(tmp_path):
-    out = tmp_path / "out.json"
-    play = [{"hosts": "localhost", "gather_facts": False, "connection": "local",
-             "vars": {"fleet": {"n1": {"npu_topology": facts()}}, "job": JOB},
-             "tasks": [{"name": "what-if", "ansible.builtin.copy": {
-                 "dest": str(out),
-                 "content": "{{ {'place': fleet | npuops.fleet.softshare_place([], job, rules='rfc'),"
-                            " 'cap': fleet | npuops.fleet.softshare_capacity} | to_json }}"}}]}]
-    path = tmp_path / "play.yml"
-    path.write_text(json.dumps(play))
-    proc = run_playbook(str(path), inventory="localhost,")
-    assert proc.returncode == 0, proc.stdout
-    data = json.loads(out.read_text())
-    assert data["place"]["rules"] == "rfc" and data["place"]["placed"] is True
-    assert data["cap"]["total"]["capacity"] == 800
-    assert os.path.exists(str(out))

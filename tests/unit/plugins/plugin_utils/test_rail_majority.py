@@ -3,7 +3,7 @@
 
 from hypothesis import given, strategies as st
 
-from ansible_collections.npuops.fleet.plugins.plugin_utils import rail_majority
+from ansible_collections.npuops.fleet.plugins.plugin_utils import rails as rail_majority
 
 RAILS = {"0": "mlx5_0", "1": "mlx5_1"}
 SWAPPED = {"0": "mlx5_1", "1": "mlx5_0"}

@@ -1,0 +1,476 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The fleet audit report's analysis: ``build_report`` turns, per host, the topology facts and
+the two plans (``strict`` and ``vllm_ascend``) into one JSON-serialisable dict: fleet tables,
+per-host summaries, CPU-map drawing data, GPU rail consistency and the problems (``problems``).
+``render_json`` is its JSON text; the Markdown and HTML renderers only format the dict.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+from collections import Counter, OrderedDict
+
+from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
+from ansible_collections.npuops.fleet.plugins.plugin_utils import rails as rail_vote
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.problems import group_problems, host_problems
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
+    REPORT_SCHEMA, POLICIES, ROLES, SEVERITIES, cpu_ids, fmt, int_or_none, key_sort, as_dict, as_list, numa_map, nodes_of)
+
+
+def _devices_from_facts(facts, numa):
+    """Home NUMA nodes of every accelerator: {("npu"|"gpu", id str): {...}}."""
+    devices = OrderedDict()
+    for npu in as_list(facts.get("npus")):
+        if not isinstance(npu, dict):
+            continue
+        key = npu.get("logic_id")
+        if key is None:
+            continue
+        devices[("npu", str(key))] = _home(npu, numa)
+    for gpu in as_list(facts.get("gpus")):
+        if not isinstance(gpu, dict) or gpu.get("index") is None:
+            continue
+        devices[("gpu", str(gpu.get("index")))] = _home(gpu, numa)
+    return devices
+
+
+def _home(device, numa):
+    node = int_or_none(device.get("numa_node"))
+    if node is not None and node >= 0:
+        home = [node]
+    else:
+        home = nodes_of(cpu_ids(device.get("affinity")), numa)
+    return {"home_nodes": home, "affinity": device.get("affinity")}
+
+
+def _plan_devices(plan):
+    devices = []
+    for key in sorted(as_dict(plan.get("npus")), key=key_sort):
+        entry = as_dict(plan["npus"][key])
+        devices.append(("npu", str(key), entry))
+    for key in sorted(as_dict(plan.get("gpus")), key=key_sort):
+        entry = as_dict(plan["gpus"][key])
+        devices.append(("gpu", str(key), entry))
+    return devices
+
+
+def summarize_plan(plan, error, policy, facts, applicable=True):
+    """What one plan does on one host: pools, roles, overlaps, cross-NUMA pools, CPUs used."""
+    numa = numa_map(facts)
+    allowed = cpu_ids(as_dict(facts.get("cpu")).get("allowed"))
+    homes = _devices_from_facts(facts, numa)
+    summary = OrderedDict([
+        ("policy", policy), ("status", "ok"), ("applicable", bool(applicable)),
+        ("mode", None), ("reason", None), ("error", None),
+        ("devices", []), ("cpus_used", 0), ("cpus", ""),
+        ("overlaps", []), ("overlap_cpus", 0), ("overlap", ""),
+        ("cross_numa", []), ("cross_numa_count", 0),
+        ("outside_allowed", ""), ("warnings", []), ("log", []),
+    ])
+    if error:
+        summary["status"] = "failed"
+        summary["error"] = str(error)
+        return summary
+    if not isinstance(plan, dict):
+        summary["status"] = "absent"
+        return summary
+    summary["mode"] = plan.get("mode")
+    summary["warnings"] = [str(w) for w in as_list(plan.get("warnings"))]
+    summary["log"] = [str(line) for line in as_list(plan.get("log"))]
+    if plan.get("skipped"):
+        summary["status"] = "skipped"
+        summary["reason"] = str(plan.get("reason") or "skipped")
+        return summary
+    used = set()
+    owners = {}
+    for kind, key, entry in _plan_devices(plan):
+        pool = cpu_ids(entry.get("pool"))
+        roles = OrderedDict((role, fmt(cpu_ids(entry.get(role)))) for role in ROLES)
+        if kind == "npu":
+            pool_nodes = nodes_of(pool, numa) or sorted(
+                n for n in (int_or_none(x) for x in as_list(entry.get("numa_nodes")))
+                if n is not None)
+        else:
+            pool_nodes = nodes_of(pool, numa)
+            if not pool_nodes and int_or_none(entry.get("numa_node")) is not None:
+                pool_nodes = [int_or_none(entry.get("numa_node"))]
+        home = homes.get((kind, key), {}).get("home_nodes", [])
+        off = [n for n in pool_nodes if home and n not in home]
+        off_cpus = [c for c in pool if home and not any(c in numa.get(n, ()) for n in home)]
+        device = OrderedDict([
+            ("kind", kind), ("id", key), ("label", "%s%s" % (kind.upper(), key)),
+            ("pool", fmt(pool)), ("size", len(pool)), ("numa_nodes", pool_nodes),
+            ("home_nodes", home), ("cross_numa", bool(off)), ("roles", roles),
+        ])
+        if kind == "gpu":
+            device["nic"] = entry.get("nic")
+            device["link"] = entry.get("link")
+        summary["devices"].append(device)
+        if off:
+            summary["cross_numa"].append(OrderedDict([
+                ("device", device["label"]), ("home_nodes", home), ("pool_nodes", pool_nodes),
+                ("off_node_cpus", fmt(off_cpus)), ("off_node_count", len(off_cpus))]))
+        for cpu in pool:
+            owners.setdefault(cpu, []).append(device["label"])
+        used.update(pool)
+    labels = [d["label"] for d in summary["devices"]]
+    pools = dict((d["label"], set(cpu_ids(d["pool"]))) for d in summary["devices"])
+    for i, first in enumerate(labels):
+        for second in labels[i + 1:]:
+            shared = pools[first] & pools[second]
+            if shared:
+                summary["overlaps"].append(OrderedDict([
+                    ("devices", [first, second]), ("cpus", fmt(shared)),
+                    ("count", len(shared)), ("identical", pools[first] == pools[second])]))
+    overlap = sorted(cpu for cpu, who in owners.items() if len(who) > 1)
+    summary["cpus_used"] = len(used)
+    summary["cpus"] = fmt(used)
+    summary["overlap_cpus"] = len(overlap)
+    summary["overlap"] = fmt(overlap)
+    summary["cross_numa_count"] = len(summary["cross_numa"])
+    if allowed:
+        summary["outside_allowed"] = fmt(sorted(used - set(allowed)))
+    return summary
+
+
+def _health(facts):
+    chips = as_list(facts.get("npus"))
+    unhealthy = []
+    for npu in chips:
+        if not isinstance(npu, dict):
+            continue
+        state = npu.get("health")
+        if rules.health_state(state) in (None, rules.HEALTH_OK):
+            continue
+        unhealthy.append(OrderedDict([
+            ("logic_id", npu.get("logic_id")), ("npu_id", npu.get("npu_id")),
+            ("chip_id", npu.get("chip_id")), ("name", npu.get("name")),
+            ("health", str(state))]))
+    return OrderedDict([("chips", len(chips)), ("healthy", len(chips) - len(unhealthy)),
+                        ("unhealthy", unhealthy)])
+
+
+def _irqbalance(facts):
+    info = as_dict(facts.get("irqbalance"))
+    if info.get("active") is True:
+        state = "running"
+    elif info.get("installed") is False:
+        state = "absent"
+    elif info.get("active") is False:
+        state = "stopped"
+    else:
+        state = "unknown"
+    return state
+
+
+def _pinned_irqs(facts, plan):
+    """The IRQs the strict plan pins (what npu_irq_affinity sets): ``(pinned, unknown)``.
+
+    ``pinned``: ``[{irq, device, role}]`` - each planned NPU with IRQ CPUs: its facts'
+    ``irqs.sq`` / ``irqs.cq``; GPU plans: the paired NIC's ``mlx5_comp*`` IRQs (facts
+    ``nics[].irqs``; a NIC shared by GPUs counts once, for the lowest GPU). An IRQ two devices
+    resolve to is listed once. ``unknown``: labels of planned devices whose IRQs are not in the
+    facts. Ascend 950 plans have no IRQ roles: nothing is pinned.
+    """
+    pinned, unknown, seen = [], [], set()
+
+    def add(irq, device, role):
+        if irq not in seen:
+            seen.add(irq)
+            pinned.append(OrderedDict([("irq", irq), ("device", device), ("role", role)]))
+
+    if plan.get("mode") == "ascend950" or plan.get("device_type") == "A5":
+        return pinned, unknown
+    npu_facts = dict((str(n.get("logic_id")), n) for n in as_list(facts.get("npus"))
+                     if isinstance(n, dict) and n.get("logic_id") is not None)
+    for key in sorted(as_dict(plan.get("npus")), key=key_sort):
+        if not cpu_ids(as_dict(plan["npus"][key]).get("irq")):
+            continue
+        label = "NPU%s" % key
+        irqs = as_dict(as_dict(npu_facts.get(str(key))).get("irqs"))
+        for role in ("sq", "cq"):
+            number = int_or_none(irqs.get(role))
+            if number is None:
+                if label not in unknown:
+                    unknown.append(label)
+            else:
+                add(number, label, role)
+    nic_facts = dict((n.get("name"), n) for n in as_list(facts.get("nics")) if isinstance(n, dict))
+    claimed = set()
+    for key in sorted(as_dict(plan.get("gpus")), key=key_sort):
+        nic = as_dict(plan["gpus"][key]).get("nic")
+        if not nic or nic in claimed:
+            continue
+        claimed.add(nic)
+        label = "GPU%s/%s" % (key, nic)
+        irqs = as_dict(nic_facts.get(nic)).get("irqs")
+        if not isinstance(irqs, list):
+            unknown.append(label)
+            continue
+        for index, irq in enumerate(irqs):
+            number = int_or_none(irq)
+            if number is not None:
+                add(number, label, "comp%d" % index)
+    return pinned, unknown
+
+
+def irqbalance_bans(facts, plan, status, accel):
+    """Whether irqbalance can move the IRQs the strict plan pins (``status`` is the strict
+    plan summary's). ``state``: ``n/a`` (not running, or no accelerator), ``unknown`` (no strict
+    plan: which IRQs to ban is not known), ``none`` (the plan pins no IRQ), ``banned`` (all are
+    banned in irqbalance's config), ``unbanned`` (some are not, or cannot be told)."""
+    info = as_dict(facts.get("irqbalance"))
+    banned = set(i for i in (int_or_none(x) for x in as_list(info.get("banned_irqs")))
+                 if i is not None)
+    result = OrderedDict([
+        ("state", "n/a"), ("config", info.get("config")), ("pinned_count", 0),
+        ("banned_count", 0), ("unbanned_count", 0), ("unbanned", []), ("unknown", []),
+        ("banned_irqs", sorted(banned)), ("banned_cpus", info.get("banned_cpus"))])
+    if status == "ok" and isinstance(plan, dict):
+        pinned, unknown = _pinned_irqs(facts, plan)
+        result["pinned_count"] = len(pinned)
+        result["banned_count"] = sum(1 for p in pinned if p["irq"] in banned)
+        result["unbanned"] = [p for p in pinned if p["irq"] not in banned]
+        result["unbanned_count"] = len(result["unbanned"])
+        result["unknown"] = unknown
+    if not accel or info.get("active") is not True:
+        return result
+    if status != "ok" or not isinstance(plan, dict):
+        result["state"] = "unknown" if status != "skipped" else "none"
+    elif result["unbanned"] or result["unknown"]:
+        result["state"] = "unbanned"
+    elif result["pinned_count"]:
+        result["state"] = "banned"
+    else:
+        result["state"] = "none"
+    return result
+
+
+def _softshare(facts):
+    share = as_dict(facts.get("softshare"))
+    return OrderedDict([("chips_total", int_or_none(share.get("chips_total")) or 0),
+                        ("chips_healthy", int_or_none(share.get("chips_healthy")) or 0),
+                        ("capacity", int_or_none(share.get("capacity")) or 0)])
+
+
+def _plan_errors(entry):
+    raw = entry.get("plan_errors")
+    errors = {}
+    if isinstance(raw, dict):
+        for policy, msg in raw.items():
+            if msg:
+                errors[str(policy)] = str(msg)
+    elif isinstance(raw, list):
+        for item in raw:
+            if isinstance(item, dict) and item.get("msg"):
+                errors[str(item.get("policy", "strict"))] = str(item["msg"])
+    return errors
+
+
+def analyse_host(name, entry):
+    """Per-host summary (no problems yet; see ``host_problems``)."""
+    entry = as_dict(entry)
+    facts = as_dict(entry.get("facts"))
+    cpu = as_dict(facts.get("cpu"))
+    numa = numa_map(facts)
+    online = cpu_ids(cpu.get("online"))
+    if not online:
+        online = sorted(set(c for cpus in numa.values() for c in cpus))
+    allowed = cpu_ids(cpu.get("allowed"))
+    vendor = facts.get("vendor") or "none"
+    errors = _plan_errors(entry)
+    plans = OrderedDict()
+    for policy in POLICIES:
+        plans[policy] = summarize_plan(entry.get("plan_" + policy), errors.get(policy), policy,
+                                       facts, applicable=(policy == "strict" or vendor == "ascend"))
+    tools = as_dict(facts.get("tools"))
+    host = OrderedDict([
+        ("name", str(name)),
+        ("hostname", facts.get("hostname")),
+        ("has_facts", bool(facts)),
+        ("facts_missing_reason", None if facts else (str(entry.get("facts_error") or "") or None)),
+        ("arch", facts.get("arch")),
+        ("vendor", vendor),
+        ("device_type", facts.get("device_type")),
+        ("cpu_model", cpu.get("model")),
+        ("cpus_online", len(online)),
+        ("cpus_allowed", len(allowed) if allowed else len(online)),
+        ("allowed", fmt(allowed) if allowed else fmt(online)),
+        ("online", fmt(online)),
+        ("numa_nodes", OrderedDict((str(n), fmt(c)) for n, c in numa.items())),
+        ("npus", len(as_list(facts.get("npus")))),
+        ("gpus", len(as_list(facts.get("gpus")))),
+        ("nics", sorted(str(n.get("name")) for n in as_list(facts.get("nics"))
+                        if isinstance(n, dict) and n.get("name"))),
+        ("health", _health(facts)),
+        ("softshare", _softshare(facts)),
+        ("irqbalance", _irqbalance(facts)),
+        ("irqbalance_bans", irqbalance_bans(
+            facts, entry.get("plan_strict"), plans["strict"]["status"],
+            bool(as_list(facts.get("npus")) or as_list(facts.get("gpus"))))),
+        ("migratepages", tools.get("migratepages")),
+        ("facts_errors", [OrderedDict([("source", str(e.get("source"))), ("msg", str(e.get("msg")))])
+                          for e in as_list(facts.get("errors")) if isinstance(e, dict)]),
+        ("plans", plans),
+        # set when the facts were gathered inside a cpuset smaller than the host: what to do
+        ("cpuset_hint", rules.cpuset_hint(facts) if facts else None),
+        ("rails", OrderedDict([("status", "n/a"), ("group", None), ("mapping", {}),
+                               ("deviations", []), ("external", None)])),
+    ])
+    host["facts_error_count"] = len(host["facts_errors"])
+    return host
+
+
+def rail_shape(facts):
+    """What makes two GPU hosts "identical" for rail comparison: CPU model, GPU count and RDMA
+    NIC count (not the NIC names: a renamed NIC is exactly what must be caught)."""
+    facts = as_dict(facts)
+    return "%s, %d GPUs, %d NICs" % (as_dict(facts.get("cpu")).get("model") or "unknown CPU",
+                                     len(as_list(facts.get("gpus"))),
+                                     len(as_list(facts.get("nics"))))
+
+
+def rail_shapes(hosts):
+    """``{host: shape}`` for the ``shapes`` option of the ``npuops.fleet.rail_check`` filter."""
+    return dict((str(name), rail_shape(as_dict(entry).get("facts")))
+                for name, entry in as_dict(hosts).items())
+
+
+def _rail_deviation(gpu, actual, expected, majority_hosts, peers, tie):
+    return OrderedDict([("gpu", str(gpu)), ("nic", actual), ("majority", expected),
+                        ("hosts_with_majority", majority_hosts), ("peers", peers),
+                        ("tie", bool(tie))])
+
+
+def analyse_rails(hosts, shapes, rails=None):
+    """GPU k -> NIC of the strict plans compared across hosts of the same shape (in place).
+
+    Same rule as the ``npuops.fleet.rail_check`` filter given ``shapes`` (``rail_shapes``):
+    hosts grouped by shape; the mapping most hosts of a group share is the majority; a host with
+    another mapping deviates on each GPU whose NIC differs. ``rails`` (the filter's result,
+    ``{host: {majority, differences, group_hosts, majority_hosts, tie}}``), when given, is used
+    for the deviations instead of this module's own comparison.
+    """
+    groups = OrderedDict()
+    for host in hosts:
+        if host["vendor"] != "nvidia" or host["plans"]["strict"]["status"] != "ok":
+            continue
+        mapping = OrderedDict((d["id"], d.get("nic")) for d in host["plans"]["strict"]["devices"]
+                              if d["kind"] == "gpu")
+        if not mapping:
+            continue
+        host["rails"]["mapping"] = mapping
+        if not any(mapping.values()):
+            host["rails"]["status"] = "no NICs"
+            continue
+        host["rails"]["group"] = shapes.get(host["name"])
+        groups.setdefault(host["rails"]["group"], []).append(host)
+    for members in groups.values():
+        for host in members:
+            host["rails"]["status"] = "single" if len(members) < 2 else "consistent"
+            host["rails"]["peers"] = len(members)
+        if len(members) < 2 or rails is not None:
+            continue
+        majority, majority_count, tie = rail_vote.majority(
+            h["rails"]["mapping"] for h in members)
+        for host in members:
+            mine = host["rails"]["mapping"]
+            if dict(mine) == majority:
+                continue
+            host["rails"]["status"] = "inconsistent"
+            for gpu, expected, actual in rail_vote.differences(mine, majority, key_sort):
+                host["rails"]["deviations"].append(_rail_deviation(
+                    gpu, actual, expected, majority_count, len(members), tie))
+    if rails is None:
+        return
+    by_name = dict((h["name"], h) for h in hosts)
+    for name, found in as_dict(rails).items():
+        host = by_name.get(str(name))
+        found = as_dict(found)
+        if host is None or not found:
+            continue
+        host["rails"]["status"] = "inconsistent"
+        host["rails"]["external"] = found
+        diffs = as_dict(found.get("differences"))
+        for gpu in sorted(diffs, key=key_sort):
+            diff = as_dict(diffs[gpu])
+            host["rails"]["deviations"].append(_rail_deviation(
+                gpu, diff.get("actual"), diff.get("expected"), found.get("majority_hosts"),
+                found.get("group_hosts"), found.get("tie")))
+
+
+
+def build_report(hosts, rails=None):
+    """The fleet report dict from ``{name: {facts, plan_strict, plan_vllm_ascend, plan_errors?,
+    rails?, facts_error?}}``. Pure and deterministic (hosts sorted by name).
+
+    ``plan_errors``: ``{policy: message}`` of a plan that failed; ``rails``: this host's entry
+    of ``npuops.fleet.rail_check``; ``facts_error``: why the facts are missing.
+    ``rails``: the whole result of ``npuops.fleet.rail_check`` over the strict plans (hosts
+    absent from it are consistent); without it the same comparison is made here."""
+    hosts = as_dict(hosts)
+    names = sorted(hosts, key=str)
+    summaries = [analyse_host(n, hosts[n]) for n in names]
+    if rails is None and any(isinstance(as_dict(hosts[n]).get("rails"), dict) for n in names):
+        rails = dict((str(n), hosts[n]["rails"]) for n in names
+                     if isinstance(as_dict(hosts[n]).get("rails"), dict))
+    analyse_rails(summaries, rail_shapes(hosts), rails)
+    problems = []
+    for host in summaries:
+        problems.extend(host_problems(host))
+    order = dict((s, i) for i, s in enumerate(SEVERITIES))
+    problems.sort(key=lambda p: (order[p["severity"]], p["host"], p["kind"]))
+    for index, problem in enumerate(problems):
+        problem["id"] = "P%d" % (index + 1)
+    per_host = Counter(p["host"] for p in problems)
+    for host in summaries:
+        host["problems"] = per_host.get(host["name"], 0)
+    types = OrderedDict()
+    for host in summaries:
+        key = (host["vendor"], host["device_type"] or "none")
+        row = types.setdefault(key, OrderedDict([
+            ("vendor", key[0]), ("device_type", key[1]), ("hosts", 0), ("devices", 0),
+            ("healthy", 0), ("capacity", 0), ("host_names", [])]))
+        row["hosts"] += 1
+        row["devices"] += host["npus"] + host["gpus"]
+        row["healthy"] += host["health"]["healthy"] + host["gpus"]
+        row["capacity"] += host["softshare"]["capacity"]
+        row["host_names"].append(host["name"])
+    counts = Counter(p["severity"] for p in problems)
+    summary = OrderedDict([
+        ("hosts", len(summaries)),
+        ("npus", sum(h["npus"] for h in summaries)),
+        ("gpus", sum(h["gpus"] for h in summaries)),
+        ("unhealthy", sum(len(h["health"]["unhealthy"]) for h in summaries)),
+        ("softshare_capacity", sum(h["softshare"]["capacity"] for h in summaries)),
+        ("vllm_overlap_hosts", sum(1 for h in summaries
+                                   if h["plans"]["vllm_ascend"]["overlap_cpus"])),
+        ("vllm_cross_numa_hosts", sum(1 for h in summaries
+                                      if h["plans"]["vllm_ascend"]["cross_numa_count"])),
+        ("irqbalance_running", sum(1 for h in summaries if h["irqbalance"] == "running")),
+        # running and able to move some IRQ the strict plan pins (the irqbalance_running finding)
+        ("irqbalance_unbanned", sum(1 for h in summaries
+                                    if h["irqbalance_bans"]["state"] in ("unbanned", "unknown"))),
+        ("migratepages_missing", sum(1 for h in summaries if h["migratepages"] is False)),
+        ("rails_inconsistent", sum(1 for h in summaries if h["rails"]["status"] == "inconsistent")),
+        ("problems", OrderedDict((s, counts.get(s, 0)) for s in SEVERITIES)),
+    ])
+    return OrderedDict([
+        ("schema", REPORT_SCHEMA),
+        ("summary", summary),
+        ("device_types", [dict(t) for t in sorted(types.values(),
+                                                  key=lambda t: (t["vendor"], t["device_type"]))]),
+        ("hosts", summaries),
+        ("problems", problems),
+        # the same problems grouped across hosts (kind + fix), for the problem lists
+        ("problem_groups", group_problems(problems)),
+    ])
+
+
+
+def render_json(report):
+    return json.dumps(report, indent=2, sort_keys=False, default=str) + "\n"

@@ -1,0 +1,164 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The fleet audit report as Markdown (controller side).
+
+``render_markdown(report)`` formats the dict of ``fleet_report.build_report``; it never
+analyses. Every string that came from a host is HTML-escaped and its Markdown neutralised.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import html
+from collections import OrderedDict
+
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
+    POLICIES, ROLES, plural)
+
+
+def _md(value):
+    """Markdown table cell: HTML-escaped, pipes and newlines neutralised."""
+    if value is None:
+        return "-"
+    text = html.escape(str(value), quote=False)
+    return text.replace("|", "\\|").replace("\n", " ").replace("`", "'").replace("*", "\\*") \
+        .replace("_", "\\_").replace("[", "\\[").replace("]", "\\]")
+
+
+def _md_table(headers, rows):
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    for row in rows:
+        lines.append("| " + " | ".join(_md(c) for c in row) + " |")
+    return lines
+
+
+def _plan_cell(plan, field):
+    if not plan["applicable"]:
+        return "n/a"
+    if plan["status"] != "ok":
+        return plan["status"]
+    return plan[field]
+
+
+def _groups(report):
+    groups = report.get("problem_groups")
+    if groups is None:  # a report dict from before problem_groups: one group per problem
+        groups = [{"severity": p["severity"], "title": p["title"], "fix": p["fix"],
+                   "hosts": [p["host"]], "host_count": 1, "id_text": p["id"], "problems": [i],
+                   "evidence": p["evidence"]} for i, p in enumerate(report["problems"])]
+    return groups
+
+
+def _problems_md(report):
+    """One row per problem group (same kind and fix on several hosts: one row listing the
+    hosts); the per-host evidence of a group follows the table as a sub-list."""
+    rows, details = [], []
+    for g in _groups(report):
+        members = [report["problems"][i] for i in g["problems"]]
+        if len(members) == 1:
+            p = members[0]
+            rows.append([p["id"], p["severity"], p["host"], p["title"], p["evidence"], p["fix"]])
+            continue
+        hosts = "%s: %s" % (plural(g["host_count"], "host"), ", ".join(g["hosts"]))
+        evidence = g["evidence"] if g["evidence"] is not None else "per host below the table"
+        rows.append([g["id_text"], g["severity"], hosts, g["title"], evidence, g["fix"]])
+        if g["evidence"] is not None:
+            continue  # the same evidence on every host: the row says it all
+        details.append("- **%s** %s \u2014 %s:" % (_md(g["id_text"]), _md(g["title"]), _md(hosts)))
+        for p in members:
+            details.append("  - %s (%s): %s" % (_md(p["host"]), _md(p["id"]),
+                                                _md(p["evidence"])))
+    out = _md_table(["id", "severity", "host", "problem", "evidence", "fix"], rows)
+    if details:
+        out += ["", "Evidence per host of the grouped rows:", ""] + details
+    return out
+
+
+def _irqbalance_md(host):
+    bans = host.get("irqbalance_bans") or {}
+    state = bans.get("state")
+    if host["irqbalance"] != "running" or state in (None, "n/a"):
+        return host["irqbalance"]
+    if state == "none":
+        return "running (no IRQs pinned)"
+    if state == "unknown":
+        return "running (no strict plan)"
+    return "running, %d/%d IRQs banned" % (bans["banned_count"], bans["pinned_count"])
+
+
+def render_markdown(report):
+    s = report["summary"]
+    out = ["# Fleet report", "",
+           "%s, %s, %s; soft-share capacity %d; %d unhealthy chips." % (
+               plural(s["hosts"], "host"), plural(s["npus"], "NPU"), plural(s["gpus"], "GPU"),
+               s["softshare_capacity"], s["unhealthy"]),
+           "Problems: %d errors, %d warnings, %d info." % (
+               s["problems"]["error"], s["problems"]["warning"], s["problems"]["info"]), "",
+           "## Problems", ""]
+    if report["problems"]:
+        out += _problems_md(report)
+    else:
+        out.append("No problems found.")
+    out += ["", "## Device types", ""]
+    out += _md_table(["vendor", "device type", "hosts", "devices", "healthy", "soft-share capacity"],
+                     [[t["vendor"], t["device_type"], t["hosts"], t["devices"], t["healthy"],
+                       t["capacity"]] for t in report["device_types"]])
+    out += ["", "## Hosts", ""]
+    out += _md_table(["host", "arch", "vendor", "type", "CPUs allowed/online", "NUMA nodes",
+                      "devices", "healthy", "capacity", "irqbalance", "migratepages", "rails",
+                      "facts errors"],
+                     [[h["name"], h["arch"], h["vendor"], h["device_type"],
+                       "%d/%d" % (h["cpus_allowed"], h["cpus_online"]), len(h["numa_nodes"]),
+                       h["npus"] + h["gpus"], h["health"]["healthy"] + h["gpus"],
+                       h["softshare"]["capacity"], _irqbalance_md(h),
+                       {True: "yes", False: "MISSING"}.get(h["migratepages"], "unknown"),
+                       h["rails"]["status"], len(h["facts_errors"])]
+                      for h in report["hosts"]])
+    out += ["", "## vllm-ascend in-process binding vs the strict plan", ""]
+    rows = []
+    for h in report["hosts"]:
+        st, vl = h["plans"]["strict"], h["plans"]["vllm_ascend"]
+        rows.append([h["name"], st["mode"] if st["status"] == "ok" else st["status"],
+                     _plan_cell(st, "cpus_used"), _plan_cell(st, "overlap_cpus"),
+                     _plan_cell(st, "cross_numa_count"),
+                     vl["mode"] if vl["status"] == "ok" else _plan_cell(vl, "status"),
+                     _plan_cell(vl, "cpus_used"), _plan_cell(vl, "overlap_cpus"),
+                     _plan_cell(vl, "cross_numa_count"),
+                     vl["reason"] or vl["error"] or ""])
+    out += _md_table(["host", "strict mode", "CPUs used", "overlap CPUs", "cross-NUMA",
+                      "vllm_ascend mode", "CPUs used", "overlap CPUs", "cross-NUMA", "note"], rows)
+    out += ["", "## Pools per host", ""]
+    for h in report["hosts"]:
+        out += ["### " + _md(h["name"]), ""]
+        if h["numa_nodes"]:
+            out.append("NUMA: " + ", ".join("node %s %s" % (_md(n), _md(c or "(memory only)"))
+                                            for n, c in h["numa_nodes"].items()))
+            out.append("")
+        devices = OrderedDict()
+        for policy in POLICIES:
+            for d in h["plans"][policy]["devices"]:
+                devices.setdefault(d["label"], {})[policy] = d
+        if not devices:
+            out += ["No pools.", ""]
+            continue
+        rows = []
+        for label, by in devices.items():
+            row = [label]
+            for policy in POLICIES:
+                d = by.get(policy)
+                if d is None:
+                    row += ["-", "-"]
+                    continue
+                roles = " ".join("%s=%s" % (r, d["roles"][r]) for r in ROLES if d["roles"][r])
+                extra = " nic=%s link=%s" % (d.get("nic"), d.get("link")) if d["kind"] == "gpu" \
+                    else ""
+                row += ["%s (N%s)%s" % (d["pool"], ",".join(str(n) for n in d["numa_nodes"]),
+                                        " CROSS-NUMA" if d["cross_numa"] else ""),
+                        (roles + extra).strip()]
+            rows.append(row)
+        out += _md_table(["device", "strict pool", "strict roles", "vllm_ascend pool",
+                          "vllm_ascend roles"], rows)
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"

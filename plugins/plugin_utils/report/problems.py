@@ -1,0 +1,232 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The report's problems: what is wrong on each host, with its evidence and its fix
+(``host_problems``), and the same kind of problem grouped across hosts (``group_problems``).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from collections import OrderedDict
+
+from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
+
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
+    FIX_VLLM, FIX_IRQBALANCE, FIX_MIGRATEPAGES, plural)
+
+
+def _problem(severity, host, kind, title, evidence, fix):
+    return OrderedDict([("severity", severity), ("host", host), ("kind", kind),
+                        ("title", title), ("evidence", evidence), ("fix", fix)])
+
+
+def _fix_for_source(source):
+    text = source.lower()
+    if "npu-smi" in text:
+        return ("check the Ascend driver and npu-smi on the host (run `%s` by hand); without it "
+                "the plan falls back to sysfs NUMA data where it can" % source)
+    if "nvidia-smi" in text:
+        return "check the NVIDIA driver: run `%s` by hand on the host" % source
+    if "lscpu" in text or "numa" in text or "/sys/" in text:
+        return "check util-linux (lscpu) and /sys/devices/system/node on the host"
+    return "run or read `%s` by hand on the host, fix what it reports, re-run the audit" % source
+
+
+def _pairs_text(overlaps, limit=4):
+    parts = ["%s+%s share %s (%d)" % (o["devices"][0], o["devices"][1], o["cpus"], o["count"])
+             for o in overlaps[:limit]]
+    if len(overlaps) > limit:
+        parts.append("+%d more pairs" % (len(overlaps) - limit))
+    return "; ".join(parts)
+
+
+def _cross_text(cross, limit=4):
+    parts = ["%s home node %s, pool on %s" % (
+        c["device"], ",".join(str(n) for n in c["home_nodes"]),
+        ",".join(str(n) for n in c["pool_nodes"])) for c in cross[:limit]]
+    if len(cross) > limit:
+        parts.append("+%d more" % (len(cross) - limit))
+    return "; ".join(parts)
+
+
+def _irq_list(entries):
+    """``1024, 1026 (NPU0); 1028, 1030 (NPU1)``: IRQ numbers grouped by device, in order."""
+    groups = OrderedDict()
+    for entry in entries:
+        groups.setdefault(entry["device"], []).append(str(entry["irq"]))
+    return "; ".join("%s (%s)" % (", ".join(irqs), device) for device, irqs in groups.items())
+
+
+def _irqbalance_evidence(host):
+    bans = host["irqbalance_bans"]
+    where = "in %s" % bans["config"] if bans["config"] else "(no irqbalance config file)"
+    if bans["state"] == "unknown":
+        text = ("irqbalance is active (it rewrites /proc/irq/*/smp_affinity); without a strict "
+                "plan the IRQs to keep from it are not known (%s)" % (
+                    "no irqbalance config file" if not bans["config"] else
+                    "IRQs banned %s: %s" % (where, ", ".join(str(i) for i in bans["banned_irqs"]))
+                    if bans["banned_irqs"] else "no IRQ banned %s" % where))
+    else:
+        parts = []
+        if bans["unbanned"]:
+            parts.append("%d of %d planned IRQs not banned %s: %s" % (
+                bans["unbanned_count"], bans["pinned_count"], where,
+                _irq_list(bans["unbanned"])))
+        if bans["unknown"]:
+            parts.append("IRQs of %s not in the facts (cannot tell whether they are banned)"
+                         % ", ".join(bans["unknown"]))
+        text = "irqbalance is active; " + "; ".join(parts)
+    vllm = host["plans"]["vllm_ascend"]
+    if vllm["applicable"] and vllm["status"] == "ok":
+        text += "; vllm-ascend stops it at start-up and never restarts it"
+    return text
+
+
+def host_problems(host):
+    """Problems of one host, each with severity, evidence and the fix."""
+    name = host["name"]
+    out = []
+    if not host["has_facts"]:
+        out.append(_problem("error", name, "no_facts", "no topology facts",
+                            host["facts_missing_reason"] or
+                            "ansible_facts['npu_topology'] is missing for this host",
+                            "run the npuops.fleet.npu_facts role (or the npu_topology_facts "
+                            "module) before fleet_audit"))
+        return out
+    for err in host["facts_errors"]:
+        out.append(_problem("warning", name, "facts_error", "a topology source failed",
+                            "%s: %s" % (err["source"], err["msg"]), _fix_for_source(err["source"])))
+    for chip in host["health"]["unhealthy"]:
+        severity = "warning" if rules.health_state(chip["health"]) == rules.HEALTH_WARNING else "error"
+        out.append(_problem(severity, name, "unhealthy_chip", "NPU not healthy",
+                            "logic NPU %s (card %s chip %s, %s) health %s; soft-share capacity "
+                            "is %d of %d" % (chip["logic_id"], chip["npu_id"], chip["chip_id"],
+                                             chip["name"], chip["health"],
+                                             host["softshare"]["capacity"],
+                                             100 * host["health"]["chips"]),
+                            "check `npu-smi info -t health -i %s`, reset or replace the chip; "
+                            "keep it out of vLLM instances (npuops_vllm_instances) until it is "
+                            "OK" % chip["npu_id"]))
+    strict = host["plans"]["strict"]
+    accel = host["npus"] + host["gpus"] > 0
+    hint = host.get("cpuset_hint")
+    if strict["status"] == "failed" and hint and hint in (strict["error"] or ""):
+        # npu_cpu_plan ran out of CPUs because the facts came from inside a job's cgroup
+        out.append(_problem("error", name, "plan_failed",
+                            "no strict plan: facts gathered in a cut cpuset",
+                            strict["error"].replace("; " + hint, ""), hint))
+    elif strict["status"] == "failed":
+        out.append(_problem("error", name, "plan_failed", "no strict plan", strict["error"],
+                            "fix what the message names (cpuset too small, missing topology), "
+                            "or restrict the plan with npus / instances"))
+    elif strict["status"] == "ok":
+        if strict["overlaps"]:
+            out.append(_problem("error", name, "strict_overlap", "strict pools overlap",
+                                _pairs_text(strict["overlaps"]),
+                                "this breaks a strict-policy invariant: report it with the host "
+                                "snapshot (npu_topology_facts save_snapshot)"))
+        if strict["cross_numa"]:
+            out.append(_problem("warning", name, "strict_cross_numa",
+                                "strict pools off their device's NUMA node",
+                                _cross_text(strict["cross_numa"]) + " (allowed CPUs %s)"
+                                % host["allowed"],
+                                "widen the cpuset (Cpus_allowed_list) to the devices' NUMA "
+                                "nodes, or run fewer devices per host"))
+        for warning in strict["warnings"]:
+            out.append(_problem("info", name, "plan_warning", "strict plan warning", warning,
+                                "read the warning; the plan is still applied"))
+    vllm = host["plans"]["vllm_ascend"]
+    if vllm["applicable"]:
+        if vllm["status"] == "failed":
+            out.append(_problem("error", name, "vllm_fails",
+                                "vllm-ascend's in-process binding fails here", vllm["error"],
+                                FIX_VLLM))
+        elif vllm["status"] == "skipped":
+            out.append(_problem("info", name, "vllm_skipped",
+                                "vllm-ascend's in-process binding does nothing here",
+                                vllm["reason"],
+                                "bind with the strict plan (npuops.fleet.cpu_binding role)"))
+        elif vllm["status"] == "ok":
+            if vllm["overlaps"]:
+                out.append(_problem("error", name, "vllm_overlap",
+                                    "vllm-ascend pools overlap",
+                                    "%s; %s shared" % (_pairs_text(vllm["overlaps"]),
+                                                       plural(vllm["overlap_cpus"], "CPU")),
+                                    FIX_VLLM))
+            if vllm["cross_numa"]:
+                out.append(_problem("warning", name, "vllm_cross_numa",
+                                    "vllm-ascend pools off their NPU's NUMA node",
+                                    _cross_text(vllm["cross_numa"]), FIX_VLLM))
+    bans = host["irqbalance_bans"]
+    if bans["state"] in ("unbanned", "unknown"):
+        out.append(_problem("warning", name, "irqbalance_running",
+                            "irqbalance will undo IRQ affinity", _irqbalance_evidence(host),
+                            FIX_IRQBALANCE))
+    if accel and host["migratepages"] is False:
+        out.append(_problem("warning", name, "migratepages_missing", "migratepages missing",
+                            "migratepages is not on PATH: worker memory is not moved to the "
+                            "pool's NUMA node (vllm-ascend logs 'The 'migratepages' command is "
+                            "not available, skipping memory binding.')", FIX_MIGRATEPAGES))
+    if host["rails"]["status"] == "inconsistent":
+        parts = []
+        for dev in host["rails"]["deviations"]:
+            parts.append("GPU%s -> %s where %s of %s hosts of its shape use %s%s" % (
+                dev["gpu"], dev["nic"], dev["hosts_with_majority"], dev["peers"],
+                dev["majority"], " (tie: no clear majority)" if dev["tie"] else ""))
+        out.append(_problem("warning", name, "rail_inconsistent",
+                            "GPU rails differ from identical hosts",
+                            "; ".join(parts) or "GPU -> NIC mapping differs from its peers",
+                            "check NIC cabling and PCIe slots and the RDMA device names "
+                            "(udev renames); until they match, pass NCCL_IB_HCA from each "
+                            "host's own plan (plan env) rather than one fleet-wide value"))
+    unknown = [d for d in host["plans"]["strict"]["devices"]
+               if d["kind"] == "gpu" and not d["home_nodes"]]
+    if host["vendor"] == "nvidia" and host["gpus"] and (
+            len(unknown) == host["gpus"] or len(host["numa_nodes"]) <= 1):
+        out.append(_problem("warning", name, "numa_unknown", "GPU NUMA affinity unknown",
+                            "%s, %s: every GPU pool spans all CPUs" % (
+                                plural(len(host["numa_nodes"]), "NUMA node"),
+                                "GPU NUMA affinity N/A"),
+                            "enable NUMA (drop numa=off from the kernel command line, NPS/SNC "
+                            "in BIOS) so pools can be NUMA-local"))
+    return out
+
+
+def _id_span(ids):
+    """``P3-P14`` for consecutive problem ids, else ``P3, P5, P9``."""
+    numbers = [int(i[1:]) for i in ids]
+    if len(numbers) > 2 and numbers == list(range(numbers[0], numbers[-1] + 1)):
+        return "P%d\u2013P%d" % (numbers[0], numbers[-1])
+    return ", ".join(ids)
+
+
+def group_problems(problems):
+    """Problems of the same kind, title, severity and fix across hosts, as one group each, in
+    the order of their first problem: ``[{severity, kind, title, fix, count, host_count, hosts,
+    ids, id_text, problems, evidence}]``. ``problems`` are indexes into ``problems``;
+    ``evidence`` is the evidence when every member has the same, else None. For the renderers'
+    problem lists; the report's ``problems`` stay one per host."""
+    groups = OrderedDict()
+    for index, problem in enumerate(problems):
+        key = (problem["severity"], problem["kind"], problem["title"], problem["fix"])
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = OrderedDict([
+                ("severity", problem["severity"]), ("kind", problem["kind"]),
+                ("title", problem["title"]), ("fix", problem["fix"]), ("count", 0),
+                ("host_count", 0), ("hosts", []), ("ids", []), ("id_text", ""),
+                ("problems", []), ("evidence", problem["evidence"])])
+        group["count"] += 1
+        if problem["host"] not in group["hosts"]:
+            group["hosts"].append(problem["host"])
+        group["ids"].append(problem["id"])
+        group["problems"].append(index)
+        if group["evidence"] != problem["evidence"]:
+            group["evidence"] = None
+    out = list(groups.values())
+    for group in out:
+        group["host_count"] = len(group["hosts"])
+        group["id_text"] = _id_span(group["ids"])
+    return out

@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The fleet report's schema constants and the small pure helpers its analysis and renderers
+share (cpulists in and out, tolerant dict/list access, plurals).
+
+Controller-side code: the report is built by ``analysis.build_report`` (problems from
+``problems``) and only formatted by ``markdown``, ``html`` and ``analysis.render_json``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
+
+REPORT_SCHEMA = 1
+POLICIES = ("strict", "vllm_ascend")
+ROLES = ("irq", "main", "acl", "release")
+SEVERITIES = ("error", "warning", "info")
+
+FIX_VLLM = ("use policy strict: set enable_cpu_binding false in vLLM's additional_config and "
+            "bind with the npuops.fleet.cpu_binding role (npuops_cpu_policy: strict)")
+FIX_IRQBALANCE = ("set npuops_irqbalance: ban (the planned IRQs are banned in irqbalance's "
+                  "config) or stop and disable irqbalance")
+FIX_MIGRATEPAGES = "install numactl (provides migratepages)"
+
+
+def cpu_ids(text):
+    """Sorted CPU ids of a cpulist string; [] for None or text that is not a cpulist."""
+    if isinstance(text, (list, tuple)):
+        return sorted(set(int(c) for c in text))
+    if text is None or text == "":
+        return []
+    try:
+        return cpulist.parse(str(text))
+    except NpuopsError:
+        return []
+
+
+def fmt(cpus):
+    return cpulist.format(cpus)
+
+
+def int_or_none(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def key_sort(key):
+    number = int_or_none(key)
+    return (0, number, "") if number is not None else (1, 0, str(key))
+
+
+def as_dict(value):
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value):
+    return value if isinstance(value, list) else []
+
+
+def numa_map(facts):
+    """{node id (int): [cpus]} from facts cpu.numa_nodes (memory-only nodes kept, empty)."""
+    nodes = {}
+    for key, text in as_dict(as_dict(facts.get("cpu")).get("numa_nodes")).items():
+        node = int_or_none(key)
+        if node is not None:
+            nodes[node] = cpu_ids(text)
+    return dict(sorted(nodes.items()))
+
+
+def nodes_of(cpus, numa):
+    wanted = set(cpus)
+    return sorted(node for node, node_cpus in numa.items() if wanted.intersection(node_cpus))
+
+
+def plural(count, word):
+    return "%d %s%s" % (count, word, "" if count == 1 else "s")

@@ -1,0 +1,60 @@
+# -*- coding: utf-8 -*-
+"""npu_cpu_plan through a real ansible-playbook."""
+
+import pytest
+
+from npuops_testing import cpu_hosts
+from npuops_testing.runner import run_module
+
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_strict_plan_with_instances(check):
+    result = run_module("npu_cpu_plan", {
+        "topology": cpu_hosts.a2(),
+        "instances": [{"name": "a", "npus": [0, 2]}, {"name": "b", "npus": [1]}]}, check=check)
+    assert not result.get("failed"), result
+    assert result["changed"] is False
+    plan = result["plan"]
+    assert plan["npus"]["0"]["pool"] == "144-167" and plan["npus"]["2"]["pool"] == "168-191"
+    assert plan["instances"]["a"]["main"] == "146-165,170-189"
+    assert "NPU0     144-167  node 3   IIMMMMMMMMMMMMMMMMMMMMAR" in result["cpu_map"]
+
+
+def test_vllm_ascend_prediction_and_failure_message():
+    result = run_module("npu_cpu_plan", {"topology": cpu_hosts.a2(), "policy": "vllm_ascend"})
+    assert result["plan"]["npus"]["1"]["pool_order"] == "0-23,48-59"
+    assert "NPU0: main=[" in "\n".join(result["plan"]["log"])
+    bad = run_module("npu_cpu_plan", {"topology": cpu_hosts.a2("0-7"), "policy": "vllm_ascend",
+                                      "npus": [1]})
+    assert bad["failed"] is True
+    # vllm-ascend's own words, then what to do: the facts' cpuset (0-7) is smaller than the host
+    assert bad["msg"] == ("npu_cpu_plan: NPU 1: The number of CPUs is insufficient. "
+                          "Each NPU requires at least 5 CPUs; the facts were gathered in a cpuset "
+                          "of 8 CPUs (Cpus_allowed_list 0-7; the host has 192 online: 0-191): "
+                          "gather the facts outside the job's cgroup, or pass allowed_cpus (role "
+                          "variable npuops_cpu_allowed) with the CPUs the service may use")
+    wide = run_module("npu_cpu_plan", {"topology": cpu_hosts.a2("0-7"), "policy": "vllm_ascend",
+                                       "npus": [1], "allowed_cpus": "0-7"})
+    assert wide["msg"] == ("npu_cpu_plan: NPU 1: The number of CPUs is insufficient. "
+                           "Each NPU requires at least 5 CPUs.")
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"npus": [9]}, "npu_cpu_plan: NPU 9: unknown NPU id(s) [9]"),
+    ({"policy": "greedy"}, "value of policy must be one of: strict, vllm_ascend"),
+    ({"reserved_cpus": "0-zz"}, "npu_cpu_plan: reserved_cpus: invalid cpulist item"),
+    ({"nics": ["mlx5_0"], "nics_regex": "mlx5_.*"}, "mutually exclusive"),
+])
+def test_failures(args, message):
+    args = dict(args, topology=cpu_hosts.a2())
+    result = run_module("npu_cpu_plan", args)
+    assert result["failed"] is True and message in result["msg"]
+    assert "Traceback" not in result["msg"]
+
+
+def test_skipped_on_x86_under_vllm_ascend():
+    result = run_module("npu_cpu_plan", {"topology": cpu_hosts.a2(arch="x86_64"), "policy": "vllm_ascend"})
+    assert result["plan"]["skipped"] is True and result["changed"] is False

@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+"""npu_irq_affinity through a real ansible-playbook, on a sandbox root."""
+
+import os
+
+import pytest
+
+from npuops_testing.runner import run_module
+from npuops_testing.sandbox import irq_sandbox
+
+pytestmark = pytest.mark.slow
+
+BUS = {"0": "0000:c1:00.0", "1": "0000:01:00.0"}
+INTERRUPTS = """           CPU0       CPU1       CPU2       CPU3
+ 100:        120          0          0          3  ITS-MSI 12582912 Edge      sq_send_trigger_irq
+ 101:          0          0          0          0  ITS-MSI 12582913 Edge      dfx_irq
+ 102:       4000          0          0          0  ITS-MSI 12582914 Edge      cq_update_irq
+ 200:          9          0          0          0  ITS-MSI 524288 Edge      sq_send_trigger_irq
+ 201:          9          0          0          0  ITS-MSI 524289 Edge      cq_update_irq
+"""
+MSI = {BUS["0"]: [100, 101, 102], BUS["1"]: [200, 201]}
+PLAN = {"mode": "topo_affinity", "device_type": "A2", "skipped": False,
+        "npus": {"0": {"pool": "2-3", "numa_nodes": [1], "irq": "2-3", "main": "3"},
+                 "1": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "1"}}}
+TOPOLOGY = {"npus": [{"logic_id": 0, "bus_id": BUS["0"]}, {"logic_id": 1, "bus_id": BUS["1"]}],
+            "irqbalance": {"installed": True, "active": True}}
+DEFAULT_IRQBALANCE = "#IRQBALANCE_ONESHOT=\nIRQBALANCE_ARGS=\"--journal\"\n"
+
+
+def make_root(tmp_path):
+    root = irq_sandbox(tmp_path / "root", INTERRUPTS, MSI)
+    (root / "etc" / "default").mkdir(parents=True)
+    (root / "etc" / "default" / "irqbalance").write_text(DEFAULT_IRQBALANCE)
+    return root
+
+
+def affinity(root, number):
+    return (root / "proc" / "irq" / str(number) / "smp_affinity_list").read_text().strip()
+
+
+def args(root, **extra):
+    base = {"plan": PLAN, "topology": TOPOLOGY, "host_root": str(root)}
+    base.update(extra)
+    return base
+
+
+def test_written_per_plan_then_unchanged(tmp_path):
+    root = make_root(tmp_path)
+    first = run_module("npu_irq_affinity", args(root), diff=True)
+    assert not first.get("failed"), first
+    assert first["changed"] is True
+    assert first["changed_irqs"] == ["100 (NPU0 sq): 0-3 -> 2", "102 (NPU0 cq): 0-3 -> 3",
+                                     "200 (NPU1 sq): 0-3 -> 0", "201 (NPU1 cq): 0-3 -> 1"]
+    assert [affinity(root, n) for n in (100, 101, 102, 200, 201)] == ["2", "0-3", "3", "0", "1"]
+    irq_diff, config_diff = first["diff"]
+    assert "IRQ 100 (NPU0 sq): 0-3\n" in irq_diff["before"]
+    assert "IRQ 100 (NPU0 sq): 2\n" in irq_diff["after"]
+    config = (root / "etc" / "default" / "irqbalance").read_text()
+    assert ('IRQBALANCE_ARGS="--journal --banirq=100 --banirq=102 --banirq=200 --banirq=201"'
+            in config)
+    assert config.startswith("#IRQBALANCE_ONESHOT=\n")
+    assert config_diff["after"] == config
+    assert first["irqbalance_config"] == "/etc/default/irqbalance"
+    assert first["irqbalance_restart_needed"] is True
+
+    second = run_module("npu_irq_affinity", args(root))
+    assert second["changed"] is False and second["changed_irqs"] == []
+    assert second["irqbalance_restart_needed"] is False
+
+
+def test_check_mode_writes_nothing(tmp_path):
+    root = make_root(tmp_path)
+    result = run_module("npu_irq_affinity", args(root), check=True, diff=True)
+    assert result["changed"] is True and len(result["changed_irqs"]) == 4
+    assert [affinity(root, n) for n in (100, 102, 200, 201)] == ["0-3"] * 4
+    assert (root / "etc" / "default" / "irqbalance").read_text() == DEFAULT_IRQBALANCE
+
+
+def test_not_writable_fails_with_message_and_writes_nothing(tmp_path):
+    root = make_root(tmp_path)
+    os.chmod(str(root / "proc" / "irq" / "201" / "smp_affinity_list"), 0o444)
+    result = run_module("npu_irq_affinity", args(root))
+    assert result.get("failed")
+    assert "/proc/irq is not writable" in result["msg"] and "nothing was written" in result["msg"]
+    assert [affinity(root, n) for n in (100, 102, 200, 201)] == ["0-3"] * 4
+    assert (root / "etc" / "default" / "irqbalance").read_text() == DEFAULT_IRQBALANCE
+
+
+def test_stop_mode_and_ascend950_skip(tmp_path):
+    root = make_root(tmp_path)
+    stop = run_module("npu_irq_affinity", args(root, irqbalance="stop", npus=[1]))
+    assert stop["irqbalance_stop_needed"] is True and stop["irqbalance_config"] is None
+    assert [affinity(root, n) for n in (100, 200, 201)] == ["0-3", "0", "1"]
+    assert (root / "etc" / "default" / "irqbalance").read_text() == DEFAULT_IRQBALANCE
+
+    a5 = dict(PLAN, mode="ascend950", device_type="A5")
+    skipped = run_module("npu_irq_affinity", args(root, plan=a5))
+    assert skipped["changed"] is False and "Ascend 950" in skipped["skipped"]

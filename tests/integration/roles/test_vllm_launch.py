@@ -1,0 +1,94 @@
+# -*- coding: utf-8 -*-
+"""Role vllm_launch: one wrapper (+ unit) per instance under the sandbox root, plans by itself
+when npuops_plan is unknown, idempotent, check mode writes nothing, restart handler guarded,
+instance entries validated by meta/argument_specs.yml."""
+
+import json
+
+import pytest
+
+from npuops_testing.fleet import make_fleet, need, play, recap, written
+from npuops_testing.runner import run_playbook
+
+SNAP = "a2-910b3x8"
+INSTANCES = [
+    {"name": "qwen-a", "npus": [0, 1, 2, 3],
+     "command": ["vllm", "serve", "/models/Qwen3-8B", "--tensor-parallel-size", "4"],
+     "env": {"VLLM_LOGGING_LEVEL": "INFO"}},
+    {"name": "qwen-b", "npus": [4, 5, 6, 7], "binding": "vllm",
+     "command": ["vllm", "serve", "/models/Qwen3-8B", "--tensor-parallel-size", "4"]},
+]
+
+
+@pytest.mark.slow
+def test_wrappers_and_units_per_instance_idempotent(tmp_path):
+    need(SNAP)
+    inv = make_fleet(tmp_path, {"a2": (SNAP, {"npuops_vllm_instances": INSTANCES})})
+    # The role alone: no npu_facts, no cpu_binding before it.
+    pb = play(tmp_path, [{"name": "Launch", "ansible.builtin.import_role": {
+        "name": "npuops.fleet.vllm_launch"}}])
+    check = run_playbook(pb, inv, ["--check", "--diff"])
+    assert check.returncode == 0, check.stdout
+    assert recap(check.stdout)["a2"]["changed"] > 0
+    assert written(tmp_path, "a2", SNAP) == set()
+
+    first = run_playbook(pb, inv)
+    assert first.returncode == 0, first.stdout
+    files = written(tmp_path, "a2", SNAP)
+    for name in ("qwen-a", "qwen-b"):
+        mine = [f for f in files if name in f]
+        assert mine, files
+    assert any(f.endswith(".service") for f in files), files
+    assert not any(f.startswith("/proc/irq/") for f in files), files
+    # The wrapper gets the real plan: each instance's plan entry (env with its visibility
+    # variable included) reaches the plan JSON, and the wrapper exports it exactly once.
+    root = tmp_path / "demo" / "a2" / "root" / "usr" / "local" / "lib" / "npuops"
+    for inst in INSTANCES:
+        doc = json.loads((root / ("%s.plan.json" % inst["name"])).read_text())
+        planned = doc["instances"][inst["name"]]
+        assert planned["npus"] == inst["npus"]
+        devices = ",".join(str(n) for n in inst["npus"])
+        assert planned["env"] == {"ASCEND_RT_VISIBLE_DEVICES": devices}
+        assert doc["npuops_instance"]["devices"] == inst["npus"]
+        launch = (root / ("%s-launch" % inst["name"])).read_text()
+        assert launch.count("ASCEND_RT_VISIBLE_DEVICES") == 1
+        assert "export ASCEND_RT_VISIBLE_DEVICES=%s\n" % devices in launch
+    # Handlers notified, services untouched in the sandbox.
+    handlers = first.stdout.split("RUNNING HANDLER")[1:]
+    assert handlers and not any("changed: [a2]" in h.split("PLAY RECAP")[0] for h in handlers)
+
+    second = run_playbook(pb, inv)
+    assert second.returncode == 0, second.stdout
+    assert recap(second.stdout)["a2"]["changed"] == 0, second.stdout
+    assert "RUNNING HANDLER" not in second.stdout
+
+
+@pytest.mark.slow
+def test_include_role_gives_the_same_files_and_spec_rejects_bad_instances(tmp_path):
+    need(SNAP)
+    hosts = {"imp": (SNAP, {"npuops_vllm_instances": INSTANCES}),
+             "inc": (SNAP, {"npuops_vllm_instances": INSTANCES})}
+    inv = make_fleet(tmp_path, hosts)
+    pb = tmp_path / "both.yml"
+    pb.write_text(
+        "- name: Import\n  hosts: imp\n  gather_facts: false\n  tasks:\n"
+        "    - name: Launch\n      ansible.builtin.import_role:\n        name: npuops.fleet.vllm_launch\n"
+        "- name: Include\n  hosts: inc\n  gather_facts: false\n  tasks:\n"
+        "    - name: Launch\n      ansible.builtin.include_role:\n        name: npuops.fleet.vllm_launch\n")
+    proc = run_playbook(str(pb), inv)
+    assert proc.returncode == 0, proc.stdout
+    rec = recap(proc.stdout)
+    assert rec["imp"]["changed"] == rec["inc"]["changed"] > 0
+    imp, inc = written(tmp_path, "imp", SNAP), written(tmp_path, "inc", SNAP)
+    assert imp == inc and imp
+    for rel in imp:
+        a = (tmp_path / "demo" / "imp" / "root" / rel.lstrip("/")).read_text()
+        b = (tmp_path / "demo" / "inc" / "root" / rel.lstrip("/")).read_text()
+        assert a.replace("/imp/", "/X/") == b.replace("/inc/", "/X/"), rel
+
+    bad = make_fleet(tmp_path / "bad", {"a2": (SNAP, {"npuops_vllm_instances": [
+        {"npus": [0], "command": ["vllm"]}]})})
+    proc = run_playbook(play(tmp_path, [{"name": "Launch", "ansible.builtin.import_role": {
+        "name": "npuops.fleet.vllm_launch"}}], "bad.yml"), bad)
+    assert proc.returncode != 0
+    assert "name" in proc.stdout and "npuops_vllm_instances" in proc.stdout

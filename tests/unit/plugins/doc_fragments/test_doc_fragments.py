@@ -1,0 +1,35 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The doc fragments read as YAML (their merge into module docs by ansible-doc runs in
+tests/integration/doc_fragments/test_doc_fragments.py)."""
+
+import pytest
+
+
+@pytest.mark.parametrize("variant, attributes", [
+    ("DOCUMENTATION", {"check_mode", "diff_mode"}),
+    ("FACTS", {"facts"}),
+    ("INFO_MODULE", {"check_mode", "diff_mode"}),
+])
+def test_attributes_doc_fragment_variants(variant, attributes):
+    yaml = pytest.importorskip("yaml")
+    from ansible_collections.npuops.fleet.plugins.doc_fragments.attributes import ModuleDocFragment
+    doc = yaml.safe_load(getattr(ModuleDocFragment, variant))
+    assert set(doc["attributes"]) == attributes
+    for name, attribute in doc["attributes"].items():
+        # validate-modules rejects an attribute without a description once merged; the base
+        # fragment must carry them, the info variant only the support levels.
+        if variant == "INFO_MODULE":
+            assert attribute["support"] in ("full", "N/A"), name
+        else:
+            assert attribute["description"].strip(), name
+
+
+def test_host_root_doc_fragment_matches_the_argument_spec():
+    yaml = pytest.importorskip("yaml")
+    from ansible_collections.npuops.fleet.plugins.doc_fragments.host_root import ModuleDocFragment
+    option = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]["host_root"]
+    assert option["description"].strip()
+    # the modules declare host_root=dict(type="path", default="/")
+    assert (option["type"], option["default"]) == ("path", "/")

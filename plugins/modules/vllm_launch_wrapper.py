@@ -122,7 +122,7 @@ notes:
   - The post-start binder C(<dest>/<name>-bind) is the collection's
     C(plugins/module_utils/standalone/binder.py) itself (the module reads its own copy through the
     package loader, so the installed script is exactly the tested code) behind a C(#!<python>)
-    line. Standard library only, Python 3.7+; psutil is used when present.
+    line. Standard library only, Python 3.7+; it reads C(/proc) directly.
   - "Binder usage: C(<name>-bind --plan PLAN.json [--instance NAME] [--timeout 900] [--interval 2]
     [--thread-wait 60] [--root-pid PID] [--pid PID --npu N ...] [--check] [--json])."
   - "Binder step 1: it waits, polling every C(--interval) seconds up to C(--timeout), until each
@@ -276,17 +276,23 @@ from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import WrapperError
 from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import check_components, host_path
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
-from ansible_collections.npuops.fleet.plugins.module_utils.standalone import binder
+from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app
+from ansible_collections.npuops.fleet.plugins.module_utils.standalone import (
+    binder, procs, rules, smi, targets)
 
+# every file of the binder package (imported here so that AnsiballZ ships them)
+STANDALONE_MODULES = (binder, procs, rules, smi, targets)
 
 
 def binder_script():
-    """The binder's own source (the tested file) with this host's interpreter as shebang."""
-    # importing binder is what puts its file into the module's payload (AnsiballZ)
-    source = pkgutil.get_data(binder.__name__.rsplit(".", 1)[0], "binder.py")
+    """The binder: the tested ``standalone`` package itself, as one zipapp behind this host's
+    interpreter. Importing its modules is what puts their files into the module's payload."""
+    package = binder.__name__.rsplit(".", 1)[0]
+    names = ["__init__"] + [module.__name__.rsplit(".", 1)[1] for module in STANDALONE_MODULES]
+    sources = dict((name + ".py", pkgutil.get_data(package, name + ".py")) for name in names)
     python = sys.executable if re.match(r"^/[A-Za-z0-9_./+-]+\Z", sys.executable or "") \
         else "/usr/bin/env python3"
-    return "#!%s\n%s" % (python, source.decode("utf-8"))
+    return binder_app.render(sources, python)
 
 
 def build_files(p):

@@ -145,7 +145,7 @@ def ensure_dir(host_root, path, mode=None, owner=None, group=None, check_mode=Fa
 
 def ensure_file(host_root, path, content=None, mode=None, owner=None, group=None,
                 check_mode=False, create_parents=False, keep_content=False):
-    """Make ``path`` a regular file with ``content`` (str) and attributes, atomically.
+    """Make ``path`` a regular file with ``content`` (str, or bytes) and attributes, atomically.
 
     ``keep_content=True``: create the file (with ``content`` or empty) only when absent and
     never rewrite an existing one (e.g. ``/etc/vnpu.cfg``).
@@ -154,8 +154,9 @@ def ensure_file(host_root, path, content=None, mode=None, owner=None, group=None
     real = host_path(host_root, path)
     uid, gid = resolve_owner(owner, group)
     content = "" if content is None else content
+    shown = "<%d bytes>\n" % len(content) if isinstance(content, bytes) else content
     result = {"path": path, "changed": False, "created": False,
-              "diff": {"before_header": path, "after_header": path, "before": "", "after": content}}
+              "diff": {"before_header": path, "after_header": path, "before": "", "after": shown}}
     parent_real = os.path.dirname(real)
     if os.path.lexists(real):
         if os.path.islink(real) or not os.path.isfile(real):
@@ -165,7 +166,14 @@ def ensure_file(host_root, path, content=None, mode=None, owner=None, group=None
         if keep_content:
             result["diff"]["after"] = current
         changes = _attr_changes(real, mode, uid, gid)
-        content_differs = (not keep_content) and current != content
+        if isinstance(content, bytes):
+            # binary content (the binder zipapp): compared as bytes, shown in a diff by size
+            current_bytes = current.encode("utf-8", "surrogateescape")
+            content_differs = (not keep_content) and current_bytes != content
+            result["diff"]["before"] = "<%d bytes>\n" % len(current_bytes)
+            result["diff"]["after"] = "<%d bytes>\n" % len(content)
+        else:
+            content_differs = (not keep_content) and current != content
         if content_differs or changes:
             result["changed"] = True
             if not check_mode:

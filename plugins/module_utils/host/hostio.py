@@ -21,13 +21,17 @@ __metaclass__ = type
 
 import abc
 import os
-import shutil
 import platform
+import selectors
+import shutil
+import signal
 import socket
 import subprocess
 import threading
+import time
 
-from ansible_collections.npuops.fleet.plugins.module_utils.host import snapshot
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import InputError
+from ansible_collections.npuops.fleet.plugins.module_utils.host import paths, snapshot
 from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import check_components
 
 DEFAULT_TIMEOUT = 30
@@ -35,12 +39,13 @@ DEFAULT_TIMEOUT = 30
 
 class CommandResult(object):
     """Outcome of one command: ``rc``, ``stdout``, ``stderr``; ``missing`` when the
-    executable is not installed, ``timed_out`` when it was killed after the timeout."""
+    executable is not installed, ``timed_out`` when it was killed after the timeout, ``error``
+    when it was killed for another reason of ours (output over the cap)."""
 
-    __slots__ = ("argv", "rc", "stdout", "stderr", "missing", "timed_out", "seconds")
+    __slots__ = ("argv", "rc", "stdout", "stderr", "missing", "timed_out", "seconds", "error")
 
     def __init__(self, argv, rc=0, stdout="", stderr="", missing=False, timed_out=False,
-                 seconds=0.0):
+                 seconds=0.0, error=None):
         self.argv = list(argv)
         self.rc = rc
         self.stdout = stdout
@@ -48,6 +53,7 @@ class CommandResult(object):
         self.missing = missing
         self.timed_out = timed_out
         self.seconds = seconds
+        self.error = error
 
     @property
     def key(self):
@@ -55,12 +61,14 @@ class CommandResult(object):
 
     @property
     def ok(self):
-        return not self.missing and not self.timed_out and self.rc == 0
+        return not self.missing and not self.timed_out and self.rc == 0 and not self.error
 
     def failure(self):
         """A one-line reason this command gave nothing usable, or None when it is ok."""
         if self.missing:
             return "command not found"
+        if self.error:
+            return self.error
         if self.timed_out:
             return "timed out after %.1fs" % self.seconds
         if self.rc != 0:
@@ -146,51 +154,204 @@ def _c_env():
     return env
 
 
+# Largest output (per stream) a command may print before it is killed: npu-smi, lscpu and
+# nvidia-smi print kilobytes; a tool that floods the pipe must not fill the module's memory.
+MAX_OUTPUT = 8 * 1024 * 1024
+# After the command itself exited, how long a child that inherited its output pipe may keep
+# it open (``tool; sleep 600 &``) before the process group is killed and reading stops.
+LINGER = 0.5
+# How long to wait for the killed process group's leader to be reaped.
+REAP_WAIT = 2.0
+
+
+def _exited(proc):
+    """True when ``proc`` has exited, without reaping it: its pid (= the process group id)
+    stays reserved, so killing the group afterwards cannot hit a recycled pid."""
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+    except (AttributeError, OSError):  # no waitid: poll (reaps; the group kill is best effort)
+        return proc.poll() is not None
+
+
+def _kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:  # already gone
+        pass
+
+
+def collect(proc, timeout, limit=MAX_OUTPUT):
+    """Read ``proc``'s stdout and stderr until both close, the deadline passes or one
+    exceeds ``limit`` bytes. ``proc`` leads its own process group (``start_new_session``);
+    on a timeout, an overflow, or when the leader exited but a child still holds the pipes
+    after ``LINGER`` seconds, the whole group is killed and reading stops there, so the call
+    returns within ``timeout`` plus a fraction of a second whatever the command does.
+
+    Returns ``(stdout bytes, stderr bytes, rc or None, timed_out, overflow)``.
+    """
+    start = time.monotonic()
+    deadline = start + timeout
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    streams = {out_fd: [], err_fd: []}
+    sizes = dict((fd, 0) for fd in streams)
+    selector = selectors.DefaultSelector()
+    for fd in streams:
+        selector.register(fd, selectors.EVENT_READ)
+    open_fds = set(streams)
+    timed_out = overflow = False
+    exited_at = None
+    kill = False
+    try:
+        while open_fds:
+            now = time.monotonic()
+            if now >= deadline:
+                timed_out = kill = True
+                break
+            if exited_at is None and _exited(proc):
+                exited_at = now
+            wait = deadline - now
+            if exited_at is not None:
+                if now - exited_at >= LINGER:
+                    kill = True  # the command is done; a leftover child holds its pipes
+                    break
+                wait = min(wait, exited_at + LINGER - now)
+            else:
+                wait = min(wait, 0.2)
+            for key, _events in selector.select(wait):
+                fd = key.fd
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    selector.unregister(fd)
+                    open_fds.discard(fd)
+                    continue
+                sizes[fd] += len(chunk)
+                if sizes[fd] > limit:
+                    overflow = kill = True
+                    break
+                streams[fd].append(chunk)
+            if overflow:
+                break
+    finally:
+        selector.close()
+        if kill:
+            _kill_group(proc)
+        proc.stdout.close()
+        proc.stderr.close()
+    rc = None
+    try:
+        rc = proc.wait(timeout=max(0.0, deadline - time.monotonic()) if not kill else REAP_WAIT)
+    except subprocess.TimeoutExpired:
+        # the pipes closed but the command runs on: same as a timeout
+        _kill_group(proc)
+        timed_out = True
+        try:
+            proc.wait(timeout=REAP_WAIT)
+        except subprocess.TimeoutExpired:
+            pass  # unkillable (uninterruptible sleep in a wedged driver): leave it
+    return b"".join(streams[out_fd]), b"".join(streams[err_fd]), rc, timed_out, overflow
+
+
 class LiveHostIO(HostIO):
-    """The real host. ``host_root`` prefixes file reads (tests point it at a sandbox);
-    commands always run on the real host with LC_ALL=C and a timeout."""
+    """The real host. ``host_root`` prefixes file reads (tests point it at a sandbox): every
+    path is resolved below it as if it were ``/`` (symlinks included), a FIFO or device is
+    never opened for reading and no file is read past ``paths.MAX_FILE_BYTES``. Commands
+    always run on the real host with LC_ALL=C, in their own process group, under a timeout
+    that bounds the whole call (see ``collect``), output capped at ``MAX_OUTPUT`` bytes."""
 
     def __init__(self, host_root="/"):
         self.host_root = host_root or "/"
         self.hostname = socket.gethostname()
         self.arch = platform.machine()
 
-    def _real(self, path):
-        check_components(path)
-        if self.host_root in ("/", ""):
-            return path
-        return os.path.join(self.host_root, path.lstrip("/"))
+    def _resolve(self, path):
+        """``(dir_fd, name, names)`` of host path ``path`` below host_root (see
+        ``paths.resolve``), or None when a directory on the way does not resolve."""
+        parts = check_components(path)
+        try:
+            root = paths.open_root(self.host_root)
+        except OSError:
+            return None
+        try:
+            return paths.resolve(root, parts)
+        except OSError:
+            return None
+        finally:
+            os.close(root)
 
     def read_text(self, path):
-        try:
-            with open(self._real(path), "rb") as handle:
-                return handle.read().decode("utf-8", "replace")
-        except (IOError, OSError):
+        found = self._resolve(path)
+        if found is None:
             return None
+        dir_fd, name, _names = found
+        try:
+            if name is None:
+                return None
+            data, problem = paths.read_at(dir_fd, name)
+        except OSError:
+            return None
+        finally:
+            os.close(dir_fd)
+        if problem is not None and problem.startswith("is larger"):
+            raise InputError(path, problem)
+        return None if data is None else data.decode("utf-8", "replace")
 
     def listdir(self, path):
-        try:
-            return sorted(os.listdir(self._real(path)))
-        except (IOError, OSError):
+        found = self._resolve(path)
+        if found is None:
             return None
+        dir_fd, name, _names = found
+        try:
+            if name is None:
+                return sorted(os.listdir(dir_fd))
+            fd = os.open(name, paths.DIR_FLAGS | paths.NOFOLLOW, dir_fd=dir_fd)
+            try:
+                return sorted(os.listdir(fd))
+            finally:
+                os.close(fd)
+        except OSError:
+            return None
+        finally:
+            os.close(dir_fd)
 
     def exists(self, path):
         """True when the path exists (a dangling link counts)."""
-        return os.path.lexists(self._real(path))
+        parts = check_components(path)
+        if not parts:
+            return os.path.isdir(self.host_root)
+        parent = self._resolve("/" + "/".join(parts[:-1]))
+        if parent is None:
+            return False
+        dir_fd, name, _names = parent
+        try:
+            if name is not None:
+                try:
+                    fd = os.open(name, paths.DIR_FLAGS | paths.NOFOLLOW, dir_fd=dir_fd)
+                except OSError:
+                    return False
+                os.close(dir_fd)
+                dir_fd = fd
+            return paths.lstat_at(dir_fd, parts[-1]) is not None
+        finally:
+            os.close(dir_fd)
 
     def realpath(self, path):
-        real = self._real(path)
-        if not os.path.lexists(real):
+        found = self._resolve(path)
+        if found is None:
             return None
-        resolved = os.path.realpath(real)
-        if self.host_root in ("/", ""):
-            return resolved
-        root = os.path.realpath(self.host_root)
-        if resolved == root:
-            return "/"
-        if resolved.startswith(root + os.sep):
-            return resolved[len(root):]
-        return None
+        dir_fd, name, names = found
+        try:
+            if name is None:
+                return "/"
+            if paths.lstat_at(dir_fd, name) is None:
+                return None
+        finally:
+            os.close(dir_fd)
+        return "/" + "/".join(names + [name])
 
     def getenv(self, name):
         return os.environ.get(name)
@@ -207,27 +368,27 @@ class LiveHostIO(HostIO):
         return None
 
     def run(self, argv, timeout=DEFAULT_TIMEOUT):
-        import time
         argv = list(argv)
-        start = time.time()
+        start = time.monotonic()
         try:
             proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    stdin=subprocess.DEVNULL, env=_c_env(), close_fds=True)
+                                    stdin=subprocess.DEVNULL, env=_c_env(), close_fds=True,
+                                    start_new_session=True)
         except (OSError, IOError) as err:
             if getattr(err, "errno", None) in (2, 13):  # ENOENT, EACCES: not runnable
                 return CommandResult(argv, rc=127, missing=True, stderr=str(err))
             return CommandResult(argv, rc=126, stderr=str(err))
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-            return CommandResult(argv, rc=-9, stdout=out.decode("utf-8", "replace"),
-                                 stderr=err.decode("utf-8", "replace"), timed_out=True,
-                                 seconds=time.time() - start)
-        return CommandResult(argv, rc=proc.returncode, stdout=out.decode("utf-8", "replace"),
-                             stderr=err.decode("utf-8", "replace"),
-                             seconds=time.time() - start)
+        out, err, rc, timed_out, overflow = collect(proc, timeout)
+        seconds = time.monotonic() - start
+        stdout, stderr = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+        if overflow:
+            return CommandResult(argv, rc=-9, stdout="", stderr=stderr, seconds=seconds,
+                                 error="output larger than %d MiB: killed"
+                                 % (MAX_OUTPUT // (1024 * 1024)))
+        if timed_out:
+            return CommandResult(argv, rc=-9, stdout=stdout, stderr=stderr, timed_out=True,
+                                 seconds=seconds)
+        return CommandResult(argv, rc=rc, stdout=stdout, stderr=stderr, seconds=seconds)
 
 
 def _normalise(path):

@@ -4,16 +4,30 @@
 """Host snapshot directories: ``snapshot.yml`` (read and written with ``yaml_subset``, no
 PyYAML on managed hosts), ``cmd/`` for multi-line command outputs, ``fs/`` mirroring the host
 paths read. The format is a public contract (docs/dev/architecture.md).
+
+On disk a host path component is escaped so that no snapshot path holds a ``:`` (PCI
+addresses such as ``0000:c1:00.0``; some tools and file systems refuse it): ``%`` is written
+``%25`` and ``:`` ``%3A`` (``fs_name``). Readers try the escaped path first, then the path as
+it is, so a snapshot written before the escaping still reads.
+
+Every file of a snapshot is read through directory fds without following a symlink
+(``host/paths``): a symlink, a FIFO or a device anywhere below the snapshot directory is
+refused, and no file is read past ``paths.MAX_FILE_BYTES``. ``save`` writes each file
+atomically (temporary file + rename, never through a symlink) into a directory it created
+or verified (``paths.open_private_dir``).
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
 import os
 import re
+import stat
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import SnapshotError
+from ansible_collections.npuops.fleet.plugins.module_utils.host import paths
 from ansible_collections.npuops.fleet.plugins.module_utils.host.yaml_subset import dumps, loads
 
 SCHEMA = 1
@@ -34,12 +48,64 @@ def inside(base, rel, what):
     return os.path.join(base, *parts)
 
 
-def _read(path):
+# -- escaping of host path components --------------------------------------------------
+_UNESCAPE = re.compile(r"%(25|3[Aa])")
+
+
+def fs_name(name):
+    """On-disk name of one host path component: ``%`` -> ``%25``, ``:`` -> ``%3A``."""
+    return name.replace("%", "%25").replace(":", "%3A")
+
+
+def host_name(name):
+    """The host path component of an on-disk name (``fs_name`` undone)."""
+    return _UNESCAPE.sub(lambda m: "%" if m.group(1) == "25" else ":", name)
+
+
+def _error(dummy_label, msg):
+    return SnapshotError(msg)
+
+
+def _open_under(directory, parts, what, create_mode=None):
+    """fd of ``directory/<parts>`` (the directory itself followed, nothing below it)."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8", "replace")
-    except (IOError, OSError) as err:
+        root = paths.open_root(directory)
+    except OSError as err:
+        raise SnapshotError("%s: cannot open: %s" % (directory, err.strerror or err))
+    try:
+        return paths.open_dirs(root, parts, what, create_mode=create_mode, error=_error,
+                               prefix=directory.rstrip("/") + "/")
+    finally:
+        os.close(root)
+
+
+def read_file(directory, rel, what):
+    """Text of the regular file ``directory/<rel>`` (``rel``: a relative path checked by
+    ``inside``); SnapshotError when it is missing, a symlink, not a regular file or too big."""
+    parts = rel.split("/")
+    path = os.path.join(directory, rel)
+    try:
+        dir_fd = _open_under(directory, parts[:-1], what)
+    except OSError as err:
         raise SnapshotError("%s: cannot read: %s" % (path, err.strerror or err))
+    try:
+        data, problem = paths.read_at(dir_fd, parts[-1])
+    except OSError as err:
+        raise SnapshotError("%s: cannot read: %s" % (path, err.strerror or err))
+    finally:
+        os.close(dir_fd)
+    if problem is not None:
+        raise SnapshotError("%s: %s (refused)" % (path, problem))
+    if data is None:
+        raise SnapshotError("%s: cannot read: No such file or directory" % path)
+    return data.decode("utf-8", "replace")
+
+
+def _bool(entry, field, what):
+    value = entry.get(field)
+    if value is not None and not isinstance(value, bool):
+        raise SnapshotError("%s: %s must be true or false, got %r" % (what, field, value))
+    return bool(value)
 
 
 def _commands(raw, base, source):
@@ -60,17 +126,23 @@ def _commands(raw, base, source):
             raise SnapshotError("%s has both stdout and stdout_file" % what)
         stdout = entry.get("stdout")
         if "stdout_file" in entry:
-            stdout = _read(inside(base, entry["stdout_file"], what))
+            inside(base, entry["stdout_file"], what)
+            stdout = read_file(base, entry["stdout_file"], what)
         rc = entry.get("rc", 0)
-        if not isinstance(rc, int) or isinstance(rc, bool):
-            raise SnapshotError("%s: rc must be an integer" % what)
+        if not isinstance(rc, int) or isinstance(rc, bool) or not -(1 << 31) <= rc < (1 << 31):
+            raise SnapshotError("%s: rc must be an integer, got %r" % (what, rc))
         for field, value in (("stdout", stdout), ("stderr", entry.get("stderr"))):
             if value is not None and not isinstance(value, str):
                 raise SnapshotError("%s: %s must be a string" % (what, field))
+        seconds = entry.get("seconds")
+        if seconds is not None and (isinstance(seconds, bool) or
+                                    not isinstance(seconds, (int, float)) or
+                                    not 0 <= seconds <= 1e9):
+            raise SnapshotError("%s: seconds must be a number of seconds, got %r" % (what, seconds))
         commands[key] = {"rc": rc, "stdout": stdout or "", "stderr": entry.get("stderr") or "",
-                         "missing": bool(entry.get("missing")),
-                         "timed_out": bool(entry.get("timed_out")),
-                         "seconds": float(entry.get("seconds") or 0.0)}
+                         "missing": _bool(entry, "missing", what),
+                         "timed_out": _bool(entry, "timed_out", what),
+                         "seconds": float(seconds or 0.0)}
     return commands
 
 
@@ -92,15 +164,16 @@ def load(directory):
     missing, timed_out, seconds}), links (host path -> resolved host path), tools (name ->
     path or null). Raises SnapshotError on a missing directory or malformed file.
     """
-    if not directory or not os.path.isdir(directory):
+    if not directory or not isinstance(directory, str) or not os.path.isdir(directory):
         raise SnapshotError("snapshot directory %s does not exist" % directory)
     source = os.path.join(directory, SNAPSHOT_FILE)
-    if not os.path.isfile(source):
+    if not os.path.lexists(source):
         raise SnapshotError("%s: missing (not a host snapshot directory)" % source)
-    data = loads(_read(source), source)
+    data = loads(read_file(directory, SNAPSHOT_FILE, source), source)
     if not isinstance(data, dict):
         raise SnapshotError("%s: the document must be a mapping" % source)
-    if data.get("schema") != SCHEMA:
+    schema = data.get("schema")
+    if not isinstance(schema, int) or isinstance(schema, bool) or schema != SCHEMA:
         raise SnapshotError("%s: unsupported schema %r (expected %d)" % (source, data.get("schema"), SCHEMA))
     for name in ("hostname", "arch", "captured_at"):
         if data.get(name) is not None and not isinstance(data[name], str):
@@ -130,11 +203,24 @@ def save(directory, hostname=None, arch=None, captured_at=None, env=None, comman
 
     ``commands``: key -> {rc, stdout, stderr, missing, timed_out, seconds}; multi-line
     stdout goes to ``cmd/<slug>.txt`` (``stdout_file``). ``files``: host path -> text,
-    written under ``fs/``. ``dirs``: host paths of directories to create (empty ones get a
-    ``.snapshot-keep`` marker so version control keeps them).
+    written under ``fs/`` with escaped names (``fs_name``). ``dirs``: host paths of
+    directories to create (empty ones get a ``.snapshot-keep`` marker so version control
+    keeps them).
+
+    ``directory`` is created (0755, with missing parents) or must already belong to root or
+    to this user and be writable by nobody else (``paths.open_private_dir``); below it every
+    directory is opened without following symlinks and every file is written atomically.
     """
-    if not os.path.isdir(directory):
-        os.makedirs(directory)
+    top = paths.open_private_dir(directory, 0o755, error=_error)
+    try:
+        _save(_Writer(top, directory), hostname, arch, captured_at, env, commands, links, tools,
+              files, dirs, comment)
+    finally:
+        os.close(top)
+
+
+def _save(writer, hostname, arch, captured_at, env, commands, links, tools, files, dirs,
+          comment):
     doc = {"schema": SCHEMA, "hostname": hostname, "captured_at": captured_at, "arch": arch}
     if env:
         doc["env"] = dict(sorted(env.items()))
@@ -154,7 +240,7 @@ def save(directory, hostname=None, arch=None, captured_at=None, env=None, comman
                     name += "_"
                 used.add(name)
                 rel = "%s/%s.txt" % (CMD_DIR, name)
-                _write(os.path.join(directory, CMD_DIR, name + ".txt"), stdout)
+                writer.write([CMD_DIR, name + ".txt"], stdout)
                 entry["stdout_file"] = rel
             else:
                 entry["stdout"] = stdout
@@ -169,27 +255,135 @@ def save(directory, hostname=None, arch=None, captured_at=None, env=None, comman
         doc["links"] = dict(sorted(links.items()))
     if tools:
         doc["tools"] = dict(sorted(tools.items()))
-    fs_root = os.path.join(directory, FS_DIR)
     for path in sorted(dirs or ()):
-        target = inside(fs_root, path.lstrip("/"), "snapshot fs") if path != "/" else fs_root
-        if not os.path.isdir(target):
-            os.makedirs(target)
+        writer.close_dir(writer.dir(fs_parts(path)))
     for path in sorted(files or {}):
-        _write(inside(fs_root, path.lstrip("/"), "snapshot fs"), files[path])
+        writer.write(fs_parts(path), files[path])
     for path in sorted(dirs or ()):
-        target = inside(fs_root, path.lstrip("/"), "snapshot fs") if path != "/" else fs_root
-        if not os.listdir(target):
-            _write(os.path.join(target, KEEP), "")
+        dir_fd = writer.dir(fs_parts(path))
+        try:
+            if not os.listdir(dir_fd):
+                paths.write_atomic_at(dir_fd, KEEP, b"", 0o644)
+        finally:
+            writer.close_dir(dir_fd)
     header = "".join(("# " + line).rstrip() + "\n" for line in (comment or "").splitlines())
-    _write(os.path.join(directory, SNAPSHOT_FILE), header + dumps(doc))
+    writer.write([SNAPSHOT_FILE], header + dumps(doc))
 
 
 KEEP = ".snapshot-keep"
 
 
-def _write(path, text):
-    parent = os.path.dirname(path)
-    if not os.path.isdir(parent):
-        os.makedirs(parent)
-    with open(path, "wb") as handle:
-        handle.write(text.encode("utf-8"))
+def fs_parts(path):
+    """On-disk components (``fs/`` first) of host path ``path``, checked and escaped."""
+    if path == "/":
+        return [FS_DIR]
+    rel = inside("/", path.lstrip("/"), "snapshot fs")[1:]
+    return [FS_DIR] + [fs_name(part) for part in rel.split("/")]
+
+
+class _Writer(object):
+    """Writes below an open snapshot directory fd: directories created 0755 without following
+    a symlink, files written atomically 0644."""
+
+    def __init__(self, top, directory):
+        self.top = top
+        self.prefix = directory.rstrip("/") + "/"
+
+    def dir(self, parts):
+        return paths.open_dirs(self.top, parts, "snapshot", create_mode=0o755, error=_error,
+                               prefix=self.prefix)
+
+    @staticmethod
+    def close_dir(dir_fd):
+        os.close(dir_fd)
+
+    def write(self, parts, text):
+        dir_fd = self.dir(parts[:-1])
+        try:
+            paths.write_atomic_at(dir_fd, parts[-1], text.encode("utf-8"), 0o644)
+        finally:
+            os.close(dir_fd)
+
+
+# -- reading and copying the fs/ mirror ---------------------------------------------------
+def fs_files(directory):
+    """``{host path: text}`` of every file under ``<directory>/fs`` (names unescaped; the
+    ``.snapshot-keep`` markers left out). Symlinks and special files are refused."""
+    out = {}
+
+    def walk(dir_fd, host_parts, disk_parts):
+        for name in sorted(os.listdir(dir_fd)):
+            st = paths.lstat_at(dir_fd, name)
+            shown = "/".join(disk_parts + [name])
+            if st is None:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                sub = paths.open_dirs(dir_fd, [name], "snapshot", error=_error,
+                                      prefix=directory.rstrip("/") + "/" + "/".join(disk_parts) + "/")
+                try:
+                    walk(sub, host_parts + [host_name(name)], disk_parts + [name])
+                finally:
+                    os.close(sub)
+            elif stat.S_ISREG(st.st_mode):
+                if name == KEEP:
+                    continue
+                data, problem = paths.read_at(dir_fd, name)
+                if problem is not None or data is None:
+                    raise SnapshotError("%s/%s: %s (refused)" % (directory, shown, problem))
+                out["/" + "/".join(host_parts + [host_name(name)])] = data.decode("utf-8", "replace")
+            else:
+                raise SnapshotError("%s/%s: a symlink or special file (refused)" % (directory, shown))
+
+    try:
+        fs_fd = _open_under(directory, [FS_DIR], "snapshot")
+    except OSError as err:
+        if err.errno == errno.ENOENT:
+            return out
+        raise
+    try:
+        walk(fs_fd, [], [FS_DIR])
+    finally:
+        os.close(fs_fd)
+    return out
+
+
+def copy_host_tree(directory, dest):
+    """Copy the ``fs/`` mirror of a snapshot to ``dest`` as a host tree (a sandbox
+    ``host_root``): names unescaped, directories 0755, files 0644, empty directories kept,
+    markers left out. ``dest`` may exist."""
+    try:
+        fs_fd = _open_under(directory, [FS_DIR], "snapshot")
+    except OSError as err:
+        if err.errno == errno.ENOENT:
+            if not os.path.isdir(dest):
+                os.makedirs(dest)
+            return
+        raise
+
+    def walk(src_fd, target):
+        if not os.path.isdir(target):
+            os.makedirs(target)
+        for name in sorted(os.listdir(src_fd)):
+            st = paths.lstat_at(src_fd, name)
+            if st is None or name == KEEP:
+                continue
+            out = os.path.join(target, host_name(name))
+            if stat.S_ISDIR(st.st_mode):
+                sub = paths.open_dirs(src_fd, [name], "snapshot", error=_error, prefix="")
+                try:
+                    walk(sub, out)
+                finally:
+                    os.close(sub)
+            elif stat.S_ISREG(st.st_mode):
+                data, problem = paths.read_at(src_fd, name)
+                if problem is not None or data is None:
+                    raise SnapshotError("%s: %s: %s (refused)" % (directory, name, problem))
+                with open(out, "wb") as handle:
+                    handle.write(data)
+            else:
+                raise SnapshotError("%s: %s: a symlink or special file (refused)" % (directory, name))
+
+    try:
+        walk(fs_fd, dest)
+    finally:
+        os.close(fs_fd)

@@ -121,3 +121,84 @@ def parse_lscpu(text, source=SRC_LSCPU):
         "model": model,
         "numa_nodes": sorted_nodes(nodes),
     }
+
+
+SRC_NUMACTL = "numactl -H"
+_NUMACTL_ROW = re.compile(r"^\s*(\d+):\s*(.*)\Z")
+
+
+def parse_kernel_cpulist(text, source):
+    """A sysfs cpulist that may be unset (``/sys/devices/system/cpu/isolated``, ``nohz_full``):
+    ``""`` and ``"(null)"`` (older kernels print it for nohz_full) give ``""``."""
+    if not isinstance(text, str):
+        raise ParseError(source, "expected text")
+    text = text.strip()
+    if text == "(null)":
+        return ""
+    return cpulist.format(cpulist.parse(text, source))
+
+
+def parse_distance_row(text, source):
+    """One row of the SLIT table, ``/sys/devices/system/node/node<N>/distance``:
+    ``"10 11 24 25"`` -> ``[10, 11, 24, 25]`` (one entry per online node, in node order)."""
+    if not isinstance(text, str):
+        raise ParseError(source, "expected text")
+    tokens = text.split()
+    if not tokens or not all(t.isdigit() for t in tokens):
+        raise ParseError(source, "expected node distances (integers), got %r" % text.strip()[:60])
+    return [int(t) for t in tokens]
+
+
+def distance_table(rows, source):
+    """``{node: [distances]}`` (sysfs rows; column k = the k-th node id in order) ->
+    ``{"<node>": {"<node>": distance}}``. Raises ParseError when a row's length is wrong."""
+    ids = sorted(rows)
+    table = {}
+    for node in ids:
+        row = rows[node]
+        if len(row) != len(ids):
+            raise ParseError(source, "node %d lists %d distances for %d nodes"
+                             % (node, len(row), len(ids)))
+        table[str(node)] = dict((str(other), value) for other, value in zip(ids, row))
+    return table
+
+
+def parse_numactl_distances(text, source=SRC_NUMACTL):
+    """The ``node distances:`` block of ``numactl -H`` -> ``{"<node>": {"<node>": distance}}``.
+
+    Raises ParseError when the block is missing, a row is ragged or a node has no row.
+    """
+    if not isinstance(text, str):
+        raise ParseError(source, "expected text")
+    lines = text.splitlines()
+    start = None
+    for index, line in enumerate(lines):
+        if line.strip() == "node distances:":
+            start = index
+            break
+    if start is None or start + 1 >= len(lines):
+        raise ParseError(source, "no 'node distances:' block")
+    header = lines[start + 1].split()
+    if not header or header[0] != "node" or not all(t.isdigit() for t in header[1:]) or \
+            len(header) < 2:
+        raise ParseError(source, "bad distance header %r" % lines[start + 1].strip()[:60])
+    ids = [int(t) for t in header[1:]]
+    if len(set(ids)) != len(ids):
+        raise ParseError(source, "node listed twice in the distance header")
+    table = {}
+    for line in lines[start + 2:]:
+        match = _NUMACTL_ROW.match(line)
+        if not match:
+            break
+        node = int(match.group(1))
+        values = match.group(2).split()
+        if node not in ids or str(node) in table:
+            raise ParseError(source, "unexpected distance row for node %d" % node)
+        if len(values) != len(ids) or not all(v.isdigit() for v in values):
+            raise ParseError(source, "node %d: expected %d distances, got %r"
+                             % (node, len(ids), match.group(2).strip()[:60]))
+        table[str(node)] = dict((str(other), int(v)) for other, v in zip(ids, values))
+    missing = [n for n in ids if str(n) not in table]
+    if missing:
+        raise ParseError(source, "no distance row for node(s) %s" % missing)
+    return dict((str(n), table[str(n)]) for n in sorted(ids))

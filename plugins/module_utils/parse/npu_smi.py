@@ -226,7 +226,8 @@ def parse_topo(text, source=SRC_TOPO):
     "links": {row: {column: cell}}}``.
 
     Affinity follows vllm-ascend: a line starting at column 0 with ``NPU<n>`` whose last
-    token is a cpulist; ``n`` is taken as the logical NPU id. A matrix without a CPU
+    token is a cpulist; ``n`` is taken as the logical NPU id. The cpulist keeps the order
+    npu-smi printed (``48-59,0-11`` stays so; ascending runs are compressed). A matrix without a CPU
     Affinity column (A3 "Phy-ID", Ascend 950 "UB") gives ``{}``. Raises ParseError when
     there is no matrix row at all.
     """
@@ -252,7 +253,8 @@ def parse_topo(text, source=SRC_TOPO):
             continue
         rows += 1
         if match.group(1) == "NPU" and len(tokens) > 1 and _CPULIST_TOKEN.match(tokens[-1]):
-            affinity[match.group(2)] = cpulist.format(cpulist.parse(tokens[-1], source))
+            # written order kept: vllm-ascend's role split is positional ("48-59,0-11")
+            affinity[match.group(2)] = cpulist.format_ordered(cpulist.parse_ordered(tokens[-1], source))
         if columns:
             links[tokens[0]] = dict(zip(columns, tokens[1:1 + len(columns)]))
     if not rows:

@@ -17,6 +17,8 @@ from collections import Counter, OrderedDict
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
 from ansible_collections.npuops.fleet.plugins.plugin_utils import rails as rail_vote
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.problems import group_problems, host_problems
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import (
+    compact_hosts, evidence_groups, group_shapes, summary_signature)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
     REPORT_SCHEMA, POLICIES, ROLES, SEVERITIES, cpu_ids, fmt, int_or_none, key_sort, as_dict, as_list, numa_map, nodes_of)
 
@@ -271,8 +273,17 @@ def _plan_errors(entry):
     return errors
 
 
+def _empty_rails():
+    return OrderedDict([("status", "n/a"), ("group", None), ("mapping", {}),
+                        ("deviations", []), ("external", None)])
+
+
 def analyse_host(name, entry):
-    """Per-host summary (no problems yet; see ``host_problems``)."""
+    """Per-host summary (no problems yet; see ``host_problems``).
+
+    It depends on the host's name only through ``name`` and on its facts' ``hostname`` only
+    through ``hostname``: ``build_report`` analyses hosts whose entries differ in nothing else
+    once (``_analyse_hosts``)."""
     entry = as_dict(entry)
     facts = as_dict(entry.get("facts"))
     cpu = as_dict(facts.get("cpu"))
@@ -318,8 +329,7 @@ def analyse_host(name, entry):
         ("plans", plans),
         # set when the facts were gathered inside a cpuset smaller than the host: what to do
         ("cpuset_hint", rules.cpuset_hint(facts) if facts else None),
-        ("rails", OrderedDict([("status", "n/a"), ("group", None), ("mapping", {}),
-                               ("deviations", []), ("external", None)])),
+        ("rails", _empty_rails()),
     ])
     host["facts_error_count"] = len(host["facts_errors"])
     return host
@@ -404,6 +414,46 @@ def analyse_rails(hosts, shapes, rails=None):
 
 
 
+def _input_key(entry):
+    """Canonical text of a host's audit input without its facts' hostname (None when it cannot
+    be written): hosts with the same key get the same analysis."""
+    if not isinstance(entry, dict):
+        return None
+    facts = entry.get("facts")
+    if isinstance(facts, dict) and "hostname" in facts:
+        entry = dict(entry, facts=dict(facts, hostname=None))
+    try:
+        return json.dumps(entry, sort_keys=True, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return None
+
+
+def _analyse_hosts(hosts, names):
+    """``analyse_host`` of every host, run once per distinct input (``_input_key``): the other
+    hosts with that input get a copy with their own name, hostname and rails (nested values are
+    shared; nothing after the analysis changes them). Returns the summaries and their
+    ``summary_signature`` texts, which decide the hosts' shapes."""
+    memo = {}
+    summaries, signatures = [], []
+    for name in names:
+        entry = hosts[name]
+        key = _input_key(entry)
+        cached = memo.get(key) if key is not None else None
+        if cached is None:
+            host = analyse_host(name, entry)
+            cached = (host, summary_signature(host))
+            if key is not None:
+                memo[key] = cached
+        else:
+            host = OrderedDict(cached[0])
+            host["name"] = str(name)
+            host["hostname"] = as_dict(as_dict(entry).get("facts")).get("hostname")
+            host["rails"] = _empty_rails()
+        summaries.append(host)
+        signatures.append(cached[1])
+    return summaries, signatures
+
+
 def build_report(hosts, rails=None):
     """The fleet report dict from ``{name: {facts, plan_strict, plan_vllm_ascend, plan_errors?,
     rails?, facts_error?}}``. Pure and deterministic (hosts sorted by name).
@@ -411,17 +461,22 @@ def build_report(hosts, rails=None):
     ``plan_errors``: ``{policy: message}`` of a plan that failed; ``rails``: this host's entry
     of ``npuops.fleet.rail_check``; ``facts_error``: why the facts are missing.
     ``rails``: the whole result of ``npuops.fleet.rail_check`` over the strict plans (hosts
-    absent from it are consistent); without it the same comparison is made here."""
+    absent from it are consistent); without it the same comparison is made here.
+
+    ``hosts`` keeps every host's summary; ``shapes`` groups the hosts whose summaries and
+    problems are the same (``shapes.group_shapes``), which is what the pages draw."""
     hosts = as_dict(hosts)
     names = sorted(hosts, key=str)
-    summaries = [analyse_host(n, hosts[n]) for n in names]
+    summaries, signatures = _analyse_hosts(hosts, names)
     if rails is None and any(isinstance(as_dict(hosts[n]).get("rails"), dict) for n in names):
         rails = dict((str(n), hosts[n]["rails"]) for n in names
                      if isinstance(as_dict(hosts[n]).get("rails"), dict))
     analyse_rails(summaries, rail_shapes(hosts), rails)
-    problems = []
+    problems, problems_of = [], []
     for host in summaries:
-        problems.extend(host_problems(host))
+        found = host_problems(host)
+        problems_of.append(found)
+        problems.extend(found)
     order = dict((s, i) for i, s in enumerate(SEVERITIES))
     problems.sort(key=lambda p: (order[p["severity"]], p["host"], p["kind"]))
     for index, problem in enumerate(problems):
@@ -459,6 +514,8 @@ def build_report(hosts, rails=None):
         ("rails_inconsistent", sum(1 for h in summaries if h["rails"]["status"] == "inconsistent")),
         ("problems", OrderedDict((s, counts.get(s, 0)) for s in SEVERITIES)),
     ])
+    shapes = group_shapes(summaries, signatures, problems_of)
+    summary["shapes"] = len(shapes)
     return OrderedDict([
         ("schema", REPORT_SCHEMA),
         ("summary", summary),
@@ -467,8 +524,25 @@ def build_report(hosts, rails=None):
         ("hosts", summaries),
         ("problems", problems),
         # the same problems grouped across hosts (kind + fix), for the problem lists
-        ("problem_groups", group_problems(problems)),
+        ("problem_groups", _problem_groups(problems, summaries)),
+        # hosts with the same summary and problems, drawn once (shapes.group_shapes)
+        ("shapes", shapes),
     ])
+
+
+def _problem_groups(problems, summaries):
+    """``group_problems`` plus, per group, its hosts as compact text, the shapes it occurs in
+    and its members by evidence (``shapes.evidence_groups``)."""
+    groups = group_problems(problems)
+    by_name = dict((h["name"], h) for h in summaries)
+    for group in groups:
+        group["hosts_text"] = compact_hosts(group["hosts"])
+        group["evidence_groups"] = evidence_groups(group, problems, by_name)
+        shapes = []
+        for item in group["evidence_groups"]:
+            shapes.extend(s for s in item["shapes"] if s not in shapes)
+        group["shapes"] = shapes
+    return groups
 
 
 

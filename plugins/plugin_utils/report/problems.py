@@ -15,6 +15,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
 
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
     FIX_VLLM, FIX_IRQBALANCE, FIX_MIGRATEPAGES, plural)
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import compact_ids
 
 
 def _problem(severity, host, kind, title, evidence, fix):
@@ -195,11 +196,9 @@ def host_problems(host):
 
 
 def _id_span(ids):
-    """``P3-P14`` for consecutive problem ids, else ``P3, P5, P9``."""
-    numbers = [int(i[1:]) for i in ids]
-    if len(numbers) > 2 and numbers == list(range(numbers[0], numbers[-1] + 1)):
-        return "P%d\u2013P%d" % (numbers[0], numbers[-1])
-    return ", ".join(ids)
+    """``P3-P14`` for consecutive problem ids, else ``P3, P5, P9``; a long list is cut
+    (``shapes.compact_ids``)."""
+    return compact_ids(ids)
 
 
 def group_problems(problems):
@@ -209,6 +208,7 @@ def group_problems(problems):
     ``evidence`` is the evidence when every member has the same, else None. For the renderers'
     problem lists; the report's ``problems`` stay one per host."""
     groups = OrderedDict()
+    seen = {}
     for index, problem in enumerate(problems):
         key = (problem["severity"], problem["kind"], problem["title"], problem["fix"])
         group = groups.get(key)
@@ -218,8 +218,10 @@ def group_problems(problems):
                 ("title", problem["title"]), ("fix", problem["fix"]), ("count", 0),
                 ("host_count", 0), ("hosts", []), ("ids", []), ("id_text", ""),
                 ("problems", []), ("evidence", problem["evidence"])])
+            seen[key] = set()
         group["count"] += 1
-        if problem["host"] not in group["hosts"]:
+        if problem["host"] not in seen[key]:
+            seen[key].add(problem["host"])
             group["hosts"].append(problem["host"])
         group["ids"].append(problem["id"])
         group["problems"].append(index)

@@ -1,14 +1,16 @@
 # -*- coding: utf-8 -*-
 """vllm_launch_wrapper through a real ansible-playbook, on sandbox roots."""
 
+import io
 import json
 import os
+import zipfile
 import subprocess
 import sys
 
 import pytest
 
-from npuops_testing import REPO
+from npuops_testing.binder import BINDER_APP
 from npuops_testing.runner import run_module
 
 PLAN = {
@@ -20,7 +22,6 @@ PLAN = {
                    "release": "1"}},
     "instances": {"svc": {"npus": [0, 1], "env": {}}},
 }
-BINDER_SOURCE = os.path.join(REPO, "plugins", "module_utils", "standalone", "binder.py")
 HOSTILE = ["$(touch /tmp/npuops-pwned-mod)", "it's", "a\nb", "`id`", "*", "-x"]
 
 pytestmark = pytest.mark.slow
@@ -56,12 +57,15 @@ def test_created_then_unchanged_then_diff_on_change(tmp_path):
     plan_doc = json.loads(read(tmp_path, "/usr/local/lib/npuops/svc.plan.json"))
     assert plan_doc["npuops_instance"]["devices"] == [0, 1]
 
-    # the installed binder is exactly the tested file, behind this host's shebang
+    # the installed binder is exactly the tested package, as one zipapp behind this host's
+    # shebang: the same bytes the tests build from plugins/module_utils/standalone
     installed = read(tmp_path, "/usr/local/lib/npuops/svc-bind")
     shebang, _nl, body = installed.partition(b"\n")
     assert shebang.startswith(b"#!/")
-    with open(BINDER_SOURCE, "rb") as handle:
-        assert body == handle.read()
+    with open(BINDER_APP, "rb") as handle:
+        assert body == handle.read().partition(b"\n")[2]
+    with zipfile.ZipFile(io.BytesIO(body)) as archive:
+        assert "npuops_bind/binder.py" in archive.namelist()
     helped = subprocess.run([os.path.join(str(tmp_path), "usr/local/lib/npuops/svc-bind"),
                              "--help"], stdout=subprocess.PIPE, universal_newlines=True, check=False)
     assert helped.returncode == 0 and "--plan" in helped.stdout

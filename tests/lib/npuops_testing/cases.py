@@ -11,8 +11,8 @@ A case file ``tests/unit/plugins/module_utils/parse/cases/<parser>.yml``::
         id: a2-v23              # optional; default: the fixture's file name without .txt
         function: parse_info    # optional
         expected:               # selector: value; every selector must equal its value
-          version: "23.0.7"
-          chips[].name: [910B3, 910B3]
+          version: '23.0.7'
+          chips[].name: ['910B3', '910B3']
           len(processes): 0
 
 Selectors pick a value out of the parser's result:
@@ -24,7 +24,8 @@ Selectors pick a value out of the parser's result:
 - ``a[?k=v]``: the items whose ``str(item[k]) == "v"`` (any number), the rest applied to each
 - ``len(sel)``, ``set(sel)`` (sorted distinct values), ``keys(sel)`` (dict keys in order)
 
-Quote strings YAML would read as something else (``"23.0.7"``, ``"0x02"``, ``"4:00"``).
+The case files quote every string that starts with a digit or holds a colon (``'23.0.7'``,
+``'0x02'``, ``'0-23'``, ``'0000:c1:00.0'``): YAML would read some of them as numbers.
 """
 
 import importlib

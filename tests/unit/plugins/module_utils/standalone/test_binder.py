@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
-"""binder.py: the post-start binder, on real processes of this machine (CPUs 0 and 1)."""
+"""The binder (standalone/): its parsers, and the zipapp the module installs run on real
+processes of this machine (CPUs 0 and 1)."""
 
 import json
 import os
@@ -11,9 +12,8 @@ import time
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.npuops.fleet.plugins.module_utils.standalone import binder
-
-BINDER = binder.__file__
+from ansible_collections.npuops.fleet.plugins.module_utils.standalone import rules, smi, targets
+from npuops_testing.binder import BINDER_APP as BINDER, allowed
 HAVE_TWO_CPUS = {0, 1} <= set(os.sched_getaffinity(0))
 needs_two_cpus = pytest.mark.skipif(not HAVE_TWO_CPUS, reason="needs CPUs 0 and 1 allowed")
 
@@ -66,14 +66,6 @@ PLAN = {
 }
 
 
-def allowed(pid, tid):
-    with open("/proc/%d/task/%d/status" % (pid, tid)) as handle:
-        for line in handle:
-            if line.startswith("Cpus_allowed_list:"):
-                return line.split(":", 1)[1].strip()
-    raise AssertionError("no Cpus_allowed_list")
-
-
 def comm(pid, tid):
     with open("/proc/%d/task/%d/comm" % (pid, tid)) as handle:
         return handle.read().strip()
@@ -117,7 +109,7 @@ def write_plan(tmp_path, plan=None):
 def run_binder(args, env=None):
     full_env = dict(os.environ)
     full_env.update(env or {})
-    proc = subprocess.run([sys.executable, BINDER, "--json"] + args, stdout=subprocess.PIPE,
+    proc = subprocess.run([BINDER, "--json"] + args, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, universal_newlines=True, env=full_env,
                           timeout=60, check=False)
     return proc.returncode, json.loads(proc.stdout), proc.stderr
@@ -129,24 +121,24 @@ def test_parse_npu_processes_reference_samples():
     chip = ("| NPU     Chip              | Process id    | Process name             |\n"
             "| 0       0                 | 3428811       | python3.10               |\n"
             "| 1       0                 | 3428818       | python3.10               |\n")
-    assert binder.parse_npu_processes(chip) == [(0, 0, 3428811, 0), (1, 0, 3428818, 0)]
+    assert smi.parse_npu_processes(chip) == [(0, 0, 3428811, 0), (1, 0, 3428818, 0)]
     npu_only = ("| NPU ID                    | Process id    | Process name   |\n"
                 "| 0                          | 2018733       | VLLMWorker_TP  |\n")
-    assert binder.parse_npu_processes(npu_only) == [(0, None, 2018733, 0)]
+    assert smi.parse_npu_processes(npu_only) == [(0, None, 2018733, 0)]
     messy = ("ignored before header\n| NPU Chip | Process id |\n| malformed |\n"
              "| xx yy | 1001 | vllm |\n| 0 0 | 1234 | vllm |\n+====+\n"
              "| No running processes found in NPU 3 |\n")
-    assert binder.parse_npu_processes(messy) == [(0, 0, 1234, 0)]
+    assert smi.parse_npu_processes(messy) == [(0, 0, 1234, 0)]
 
 
 def test_real_a3_table_each_worker_belongs_to_its_big_allocation():
     """Real A3 host: workers also hold a 126 MB context on chip 2/0; home = most memory."""
     from npuops_testing import fixture_text
-    rows = binder.parse_npu_processes(fixture_text("ascend/a3-16die_npu-smi-info_v25.3.rc1.txt"))
+    rows = smi.parse_npu_processes(fixture_text("ascend/a3-16die_npu-smi-info_v25.3.rc1.txt"))
     assert (2, 0, 2268928, 126) in rows and (3, 1, 2268928, 58953) in rows
     npu_map = {n: {0: 2 * n, 1: 2 * n + 1} for n in range(8)}  # A3: two dies per card
-    logic = [(binder.resolve_logic(npu_map, n, c), pid, mem) for n, c, pid, mem in rows]
-    homes = binder.home_devices(logic)
+    logic = [(smi.resolve_logic(npu_map, n, c), pid, mem) for n, c, pid, mem in rows]
+    homes = smi.home_devices(logic)
     assert homes == {2268921: 4, 2268924: 5, 2268925: 6, 2268928: 7,
                      2905025: 8, 2906560: 9, 2907938: 10, 2909355: 11}
 
@@ -160,47 +152,47 @@ def test_real_idle_tables_show_no_workers(rel):
     from npuops_testing import fixture_text
     text = fixture_text(rel)
     assert "No running processes found" in text
-    assert binder.parse_npu_processes(text) == []
+    assert smi.parse_npu_processes(text) == []
     # the same table with one worker row appended is read
-    assert binder.parse_npu_processes(text + "| 3       0                 | 4242 | python3 | 1 |\n") \
+    assert smi.parse_npu_processes(text + "| 3       0                 | 4242 | python3 | 1 |\n") \
         == [(3, 0, 4242, 1)]
 
 
 def test_parse_npu_map_and_resolve():
     a3 = ("NPU ID  Chip ID  Chip Logic ID  Chip Phy-ID Chip Name\n"
           "0 0 0 0 Ascend\n0 1 1 1 Ascend\n0 2 - - Mcu\n")
-    npu_map = binder.parse_npu_map(a3)
+    npu_map = smi.parse_npu_map(a3)
     assert npu_map == {0: {0: 0, 1: 1}}
-    assert binder.resolve_logic(npu_map, 0, 1) == 1
-    assert binder.resolve_logic(npu_map, 0, None) is None  # ambiguous
+    assert smi.resolve_logic(npu_map, 0, 1) == 1
+    assert smi.resolve_logic(npu_map, 0, None) is None  # ambiguous
     container = "NPU ID  Chip ID  Chip Logic ID  Chip Name\n8 0 0 Ascend\n9 0 1 Ascend\n"
-    assert binder.resolve_logic(binder.parse_npu_map(container), 9, 0) == 1
+    assert smi.resolve_logic(smi.parse_npu_map(container), 9, 0) == 1
     a5 = "NPU ID  Slot ID  Chip ID  Chip Phy-ID  Chip Name\n0 0 0 0 Ascend950DT\n2 2 0 2 X\n"
-    assert binder.parse_npu_map(a5) == {0: {0: 0}, 2: {0: 2}}
-    assert binder.resolve_logic({}, 3, None) == 3
+    assert smi.parse_npu_map(a5) == {0: {0: 0}, 2: {0: 2}}
+    assert smi.resolve_logic({}, 3, None) == 3
 
 
 def test_gpu_queries():
-    assert binder.parse_gpu_bus_ids("0, 00000000:18:00.0\n1, 00000000:2A:00.0\n") == {
+    assert smi.parse_gpu_bus_ids("0, 00000000:18:00.0\n1, 00000000:2A:00.0\n") == {
         "0000:18:00.0": 0, "0000:2a:00.0": 1}
-    assert binder.parse_compute_apps("4242, 00000000:2A:00.0, 1024\nbad\n") == [
+    assert smi.parse_compute_apps("4242, 00000000:2A:00.0, 1024\nbad\n") == [
         (4242, "0000:2a:00.0", 1024)]
-    assert binder.home_devices([(0, 7, 300), (1, 7, 70000), (1, 8, 5)]) == {7: 1, 8: 1}
+    assert smi.home_devices([(0, 7, 300), (1, 7, 70000), (1, 8, 5)]) == {7: 1, 8: 1}
 
 
 def test_thread_role_uses_kernel_comm_truncation():
     target = {"main": [0], "acl": [1], "release": [2]}
-    assert binder.desired_cpus("acl_thread", target) == ([1], "acl")
-    assert binder.desired_cpus("release_thread", target) == ([2], "release")
+    assert targets.desired_cpus("acl_thread", target) == ([1], "acl")
+    assert targets.desired_cpus("release_thread", target) == ([2], "release")
     # a longer name as the kernel shows it (15 chars)
-    assert binder.desired_cpus("release_thread_x"[:15], target) == ([2], "release")
-    assert binder.desired_cpus("python3", target) == ([0], "main")
+    assert targets.desired_cpus("release_thread_x"[:15], target) == ([2], "release")
+    assert targets.desired_cpus("python3", target) == ([0], "main")
 
 
 @pytest.mark.parametrize("text", ["0-", "a", "1,,2", "$(id)"])
 def test_bad_cpulists_rejected(text):
-    with pytest.raises(binder.BindError, match="not a cpulist"):
-        binder.parse_cpulist(text, "NPU0 main")
+    with pytest.raises(rules.BindError, match="not a cpulist"):
+        rules.parse_cpulist(text, "NPU0 main")
 
 
 def test_plan_errors_are_messages(tmp_path):
@@ -326,7 +318,7 @@ TABLE_ALPHABET = st.sampled_from(list("| 0123456789NPUChipProcess id-+=\nabc"))
 @settings(max_examples=200, deadline=None)
 @given(st.text(TABLE_ALPHABET, max_size=300))
 def test_parsers_never_raise_on_garbage(text):
-    for rows in (binder.parse_npu_processes(text), binder.parse_compute_apps(text)):
+    for rows in (smi.parse_npu_processes(text), smi.parse_compute_apps(text)):
         assert all(isinstance(r[0], int) for r in rows)
-    assert isinstance(binder.parse_npu_map("NPU ID  Chip ID  Chip Logic ID\n" + text), dict)
-    assert isinstance(binder.parse_gpu_bus_ids(text), dict)
+    assert isinstance(smi.parse_npu_map("NPU ID  Chip ID  Chip Logic ID\n" + text), dict)
+    assert isinstance(smi.parse_gpu_bus_ids(text), dict)

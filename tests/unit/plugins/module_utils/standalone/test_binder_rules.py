@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import pci
-from ansible_collections.npuops.fleet.plugins.module_utils.standalone import binder
+from ansible_collections.npuops.fleet.plugins.module_utils.standalone import rules as binder
 
 BUS_IDS = ["0000:c1:00.0", "0000:C1:00.0", "c1:00.0", "C1:00.0", "00000000:18:00.0",
            "00000001:18:00.0", " 0000:3d:00.1 ", "0000:c1:00", "NA", "-", "", None, "1:2:3.4",

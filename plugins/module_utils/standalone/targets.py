@@ -1,0 +1,104 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the plan JSON (written by ``vllm_launch_wrapper`` beside the wrapper) asks for: per
+device the main, ACL and release CPUs and the memory node; for the instance the frontend CPUs
+(API server, EngineCore, tokenizer processes).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+from .rules import BindError, parse_cpulist
+
+ACL_THREAD = "acl_thread"
+RELEASE_THREAD = "release_thread"
+COMM_LEN = 15
+
+
+def load_plan(path, instance=None):
+    try:
+        with open(path) as handle:
+            doc = json.load(handle)
+    except (IOError, OSError) as err:
+        raise BindError("plan %s: cannot read (%s)" % (path, err))
+    except ValueError as err:
+        raise BindError("plan %s: not valid JSON (%s)" % (path, err))
+    info = doc.get("npuops_instance") if isinstance(doc, dict) else None
+    if not isinstance(info, dict):
+        raise BindError("plan %s: no npuops_instance block (write it with vllm_launch_wrapper)"
+                        % path)
+    if instance is not None and info.get("name") != instance:
+        raise BindError("plan %s: is for instance %r, not %r" % (path, info.get("name"), instance))
+    return doc
+
+
+def device_target(doc, device):
+    """CPU roles and memory node of one device: {label, main, acl, release, node}."""
+    vendor = doc["npuops_instance"].get("vendor", "ascend")
+    table = doc.get("gpus" if vendor == "nvidia" else "npus") or {}
+    entry = table.get(str(device))
+    if not isinstance(entry, dict):
+        raise BindError("plan: device %s is not in the plan" % device)
+    label = "%s%s" % ("GPU" if vendor == "nvidia" else "NPU", device)
+    if vendor == "nvidia":
+        main = parse_cpulist(entry.get("pool"), label + " pool")
+        acl, release, node = [], [], entry.get("numa_node")
+    else:
+        main = parse_cpulist(entry.get("main"), label + " main")
+        acl = parse_cpulist(entry.get("acl"), label + " acl")
+        release = parse_cpulist(entry.get("release"), label + " release")
+        nodes = entry.get("numa_nodes") or []
+        node = nodes[0] if nodes else node_of(doc, main[0] if main else None)
+    if not main:
+        raise BindError("plan: %s has no main CPUs" % label)
+    return {"label": label, "device": device, "main": main, "acl": acl, "release": release,
+            "node": None if node is None else int(node)}
+
+
+def node_of(doc, cpu):
+    for node, cpus in (doc.get("numa_nodes") or {}).items():
+        if cpu is not None and cpu in parse_cpulist(cpus, "numa node %s" % node):
+            return int(node)
+    return None
+
+
+def all_nodes(doc):
+    nodes = doc.get("numa_nodes") or {}
+    if nodes:
+        return sorted(int(n) for n in nodes)
+    try:
+        with open("/sys/devices/system/node/online") as handle:
+            return parse_cpulist(handle.read().strip(), "node/online")
+    except (IOError, OSError):
+        return [0]
+
+
+def frontend_target(doc):
+    """The instance's frontend CPUs as a target, or None when the plan has none."""
+    info = doc["npuops_instance"]
+    cpus = parse_cpulist(info.get("frontend"), "instance frontend")
+    if not cpus:
+        return None
+    return {"label": "frontend", "device": None, "main": cpus, "acl": [], "release": [],
+            "node": None}
+
+
+def desired_cpus(comm, target):
+    if target["acl"] and ACL_THREAD[:COMM_LEN] in comm:
+        return target["acl"], "acl"
+    if target["release"] and RELEASE_THREAD[:COMM_LEN] in comm:
+        return target["release"], "release"
+    return target["main"], "main"
+
+
+def plan_lines(targets):
+    """The plan as the binder logs it (the lines vllm-ascend's own binding prints)."""
+    lines = ["The CPU allocation plan is as follows:"]
+    for target in targets:
+        lines.append("%s: main=[%s]  acl=[%s]  release=[%s]" % (target["label"], *(
+            " ".join(str(c) for c in target[role]) for role in ("main", "acl", "release"))))
+    return lines

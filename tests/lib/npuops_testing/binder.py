@@ -1,0 +1,161 @@
+# -*- coding: utf-8 -*-
+"""The binder as the module installs it (a zipapp built from plugins/module_utils/standalone),
+and a stand-in vLLM process tree to bind: a main process (the API server) that starts
+``VLLM::EngineCore``, which starts ``VLLM::Worker_TP<n>`` processes with ``acl_thread``,
+``release_thread`` and ``worker_thread`` threads (named through prctl, as torch_npu names them)
+and, optionally, one more thread some time later."""
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app
+from ansible_collections.npuops.fleet.plugins.module_utils.standalone import smi
+
+STANDALONE = os.path.dirname(smi.__file__)
+
+
+def build_binder(directory):
+    """Write the zipapp exactly as vllm_launch_wrapper installs it; returns its path."""
+    directory = str(directory)
+    os.makedirs(directory, exist_ok=True)
+    sources = {}
+    for name in sorted(os.listdir(STANDALONE)):
+        if name.endswith(".py"):
+            with open(os.path.join(STANDALONE, name), "rb") as handle:
+                sources[name] = handle.read()
+    path = os.path.join(directory, "npuops-bind")
+    with open(path, "wb") as handle:
+        handle.write(binder_app.render(sources, sys.executable))
+    os.chmod(path, 0o755)
+    return path
+
+
+BINDER_APP = build_binder(tempfile.mkdtemp(prefix="npuops-binder-"))
+
+
+def allowed(pid, tid):
+    """Cpus_allowed_list of one thread, read back from /proc."""
+    with open("/proc/%d/task/%d/status" % (pid, tid)) as handle:
+        for line in handle:
+            if line.startswith("Cpus_allowed_list:"):
+                return line.split(":", 1)[1].strip()
+    raise AssertionError("no Cpus_allowed_list")
+
+
+STAND_IN = r'''
+import ctypes, json, os, signal, subprocess, sys, threading, time
+libc = ctypes.CDLL(None, use_errno=True)
+
+def set_name(name):
+    libc.prctl(15, ctypes.c_char_p(name.encode()), 0, 0, 0)  # PR_SET_NAME
+
+def tid():
+    return threading.get_native_id() if hasattr(threading, "get_native_id") else libc.syscall(186)
+
+def spawn(title, *args):
+    # argv[0] is the title, as setproctitle leaves it in /proc/<pid>/cmdline
+    # sys.executable is empty in a process whose argv[0] is a title: the fixture passes it
+    return subprocess.Popen([title, __file__] + list(args), executable=os.environ["STAND_IN_PYTHON"])
+
+def worker(out, late_after):
+    ready, stop = [], threading.Event()
+    def body(name, record):
+        set_name(name)
+        record.append((name, tid()))
+        stop.wait(300)
+    for name in ("acl_thread", "release_thread", "worker_thread"):
+        threading.Thread(target=body, args=(name, ready), daemon=True).start()
+    while len(ready) < 3:
+        time.sleep(0.01)
+    with open(out + ".tmp", "w") as handle:
+        json.dump({"pid": os.getpid(), "threads": dict(ready)}, handle)
+    os.rename(out + ".tmp", out)
+    if late_after > 0:
+        time.sleep(late_after)
+        late = []
+        threading.Thread(target=body, args=("late_worker", late), daemon=True).start()
+        while not late:
+            time.sleep(0.01)
+        with open(out + ".late", "w") as handle:
+            handle.write(str(late[0][1]))
+    stop.wait(300)
+
+role, prefix = sys.argv[1], sys.argv[2]
+count, late_after = int(sys.argv[3]), float(sys.argv[4])
+if role == "worker":
+    worker(prefix, late_after)
+elif role == "engine":
+    workers = [spawn("VLLM::Worker_TP%d" % rank, "worker", "%s.%d" % (prefix, rank),
+                     str(count), str(late_after)) for rank in range(count)]
+    with open(prefix + ".engine", "w") as handle:
+        handle.write(str(os.getpid()))
+    for proc in workers:
+        proc.wait()
+else:
+    engine = spawn("VLLM::EngineCore", "engine", prefix, str(count), str(late_after))
+    engine.wait()
+'''
+
+
+class _Worker(object):
+    def __init__(self, prefix, info):
+        self.prefix = prefix
+        self.pid = info["pid"]
+        self.threads = info["threads"]
+
+    def late_tid(self, wait=10.0):
+        deadline = time.time() + wait
+        while time.time() < deadline:
+            if os.path.exists(self.prefix + ".late"):
+                with open(self.prefix + ".late") as handle:
+                    return int(handle.read())
+            time.sleep(0.05)
+        return None
+
+
+class _Tree(object):
+    def __init__(self, main, engine, workers):
+        self.main, self.engine, self.workers = main, engine, workers
+
+
+def _wait_file(path, proc, deadline):
+    while not os.path.exists(path):
+        assert time.time() < deadline, "the stand-in vLLM did not start"
+        assert proc.poll() is None, "the stand-in vLLM died"
+        time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def stand_in_tree(tmp_path, workers=2, late_thread_after=0.0):
+    """Start the stand-in tree in its own session; yields a _Tree; kills the session after."""
+    script = os.path.join(str(tmp_path), "vllm_stand_in.py")
+    with open(script, "w") as handle:
+        handle.write(STAND_IN)
+    prefix = os.path.join(str(tmp_path), "tree")
+    proc = subprocess.Popen([sys.executable, script, "main", prefix, str(workers),
+                             str(late_thread_after)], start_new_session=True,
+                            env=dict(os.environ, STAND_IN_PYTHON=sys.executable))
+    try:
+        deadline = time.time() + 30
+        _wait_file(prefix + ".engine", proc, deadline)
+        with open(prefix + ".engine") as handle:
+            engine = int(handle.read())
+        found = []
+        for rank in range(workers):
+            path = "%s.%d" % (prefix, rank)
+            _wait_file(path, proc, deadline)
+            with open(path) as handle:
+                found.append(_Worker(path, json.load(handle)))
+        yield _Tree(proc.pid, engine, found)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.wait()

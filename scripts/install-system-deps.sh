@@ -4,7 +4,7 @@
 # when something has to be installed. Skips with a message when not root or without apt.
 set -euo pipefail
 
-PACKAGES=(shellcheck openssh-server openssh-client chromium numactl debootstrap rsync procps)
+PACKAGES=(shellcheck openssh-server openssh-client chromium numactl debootstrap rsync procps prometheus)
 
 log() { printf 'deps: %s\n' "$*"; }
 

@@ -278,10 +278,10 @@ from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import che
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import (
-    binder, procs, rules, smi, targets)
+    binder, irqs, metrics, procs, rules, smi, targets)
 
 # every file of the binder package (imported here so that AnsiballZ ships them)
-STANDALONE_MODULES = (binder, procs, rules, smi, targets)
+STANDALONE_MODULES = (binder, irqs, metrics, procs, rules, smi, targets)
 
 
 def binder_script():

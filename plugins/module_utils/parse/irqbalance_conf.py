@@ -28,7 +28,10 @@ CONFIG_PATHS = ("/etc/sysconfig/irqbalance", "/etc/default/irqbalance")
 BAN_MARKER = "# npuops.fleet banned IRQs:"
 _DIGITS_RE = re.compile(r"^[0-9]{1,10}\Z")  # IRQ numbers; bounded for int()
 _ASSIGN_RE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=")
-_CPU_VARS = ("IRQBALANCE_BANNED_CPULIST", "IRQBALANCE_BANNED_CPUS")
+# irqbalance's setup_banned_cpus (cputree.c): a non-empty IRQBALANCE_BANNED_CPUS (hex mask,
+# deprecated but honoured) wins, else a non-empty IRQBALANCE_BANNED_CPULIST, else the kernel's
+# isolated and nohz_full CPUs.
+_CPU_VARS = ("IRQBALANCE_BANNED_CPUS", "IRQBALANCE_BANNED_CPULIST")
 _CPULIST_RE = re.compile(r"^[0-9]{1,5}(?:-[0-9]{1,5})?(?:,[0-9]{1,5}(?:-[0-9]{1,5})?)*\Z")
 _MASK_RE = re.compile(r"^[0-9a-fA-F]{1,8}(?:,[0-9a-fA-F]{1,8}){0,2047}\Z")
 
@@ -68,9 +71,11 @@ def parse_config(text, source="irqbalance config", cpus=True):
     ``args_line`` / ``marker_line`` the 0-based line index of the (last) ``IRQBALANCE_ARGS``
     assignment and of our marker line, or None; ``args`` the options as the unit splits them;
     ``ours`` the IRQs our marker line lists; ``banned_irqs`` the IRQs ``args`` ban;
-    ``banned_cpus`` the cpulist of ``IRQBALANCE_BANNED_CPULIST`` (or of the hex mask
-    ``IRQBALANCE_BANNED_CPUS`` when there is no cpulist), None when neither is set or
-    ``cpus`` is false. Raises ``ParseError(source, ...)`` on text it cannot read.
+    ``banned_cpus`` the CPUs irqbalance keeps IRQs off as a cpulist: the hex mask
+    ``IRQBALANCE_BANNED_CPUS`` when it is set and not empty, else ``IRQBALANCE_BANNED_CPULIST``
+    (irqbalance's own order; ``""`` when the one that decides bans nothing), None when neither
+    is set or ``cpus`` is false - irqbalance then bans the kernel's isolated and nohz_full CPUs;
+    ``banned_cpus_from`` names the variable that decided. Raises ``ParseError(source, ...)`` on text it cannot read.
     """
     if not isinstance(text, str):
         raise ParseError(source, "expected text, got %s" % type(text).__name__)
@@ -94,20 +99,27 @@ def parse_config(text, source="irqbalance config", cpus=True):
     if args_at is not None:
         # the shell/systemd value, then split on blanks like the unit's $IRQBALANCE_ARGS
         args = " ".join(_value(lines[args_at], "IRQBALANCE_ARGS", source)).split()
-    banned_cpus = None
+    banned_cpus = banned_from = None
     if cpus:
-        banned_cpus = _banned_cpus(cpu_lines, source)
+        banned_cpus, banned_from = _banned_cpus(cpu_lines, source)
     return {"args_line": args_at, "marker_line": marker_at, "args": args,
-            "ours": sorted(ours), "banned_irqs": banned_irqs(args), "banned_cpus": banned_cpus}
+            "ours": sorted(ours), "banned_irqs": banned_irqs(args), "banned_cpus": banned_cpus,
+            "banned_cpus_from": banned_from}
 
 
 def _banned_cpus(cpu_lines, source):
+    """``(cpulist, variable)`` as irqbalance's setup_banned_cpus decides: a non-empty
+    IRQBALANCE_BANNED_CPUS mask wins (even all zeros); else IRQBALANCE_BANNED_CPULIST when it is
+    set at all (set but empty bans nothing, not even the kernel's isolated CPUs); else
+    ``(None, None)``: irqbalance then bans the isolated and nohz_full CPUs."""
     for name in _CPU_VARS:
         if name not in cpu_lines:
             continue
         words = _value(cpu_lines[name], name, source)
         if not words:
-            continue  # set but empty: nothing banned by this variable
+            if name.endswith("CPULIST"):
+                return "", name
+            continue  # an empty mask is skipped by irqbalance
         if len(words) > 1:
             raise ParseError(source, "%s: %r is not one %s" % (
                 name, " ".join(words), "cpulist" if name.endswith("CPULIST") else "CPU mask"))
@@ -121,5 +133,5 @@ def _banned_cpus(cpu_lines, source):
             if not _MASK_RE.match(words[0]):
                 raise ParseError(source, "%s: %r is not a CPU mask" % (name, words[0]))
             ids = cpulist.from_mask(words[0], "%s %s" % (source, name))
-        return cpulist.format(ids) if ids else None
-    return None
+        return cpulist.format(ids), name
+    return None, None

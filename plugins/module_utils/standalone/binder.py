@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 
-from . import procs, smi, targets
+from . import irqs, metrics, procs, smi, targets
 from .rules import BindError, format_cpulist
 
 LOG = logging.getLogger("npuops-bind")
@@ -56,6 +56,8 @@ class Binder(object):
         self.reports = {}      # pid -> report
         self.migrated = set()
         self.changed = False
+        self.drift = {}        # (device label, role) -> [threads checked, threads off plan]
+        self.irq_rows = []
 
     # -- discovery ----------------------------------------------------------------------
     def tree(self):
@@ -119,11 +121,14 @@ class Binder(object):
             cpus, role = targets.desired_cpus(procs.thread_comm(pid, tid), target)
             if role != "main" and tid not in report[role]:
                 report[role].append(tid)
+            counts = self.drift.setdefault((target["label"], role), [0, 0])
             try:
                 current = sorted(os.sched_getaffinity(tid))
+                counts[0] += 1
                 if current == cpus:
                     report["unchanged"] += 1
                     continue
+                counts[1] += 1
                 if not self.args.check:
                     os.sched_setaffinity(tid, cpus)
             except ProcessLookupError:
@@ -185,6 +190,41 @@ class Binder(object):
             LOG.warning("[migrate] migratepages %d exited with %s", pid, rc)
         self.reports[pid]["migrated"] = rc == 0
 
+    def reconcile_irqs(self):
+        if self.args.irq_state:
+            devices = None if self.args.all_irqs else self.devices
+            self.irq_rows = irqs.reconcile(irqs.load_state(self.args.irq_state, devices),
+                                           self.args.check)
+            for row in self.irq_rows:
+                if row["drift"] or row["error"]:
+                    LOG.warning("[irq] %s", row["error"] or "IRQ %d (%s %s) moved to %s; pinned "
+                                "again to %s" % (row["irq"], row["device"], row["role"],
+                                                 row["before"], row["after"]))
+                    self.changed = self.changed or (row["drift"] and not row["error"])
+
+    def samples(self, missing, failed):
+        """The run as metrics samples (see metrics.HELP)."""
+        name = self.doc["npuops_instance"].get("name") or ""
+        out = []
+        for (label, role), (checked, off) in sorted(self.drift.items()):
+            labels = [("instance", name), ("device", label), ("role", role)]
+            out.append(("npuops_binding_drift_threads", labels, off))
+            out.append(("npuops_binding_threads", labels, checked))
+        for row in self.irq_rows:
+            out.append(("npuops_irq_drift", [("instance", name), ("device", row["device"]),
+                                             ("irq", row["irq"])], int(row["drift"])))
+        for pid, device in sorted(self.workers.items()):
+            nodes = procs.memory_by_node(pid)
+            if nodes is not None:
+                out.append(("npuops_worker_remote_memory_ratio",
+                            [("instance", name), ("device", self.device_targets[device]["label"])],
+                            procs.remote_ratio(nodes, self.device_targets[device]["node"])))
+        out.append(("npuops_instance_workers_missing", [("instance", name)], len(missing)))
+        out.append(("npuops_binder_last_run_success", [("instance", name)], int(not failed)))
+        out.append(("npuops_binder_last_run_timestamp_seconds", [("instance", name)],
+                    float(int(time.time()))))
+        return out
+
     def server_ready(self):
         return not self.args.ready_url or procs.ready(self.args.ready_url)
 
@@ -203,6 +243,7 @@ class Binder(object):
             if not self.args.pid:
                 self.discover(tree)
             self.bind_all(tree)
+            self.reconcile_irqs()
             now = time.time()
             missing = [d for d in self.devices if d not in self.workers.values()]
             found_all = not missing or now >= deadline
@@ -256,6 +297,9 @@ def parse_args(argv):
     add("--pid", type=int, action="append", default=[],
         help="bind this known worker pid (with --npu), skip discovery")
     add("--npu", type=int, action="append", default=[], help="the device of the matching --pid")
+    add("--irq-state", help="IRQ state file of npu_irq_affinity: re-pin the instance's IRQs")
+    add("--all-irqs", action="store_true", help="with --irq-state: every IRQ, not only ours")
+    add("--metrics-dir", help="write npuops_<instance>.prom here (node_exporter textfiles)")
     add("--check", action="store_true", help="report, change nothing")
     add("--json", action="store_true", help="write a JSON report to stdout")
     args = parser.parse_args(argv)
@@ -271,8 +315,10 @@ def main(argv=None):
     logging.basicConfig(stream=sys.stderr, level=logging.INFO,
                         format="%(levelname)s %(asctime)s [npuops-bind] %(message)s",
                         datefmt="%m-%d %H:%M:%S")
-    result = {"changed": False, "workers": [], "frontend": [], "missing": [], "failed": None}
+    result = {"changed": False, "workers": [], "frontend": [], "irqs": [], "missing": [],
+              "failed": None}
     code = EXIT_OK
+    binder = None
     try:
         doc = targets.load_plan(args.plan, args.instance)
         root = args.root_pid
@@ -298,12 +344,20 @@ def main(argv=None):
         reports = [binder.reports[p] for p in sorted(binder.reports)]
         result["workers"] = [r for r in reports if r["role"] == "worker"]
         result["frontend"] = [r for r in reports if r["role"] != "worker"]
+        result["irqs"] = binder.irq_rows
         result["changed"] = binder.changed
         LOG.info("binding %s", "changed" if binder.changed else "unchanged")
     except BindError as err:
         LOG.error("%s", err)
         result["failed"] = str(err)
         code = EXIT_ERROR
+    if args.metrics_dir and binder is not None:
+        try:
+            metrics.write(args.metrics_dir, binder.doc["npuops_instance"].get("name") or "",
+                          binder.samples(result["missing"], result["failed"]))
+        except (OSError, ValueError) as err:
+            LOG.error("metrics: cannot write to %s: %s", args.metrics_dir, err)
+            code = code or EXIT_ERROR
     if args.json:
         sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")
     return code

@@ -144,3 +144,32 @@ def ready(url, timeout=2.0):
             return response.status == 200
     except Exception:  # pylint: disable=broad-except
         return False
+
+
+def memory_by_node(pid, limit=1 << 24):
+    """``{node: bytes}`` of a process's resident pages, from ``/proc/<pid>/numa_maps`` (the
+    ``N<node>=<pages>`` fields times ``kernelpagesize_kB``); None when it cannot be read."""
+    text = read("/proc/%d/numa_maps" % pid, limit)
+    if text is None:
+        return None
+    nodes = {}
+    for line in text.splitlines():
+        page_kb = 4
+        counts = []
+        for field in line.split()[2:]:
+            key, _sep, value = field.partition("=")
+            if key == "kernelpagesize_kB" and value.isdigit():
+                page_kb = int(value)
+            elif key[:1] == "N" and key[1:].isdigit() and value.isdigit():
+                counts.append((int(key[1:]), int(value)))
+        for node, pages in counts:
+            nodes[node] = nodes.get(node, 0) + pages * page_kb * 1024
+    return nodes
+
+
+def remote_ratio(nodes, home):
+    """Share of a process's resident memory that is not on ``home`` (0.0 when it has none)."""
+    total = sum(nodes.values())
+    if not total or home is None:
+        return 0.0
+    return round(1.0 - float(nodes.get(home, 0)) / total, 6)

@@ -22,7 +22,7 @@ def text(name):
 def test_stock_file_bans_nothing():
     got = irqbalance_conf.parse_config(text("stock.env"), "/etc/default/irqbalance")
     assert got == {"args_line": None, "marker_line": None, "args": [], "ours": [],
-                   "banned_irqs": [], "banned_cpus": None}
+                   "banned_irqs": [], "banned_cpus": None, "banned_cpus_from": None}
 
 
 def test_our_bans_with_marker_and_user_options_kept():
@@ -41,8 +41,22 @@ def test_hand_written_quoting_forms_and_last_assignment():
     assert got["args"] == ["--hintpolicy=ignore", "-i", "300", "--banirq", "301", "-i302",
                            "--banirq=abc"]
     assert got["ours"] == [] and got["marker_line"] is None and got["args_line"] == 6
-    # the cpulist wins over the mask (irqbalance reads IRQBALANCE_BANNED_CPULIST first)
-    assert got["banned_cpus"] == "0-3,64-67"
+    # a non-empty mask wins over the cpulist (irqbalance's setup_banned_cpus, cputree.c)
+    assert (got["banned_cpus"], got["banned_cpus_from"]) == ("0-3", "IRQBALANCE_BANNED_CPUS")
+
+
+@pytest.mark.parametrize("body,cpus,source", [
+    ("IRQBALANCE_BANNED_CPUS=\nIRQBALANCE_BANNED_CPULIST=8-9\n", "8-9", "IRQBALANCE_BANNED_CPULIST"),
+    ("IRQBALANCE_BANNED_CPULIST=8-9\nIRQBALANCE_BANNED_CPUS=00000003\n", "0-1", "IRQBALANCE_BANNED_CPUS"),
+    # set but empty: bans nothing, and the kernel's isolated CPUs are not banned either
+    ("IRQBALANCE_BANNED_CPULIST=\n", "", "IRQBALANCE_BANNED_CPULIST"),
+    # a non-empty mask decides even when it is all zeros
+    ("IRQBALANCE_BANNED_CPUS=00000000\nIRQBALANCE_BANNED_CPULIST=4\n", "", "IRQBALANCE_BANNED_CPUS"),
+    ("# nothing set\n", None, None),
+])
+def test_banned_cpus_follow_irqbalance_precedence(body, cpus, source):
+    got = irqbalance_conf.parse_config(body)
+    assert (got["banned_cpus"], got["banned_cpus_from"]) == (cpus, source)
 
 
 def test_banned_cpus_from_the_mask_and_skipped_on_request():

@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The IRQ part of a reconcile: compare each planned IRQ's ``/proc/irq/<n>/smp_affinity_list``
+with the CPUs ``npu_irq_affinity`` pinned it to (its state file), and pin it again when it moved
+(irqbalance back, a driver reload). Only numeric IRQs are written, to a regular single-link
+procfs file opened without following links."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import json
+import os
+import stat
+
+from .rules import BindError, format_cpulist, parse_cpulist
+
+PROC_IRQ = "/proc/irq"
+
+
+def load_state(path, devices=None):
+    """``[{irq, device, role, cpus}]`` from the IRQ state file, only for ``devices`` (None: all)."""
+    try:
+        with open(path) as handle:
+            doc = json.load(handle)
+    except (IOError, OSError) as err:
+        if getattr(err, "errno", None) == errno.ENOENT:
+            return []
+        raise BindError("IRQ state %s: cannot read (%s)" % (path, err))
+    except ValueError as err:
+        raise BindError("IRQ state %s: not valid JSON (%s)" % (path, err))
+    entries = []
+    for item in (doc.get("irqs") if isinstance(doc, dict) else None) or []:
+        if not isinstance(item, dict) or not isinstance(item.get("irq"), int) \
+                or isinstance(item.get("irq"), bool) or item["irq"] < 0:
+            raise BindError("IRQ state %s: %r is not an IRQ entry" % (path, item))
+        if devices is not None and item.get("device") not in devices:
+            continue
+        entries.append({"irq": item["irq"], "device": item.get("device"),
+                        "role": str(item.get("role") or "irq"),
+                        "cpus": parse_cpulist(item.get("cpus"), "IRQ %d cpus" % item["irq"])})
+    return entries
+
+
+def _affinity_path(irq):
+    return os.path.join(PROC_IRQ, str(int(irq)), "smp_affinity_list")
+
+
+def current(irq):
+    try:
+        with open(_affinity_path(irq)) as handle:
+            return parse_cpulist(handle.read().strip(), "IRQ %d affinity" % irq)
+    except (IOError, OSError):
+        return None
+
+
+def write(irq, cpus):
+    """Write ``cpus`` to the IRQ's affinity; refuses anything but a regular single-link file."""
+    path = _affinity_path(irq)
+    fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            raise BindError("IRQ %d: %s is not a regular single-link file" % (irq, path))
+        os.write(fd, (format_cpulist(cpus) + "\n").encode("ascii"))
+    finally:
+        os.close(fd)
+
+
+def reconcile(entries, check=False):
+    """``[{irq, device, role, drift, before, after, error}]``: every entry checked, moved ones
+    pinned again unless ``check``."""
+    out = []
+    for entry in entries:
+        now = current(entry["irq"])
+        row = {"irq": entry["irq"], "device": entry["device"], "role": entry["role"],
+               "drift": now is not None and now != entry["cpus"], "error": None,
+               "before": None if now is None else format_cpulist(now),
+               "after": format_cpulist(entry["cpus"])}
+        if now is None:
+            row["error"] = "IRQ %d is gone (no %s)" % (entry["irq"], _affinity_path(entry["irq"]))
+        elif row["drift"] and not check:
+            try:
+                write(entry["irq"], entry["cpus"])
+            except (OSError, BindError) as err:
+                row["error"] = "IRQ %d: %s" % (entry["irq"], err)
+        out.append(row)
+    return out

@@ -1,0 +1,73 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Prometheus textfile metrics of one binder run, for node_exporter's textfile collector:
+``<dir>/npuops_<instance>.prom``, written to a temporary file in the same directory and
+renamed, so a scrape never reads half a file. Every metric is a gauge with ``# HELP`` and
+``# TYPE`` lines, snake_case with its unit (``promtool check metrics`` is clean).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+import tempfile
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,200}\Z")
+
+HELP = (
+    ("npuops_binding_drift_threads", "Threads found off their planned CPUs by the last binder run."),
+    ("npuops_binding_threads", "Threads the last binder run checked."),
+    ("npuops_irq_drift", "1 when the IRQ's affinity differed from the plan at the last run."),
+    ("npuops_worker_remote_memory_ratio",
+     "Share of a worker's resident memory outside its planned NUMA node."),
+    ("npuops_instance_workers_missing", "Devices of the instance that showed no worker."),
+    ("npuops_binder_last_run_success", "1 when the last binder run bound everything it found."),
+    ("npuops_binder_last_run_timestamp_seconds", "Unix time the last binder run ended."),
+)
+
+
+def _escape(value):
+    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _labels(labels):
+    return "{%s}" % ",".join('%s="%s"' % (key, _escape(value)) for key, value in labels)
+
+
+def render(samples):
+    """Exposition text of ``samples``: ``[(metric, [(label, value)], number)]``; the metrics
+    in HELP's order, each with its HELP and TYPE lines once."""
+    lines = []
+    for name, text in HELP:
+        rows = [(labels, value) for metric, labels, value in samples if metric == name]
+        if not rows:
+            continue
+        lines.append("# HELP %s %s" % (name, text))
+        lines.append("# TYPE %s gauge" % name)
+        for labels, value in rows:
+            number = repr(float(value)) if isinstance(value, float) else str(int(value))
+            lines.append("%s%s %s" % (name, _labels(labels), number))
+    return "\n".join(lines) + "\n"
+
+
+def write(directory, instance, samples):
+    """Write ``npuops_<instance>.prom`` atomically; returns its path."""
+    if not _NAME_RE.match(instance or ""):
+        raise ValueError("instance name %r cannot name a metrics file" % (instance,))
+    path = os.path.join(directory, "npuops_%s.prom" % instance)
+    fd, tmp = tempfile.mkstemp(prefix=".npuops_%s." % instance, suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(render(samples))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)
+        os.rename(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path

@@ -82,9 +82,9 @@ def test_include_role_gives_the_same_files_and_spec_rejects_bad_instances(tmp_pa
     imp, inc = written(tmp_path, "imp", SNAP), written(tmp_path, "inc", SNAP)
     assert imp == inc and imp
     for rel in imp:
-        a = (tmp_path / "demo" / "imp" / "root" / rel.lstrip("/")).read_text()
-        b = (tmp_path / "demo" / "inc" / "root" / rel.lstrip("/")).read_text()
-        assert a.replace("/imp/", "/X/") == b.replace("/inc/", "/X/"), rel
+        a = (tmp_path / "demo" / "imp" / "root" / rel.lstrip("/")).read_bytes()
+        b = (tmp_path / "demo" / "inc" / "root" / rel.lstrip("/")).read_bytes()
+        assert a.replace(b"/imp/", b"/X/") == b.replace(b"/inc/", b"/X/"), rel
 
     bad = make_fleet(tmp_path / "bad", {"a2": (SNAP, {"npuops_vllm_instances": [
         {"npus": [0], "command": ["vllm"]}]})})
@@ -92,3 +92,20 @@ def test_include_role_gives_the_same_files_and_spec_rejects_bad_instances(tmp_pa
         "name": "npuops.fleet.vllm_launch"}}], "bad.yml"), bad)
     assert proc.returncode != 0
     assert "name" in proc.stdout and "npuops_vllm_instances" in proc.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bad_instance,needle", [
+    ({"name": "s", "npus": [4], "command": "vllm serve /models/m"}, "list of arguments"),
+    ({"name": "s", "npus": [4]}, "command"),
+])
+def test_bad_instances_fail_before_any_file_is_written(tmp_path, bad_instance, needle):
+    """A string or missing command in the second instance: the first one is not written either."""
+    need(SNAP)
+    inv = make_fleet(tmp_path, {"a2": (SNAP, {"npuops_vllm_instances": [INSTANCES[0], bad_instance]})})
+    pb = play(tmp_path, [{"name": "Launch", "ansible.builtin.import_role": {
+        "name": "npuops.fleet.vllm_launch"}}])
+    proc = run_playbook(pb, inv)
+    assert proc.returncode != 0
+    assert needle in proc.stdout
+    assert not [f for f in written(tmp_path, "a2", SNAP) if "qwen-a" in f]

@@ -5,7 +5,7 @@
 
 Every exception class of the collection is here and derives from ``NpuopsError``; the module
 runner (``apply/module_runner.py``) turns any of them into ``fail_json(msg=str(err))``, so a
-bad input never reaches the user as a traceback. The binder (``standalone/binder.py``) runs
+bad input never reaches the user as a traceback. The binder (``standalone/``) runs
 without the collection and keeps its own ``BindError``.
 """
 

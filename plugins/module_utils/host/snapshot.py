@@ -22,6 +22,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
+import hashlib
 import os
 import re
 import stat
@@ -191,7 +192,12 @@ def load(directory):
 
 
 def _slug(key):
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", key).strip("-") or "cmd"
+    """A file name for a command's output: its words, cut to a length every file system takes
+    (a long argv keeps its start and gets a hash of the whole)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", key).strip("-") or "cmd"
+    if len(slug) > 96:
+        slug = "%s-%s" % (slug[:80].rstrip("-"), hashlib.sha1(key.encode("utf-8")).hexdigest()[:12])
+    return slug
 
 
 def save(directory, hostname=None, arch=None, captured_at=None, env=None, commands=None,
@@ -306,6 +312,16 @@ class _Writer(object):
 
 
 # -- reading and copying the fs/ mirror ---------------------------------------------------
+def disk_path(directory, path):
+    """Where host path ``path`` of the snapshot ``directory`` is on disk: the escaped path,
+    or the path as it is when only that exists (a snapshot written before the escaping)."""
+    escaped = os.path.join(directory, *fs_parts(path))
+    if os.path.lexists(escaped) or path == "/":
+        return escaped
+    raw = os.path.join(directory, FS_DIR, *path.lstrip("/").split("/"))
+    return raw if os.path.lexists(raw) else escaped
+
+
 def fs_files(directory):
     """``{host path: text}`` of every file under ``<directory>/fs`` (names unescaped; the
     ``.snapshot-keep`` markers left out). Symlinks and special files are refused."""

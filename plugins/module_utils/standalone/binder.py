@@ -57,6 +57,7 @@ class Binder(object):
         self.migrated = set()
         self.changed = False
         self.drift = {}        # (device label, role) -> [threads checked, threads off plan]
+        self.unit_down = False  # --unit names a unit without a main process: bind nothing
         self.irq_rows = []
 
     # -- discovery ----------------------------------------------------------------------
@@ -236,6 +237,9 @@ class Binder(object):
         settled_at = None
         missing = []
         while True:
+            if self.unit_down:
+                self.reconcile_irqs()
+                return list(self.devices)
             if self.root is not None and not procs.alive(self.root):
                 LOG.info("the service's main process %d is gone; stopping", self.root)
                 break
@@ -271,6 +275,13 @@ class Binder(object):
         return missing
 
 
+def unit_main_pid(unit, timeout):
+    """MainPID of a systemd unit, or None when it does not run."""
+    _rc, out = smi.run(["systemctl", "show", "-p", "MainPID", "--value", unit], timeout)
+    out = (out or "").strip()
+    return int(out) if out.isdigit() and int(out) > 0 else None
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="npuops-bind", description=__doc__.split("\n", 1)[0])
     add = parser.add_argument
@@ -285,7 +296,8 @@ def parse_args(argv):
         help="keep re-binding new threads and processes this long after all is bound (s)")
     add("--once", action="store_true", help="one pass: bind what runs now, wait for nothing")
     add("--root-pid", type=int, default=None,
-        help="the service's main process (default: $MAINPID when set)")
+        help="the service's main process (default: $MAINPID when set, else --unit's)")
+    add("--unit", help="systemd unit of the instance: its MainPID is the root when none is given")
     add("--no-frontend", dest="frontend", action="store_false",
         help="leave the frontend processes alone")
     add("--ready-url", help="http URL answering 200 once the server is ready (memory moves then)")
@@ -299,6 +311,7 @@ def parse_args(argv):
     add("--npu", type=int, action="append", default=[], help="the device of the matching --pid")
     add("--irq-state", help="IRQ state file of npu_irq_affinity: re-pin the instance's IRQs")
     add("--all-irqs", action="store_true", help="with --irq-state: every IRQ, not only ours")
+    add("--proc-irq", default=irqs.PROC_IRQ, help="where the IRQ directories are (a sandbox)")
     add("--metrics-dir", help="write npuops_<instance>.prom here (node_exporter textfiles)")
     add("--check", action="store_true", help="report, change nothing")
     add("--json", action="store_true", help="write a JSON report to stdout")
@@ -312,6 +325,7 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    irqs.PROC_IRQ = args.proc_irq
     logging.basicConfig(stream=sys.stderr, level=logging.INFO,
                         format="%(levelname)s %(asctime)s [npuops-bind] %(message)s",
                         datefmt="%m-%d %H:%M:%S")
@@ -324,7 +338,15 @@ def main(argv=None):
         root = args.root_pid
         if root is None and os.environ.get("MAINPID", "").isdigit():
             root = int(os.environ["MAINPID"])
+        unit_down = False
+        if root is None and args.unit:
+            root = unit_main_pid(args.unit, args.tool_timeout)
+            result["unit_running"] = root is not None
+            unit_down = root is None
+            if unit_down:
+                LOG.warning("unit %s is not running: no process to bind", args.unit)
         binder = Binder(doc, args, None if args.pid else root)
+        binder.unit_down = unit_down
         if args.npu:
             binder.devices = list(args.npu)
         for line in targets.plan_lines([binder.device_targets[d] for d in binder.devices
@@ -341,6 +363,12 @@ def main(argv=None):
                         binder.device_targets[device]["label"], args.timeout)
         if result["missing"]:
             code = EXIT_MISSING
+        for pid, device in binder.workers.items():
+            nodes = procs.memory_by_node(pid)
+            if nodes is not None and pid in binder.reports:
+                binder.reports[pid]["memory_bytes"] = dict((str(n), b) for n, b in sorted(nodes.items()))
+                binder.reports[pid]["remote_memory_ratio"] = procs.remote_ratio(
+                    nodes, binder.device_targets[device]["node"])
         reports = [binder.reports[p] for p in sorted(binder.reports)]
         result["workers"] = [r for r in reports if r["role"] == "worker"]
         result["frontend"] = [r for r in reports if r["role"] != "worker"]

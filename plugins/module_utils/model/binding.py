@@ -1,0 +1,195 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What is really bound on a host, instance by instance, and how far it is from the plan.
+
+``gather(io, ...)`` reads every instance ``vllm_launch_wrapper`` installed under ``dest`` (its
+plan JSON) and asks the instance's own binder, in check mode, what it would change now
+(``<name>-bind --once --check --json``): the binder is the one implementation of "which process
+and thread should be where", so the facts and the reconciler cannot disagree. Through the host
+I/O object the binder's answer and the unit's state are commands: a recorded snapshot replays
+them like any other command.
+
+``drift(state)`` turns that state into rows - one per kind of drift and device - each with
+its evidence and its fix.
+
+Standard library only; importable on Python 3.7.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import re
+
+SCHEMA_VERSION = 1
+PLAN_SUFFIX = ".plan.json"
+DEFAULT_DEST = "/usr/local/lib/npuops"
+DEFAULT_IRQ_STATE = "/var/lib/npuops/irq-state.json"
+# a worker with more than this share of its resident memory off its node is drifted
+REMOTE_MEMORY_LIMIT = 0.10
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}\Z")
+MAX_PLAN_BYTES = 4 << 20
+
+FIX_THREADS = "run the instance's reconciler (systemctl start vllm-%s-reconcile.service) or re-run site.yml"
+FIX_IRQ = ("re-pin with npuops.fleet.npu_irq_affinity (the reconciler does it too) and keep "
+           "irqbalance from moving it (npuops_irqbalance: ban)")
+FIX_MEMORY = ("memory moves with a worker's first binding only: restart the instance in a "
+              "maintenance window, or run its binder once with --migrate-shared if shared pages moved")
+FIX_UNIT = "systemctl start vllm-%s.service (journalctl -u vllm-%s.service says why it stopped)"
+FIX_MISSING = "check that the instance's devices are healthy and that its workers started"
+FIX_IRQBALANCE = "set npuops_irqbalance: ban (or stop) and re-run the cpu_binding role"
+
+
+def _error(errors, source, msg):
+    errors.append({"source": source, "msg": msg})
+
+
+def _instances(io, dest, errors):
+    """``{name: plan path}`` of the plan JSONs under ``dest``."""
+    names = io.listdir(dest)
+    if names is None:
+        _error(errors, dest, "no such directory: no instance is installed here")
+        return {}
+    found = {}
+    for entry in sorted(names):
+        if entry.endswith(PLAN_SUFFIX):
+            name = entry[:-len(PLAN_SUFFIX)]
+            if _NAME_RE.match(name):
+                found[name] = "%s/%s" % (dest.rstrip("/"), entry)
+    return found
+
+
+def _plan(io, path, errors):
+    text = io.read_text(path)
+    if text is None or len(text) > MAX_PLAN_BYTES:
+        _error(errors, path, "cannot read the plan JSON" if text is None else "plan JSON too large")
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError as err:
+        _error(errors, path, "not valid JSON: %s" % err)
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("npuops_instance"), dict):
+        _error(errors, path, "no npuops_instance block (not written by vllm_launch_wrapper)")
+        return None
+    return doc
+
+
+def _unit_state(io, unit, timeout):
+    result = io.run(["systemctl", "is-active", unit], timeout=timeout)
+    if result.missing:
+        return None
+    return (result.stdout or "").strip() or "unknown"
+
+
+def _binder_report(io, binder, argv, timeout, source, errors):
+    result = io.run([binder] + argv, timeout=timeout)
+    if result.missing:
+        _error(errors, source, "the binder %s is not installed" % binder)
+        return None
+    try:
+        report = json.loads(result.stdout or "")
+    except ValueError:
+        _error(errors, source, "the binder gave no report (rc %s): %s"
+               % (result.rc, (result.stderr or result.stdout or "").strip()[-300:]))
+        return None
+    return report if isinstance(report, dict) else None
+
+
+def gather(io, dest=DEFAULT_DEST, irq_state=DEFAULT_IRQ_STATE, timeout=60, host_root="/",
+           root_pids=None, proc_irq=None):
+    """The binding state of every instance under ``dest`` (host paths; ``host_root`` prefixes
+    the paths handed to the binder, which reads them itself). ``root_pids`` ({instance: pid})
+    names the main process where no systemd unit runs it (tests, the demo's sandbox)."""
+    errors = []
+    prefix = "" if host_root in (None, "", "/") else host_root.rstrip("/")
+    state = {"schema_version": SCHEMA_VERSION, "dest": dest, "instances": {}, "errors": errors}
+    for name, path in sorted(_instances(io, dest, errors).items()):
+        doc = _plan(io, path, errors)
+        if doc is None:
+            continue
+        info = doc["npuops_instance"]
+        unit = "vllm-%s.service" % name
+        entry = {"unit": unit, "unit_state": None, "binding": info.get("binding"),
+                 "devices": info.get("devices") or [], "frontend": info.get("frontend"),
+                 "plan_file": path, "report": None}
+        if (root_pids or {}).get(name) is None:
+            entry["unit_state"] = _unit_state(io, unit, timeout)
+        binder = "%s/%s-bind" % (dest.rstrip("/"), name)
+        if info.get("binding") == "host" and io.exists(binder):
+            argv = ["--plan", prefix + path, "--instance", name, "--once", "--check", "--json",
+                    "--no-migrate", "--irq-state", prefix + irq_state]
+            if proc_irq:
+                argv += ["--proc-irq", proc_irq]
+            if (root_pids or {}).get(name) is not None:
+                argv += ["--root-pid", str(int(root_pids[name]))]
+            else:
+                argv += ["--unit", unit]
+            entry["report"] = _binder_report(io, prefix + binder, argv, timeout, binder, errors)
+        state["instances"][name] = entry
+    return state
+
+
+def _row(instance, device, kind, evidence, fix):
+    return {"instance": instance, "device": device, "kind": kind, "evidence": evidence, "fix": fix}
+
+
+def _thread_rows(name, report):
+    rows = []
+    for proc in (report.get("workers") or []) + (report.get("frontend") or []):
+        changed = proc.get("changed") or []
+        if not changed:
+            continue
+        device = "frontend" if proc.get("role") != "worker" else "NPU%s" % proc.get("device")
+        moved = ", ".join("tid %s (%s) on %s, planned %s" % (c.get("tid"), c.get("role"),
+                                                            c.get("before"), c.get("after"))
+                          for c in changed[:4])
+        more = "" if len(changed) <= 4 else " and %d more" % (len(changed) - 4)
+        rows.append(_row(name, device, "threads_off_plan",
+                         "pid %s (%s): %d of %d threads off their planned CPUs: %s%s"
+                         % (proc.get("pid"), proc.get("title"), len(changed), proc.get("threads"),
+                            moved, more), FIX_THREADS % name))
+    return rows
+
+
+def drift(state, irqbalance=None, limit=REMOTE_MEMORY_LIMIT):
+    """Rows ``{instance, device, kind, evidence, fix}`` of what differs from the plan now.
+    ``irqbalance``: the facts' irqbalance block (active, banned IRQs) when known."""
+    rows = []
+    for name, entry in sorted((state or {}).get("instances", {}).items()):
+        if entry.get("unit_state") not in (None, "active"):
+            rows.append(_row(name, None, "unit_down", "%s is %s" % (entry["unit"], entry["unit_state"]),
+                             FIX_UNIT % (name, name)))
+        report = entry.get("report") or {}
+        if report.get("unit_running") is False and entry.get("unit_state") is None:
+            rows.append(_row(name, None, "unit_down", "%s has no main process" % entry["unit"],
+                             FIX_UNIT % (name, name)))
+        rows.extend(_thread_rows(name, report))
+        for device in report.get("missing") or []:
+            if report.get("unit_running") is not False:
+                rows.append(_row(name, "NPU%s" % device, "worker_missing",
+                                 "device %s shows no worker process" % device, FIX_MISSING))
+        for worker in report.get("workers") or []:
+            ratio = worker.get("remote_memory_ratio")
+            if isinstance(ratio, (int, float)) and ratio > limit:
+                rows.append(_row(name, "NPU%s" % worker.get("device"), "memory_remote",
+                                 "%.0f%% of pid %s's resident memory is off its NUMA node"
+                                 % (100.0 * ratio, worker.get("pid")), FIX_MEMORY))
+        moved = [r for r in report.get("irqs") or [] if r.get("drift")]
+        for irq in moved:
+            rows.append(_row(name, "NPU%s" % irq.get("device"), "irq_moved",
+                             "IRQ %s (%s) on CPUs %s, planned %s" % (irq.get("irq"), irq.get("role"),
+                                                                     irq.get("before"), irq.get("after")),
+                             FIX_IRQ))
+        banned = set((irqbalance or {}).get("banned_irqs") or [])
+        pinned = [r.get("irq") for r in report.get("irqs") or []]
+        unbanned = sorted(i for i in pinned if i not in banned)
+        if (irqbalance or {}).get("active") and unbanned:
+            rows.append(_row(name, None, "irqbalance_undoing",
+                             "irqbalance runs and does not ban pinned IRQs %s"
+                             % ", ".join(str(i) for i in unbanned[:8]), FIX_IRQBALANCE))
+        if report.get("failed"):
+            rows.append(_row(name, None, "binder_failed", report["failed"], FIX_THREADS % name))
+    return rows

@@ -1,0 +1,62 @@
+# -*- coding: utf-8 -*-
+"""vllm_binding_facts through a real ansible-playbook: a stand-in vLLM tree of this machine
+bound by its installed binder, a thread moved by hand, the drift reported, recorded into a
+snapshot and replayed from it."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from npuops_testing.binder import build_binder, stand_in_tree
+from npuops_testing.runner import run_module
+
+DEST = "/usr/local/lib/npuops"
+PLAN = {
+    "mode": "topo_affinity", "device_type": "A2", "numa_nodes": {"0": "0-1"},
+    "npus": {"0": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "1", "acl": "0",
+                   "release": "1"},
+             "1": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "0", "acl": "1",
+                   "release": "0"}},
+    "npuops_instance": {"schema": 1, "name": "svc", "vendor": "ascend", "devices": [0, 1],
+                        "main": "0-1", "pool": "0-1", "frontend": "0", "binding": "host"},
+}
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not {0, 1} <= set(os.sched_getaffinity(0)),
+                                 reason="needs CPUs 0 and 1")]
+
+
+def test_drift_is_read_back_recorded_and_replayed(tmp_path):
+    root = tmp_path / "root"
+    dest = root / DEST.lstrip("/")
+    dest.mkdir(parents=True)
+    (dest / "svc.plan.json").write_text(json.dumps(PLAN))
+    os.rename(build_binder(tmp_path / "b"), str(dest / "svc-bind"))
+    with stand_in_tree(tmp_path, workers=2) as tree:
+        subprocess.run([str(dest / "svc-bind"), "--plan", str(dest / "svc.plan.json"), "--once",
+                        "--no-migrate", "--root-pid", str(tree.main)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        args = {"host_root": str(root), "root_pids": {"svc": tree.main}}
+        clean = run_module("vllm_binding_facts", args)
+        assert clean.get("failed") is not True, clean
+        assert clean["ansible_facts"]["npu_binding"]["drift"] == []
+        assert clean["changed"] is False
+        os.sched_setaffinity(tree.workers[0].threads["acl_thread"], {1})
+        snap = str(tmp_path / "snap")
+        drifted = run_module("vllm_binding_facts", dict(args, save_snapshot=snap))
+        assert drifted["changed"] is True and drifted["snapshot_saved"] == snap
+        rows = drifted["ansible_facts"]["npu_binding"]["drift"]
+        assert [(r["kind"], r["device"]) for r in rows] == [("threads_off_plan", "NPU0")]
+    # the processes are gone now: the snapshot still answers as the host did
+    replayed = run_module("vllm_binding_facts", dict(args, snapshot=snap))
+    assert replayed["ansible_facts"]["npu_binding"] == drifted["ansible_facts"]["npu_binding"]
+
+
+def test_bad_input_is_a_message(tmp_path):
+    result = run_module("vllm_binding_facts", {"root_pids": {"svc": "x"}, "host_root": str(tmp_path)})
+    assert result["failed"] and "root_pids[svc]" in result["msg"]
+    empty = run_module("vllm_binding_facts", {"host_root": str(tmp_path)})
+    assert empty["ansible_facts"]["npu_binding"]["instances"] == {}
+    assert "no instance is installed" in empty["ansible_facts"]["npu_binding"]["errors"][0]["msg"]

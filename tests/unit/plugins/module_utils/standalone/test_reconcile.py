@@ -170,3 +170,16 @@ def test_reconcile_run_finds_a_moved_thread_pins_it_and_reports_it(tmp_path):
                                stdout=subprocess.PIPE, universal_newlines=True, check=False)
         assert json.loads(third.stdout)["changed"] is False
         assert 'role="acl"} 0' in (tmp_path / "npuops_svc.prom").read_text()
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason="promtool (Debian package prometheus) not installed")
+def test_sample_alert_rules_pass_promtool_and_use_our_metric_names():
+    rules_file = os.path.join(REPO, "docs", "alerts", "npuops.rules.yml")
+    proc = subprocess.run([PROMTOOL, "check", "rules", rules_file], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, check=False)
+    assert proc.returncode == 0, proc.stdout.decode()
+    with open(rules_file) as handle:
+        text = handle.read()
+    used = set(name for name, _help in metrics.HELP if name in text)
+    assert used >= {"npuops_binding_drift_threads", "npuops_irq_drift",
+                    "npuops_worker_remote_memory_ratio", "npuops_binder_last_run_timestamp_seconds"}

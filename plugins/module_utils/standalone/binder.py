@@ -67,20 +67,22 @@ class Binder(object):
         return sorted(self.workers)
 
     def discover(self, tree):
-        """Match workers to devices: the tools' memory tables first, then titles by TP rank."""
+        """Match workers to devices: the ``VLLM::Worker_TP<n>`` titles of the tree first (rank n
+        serves the n-th visible device; no tool call), then the tools' memory tables."""
+        for pid in tree:
+            rank = procs.worker_rank(procs.title(pid))
+            if rank is not None and rank < len(self.devices) and pid not in self.workers \
+                    and self.devices[rank] not in self.workers.values():
+                self.add_worker(pid, self.devices[rank])
         missing = [d for d in self.devices if d not in self.workers.values()]
         if not missing:
             return
         in_tree = set(tree)
         homes = smi.home_devices(smi.device_rows(self.vendor, self.args.tool_timeout))
         for pid, device in sorted(homes.items()):
-            if device in missing and (self.root is None or pid in in_tree):
+            if device in missing and pid not in self.workers and \
+                    (self.root is None or pid in in_tree):
                 self.add_worker(pid, device)
-        for pid in tree:
-            rank = procs.worker_rank(procs.title(pid))
-            if rank is not None and rank < len(self.devices) and pid not in self.workers \
-                    and self.devices[rank] not in self.workers.values():
-                self.add_worker(pid, self.devices[rank])
 
     def add_worker(self, pid, device):
         self.workers[pid] = device

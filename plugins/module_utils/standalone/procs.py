@@ -19,7 +19,9 @@ import os
 import re
 
 COMM_LEN = 15  # TASK_COMM_LEN - 1: Linux cuts thread names to 15 characters
-_WORKER_RE = re.compile(r"^VLLM::Worker(?:_[A-Z]+\d+)*?_TP(\d+)")
+# a plain tensor-parallel worker; with _PP/_DP parts the local index needs the sizes, so those
+# workers are matched by the tools' memory tables instead
+_WORKER_RE = re.compile(r"^VLLM::Worker_TP(\d+)\Z")
 _FRONTEND_PREFIXES = ("VLLM::APIServer", "VLLM::EngineCore", "VLLM::DPCoordinator",
                       "VLLM::EngineCor", "VLLM::APIServ")
 PR_CAPBSET_DROP = 24

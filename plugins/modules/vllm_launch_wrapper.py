@@ -29,7 +29,10 @@ description:
     Run C(systemctl daemon-reload) when RV(unit_changed) is true (the role's handler does).
 options:
   name:
-    description: Instance name, used in file and unit names. Characters C([A-Za-z0-9_.@-]).
+    description:
+      - Instance name, used in file and unit names (C(vllm-<name>.service)). 1 to 100 characters of
+        C([A-Za-z0-9_.-]), not starting with C(.) or C(-).
+      - No C(@) - systemd would read C(vllm-<name>@.service) as a template unit.
     type: str
     required: true
   plan:
@@ -55,25 +58,36 @@ options:
         C(plan.instances[name].env)).
       - C(ASCEND_RT_VISIBLE_DEVICES) (C(CUDA_VISIBLE_DEVICES)) may only repeat the instance's
         devices; the wrapper exports it itself and fails on any other value.
+      - Names are shell identifiers other than the variables bash will not pass on as exported -
+        readonly ones (C(SHELLOPTS), C(BASHOPTS), C(UID), C(EUID), C(PPID), C(BASH_VERSINFO)) and
+        special ones it makes up or resets (C(RANDOM), C(SECONDS), C(LINENO), C(GROUPS),
+        C(FUNCNAME), C(SHLVL), C(_), C(BASH_ARGV), ...); those fail the task.
     type: dict
     default: {}
   dest:
-    description: Directory of the wrapper, plan JSON and binder (created when missing).
+    description:
+      - Directory of the wrapper, plan JSON and binder (created when missing).
+      - Absolute, of C([A-Za-z0-9_./+,:=@~-]) only (no blank, quote, backslash, C($), C(%) or
+        C(;)) - the unit file names these paths, and systemd cannot carry the others in
+        C(ExecStart=).
     type: path
     default: /usr/local/lib/npuops
   binding:
     description:
       - "V(host) pins CPUs from the host and turns vllm-ascend's in-process binding off. The
-        wrapper starts vLLM under C(taskset -c <union of the instance's main CPUs>), so every
-        process and thread starts on the main CPUs. On Ascend it merges
+        wrapper starts vLLM under C(taskset -c <the instance's frontend and main CPUs>), and the
+        binder then moves the frontend processes to the frontend and each worker to its device's
+        CPUs. On Ascend it merges
         C({\"enable_cpu_binding\": false}) into the command's C(--additional-config) JSON (a JSON
         merge; C(--additional-config=JSON) and C(--additional-config JSON) are both handled, the
         user's other keys are kept, the option is appended when absent; invalid JSON fails the
         task). vllm-ascend's in-process binding would otherwise re-pin the workers to its own pools,
-        which differ from ours (see C(docs/policies.md)). The unit runs the binder after start and
-        sets C(CPUAffinity=) to the union of the instance's pools."
+        which differ from ours (see C(docs/policies.md)). The unit confines the whole tree with
+        C(AllowedCPUs=) (cgroup v2) and C(CPUAffinity=) to the frontend and the pools, and pulls
+        in the binder's own unit."
       - V(vllm) leaves vllm-ascend's own binding on and only prepares the host (no taskset,
-        no binder, no C(CPUAffinity=)). vllm-ascend computes its pools from the process's
+        no binder, no C(CPUAffinity=)). On GPU hosts it passes the plan to vLLM's own NUMA binding
+        instead - C(--numa-bind --numa-bind-nodes <node per GPU> --numa-bind-cpus <pool per GPU>). vllm-ascend computes its pools from the process's
         C(Cpus_allowed_list); narrowing it would shift the pools it picks (global slicing on A3
         divides the allowed CPUs by the number of NPUs on the host), so the unit leaves the process
         the whole host.
@@ -85,13 +99,54 @@ options:
     type: bool
     default: true
   unit_dir:
-    description: Directory of the systemd unit.
+    description: Directory of the systemd unit (the characters of O(dest)).
     type: path
     default: /etc/systemd/system
   bind_timeout:
-    description: Seconds the binder waits for every device to show its worker.
+    description: Seconds the binder waits for every device to show its worker (1 to 604800).
     type: int
     default: 900
+  ready_url:
+    description:
+      - Health URL the binder polls before it moves memory (it answers 200 once the model is
+        loaded). Default C(http://<host>:<port>/health) from the command's C(--host)/C(--port)
+        (vLLM's default port 8000); with C(--uds) there is none and memory moves as soon as the
+        workers are bound.
+    type: str
+  migrate:
+    description:
+      - Move each worker's memory to its NUMA node once the server is ready (C(migratepages),
+        package C(numactl)). Only the pages the worker maps alone move - see the notes.
+    type: bool
+    default: true
+  reconcile:
+    description:
+      - Install the reconciler (C(vllm-<name>-reconcile.service) and C(.timer), O(binding=host)
+        only) - the binder once every O(reconcile_interval), pinning back threads and IRQs that
+        drifted and writing node_exporter metrics to O(metrics_dir). It never restarts anything.
+    type: bool
+    default: true
+  reconcile_interval:
+    description: How often the reconciler runs, a systemd time span (C(90s), C(5min), C(1h)).
+    type: str
+    default: 5min
+  metrics_dir:
+    description:
+      - node_exporter's textfile directory, where the reconciler writes C(npuops_<name>.prom).
+        Empty writes no metrics.
+    type: path
+    default: /var/lib/prometheus/node-exporter
+  irq_state:
+    description: IRQ state file of M(npuops.fleet.npu_irq_affinity), read by the reconciler.
+    type: path
+    default: /var/lib/npuops/irq-state.json
+  allow_foreign_plan:
+    description:
+      - Accept a plan made for another host (its C(hostname) differs from this host's). Off, such
+        a plan fails the task - the CPUs of one host mean nothing on another. Set it when the
+        mismatch is intended, e.g. a sandbox root replaying a recorded host.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -119,34 +174,26 @@ notes:
     byte). The script passes C(bash -n) and C(shellcheck); the one file-wide
     C(shellcheck disable=SC1003,SC2016) is there because single-quoted command substitutions and
     backslashes are intended literals."
-  - The post-start binder C(<dest>/<name>-bind) is the collection's
-    C(plugins/module_utils/standalone/binder.py) itself (the module reads its own copy through the
-    package loader, so the installed script is exactly the tested code) behind a C(#!<python>)
-    line. Standard library only, Python 3.7+; it reads C(/proc) directly.
-  - "Binder usage: C(<name>-bind --plan PLAN.json [--instance NAME] [--timeout 900] [--interval 2]
-    [--thread-wait 60] [--root-pid PID] [--pid PID --npu N ...] [--check] [--json])."
-  - "Binder step 1: it waits, polling every C(--interval) seconds up to C(--timeout), until each
-    of the instance's devices shows its worker - the C(npu-smi info) process table resolved to
-    logic ids through C(npu-smi info -m) (A3 has two dies per card; in containers card ids differ
-    from logic ids), or on GPU hosts C(nvidia-smi --query-compute-apps=pid,gpu_bus_id,used_memory).
-    A worker also opens a small context (about 126 MB) on another device of its instance (seen on
-    a real A3 host), so each pid belongs to the device where it holds the most memory. Under
-    systemd only descendants of C($MAINPID) are taken (C(--root-pid) overrides), so another
-    service's process on the same NPU is left alone."
-  - "Binder step 2: per worker, after waiting (bounded by C(--thread-wait)) for its C(acl_thread)
-    and C(release_thread) threads to exist, every thread goes to the NPU's main CPUs (the
-    per-thread equivalent of C(taskset -acp)), then the ACL and release threads to their CPUs.
-    Threads are matched on C(/proc/<pid>/task/<tid>/comm), which Linux cuts to 15 characters."
-  - "Binder step 3: C(migratepages <pid> <all NUMA nodes> <the pool's node>) when C(migratepages)
-    is on PATH (package C(numactl)); otherwise a warning. Memory is moved only when the worker's
-    affinity changed, so a re-run on a bound process changes nothing and logs
-    C(binding unchanged)."
-  - "The binder writes affinity only where it differs. Exit codes: 0 done, 1 bad plan or a failed
-    bind, 2 a device showed no worker before the timeout (the others are still bound). The unit
-    runs it as C(ExecStartPost=-...), so a failed binding is logged but never stops the inference
-    service, and C(TimeoutStartSec) is the bind timeout plus 60 s. C(--pid PID --npu N) binds a
-    known process without asking npu-smi; C(--check) reports what would change. Its log (stderr,
-    vLLM-style) is shown in the examples."
+  - "The binder C(<dest>/<name>-bind) is the collection's C(plugins/module_utils/standalone/)
+    package itself, written as one Python zipapp behind a C(#!<python>) line (byte for byte the
+    same on every run). Standard library only, Python 3.7+; it reads C(/proc) directly."
+  - "Units (O(binding=host)): C(vllm-<name>.service) runs the wrapper and wants
+    C(vllm-<name>-bind.service), which runs the binder after the service started and is bound to
+    it (C(BindsTo=)). Binding is never in the service's start path, so a slow or failing binder
+    cannot delay or stop the inference service. C(vllm-<name>-reconcile.timer) runs
+    C(vllm-<name>-reconcile.service) (the binder, C(--once)) every O(reconcile_interval)."
+  - "The binder finds the workers under the service's main process (C(systemctl show -p MainPID))
+    - by their C(VLLM::Worker_TP<n>) titles, else by the C(npu-smi) (C(nvidia-smi)) process table
+    (each pid belongs to the device where it holds the most memory) - within one deadline
+    (O(bind_timeout)) for all devices. The main process, C(VLLM::EngineCore),
+    C(VLLM::APIServer) and every other process not below a worker go to the frontend CPUs; a
+    worker's C(acl_thread)/C(release_thread) to their CPUs and its other threads to the device's
+    main CPUs. Threads that start later are bound too (it keeps watching for 10 minutes)."
+  - "Memory moves once the server answers O(ready_url), with each worker's first binding only:
+    C(migratepages) run with C(CAP_SYS_NICE) dropped and the worker's uid, so the kernel moves only
+    the pages the worker maps alone - not vLLM's shared-memory rings or mapped model files, which
+    root's C(migratepages) would move to whichever worker is bound last."
+  - "See C(docs/drift.md) for the reconciler, its metrics and M(npuops.fleet.vllm_binding_facts)."
 seealso:
   - module: npuops.fleet.npu_cpu_plan
 author:
@@ -202,35 +249,17 @@ EXAMPLES = r'''
 #     --additional-config '{"torchair_graph_config":{"enabled":true},"enable_cpu_binding":false}' \
 #     --served-model-name 'qwen'"'"'s $(model)'
 #
-# and this unit (/etc/systemd/system/vllm-qwen3-8b.service):
+# and these units (/etc/systemd/system/), with a plan whose instance frontend is 120-131:
 #
-#   # Generated by npuops.fleet vllm_launch_wrapper; do not edit.
-#   [Unit]
-#   Description=vLLM instance qwen3-8b (npuops.fleet)
-#   Wants=network-online.target
-#   After=network-online.target
-#
-#   [Service]
-#   Type=simple
-#   ExecStart=/usr/local/lib/npuops/qwen3-8b-launch
-#   ExecStartPost=-/usr/local/lib/npuops/qwen3-8b-bind --plan /usr/local/lib/npuops/qwen3-8b.plan.json --instance qwen3-8b --timeout 900
-#   TimeoutStartSec=960
-#   CPUAffinity=144-191
-#   Restart=on-failure
-#   RestartSec=10
-#   KillMode=control-group
-#
-#   [Install]
-#   WantedBy=multi-user.target
-#
-# After start the binder logs (stderr, vLLM-style; the [bind] line is one line), for example:
-#
-#   INFO 11-30 06:33:50 [npuops-bind] The CPU allocation plan is as follows:
-#   INFO 11-30 06:33:50 [npuops-bind] NPU0: main=[146 147 ... 165]  acl=[166]  release=[167]
-#   INFO 11-30 06:33:52 [npuops-bind] [bind] NPU0 pid=3428811: 87 threads, 87 changed, 0 unchanged;
-#     main=[146-165] acl_thread=[3428840] release_thread=[3428841]
-#   INFO 11-30 06:33:52 [npuops-bind] [migrate] NPU:0 -> NUMA [3]
-#   INFO 11-30 06:33:52 [npuops-bind] binding changed
+#   vllm-qwen3-8b.service:          ExecStart=/usr/local/lib/npuops/qwen3-8b-launch
+#                                   Wants=network-online.target vllm-qwen3-8b-bind.service
+#                                   AllowedCPUs=120-131,144-191  CPUAffinity=120-131,144-191
+#   vllm-qwen3-8b-bind.service:     BindsTo=/After=vllm-qwen3-8b.service, WantedBy=vllm-qwen3-8b.service
+#                                   ExecStart=/usr/local/lib/npuops/qwen3-8b-bind --plan ... --instance qwen3-8b
+#                                     --unit vllm-qwen3-8b.service --irq-state /var/lib/npuops/irq-state.json
+#                                     --timeout 900 --follow 600 --ready-url http://127.0.0.1:8000/health
+#   vllm-qwen3-8b-reconcile.timer:  OnUnitActiveSec=5min -> vllm-qwen3-8b-reconcile.service
+#                                   (the binder with --once --no-migrate --metrics-dir /var/lib/prometheus/node-exporter)
 '''
 
 RETURN = r'''
@@ -260,28 +289,42 @@ unit_changed:
   returned: always
   type: bool
 main_cpus:
-  description: CPUs the wrapper runs vLLM on (union of the instance's main CPUs).
+  description: The instance's devices' main CPUs.
   returned: always
   type: str
   sample: 2-21,146-165
+frontend_cpus:
+  description: The instance's frontend CPUs (API server, EngineCore), empty when the plan has none.
+  returned: always
+  type: str
+  sample: 120-131
+units:
+  description: The systemd units to enable, in order (the service, its bind unit, the reconcile timer).
+  returned: always
+  type: list
+  elements: str
+  sample: [vllm-qwen3-8b.service, vllm-qwen3-8b-bind.service, vllm-qwen3-8b-reconcile.timer]
 '''
 
 import pkgutil
 import re
+import socket
 import sys
 
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import WrapperError
-from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import check_components, host_path
+from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import host_path
+from ansible_collections.npuops.fleet.plugins.module_utils.model import rules as host_rules
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
-from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app
+from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app, units
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import (
     binder, irqs, metrics, procs, rules, smi, targets)
 
 # every file of the binder package (imported here so that AnsiballZ ships them)
 STANDALONE_MODULES = (binder, irqs, metrics, procs, rules, smi, targets)
+MAX_BIND_TIMEOUT = 7 * 24 * 3600  # a week: TimeoutStartSec is bind_timeout + 60
 
 
 def binder_script():
@@ -297,30 +340,60 @@ def binder_script():
 
 def build_files(p):
     name = wrapper.check_name(p["name"])
-    for option in ("dest", "unit_dir"):
-        check_components(p[option])
+    base = wrapper.check_dir(p["dest"], "dest").rstrip("/")
+    unit_dir = wrapper.check_dir(p["unit_dir"], "unit_dir").rstrip("/")
     view = wrapper.instance_view(p["plan"], name, p["npus"])
-    base = p["dest"].rstrip("/") or "/"
+    names = units.unit_names(name)
     paths = {"wrapper": "%s/%s-launch" % (base, name), "plan": "%s/%s.plan.json" % (base, name),
-             "binder": "%s/%s-bind" % (base, name),
-             "unit": "%s/vllm-%s.service" % (p["unit_dir"].rstrip("/"), name)}
+             "binder": "%s/%s-bind" % (base, name)}
+    paths.update((kind, "%s/%s" % (unit_dir, unit)) for kind, unit in names.items())
     files = [(paths["wrapper"], wrapper.render_wrapper(view, p["command"], p["env"], p["binding"]),
               0o755),
              (paths["plan"], wrapper.render_plan_json(p["plan"], view, p["binding"]), 0o644)]
-    if p["binding"] == "host":
+    host = p["binding"] == "host"
+    if host:
         files.append((paths["binder"], binder_script(), 0o755))
     if p["systemd"]:
-        files.append((paths["unit"], wrapper.render_unit(
-            view, paths["wrapper"], paths["binder"], paths["plan"], p["binding"],
-            p["bind_timeout"]), 0o644))
+        files.append((paths["service"], units.service_unit(view, paths["wrapper"], p["binding"]),
+                      0o644))
+    if p["systemd"] and host:
+        ready = p["ready_url"] or units.ready_url(p["command"])
+        files.append((paths["bind"], units.bind_unit(
+            view, paths["binder"], paths["plan"], p["bind_timeout"], ready, p["migrate"],
+            p["irq_state"]), 0o644))
+        if p["reconcile"]:
+            service, timer = units.reconcile_units(view, paths["binder"], paths["plan"],
+                                                   p["reconcile_interval"], p["irq_state"],
+                                                   p["metrics_dir"] or None)
+            files += [(paths["reconcile"], service, 0o644), (paths["timer"], timer, 0o644)]
     _argv, warnings = wrapper.launch_argv(view, p["command"], p["binding"])
     return view, paths, files, warnings
 
 
+def enabled_units(p):
+    """The units to enable, in order: the service pulls in its bind unit; the timer runs the
+    reconciler."""
+    if not p["systemd"]:
+        return []
+    names = units.unit_names(p["name"])
+    out = [names["service"]]
+    if p["binding"] == "host":
+        out.append(names["bind"])
+        if p["reconcile"]:
+            out.append(names["timer"])
+    return out
+
+
 def install(module):
     p = module.params
-    if p["bind_timeout"] < 1:
-        raise WrapperError("bind_timeout: must be at least 1 second")
+    if not 1 <= p["bind_timeout"] <= MAX_BIND_TIMEOUT:
+        raise WrapperError("bind_timeout: must be from 1 to %d seconds" % MAX_BIND_TIMEOUT)
+    if p["ready_url"] and not re.match(r"^https?://[A-Za-z0-9.:\[\]-]+(/[A-Za-z0-9._~/-]*)?\Z",
+                                       p["ready_url"]):
+        raise WrapperError("ready_url: %r is not a plain http(s) URL" % (p["ready_url"],))
+    foreign = host_rules.foreign_host("plan", p["plan"].get("hostname"), socket.gethostname())
+    if foreign and not p["allow_foreign_plan"]:
+        raise WrapperError(foreign)
     view, paths, files, warnings = build_files(p)
     # Refuse unsafe paths before anything is written.
     for path, _content, _mode in files:
@@ -332,10 +405,13 @@ def install(module):
         changed=any(r["changed"] for r in results),
         files=[{"path": r["path"], "changed": r["changed"]} for r in results],
         wrapper=paths["wrapper"],
-        unit=paths["unit"] if p["systemd"] else None,
-        unit_name="vllm-%s.service" % p["name"],
-        unit_changed=any(r["changed"] for r in results if r["path"] == paths["unit"]),
+        unit=paths["service"] if p["systemd"] else None,
+        unit_name=units.unit_names(p["name"])["service"],
+        unit_changed=any(r["changed"] for r in results if r["path"].startswith(
+            wrapper.check_dir(p["unit_dir"], "unit_dir").rstrip("/") + "/")),
+        units=enabled_units(p),
         main_cpus=cpulist.format(view["main"]),
+        frontend_cpus=cpulist.format(view["frontend"]),
         warnings=warnings,
         diff=[r["diff"] for r in results if r["changed"]],
     )
@@ -353,6 +429,13 @@ def main():
         systemd=dict(type="bool", default=True),
         unit_dir=dict(type="path", default="/etc/systemd/system"),
         bind_timeout=dict(type="int", default=900),
+        ready_url=dict(type="str"),
+        migrate=dict(type="bool", default=True),
+        reconcile=dict(type="bool", default=True),
+        reconcile_interval=dict(type="str", default="5min"),
+        metrics_dir=dict(type="path", default="/var/lib/prometheus/node-exporter"),
+        irq_state=dict(type="path", default="/var/lib/npuops/irq-state.json"),
+        allow_foreign_plan=dict(type="bool", default=False),
         host_root=dict(type="path", default="/"),
     ), install)
 

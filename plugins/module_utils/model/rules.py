@@ -29,7 +29,9 @@ _DIGITS = re.compile(r"(\d+)")
 
 def natural_key(name):
     """Sort key that orders ``mlx5_2`` before ``mlx5_10`` and ``GPU9`` before ``GPU10``."""
-    return [int(part) if part.isdigit() else part for part in _DIGITS.split(str(name))]
+    # a digit run longer than any id sorts last (int() is not asked for 5,000 digits)
+    return [(int(part) if len(part) <= 18 else float("inf")) if part.isdigit() else part
+            for part in _DIGITS.split(str(name))]
 
 
 def health_state(health):
@@ -100,8 +102,9 @@ def node_cpus(topology, source="topology cpu.numa_nodes"):
 def cpuset_hint(topology):
     """What to do when the facts were gathered inside a cpuset smaller than the host, or None.
 
-    ``cpu.allowed`` is the gathering process's Cpus_allowed_list: inside a job's cgroup (a
-    Slurm or Kubernetes job, ``taskset``) it names that job's CPUs, not the host's.
+    ``cpu.allowed`` is what a service gets (schema 2: the system.slice or root cpuset, else the
+    gathering process's Cpus_allowed_list): inside a job's cgroup (a Slurm or Kubernetes job,
+    a container, ``taskset``) it names that job's CPUs, not the host's.
     """
     cpu = (topology or {}).get("cpu") if isinstance(topology, dict) else None
     if not isinstance(cpu, dict):
@@ -117,8 +120,168 @@ def cpuset_hint(topology):
         return None
     if not allowed or not online or not allowed < online:
         return None
-    return ("the facts were gathered in a cpuset of %d CPU%s (Cpus_allowed_list %s; the host "
+    source = cpu.get("allowed_source")
+    what = "Cpus_allowed_list" if source in (None, "self") else "the %s cpuset" % source
+    return ("the facts were gathered in a cpuset of %d CPU%s (%s %s; the host "
             "has %d online: %s): gather the facts outside the job's cgroup, or pass "
             "allowed_cpus (role variable npuops_cpu_allowed) with the CPUs the service may use"
-            % (len(allowed), "" if len(allowed) == 1 else "s", cpulist.format(allowed),
+            % (len(allowed), "" if len(allowed) == 1 else "s", what, cpulist.format(allowed),
                len(online), cpulist.format(online)))
+
+
+def _int_key(value):
+    if isinstance(value, bool):
+        raise ValueError
+    return int(value)
+
+
+def numa_distance(topology):
+    """``{node: {node: distance}}`` (ints) of ``cpu.numa_distance``, or None when absent or
+    malformed (a distance that is not a positive integer, a node missing from a row)."""
+    raw = ((topology or {}).get("cpu") or {}).get("numa_distance")
+    if not isinstance(raw, dict) or not raw:
+        return None
+    try:
+        # keys are decimal text (facts) or ints; the values must be ints already; every row
+        # names the same nodes as the table
+        keys = list(raw)
+        ids = list(map(int, keys))
+        table = {}
+        for node, key in zip(ids, keys):
+            row = raw[key]
+            if len(row) != len(keys):
+                return None
+            table[node] = dict(zip(ids, [row[k] for k in keys]))
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+    for row in table.values():
+        for value in row.values():
+            if value.__class__ is not int or value <= 0:
+                return None
+    return table
+
+
+def node_packages(topology):
+    """``{node: package id}`` (ints) of ``cpu.packages``, or None when absent or malformed."""
+    raw = ((topology or {}).get("cpu") or {}).get("packages")
+    if not isinstance(raw, dict) or not raw:
+        return None
+    try:
+        return dict((_int_key(n), _int_key(p)) for n, p in raw.items())
+    except (TypeError, ValueError):
+        return None
+
+
+class Nearness(object):
+    """How near NUMA node ``b`` is to node ``a``: the sort key ``(other package, distance, b)``.
+
+    The one rule for "nearest node" (strict borrowing, frontend pools): a node of the same
+    package first, then the SLIT distance (``cpu.numa_distance``), then the lower id. Without a
+    distance table the distance is ``|a - b|`` (nearest id, the rule before the table was read);
+    without packages every node counts as the same package. A table or package map that does
+    not cover every CPU node is not used (``warnings`` says so).
+    """
+
+    __slots__ = ("_distance", "_source", "_nodes", "packages", "_warnings")
+
+    def __init__(self, distance=None, packages=None, nodes=(), source=None):
+        """``distance`` / ``packages``: the parsed maps (``numa_distance``, ``node_packages``);
+        ``source``: a topology whose distance table is parsed on first use instead."""
+        self._warnings = []
+        self._nodes = set(nodes)
+        self._source = source
+        self._distance = None if source is not None else self._covering(distance)
+        if packages is not None and not self._nodes <= set(packages):
+            self._warnings.append("cpu.packages lacks NUMA node(s) %s: packages not used"
+                                  % sorted(self._nodes - set(packages)))
+            packages = None
+        self.packages = packages
+
+    def _covering(self, distance):
+        if distance is not None and not self._nodes <= set(distance):
+            self._warnings.append("cpu.numa_distance lacks NUMA node(s) %s: nearest node by id"
+                                  % sorted(self._nodes - set(distance)))
+            return None
+        return distance
+
+    @property
+    def distance(self):
+        """``{node: {node: distance}}`` or None (read from the topology on first use)."""
+        if self._source is not None:
+            self._distance = self._covering(numa_distance(self._source))
+            self._source = None
+        return self._distance
+
+    @property
+    def warnings(self):
+        """What was not used and why (reads the table)."""
+        self.distance  # pylint: disable=pointless-statement
+        return self._warnings
+
+    def read_warnings(self):
+        """``warnings`` without reading a table nobody asked for."""
+        return self._warnings
+
+    @classmethod
+    def of(cls, topology, nodes):
+        return cls(None, node_packages(topology), nodes, source=topology)
+
+    def key(self, a, b):
+        """Sort key of node ``b`` seen from node ``a`` (smaller is nearer); a node the table or
+        the package map does not know (the planner's pseudo node) counts by id."""
+        packages = self.packages
+        other = 0
+        if packages is not None and a in packages and b in packages and packages[a] != packages[b]:
+            other = 1
+        table = self._distance if self._source is None else self.distance
+        if table is not None and a in table and b in table:
+            return (other, table[a][b], b)
+        return (other, abs(a - b), b)
+
+    def same_package(self, a, b):
+        """True when both nodes are on one package (or a package is unknown)."""
+        packages = self.packages
+        return packages is None or a not in packages or b not in packages or \
+            packages[a] == packages[b]
+
+
+def smt_cores(topology):
+    """``{cpu: core id}`` from ``cpu.smt_siblings`` (the groups of SMT siblings, each a cpulist;
+    the core id is the group's lowest CPU). CPUs without a sibling are not listed. None when
+    the siblings are unknown or malformed (never guessed from CPU numbering)."""
+    raw = ((topology or {}).get("cpu") or {}).get("smt_siblings")
+    if not isinstance(raw, list):
+        return None
+    cores = {}
+    try:
+        for text in raw:
+            group = cpulist.parse(str(text))
+            for cpu in group:
+                if cpu in cores:
+                    return None
+                cores[cpu] = group[0]
+    except ParseError:
+        return None
+    return cores
+
+
+def cpu_fact(topology, key):
+    """A cpulist fact of ``cpu`` (``isolated``, ``nohz_full``...) as a sorted CpuSeq; an absent,
+    null or malformed value gives an empty CpuSeq."""
+    text = ((topology or {}).get("cpu") or {}).get(key)
+    if not text or not isinstance(text, str):
+        return cpuset.EMPTY
+    try:
+        return cpuset.parse(text, "cpu." + key)
+    except ParseError:
+        return cpuset.EMPTY
+
+
+def foreign_host(what, recorded, hostname):
+    """A message when ``what`` (a plan, a topology) was made on another host than
+    ``hostname``, else None. A document that names no host (older plans) is not refused."""
+    if not recorded or not hostname or recorded.split(".")[0] == hostname.split(".")[0]:
+        return None
+    return ("%s was made for host %s, not this host (%s): pass the plan of this host, or set "
+            "allow_foreign_plan: true when that is intended (a sandbox replaying a recorded host)"
+            % (what, recorded, hostname))

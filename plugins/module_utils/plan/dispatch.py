@@ -4,17 +4,19 @@
 """``make_plan``: topology facts + options -> the CPU plan (schema in docs/dev/architecture.md).
 
 Dispatch only: validation of the options, the inputs each policy needs, and the plan dict.
-The allocators live in policy_strict.py and policy_vllm_ascend.py, GPU pairing in gpu_plan.py.
+The allocators live in strict.py and vllm_ascend.py, GPU pools and pairing in gpu.py, the
+frontend of each instance and the host's ``cpu_budget`` (strict and gpu_numa) in frontend.py.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import nodemap
-from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
+from ansible_collections.npuops.fleet.plugins.module_utils.model import rules, schema
 from ansible_collections.npuops.fleet.plugins.module_utils.parse.device_type import TYPES as DEVICE_TYPES
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import frontend as placement
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import gpu as gpu_plan
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import strict as policy_strict
@@ -115,22 +117,28 @@ def _all_logic_npus(topology, ids):
 
 
 def _empty_plan(policy, device_type, topology):
-    return {"policy": policy, "mode": None, "device_type": device_type, "skipped": False,
+    # the host the facts were read from: the wrapper and IRQ modules refuse a plan for another
+    return {"policy": policy, "hostname": topology.get("hostname"), "mode": None,
+            "device_type": device_type, "skipped": False,
             "reason": None, "numa_nodes": dict((str(k), v) for k, v in
                                                ((topology.get("cpu") or {}).get("numa_nodes") or {}).items()),
             "npus": {}, "instances": {}, "gpus": {}, "env": {}, "log": [], "warnings": []}
 
 
 def make_plan(topology, policy="strict", npus=None, instances=None, device_type=None,
-              allowed_cpus=None, reserved_cpus=None, nics=None):
+              allowed_cpus=None, reserved_cpus=None, nics=None, frontend_cpus=None):
     """The CPU plan of a host. Raises PlanError (or ParseError) with a message for the user.
 
     A plan that fails for lack of CPUs while ``allowed_cpus`` is not given and the facts'
     allowed CPUs are a strict subset of the online ones says so (``cpuset_hint``).
+    ``frontend_cpus`` caps each instance's frontend (strict and GPU plans; 0: none).
     """
+    if frontend_cpus is not None and (isinstance(frontend_cpus, bool) or
+                                      not isinstance(frontend_cpus, int) or frontend_cpus < 0):
+        raise PlanError("frontend_cpus must be a non-negative integer, got %r" % (frontend_cpus,))
     try:
         return _make_plan(topology, policy, npus, instances, device_type, allowed_cpus,
-                          reserved_cpus, nics)
+                          reserved_cpus, nics, frontend_cpus)
     except PlanError as err:
         if err.cpu_shortage and allowed_cpus is None and err.hint is None:
             hint = rules.cpuset_hint(topology)
@@ -140,9 +148,10 @@ def make_plan(topology, policy="strict", npus=None, instances=None, device_type=
 
 
 def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, reserved_cpus,
-               nics):
+               nics, frontend_cpus):
     if not isinstance(topology, dict):
         raise PlanError("topology must be the npu_topology facts dict, got %r" % type(topology).__name__)
+    schema.check_topology(topology)  # every field the planners read, before they read it
     if policy not in POLICIES:
         raise PlanError("unknown policy %r; choose one of %s" % (policy, ", ".join(POLICIES)))
     if device_type is not None and device_type not in DEVICE_TYPES:
@@ -155,12 +164,16 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
     if allowed is None:
         allowed = cpuset.parse(cpu.get("allowed") or cpu.get("online") or "",
                                "topology cpu.allowed")
+    allowed_all = allowed
     reserved = cpuset.parse_option(reserved_cpus, "reserved_cpus")
     if reserved:
         allowed = cpuset.subtract(allowed, reserved)
+    # the host's budget: every allowed CPU, reserved ones included
+    budget = (allowed_all, reserved, frontend_cpus)
     vendor = topology.get("vendor")
     if vendor == "nvidia":
-        return _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics)
+        return _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics,
+                         allowed, budget)
     ids, affinity, pci_nodes, busy = _npu_facts(topology)
     if vendor not in (None, "ascend") or not ids:
         plan["skipped"] = True
@@ -177,39 +190,98 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
     if not allowed:
         raise PlanError("no allowed CPUs left (allowed_cpus minus reserved_cpus is empty)")
     node_cpus = _node_cpus(topology)
+    fronts = None
     if policy == "strict":
-        _strict(plan, ids, requested, affinity, pci_nodes, node_cpus, allowed, dtype, cpu)
+        fronts = _strict(plan, ids, requested, affinity, pci_nodes, node_cpus, allowed, dtype,
+                         cpu, topology, insts, budget)
     else:
         if requested is None:
             # audit: the workers that run now; pre-launch (nothing runs): every NPU
             requested = busy or ids
         _vllm_ascend(plan, topology, ids, requested, affinity, node_cpus, allowed, dtype, cpu)
     if insts:
-        _instances(plan, insts, "ASCEND_RT_VISIBLE_DEVICES")
+        _instances(plan, insts, "ASCEND_RT_VISIBLE_DEVICES", fronts)
     return plan
 
 
-def _strict(plan, ids, requested, affinity, pci_nodes, node_cpus, allowed, dtype, cpu):
+def _strict(plan, ids, requested, affinity, pci_nodes, node_cpus, allowed, dtype, cpu, topology,
+            insts, budget):
     # one node map for the policy and the entries' numa_nodes
     cpu_node = nodemap.node_map(node_cpus)
+    nearness = rules.Nearness.of(topology, node_cpus)
+    cores = rules.smt_cores(topology) or None
     result = policy_strict.plan_strict(ids, affinity, pci_nodes, node_cpus, allowed, dtype,
-                                       cpu.get("threads_per_core"), requested, cpu_node)
+                                       cpu.get("threads_per_core"), requested, cpu_node,
+                                       nearness, cores)
     plan["mode"] = result["mode"]
     plan["warnings"].extend(result["warnings"])
     keep = requested if requested is not None else result["planned_over"]
     pools = result["pools"]
     homes = result["homes"]
     cluster = result["cluster_roles"]
+    planned = sorted(result["planned_over"])
+    uvb = result["uvb"]
+    fronts = _place(plan, planned, pools, lambda npu: homes[npu][0], cpu_node,
+                    node_cpus, allowed, topology, insts, budget, nearness, cores,
+                    cluster and cpu_roles.cluster_size(cpu.get("threads_per_core")), uvb)
     entries = plan["npus"]
     pool_entry = cpu_roles.pool_entry
     for npu in keep:
         entry = pool_entry(pools[npu], cpu_node, cluster, npu)
-        entry["home_node"], entry["locality"] = homes[npu]
+        home, entry["locality"] = homes[npu]
+        entry["home_node"] = home
+        nodes = entry["pool_nodes"] = entry["numa_nodes"]
+        if home is not None and (len(nodes) != 1 or nodes[0] != home):
+            # the worker's memory stays on its home node, whatever it borrowed
+            entry["numa_nodes"] = [home]
         entries[str(npu)] = entry
-    if result["uvb"] is not None:
-        plan["uvb"] = cpuset.format(result["uvb"])
+    if uvb is not None:
+        plan["uvb"] = cpuset.format(uvb)
+    plan["warnings"].extend(nearness.read_warnings())
     plan["log"].append("[strict] mode=%s npus=%s planned_over=%s"
                        % (result["mode"], list(keep), result["planned_over"]))
+    return fronts
+
+
+def _place(plan, devices, pools, home_of, cpu_node, node_cpus, allowed, topology, insts, budget,
+           nearness, cores, cluster=None, uvb=None):
+    """Frontends, carve-outs (``pools`` updated in place) and ``plan["cpu_budget"]``.
+    ``home_of``: device -> its home node or None."""
+    allowed_all, reserved, cap = budget
+    cpu = topology.get("cpu") or {}
+    if cluster:
+        # Ascend 950 pools come as lists of whole clusters
+        seqs = dict((dev, cpuset.CpuSeq.from_cpus(pools[dev])) for dev in devices)
+    else:
+        seqs = pools
+    extra = cpuset.CpuSeq.from_cpus(uvb) if uvb else cpuset.EMPTY
+    if not (insts or reserved or cpu.get("isolated") or cpu.get("nohz_full")) and \
+            sum([seqs[dev].size for dev in devices]) + extra.size == allowed.size:
+        # the usual whole-host plan of a host whose pools hold every allowed CPU (A3)
+        plan["cpu_budget"] = {"workers": cpuset.format(allowed_all), "frontend": "",
+                              "reserved": "", "spare": ""}
+        return {"instances": {}, "carved": {}}
+    isolated = placement.union([rules.cpu_fact(topology, "isolated"),
+                                rules.cpu_fact(topology, "nohz_full")])
+    fronts = placement.place(devices, seqs, home_of, cpu_node, node_cpus, allowed, insts,
+                             nearness, cores, cpu.get("threads_per_core"), isolated, cap,
+                             None if cluster else (lambda dev: seqs[dev][2:-2]),
+                             cluster or None, extra)
+    workers = fronts["workers"]
+    if fronts["carved"]:
+        for dev, carved in fronts["carved"].items():
+            seq = seqs[dev]
+            if cluster:
+                seqs[dev] = cpuset.subtract(seq, carved)
+            else:
+                seqs[dev] = seq[:2] + cpuset.subtract(seq[2:-2], carved) + seq[-2:]
+            pools[dev] = seqs[dev]  # (one dict for non-950 pools: the same assignment)
+        workers = cpuset.subtract(workers, placement.union(fronts["carved"].values()))
+    frontend = placement.union([f["frontend"] for f in fronts["instances"].values()] +
+                               list(fronts["device_frontend"].values()))
+    plan["cpu_budget"] = placement.budget(allowed_all, workers, frontend, reserved, isolated)
+    plan["warnings"].extend(fronts["warnings"])
+    return fronts
 
 
 def _vllm_ascend(plan, topology, ids, requested, affinity, node_cpus, allowed, dtype, cpu):
@@ -240,29 +312,37 @@ def _vllm_ascend(plan, topology, ids, requested, affinity, node_cpus, allowed, d
         entries[str(npu)] = pool_entry(pool, cpu_node, cluster, npu)
 
 
-def _instances(plan, insts, env_name):
+def _instances(plan, insts, env_name, fronts=None):
     table = plan["gpus"] if plan["mode"] == "gpu_numa" else plan["npus"]
     for name, members in insts:
-        main, pool, nodes = set(), set(), set()
+        main, pool, nodes = [], [], set()
         for dev in members:
             entry = table.get(str(dev))
             if entry is None:
                 if plan["skipped"]:
                     continue
                 raise PlanError("instance %s: no CPU pool was planned for it" % name, dev)
-            pool.update(cpulist.parse(entry["pool"]))
-            main.update(cpulist.parse(entry.get("main", entry["pool"])))
+            # the entries' cpulists as runs (cpuset), not one int per CPU
+            pool.append(cpuset.parse(entry["pool"]))
+            main.append(cpuset.parse(entry.get("main", entry["pool"])))
             if "numa_nodes" in entry:
                 nodes.update(entry["numa_nodes"])
             elif entry.get("numa_node") is not None:
                 nodes.add(entry["numa_node"])
         plan["instances"][name] = {
-            "npus": list(members), "main": cpulist.format(main), "pool": cpulist.format(pool),
-            "numa_nodes": sorted(nodes),
+            "npus": list(members), "main": cpuset.format(placement.union(main)),
+            "pool": cpuset.format(placement.union(pool)), "numa_nodes": sorted(nodes),
             "env": {env_name: ",".join(str(d) for d in members)}}
+        if fronts is not None:
+            front = fronts["instances"].get(name) or {}
+            plan["instances"][name].update({
+                "frontend": cpuset.format(front.get("frontend") or cpuset.EMPTY),
+                "frontend_nodes": list(front.get("frontend_nodes") or []),
+                "frontend_source": front.get("frontend_source") or "none"})
 
 
-def _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics):
+def _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics, allowed,
+              budget):
     plan["mode"] = "gpu_numa"
     result = gpu_plan.plan_gpus(topology, nics=nics, allowed=allowed_cpus, reserved=reserved_cpus)
     gpus = result.get("gpus") or {}
@@ -272,10 +352,27 @@ def _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics
     if unknown:
         raise PlanError("unknown GPU index(es) %s; this host has %s" % (unknown, sorted(known)))
     keep = requested if requested is not None else sorted(known)
-    plan["gpus"] = dict((str(k), gpus[str(k)] if str(k) in gpus else gpus[k]) for k in keep)
     plan["env"] = dict(result.get("env") or {})
     plan["warnings"].extend(result.get("warnings") or [])
     insts = validate_instances(instances, set(keep))
+    # the frontends and the budget, per the GPU's NUMA node and package
+    node_cpus = _node_cpus(topology)
+    if not allowed and allowed_cpus is None:
+        # facts without cpu.allowed: plan_gpus planned over the NUMA nodes' CPUs
+        allowed = placement.union(list(node_cpus.values()))
+        budget = (allowed,) + tuple(budget[1:])
+        if budget[1]:
+            allowed = cpuset.subtract(allowed, budget[1])
+    devices = sorted(known)
+    pools = dict((k, cpuset.parse(gpus[str(k)]["pool"])) for k in devices)
+    nearness = rules.Nearness.of(topology, node_cpus)
+    fronts = _place(plan, devices, pools, lambda k: gpus[str(k)].get("numa_node"),
+                    nodemap.node_map(node_cpus), node_cpus, allowed,
+                    topology, insts, budget, nearness, rules.smt_cores(topology) or None)
+    plan["warnings"].extend(nearness.read_warnings())
+    for dev in fronts["carved"]:
+        gpus[str(dev)] = dict(gpus[str(dev)], pool=cpuset.format(pools[dev]))
+    plan["gpus"] = dict((str(k), gpus[str(k)]) for k in keep)
     if insts:
-        _instances(plan, insts, "CUDA_VISIBLE_DEVICES")
+        _instances(plan, insts, "CUDA_VISIBLE_DEVICES", fronts)
     return plan

@@ -21,9 +21,24 @@ import shlex
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import WrapperError
+from ansible_collections.npuops.fleet.plugins.module_utils.host import yaml_subset
+from ansible_collections.npuops.fleet.plugins.module_utils.model import schema
 
-NAME_RE = re.compile(r"^[A-Za-z0-9_.@-]+\Z")
+NAME_RE = schema.INSTANCE_NAME
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+# Variables bash will not pass on as they were exported: readonly ones (``export`` fails and
+# ``set -e`` aborts the wrapper) and special ones whose value bash makes up or resets (the
+# value never reaches vLLM). test_launch checks the list against the installed bash.
+BASH_READONLY = frozenset(["SHELLOPTS", "BASHOPTS", "UID", "EUID", "PPID", "BASH_VERSINFO"])
+BASH_SPECIAL = frozenset([
+    "GROUPS", "FUNCNAME", "RANDOM", "SRANDOM", "LINENO", "_", "SECONDS", "EPOCHSECONDS",
+    "EPOCHREALTIME", "BASHPID", "BASH_ARGV", "BASH_ARGC", "BASH_LINENO", "BASH_SOURCE",
+    "BASH_SUBSHELL", "BASH_COMMAND", "BASH_ALIASES", "BASH_CMDS", "DIRSTACK", "HISTCMD",
+    "PIPESTATUS", "OPTIND", "SHLVL"])
+# Characters a path may hold to be written into a unit file as it is (ExecStart=, the binder's
+# arguments): no blank, quote, backslash, '$', '%' or ';', which systemd would expand or split.
+PATH_CHARS_RE = re.compile(r"^[A-Za-z0-9_./+,:=@~-]+\Z")
+MAX_NAME_BYTES = 255  # NAME_MAX: one path component
 ADDITIONAL_CONFIG_FLAGS = ("--additional-config", "--additional_config")
 BINDINGS = ("host", "vllm")
 PLAN_JSON_SCHEMA = 1
@@ -32,10 +47,31 @@ _SYSTEMD_SAFE_RE = re.compile(r"^[A-Za-z0-9_./:@+=,-]+\Z")
 
 
 def check_name(name):
-    """An instance name is used in file and unit names: ``[A-Za-z0-9_.@-]+``, not '.'/'..'."""
-    if not isinstance(name, str) or not NAME_RE.match(name) or name in (".", ".."):
-        raise WrapperError("name %r: must match [A-Za-z0-9_.@-]+ and not be '.' or '..'" % (name,))
+    """An instance name is used in file and unit names (rule: ``schema.INSTANCE_NAME``)."""
+    problem = schema.instance_name_problem(name)
+    if problem:
+        raise WrapperError("name %s: %s" % (_short(name), problem))
     return name
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_dir(path, option):
+    """``dest`` / ``unit_dir``: absolute, no ``.``/``..``, components of at most 255 bytes, and
+    only characters a unit file carries as they are (``PATH_CHARS_RE``)."""
+    if not isinstance(path, str) or not path.startswith("/") or not PATH_CHARS_RE.match(path):
+        raise WrapperError("%s: %s must be an absolute path of [A-Za-z0-9_./+,:=@~-] (no blank, "
+                           "quote, backslash, '$', '%%' or ';': the unit file names it)"
+                           % (option, _short(path)))
+    parts = [p for p in path.split("/") if p]
+    if any(p in (".", "..") for p in parts):
+        raise WrapperError("%s: %s has '.' or '..' components" % (option, _short(path)))
+    if any(len(p) > MAX_NAME_BYTES for p in parts) or len(path) > 1024:
+        raise WrapperError("%s: %s is too long" % (option, _short(path)))
+    return "/" + "/".join(parts)
 
 
 def _vendor(plan):
@@ -62,6 +98,7 @@ def instance_view(plan, name, npus=None):
     check_name(name)
     if not isinstance(plan, dict):
         raise WrapperError("plan: must be a dict (the npu_cpu_plan result)")
+    schema.check_plan(plan)
     if plan.get("skipped"):
         raise WrapperError("plan: skipped (%s); nothing to launch with" % (plan.get("reason"),))
     vendor = _vendor(plan)
@@ -83,6 +120,7 @@ def instance_view(plan, name, npus=None):
     if len(set(devices)) != len(devices):
         raise WrapperError("npus: %r lists a device twice" % (devices,))
     main, pool, nodes = set(), set(), set()
+    gpu_entries = []
     for dev in devices:
         entry = table.get(str(dev))
         if not isinstance(entry, dict):
@@ -98,6 +136,8 @@ def instance_view(plan, name, npus=None):
         if vendor == "nvidia":
             if entry.get("numa_node") is not None:
                 nodes.add(int(entry["numa_node"]))
+            gpu_entries.append({"nic": entry.get("nic"), "numa_node": entry.get("numa_node"),
+                                "pool": sorted(dev_pool or dev_main)})
         else:
             nodes.update(int(n) for n in entry.get("numa_nodes") or [])
     var = visibility_var(vendor)
@@ -110,8 +150,10 @@ def instance_view(plan, name, npus=None):
             env.update(drop_visibility(check_env(extra, source), var, devices, source,
                                        "npus must name the planned devices; leave npus out "
                                        "to use the plan instance's"))
+    frontend = _cpus(instance.get("frontend"), "plan instance %s frontend" % name)
     return {"name": name, "vendor": vendor, "devices": devices, "main": sorted(main),
             "pool": sorted(pool), "numa_nodes": sorted(nodes), "env": env,
+            "frontend": sorted(frontend), "gpus": gpu_entries,
             "device_type": plan.get("device_type"), "mode": plan.get("mode")}
 
 
@@ -154,7 +196,12 @@ def check_env(env, source="env"):
     out = {}
     for key, value in env.items():
         if not isinstance(key, str) or not ENV_NAME_RE.match(key):
-            raise WrapperError("%s: %r is not a valid environment variable name" % (source, key))
+            raise WrapperError("%s: %s is not a valid environment variable name"
+                               % (source, _short(key)))
+        if key in BASH_READONLY or key in BASH_SPECIAL:
+            raise WrapperError("%s: %s is a bash %s variable: the wrapper (bash) cannot pass it to "
+                               "vLLM" % (source, key, "readonly" if key in BASH_READONLY
+                                         else "special"))
         if isinstance(value, bool):
             value = "1" if value else "0"
         if value is None:
@@ -178,6 +225,11 @@ def check_command(command):
     if not command[0] or command[0].startswith("-"):
         raise WrapperError("command[0]: %r must be the program to run (vllm, python3, ...)"
                            % (command[0],))
+    if len(command) == 1 and len(command[0].split()) > 1:
+        # Ansible turns a string given for a list option into a one-element list: exec would
+        # look for a program named after the whole line and the service could never start
+        raise WrapperError("command: %s is one string; give the command as a list of arguments, "
+                           "e.g. [vllm, serve, /models/m, --port, '8000']" % _short(command[0]))
     return list(command)
 
 
@@ -196,12 +248,13 @@ def merge_additional_config(command, settings):
     def merged(text, where):
         try:
             value = json.loads(text)
-        except ValueError as err:
-            raise WrapperError("command %s: --additional-config is not valid JSON (%s): %r"
-                               % (where, err, text))
+        except (ValueError, RecursionError) as err:
+            raise WrapperError("command %s: --additional-config is not valid JSON (%s): %s"
+                               % (where, str(err)[:200], _short(text)))
+        yaml_subset.check_depth(value, "command %s: --additional-config" % where, WrapperError)
         if not isinstance(value, dict):
-            raise WrapperError("command %s: --additional-config must be a JSON object, got %r"
-                               % (where, text))
+            raise WrapperError("command %s: --additional-config must be a JSON object, got %s"
+                               % (where, _short(text)))
         for key, new in settings.items():
             if key in value and value[key] != new:
                 overridden.append(key)
@@ -241,9 +294,49 @@ def launch_argv(view, command, binding="host"):
         if overridden:
             warnings.append("command: enable_cpu_binding in --additional-config was set to false "
                             "because binding=host (our binder pins the workers)")
+    if binding == "vllm" and view["vendor"] == "nvidia":
+        argv, note = numa_bind_args(view, argv)
+        warnings.extend(note)
     if binding == "host":
-        argv = ["taskset", "-c", cpulist.format(view["main"])] + argv
+        # the whole tree starts on the frontend and the workers' CPUs; the binder then moves
+        # each process and thread to its own
+        argv = ["taskset", "-c", cpulist.format(start_cpus(view))] + argv
     return argv, warnings
+
+
+def start_cpus(view):
+    """The CPUs the instance starts on: its frontend and its devices' main CPUs."""
+    return sorted(set(view["main"]) | set(view.get("frontend") or []))
+
+
+def numa_bind_args(view, argv):
+    """vLLM's own NUMA binding of GPU workers, from the plan: ``--numa-bind --numa-bind-nodes
+    <node per GPU> --numa-bind-cpus <pool per GPU>`` (both indexed by the worker's GPU index, in
+    the instance's device order; vllm/config/parallel.py). Left out when the command already
+    sets it or a GPU has no NUMA node (numa=off hosts)."""
+    if any(a == "--numa-bind" or a.startswith(("--numa-bind=", "--numa-bind-")) for a in argv):
+        return argv, ["command: --numa-bind is set by the command; the plan's nodes are not added"]
+    gpus = view.get("gpus") or []
+    nodes = [g.get("numa_node") for g in gpus]
+    if not gpus or not all(isinstance(n, int) and not isinstance(n, bool) for n in nodes):
+        return argv, []
+    return (argv + ["--numa-bind", "--numa-bind-nodes"] + [str(n) for n in nodes] +
+            ["--numa-bind-cpus"] + [cpulist.format(g["pool"]) for g in gpus]), []
+
+
+def gpu_env(view):
+    """Launch environment a GPU instance gets from its plan: devices numbered in PCI order (the
+    plan's indexes are nvidia-smi's, which are PCI order) and UCX on the instance's NICs."""
+    if view["vendor"] != "nvidia":
+        return {}
+    env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    nics = []
+    for gpu in view.get("gpus") or []:
+        if gpu.get("nic") and gpu["nic"] not in nics:
+            nics.append(gpu["nic"])
+    if nics:
+        env["UCX_NET_DEVICES"] = ",".join(nic + ":1" for nic in nics)
+    return env
 
 
 def visibility_env(view):
@@ -260,7 +353,8 @@ def render_wrapper(view, command, env=None, binding="host"):
     """Bash launch wrapper text for one instance. ``view`` comes from ``instance_view``."""
     argv, _warnings = launch_argv(view, command, binding)
     var, devices = visibility_env(view)
-    merged_env = drop_visibility(view.get("env") or {}, var, view["devices"], "plan env")
+    merged_env = gpu_env(view)
+    merged_env.update(drop_visibility(view.get("env") or {}, var, view["devices"], "plan env"))
     merged_env.update(drop_visibility(check_env(env or {}, "env"), var, view["devices"], "env"))
     lines = [
         "#!/usr/bin/env bash",
@@ -291,43 +385,6 @@ def systemd_quote(word):
     return '"%s"' % escaped
 
 
-def render_unit(view, wrapper_path, binder_path=None, plan_path=None, binding="host",
-                bind_timeout=900):
-    """systemd unit text: ExecStart = wrapper, ExecStartPost = binder (binding=host)."""
-    if binding not in BINDINGS:
-        raise WrapperError("binding: %r must be one of %s" % (binding, ", ".join(BINDINGS)))
-    lines = [
-        "# Generated by npuops.fleet vllm_launch_wrapper; do not edit.",
-        "[Unit]",
-        "Description=vLLM instance %s (npuops.fleet)" % view["name"].replace("%", "%%"),
-        "Wants=network-online.target",
-        "After=network-online.target",
-        "",
-        "[Service]",
-        "Type=simple",
-        "ExecStart=%s" % systemd_quote(wrapper_path),
-    ]
-    if binding == "host":
-        if not binder_path or not plan_path:
-            raise WrapperError("binding=host needs the binder and plan paths")
-        post = [binder_path, "--plan", plan_path, "--instance", view["name"],
-                "--timeout", str(int(bind_timeout))]
-        # '-': a failed binding is logged but never stops the inference service.
-        lines.append("ExecStartPost=-" + " ".join(systemd_quote(w) for w in post))
-        # The unit stays 'activating' while the binder waits for the workers.
-        lines.append("TimeoutStartSec=%d" % (int(bind_timeout) + 60))
-        lines.append("CPUAffinity=%s" % cpulist.format(view["pool"]))
-    lines.extend([
-        "Restart=on-failure",
-        "RestartSec=10",
-        "KillMode=control-group",
-        "",
-        "[Install]",
-        "WantedBy=multi-user.target",
-    ])
-    return "\n".join(lines) + "\n"
-
-
 def render_plan_json(plan, view, binding="host"):
     """The plan JSON the binder reads: the plan plus an ``npuops_instance`` block."""
     doc = dict(plan)
@@ -340,4 +397,6 @@ def render_plan_json(plan, view, binding="host"):
         "pool": cpulist.format(view["pool"]),
         "binding": binding,
     }
+    if view.get("frontend"):
+        doc["npuops_instance"]["frontend"] = cpulist.format(view["frontend"])
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"

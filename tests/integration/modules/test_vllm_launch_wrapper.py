@@ -45,7 +45,12 @@ def test_created_then_unchanged_then_diff_on_change(tmp_path):
     assert first["changed"] is True
     paths = [f["path"] for f in first["files"]]
     assert paths == ["/usr/local/lib/npuops/svc-launch", "/usr/local/lib/npuops/svc.plan.json",
-                     "/usr/local/lib/npuops/svc-bind", "/etc/systemd/system/vllm-svc.service"]
+                     "/usr/local/lib/npuops/svc-bind", "/etc/systemd/system/vllm-svc.service",
+                     "/etc/systemd/system/vllm-svc-bind.service",
+                     "/etc/systemd/system/vllm-svc-reconcile.service",
+                     "/etc/systemd/system/vllm-svc-reconcile.timer"]
+    assert first["units"] == ["vllm-svc.service", "vllm-svc-bind.service",
+                              "vllm-svc-reconcile.timer"]
     assert first["unit_name"] == "vllm-svc.service" and first["unit_changed"] is True
     assert first["main_cpus"] == "0-1"
     launch = os.path.join(str(tmp_path), "usr/local/lib/npuops/svc-launch")
@@ -53,7 +58,11 @@ def test_created_then_unchanged_then_diff_on_change(tmp_path):
     text = read(tmp_path, "/usr/local/lib/npuops/svc-launch").decode()
     assert "exec taskset -c 0-1 vllm serve /models/m '$(touch /tmp/npuops-pwned-mod)'" in text
     unit = read(tmp_path, "/etc/systemd/system/vllm-svc.service").decode()
-    assert "ExecStartPost=-/usr/local/lib/npuops/svc-bind --plan" in unit
+    assert "ExecStartPost" not in unit and "Wants=network-online.target vllm-svc-bind.service" in unit
+    assert "AllowedCPUs=0-1" in unit
+    bind = read(tmp_path, "/etc/systemd/system/vllm-svc-bind.service").decode()
+    assert "ExecStart=/usr/local/lib/npuops/svc-bind --plan /usr/local/lib/npuops/svc.plan.json" in bind
+    assert "BindsTo=vllm-svc.service" in bind
     plan_doc = json.loads(read(tmp_path, "/usr/local/lib/npuops/svc.plan.json"))
     assert plan_doc["npuops_instance"]["devices"] == [0, 1]
 

@@ -30,7 +30,8 @@ def test_vllm_ascend_overlap_flagged():
 def test_950_and_uvb():
     topo = cpu_hosts.a5(tpc=1)
     text = cpumap.render_text(plan_mod.make_plan(topo, "strict"), topo)
-    assert rows(text, "node 0 ")[0].endswith("." * 88 + "U" * 8)
+    # node 0 is no NPU's home: its CPUs are the frontend share of the NPUs nearest to it
+    assert rows(text, "node 0 ")[0].endswith("F" * 88 + "U" * 8)
     assert rows(text, "NPU2 ")[0].endswith(" " + "W" * 24)
     assert rows(text, "UVB")[0].split() == ["UVB", "88-95"]
 
@@ -47,3 +48,20 @@ def test_without_topology_or_numa():
     text = cpumap.render_text(plan)
     assert rows(text, "node -")[0].endswith(" IIMAR")
     assert rows(text, "NPU0")[0].split()[-2:] == ["-", "IIMAR"]
+
+
+def test_frontend_spare_and_reserved():
+    """Strict plans carry a cpu_budget: F frontend, r reserved, '.' spare, a row per instance."""
+    topo = cpu_hosts.host([{"logic_id": 0, "affinity": "0-7"}, {"logic_id": 1, "affinity": "0-7"}],
+                          {0: "0-7", 1: "8-15", 2: "16-23"}, "0-23")
+    topo["cpu"]["isolated"] = "22-23"
+    plan = plan_mod.make_plan(topo, "strict", instances=[{"name": "svc", "npus": [0, 1]}],
+                              frontend_cpus=4, reserved_cpus="20-21")
+    text = cpumap.render_text(plan, topo)
+    assert cpumap.LEGEND_BUDGET in text
+    # node 0 lends NPU1 two CPUs of node 1 (nearest by id); the rest of node 1 is the
+    # frontend, cut to 4 CPUs; node 2 is nobody's nearest: spare, reserved and isolated CPUs
+    assert rows(text, "node 1 ")[0].endswith(" AR" + "F" * 4 + "..")
+    assert rows(text, "node 2 ")[0].endswith(" " + "." * 4 + "rrrr")
+    assert rows(text, "NPU1 ")[0].split()[1:4] == ["5-9", "node", "0,1"]
+    assert rows(text, "svc ")[0].split() == ["svc", "10-13", "node", "1", "frontend", "(free)"]

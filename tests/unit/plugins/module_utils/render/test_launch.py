@@ -9,7 +9,9 @@ import sys
 
 import pytest
 
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
+from ansible_collections.npuops.fleet.plugins.module_utils.render import units
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from npuops_testing import SNAPSHOTS
 
@@ -172,10 +174,16 @@ def test_real_plan_from_snapshot(tmp_path):
     assert "export ASCEND_RT_VISIBLE_DEVICES=0,2\n" in text
     assert text.count("ASCEND_RT_VISIBLE_DEVICES=") == 1
     # The real A2 layout: NPU0 on node 6 (144-167, shared with NPU1), NPU2 on node 4 (96-119,
-    # shared with NPU3); strict gives each 12 CPUs of its node.
-    assert "exec taskset -c 98-105,146-153 vllm serve m" in text
-    unit = wrapper.render_unit(v, "/w", "/b", "/p")
-    assert "CPUAffinity=96-107,144-155" in unit.splitlines()
+    # shared with NPU3); strict gives each 12 CPUs of its node, and the instance's frontend
+    # sits on the nodes no NPU calls home (5 and 7): the tree starts on frontend + main CPUs.
+    frontend = cpulist.format(v["frontend"])
+    assert v["frontend"] and not set(v["frontend"]) & set(v["pool"])
+    start = cpulist.format(sorted(set(v["main"]) | set(v["frontend"])))
+    assert "exec taskset -c %s vllm serve m" % start in text
+    unit = units.service_unit(v, "/w")
+    allowed = cpulist.format(sorted(set(v["pool"]) | set(v["frontend"])))
+    assert "AllowedCPUs=%s" % allowed in unit.splitlines()
+    assert set(cpulist.parse(frontend)) <= set(cpulist.parse(allowed))
     path = _write(tmp_path, text)
     assert subprocess.run(["bash", "-n", str(path)], check=False).returncode == 0
 
@@ -350,45 +358,24 @@ def test_vllm_binding_runs_without_taskset(stand_ins):
 
 # systemd unit and plan JSON -------------------------------------------------------------
 
-def test_unit_host_binding():
-    text = wrapper.render_unit(view(), "/usr/local/lib/npuops/svc0-launch",
-                               "/usr/local/lib/npuops/svc0-bind",
-                               "/usr/local/lib/npuops/svc0.plan.json", bind_timeout=600)
-    lines = text.splitlines()
-    assert "ExecStart=/usr/local/lib/npuops/svc0-launch" in lines
-    assert ("ExecStartPost=-/usr/local/lib/npuops/svc0-bind --plan "
-            "/usr/local/lib/npuops/svc0.plan.json --instance svc0 --timeout 600") in lines
-    assert "Restart=on-failure" in lines
-    assert "CPUAffinity=0-23,144-167" in lines
-    assert "TimeoutStartSec=660" in lines
-    assert "[Install]" in lines
-
-
-def test_unit_vllm_binding_leaves_affinity_to_vllm():
-    text = wrapper.render_unit(view(), "/opt/w", binding="vllm")
-    assert "ExecStartPost" not in text
-    assert "CPUAffinity" not in text
-
-
-def test_unit_escapes_paths():
-    text = wrapper.render_unit(view(name="a@b"), "/opt/my dir/$x%i\"q\\", "/opt/b", "/opt/p")
-    assert 'ExecStart="/opt/my dir/$$x%%i\\"q\\\\"' in text.splitlines()
-    assert "Description=vLLM instance a@b (npuops.fleet)" in text
-    with pytest.raises(NpuopsError, match="control character"):
-        wrapper.render_unit(view(), "/opt/a\nExecStartPre=/bin/evil")
-
-
-def test_systemd_analyze_verify_accepts_unit(tmp_path):
+@pytest.mark.parametrize("sub", ["", "opt+x,y:z=w@v~u-t_s.r"])
+def test_systemd_analyze_verify_accepts_units_under_any_allowed_dest(tmp_path, sub):
+    """Every character check_dir lets into dest (issue 15: '$', '"' and '\\' made units that
+    verify rejects; they are refused now) gives units systemd-analyze verify accepts."""
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
         pytest.skip("systemd-analyze not installed")
+    base = tmp_path / sub if sub else tmp_path
+    base.mkdir(exist_ok=True)
+    wrapper.check_dir(str(base), "dest")
     # systemd-analyze verify wants the executables to exist.
     for name in ("svc0-launch", "svc0-bind"):
-        _write(tmp_path, "#!/bin/sh\n", name)
-    unit = tmp_path / "vllm-svc0.service"
-    unit.write_text(wrapper.render_unit(view(), str(tmp_path / "svc0-launch"),
-                                        str(tmp_path / "svc0-bind"), str(tmp_path / "p.json")))
-    proc = subprocess.run([analyze, "verify", str(unit)], stdout=subprocess.PIPE,
+        _write(base, "#!/bin/sh\n", name)
+    (tmp_path / "vllm-svc0.service").write_text(units.service_unit(view(), str(base / "svc0-launch")))
+    (tmp_path / "vllm-svc0-bind.service").write_text(
+        units.bind_unit(view(), str(base / "svc0-bind"), str(base / "p.json")))
+    proc = subprocess.run([analyze, "verify", str(tmp_path / "vllm-svc0.service"),
+                           str(tmp_path / "vllm-svc0-bind.service")], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, universal_newlines=True, check=False)
     bad = [l for l in proc.stdout.splitlines() if "vllm-svc0" in l and "network-online" not in l]
     assert not bad, proc.stdout
@@ -400,6 +387,8 @@ def test_plan_json_carries_instance_block():
     assert doc["npuops_instance"] == {"schema": 1, "name": "svc0", "vendor": "ascend",
                                       "devices": [0, 1], "main": "2-21,146-165",
                                       "pool": "0-23,144-167", "binding": "host"}
+    with_frontend = json.loads(wrapper.render_plan_json(A2_PLAN, dict(view(), frontend=[120, 121])))
+    assert with_frontend["npuops_instance"]["frontend"] == "120-121"
     # deterministic
     assert wrapper.render_plan_json(A2_PLAN, view()) == wrapper.render_plan_json(A2_PLAN, view())
 
@@ -407,3 +396,50 @@ def test_plan_json_carries_instance_block():
 def test_wrapper_is_executable_text_without_trailing_junk():
     text = wrapper.render_wrapper(view(), ["vllm"])
     assert text.endswith("\n") and not text.endswith("\n\n")
+
+
+# issue 12: the whole tree, GPU launch settings, UX ------------------------------------------
+
+def test_a_command_given_as_one_string_is_refused():
+    with pytest.raises(NpuopsError, match="list of arguments"):
+        wrapper.check_command(["vllm serve /models/m --port 8000"])
+    assert wrapper.check_command(["vllm"]) == ["vllm"]
+    assert wrapper.check_command(["/opt/my vllm/bin/vllm", "serve"])[0] == "/opt/my vllm/bin/vllm"
+
+
+GPU_PLAN_FRONTEND = {
+    "policy": "strict", "mode": "gpu_numa", "hostname": "dgx",
+    "gpus": {"0": {"pool": "0-11", "numa_node": 3, "nic": "mlx5_0", "link": "PXB"},
+             "1": {"pool": "12-23", "numa_node": 3, "nic": "mlx5_1", "link": "PXB"},
+             "2": {"pool": "48-59", "numa_node": 1, "nic": "mlx5_2", "link": "PXB"}},
+    "instances": {"svc": {"npus": [0, 1], "frontend": "24-27"}},
+    "env": {"NCCL_IB_HCA": "=mlx5_0,mlx5_1,mlx5_2"},
+}
+
+
+def test_gpu_wrapper_gets_pci_order_ucx_nics_and_the_frontend():
+    view = wrapper.instance_view(GPU_PLAN_FRONTEND, "svc")
+    text = wrapper.render_wrapper(view, ["vllm", "serve", "/m"])
+    assert "export CUDA_VISIBLE_DEVICES=0,1\n" in text
+    assert "export CUDA_DEVICE_ORDER='PCI_BUS_ID'\n" in text
+    assert "export UCX_NET_DEVICES='mlx5_0:1,mlx5_1:1'\n" in text
+    assert "export NCCL_IB_HCA='=mlx5_0,mlx5_1,mlx5_2'\n" in text
+    assert "exec taskset -c 0-27 vllm serve /m\n" in text  # pools 0-23 + frontend 24-27
+    single = wrapper.render_wrapper(wrapper.instance_view(GPU_PLAN_FRONTEND, "one", [2]), ["vllm"])
+    assert "export UCX_NET_DEVICES='mlx5_2:1'\n" in single
+    mine = wrapper.render_wrapper(view, ["vllm"], env={"UCX_NET_DEVICES": "mlx5_9:1"})
+    assert "export UCX_NET_DEVICES='mlx5_9:1'\n" in mine  # the user's env wins
+
+
+def test_gpu_vllm_binding_passes_the_plan_to_vllms_numa_bind():
+    view = wrapper.instance_view(GPU_PLAN_FRONTEND, "svc")
+    argv, warnings = wrapper.launch_argv(view, ["vllm", "serve", "/m", "-tp", "2"], "vllm")
+    assert argv == ["vllm", "serve", "/m", "-tp", "2", "--numa-bind", "--numa-bind-nodes", "3",
+                    "3", "--numa-bind-cpus", "0-11", "12-23"] and warnings == []
+    argv, warnings = wrapper.launch_argv(view, ["vllm", "serve", "--numa-bind"], "vllm")
+    assert argv == ["vllm", "serve", "--numa-bind"] and "already" not in warnings[0] and warnings
+    off = dict(GPU_PLAN_FRONTEND, gpus=dict((k, dict(v, numa_node=None)) for k, v in GPU_PLAN_FRONTEND["gpus"].items()))
+    argv, dummy = wrapper.launch_argv(wrapper.instance_view(off, "svc"), ["vllm"], "vllm")
+    assert argv == ["vllm"]  # numa=off host: no node to bind to
+    argv, dummy = wrapper.launch_argv(view, ["vllm"], "host")
+    assert "--numa-bind" not in argv

@@ -21,15 +21,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
 import re
+import stat
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import interrupts, irqbalance_conf
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import IrqError, ParseError
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import IrqError, ParseError, UnsafePathError
 from ansible_collections.npuops.fleet.plugins.module_utils.host.hostio import LiveHostIO
-from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import host_path
+from ansible_collections.npuops.fleet.plugins.module_utils.model import schema
 
 # RHEL/openEuler/Kylin read the first, Debian/Ubuntu the second (EnvironmentFile of the unit).
 IRQBALANCE_CONFIGS = irqbalance_conf.CONFIG_PATHS
@@ -118,8 +118,8 @@ def _npu_targets(plan, topology, reader, wanted, warnings):
             continue
         fact = facts.get(key) or {}
         known = fact.get("irqs") or {}
-        sq, cq = known.get("sq"), known.get("cq")
-        if sq is None and cq is None:
+        sq, cqs = known.get("sq"), known.get("cq_all") or ([known["cq"]] if known.get("cq") is not None else [])
+        if sq is None and not cqs:
             if not fact:
                 warnings.append("%s: not in the topology facts; its IRQs cannot be found" % label)
                 continue
@@ -132,14 +132,20 @@ def _npu_targets(plan, topology, reader, wanted, warnings):
                 warnings.append("%s: /sys/bus/pci/devices/%s/msi_irqs not found" % (label, bus))
                 continue
             found = interrupts.npu_irqs(reader.table(), msi)
-            sq, cq = found["sq"], found["cq"]
-        for role, irq, cpu in (("sq", sq, cpus[0]), ("cq", cq, cpus[1 % len(cpus)])):
-            if irq is None:
-                name = interrupts.SQ_NAME if role == "sq" else interrupts.CQ_NAME
-                warnings.append("%s: %s not found" % (label, name))
-                continue
-            targets.append({"irq": irq_number(irq, "%s %s IRQ" % (label, role)),
-                            "device": label, "role": role, "cpus": [cpu]})
+            sq, cqs = found["sq"], found["cq_all"]
+        # as vllm-ascend: the send queue on the first IRQ CPU, completions on the second - all of
+        # the device's completion vectors, not only the first
+        if sq is None:
+            warnings.append("%s: %s not found" % (label, interrupts.SQ_NAME))
+        else:
+            targets.append({"irq": irq_number(sq, "%s sq IRQ" % label), "device": label,
+                            "role": "sq", "cpus": [cpus[0]]})
+        if not cqs:
+            warnings.append("%s: %s not found" % (label, interrupts.CQ_NAME))
+        for index, cq in enumerate(cqs):
+            targets.append({"irq": irq_number(cq, "%s cq IRQ" % label), "device": label,
+                            "role": "cq" if index == 0 else "cq%d" % index,
+                            "cpus": [cpus[1 % len(cpus)]]})
     return targets
 
 
@@ -180,6 +186,9 @@ def plan_targets(plan, topology=None, host_root="/", npus=None, io=None):
     """
     if not isinstance(plan, dict):
         raise IrqError("plan: must be a dict (the npu_cpu_plan result)")
+    schema.check_plan(plan)
+    if topology is not None:
+        schema.check_topology(topology)
     if plan.get("skipped"):
         return [], "plan skipped: %s" % (plan.get("reason"),), []
     if _is_ascend950(plan):
@@ -233,28 +242,22 @@ def _affinity_path(irq):
     return "/proc/irq/%d/smp_affinity_list" % irq
 
 
-def _writable(real):
-    try:
-        st = os.stat(real)
-    except OSError:
-        return False
-    return bool(st.st_mode & 0o222) and os.access(real, os.W_OK)
-
-
 def apply_targets(targets, host_root="/", check_mode=False):
     """Set each target IRQ's ``smp_affinity_list`` where it differs.
 
     Returns ``[{irq, device, role, before, after, changed}]``. Every file is read and every
     needed write checked before the first write; a failed write rolls back the ones done.
+    Files are read and written through directory fds (``fileops``): no symlink is followed
+    and a file that is not a regular single-link file is refused (a hard link under a sandbox
+    ``host_root`` could lead outside it).
     """
     results = []
     for target in targets:
         irq = irq_number(target["irq"], "IRQ")
         path = _affinity_path(irq)
-        real = host_path(host_root, path)
         try:
-            current = fileops.read_text(real)
-        except (IOError, OSError) as err:
+            current = fileops.read_host_text(host_root, path)
+        except (IOError, OSError, UnsafePathError) as err:
             raise IrqError("IRQ %d: %s cannot be read (%s)" % (irq, path, err))
         if current is None:
             raise IrqError("IRQ %d (%s %s): %s does not exist"
@@ -266,9 +269,9 @@ def apply_targets(targets, host_root="/", check_mode=False):
         after = sorted(set(target["cpus"]))
         results.append({"irq": irq, "device": target["device"], "role": target["role"],
                         "before": cpulist.format(before), "after": cpulist.format(after),
-                        "changed": before != after, "_real": real})
+                        "changed": before != after, "_path": path})
     todo = [r for r in results if r["changed"]]
-    blocked = [r for r in todo if not _writable(r["_real"])]
+    blocked = [r for r in todo if not fileops.writable(host_root, r["_path"])]
     if blocked and not check_mode:
         raise IrqError("/proc/irq is not writable (%s): nothing was written. In a container, "
                        "run privileged or set IRQ affinity on the host."
@@ -277,12 +280,12 @@ def apply_targets(targets, host_root="/", check_mode=False):
         done = []
         for result in todo:
             try:
-                _write(result["_real"], result["after"])
-            except (IOError, OSError) as err:
+                _write(host_root, result["_path"], result["after"])
+            except (IOError, OSError, UnsafePathError) as err:
                 for undo in reversed(done):
                     try:
-                        _write(undo["_real"], undo["before"])
-                    except (IOError, OSError):
+                        _write(host_root, undo["_path"], undo["before"])
+                    except (IOError, OSError, UnsafePathError):
                         pass
                 raise IrqError("IRQ %d: writing %s to %s failed (%s); the %d IRQs already "
                                "written were restored" % (result["irq"], result["after"],
@@ -290,22 +293,21 @@ def apply_targets(targets, host_root="/", check_mode=False):
                                                           err, len(done)))
             done.append(result)
     for result in results:
-        del result["_real"]
+        del result["_path"]
     return results
 
 
-def _write(real, value):
-    # procfs files cannot be replaced by rename: write in place, one value per open.
-    with open(real, "w") as handle:
-        handle.write(value + "\n")
+def _write(host_root, path, value):
+    # procfs files cannot be replaced by rename: written in place, one value per open
+    fileops.write_in_place(host_root, path, value + "\n")
 
 
 def blocked_irqs(targets, host_root="/"):
     """IRQs whose affinity file is not writable (for a check-mode warning)."""
     out = []
     for target in targets:
-        real = host_path(host_root, _affinity_path(target["irq"]))
-        if os.path.exists(real) and not _writable(real):
+        path = _affinity_path(target["irq"])
+        if fileops.stat_host(host_root, path) is not None and not fileops.writable(host_root, path):
             out.append(target["irq"])
     return out
 
@@ -313,9 +315,11 @@ def blocked_irqs(targets, host_root="/"):
 def irqbalance_config_path(host_root="/"):
     """The irqbalance environment file of this host (existing one first)."""
     for path in IRQBALANCE_CONFIGS:
-        if os.path.isfile(host_path(host_root, path)):
+        st = fileops.stat_host(host_root, path)
+        if st is not None and stat.S_ISREG(st.st_mode):
             return path
-    if os.path.isdir(host_path(host_root, "/etc/sysconfig")):
+    st = fileops.stat_host(host_root, "/etc/sysconfig")
+    if st is not None and stat.S_ISDIR(st.st_mode):
         return IRQBALANCE_CONFIGS[0]
     return IRQBALANCE_CONFIGS[1]
 

@@ -2,11 +2,11 @@
 # Copyright: npuops.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """``gather(io, timeout)``: walk one host through a HostIO and build the topology facts
-(``ansible_facts.npu_topology``, schema 1; see docs/dev/architecture.md).
+(``ansible_facts.npu_topology``, schema 2; see docs/dev/architecture.md).
 
 Every command runs concurrently (``io.run_many``), each under ``timeout``: npu-smi takes
 0.5-2 s per call on real hosts and a wedged driver must not hang the play. A source that
-fails lands in ``errors`` with its reason; only a host without any CPU information raises.
+fails lands in ``errors`` with its reason; only a host where nothing usable was read raises.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,11 +17,11 @@ import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
-from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
+from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_facts, rules
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import (
-    cpu_topology, device_type, interrupts, irqbalance_conf, npu_smi, nvidia_topo, pci)
+    device_type, interrupts, irqbalance_conf, npu_smi, nvidia_topo, pci, rdma)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 COMMANDS = (
     ("npu_info", ["npu-smi", "info"]),
@@ -36,7 +36,6 @@ COMMANDS = (
 TOOLS = ("npu-smi", "nvidia-smi", "migratepages", "taskset", "systemctl")
 ENV = ("ASCEND_RT_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
 PCI = "/sys/bus/pci/devices/"
-NODE_DIR = "/sys/devices/system/node"
 
 
 class _Sources(object):
@@ -70,63 +69,7 @@ class _Sources(object):
             return None
 
 
-def _read_file(io, path, parser, errors):
-    text = io.read_text(path)
-    if text is None:
-        return None
-    try:
-        return parser(text, path)
-    except ParseError as err:
-        errors.append({"source": path, "msg": err.msg})
-        return None
-
-
-def _int_file(io, path):
-    """An integer sysfs file (numa_node); -1, missing or garbage -> None."""
-    text = io.read_text(path)
-    if text is None or not re.match(r"^\s*-?\d+\s*\Z", text):
-        return None
-    value = int(text.strip())
-    return value if value >= 0 else None
-
-
-def _cpu(io, src):
-    errors = src.errors
-    allowed = _read_file(io, "/proc/self/status", cpu_topology.parse_status, errors)
-    online = _read_file(io, "/sys/devices/system/cpu/online", cpu_topology.parse_cpulist_file, errors)
-    lscpu = src.parse("lscpu", cpu_topology.parse_lscpu)
-    nodes, source = {}, "none"
-    ids = cpu_topology.node_ids(io.listdir(NODE_DIR))
-    for node in ids:
-        path = "%s/node%d/cpulist" % (NODE_DIR, node)
-        value = _read_file(io, path, cpu_topology.parse_cpulist_file, errors)
-        nodes[node] = value if value is not None else ""
-    if nodes:
-        nodes, source = cpu_topology.sorted_nodes(nodes), "sysfs"
-    else:
-        by_e = src.parse("lscpu_e", cpu_topology.parse_lscpu_e)
-        if by_e:
-            nodes, source = by_e, "lscpu-e"
-        elif lscpu and lscpu["numa_nodes"]:
-            nodes, source = lscpu["numa_nodes"], "lscpu"
-    if online is None and lscpu:
-        online = lscpu["online"]
-    if allowed is None:
-        allowed = online
-    if allowed is None and online is None and not nodes:
-        raise NpuopsError("no CPU information could be read from this host (%s)" % "; ".join(
-            "%s: %s" % (e["source"], e["msg"]) for e in errors) or "no CPU source")
-    return {
-        "allowed": allowed,
-        "online": online,
-        "threads_per_core": lscpu["threads_per_core"] if lscpu else None,
-        "numa_nodes": nodes,
-        "numa_source": source,
-        "model": lscpu["model"] if lscpu else None,
-    }, lscpu
-
-
-def _npus(io, src):
+def _npus(io, src, timeout):
     """NPU entries, the raw ``-m`` map and the device-type evidence inputs."""
     info = src.parse("npu_info", npu_smi.parse_info)
     mapped = src.parse("npu_map", npu_smi.parse_map)
@@ -161,13 +104,14 @@ def _npus(io, src):
         bus = chip["bus_id"]
         numa_node, irqs = None, {"sq": None, "cq": None}
         if bus:
-            numa_node = _int_file(io, PCI + bus + "/numa_node")
+            numa_node = cpu_facts.int_file(io, PCI + bus + "/numa_node")
             msi = interrupts.msi_irq_numbers(io.listdir(PCI + bus + "/msi_irqs"))
             if msi:
                 if irq_table is None:
                     irq_table = _interrupts(io, src)
                 found = interrupts.npu_irqs(irq_table, msi)
-                irqs = {"sq": found["sq"], "cq": found["cq"]}
+                # every completion vector: the driver registers CQ_UPDATE_IRQ_NUM (16) per device
+                irqs = {"sq": found["sq"], "cq": found["cq"], "cq_all": found["cq_all"]}
         if layout == "npu_id":
             own = [p for p in processes if p["npu_id"] == chip["npu_id"]]
         else:
@@ -191,16 +135,37 @@ def _npus(io, src):
             dev = (io.read_text(PCI + npu["bus_id"] + "/device") or "").strip().lower()
             if vendor == "0x19e5" and dev:
                 pci_ids.append(dev)
+    board_ids = []
+    if npus and not pci_ids:
+        # no PCI id in sysfs: ask the board of the first NPU (the strongest evidence)
+        board = _board(io, src, npus[0]["npu_id"], timeout)
+        if board and board.get("pci_device_id"):
+            board_ids.append(board["pci_device_id"])
     groups = list(chips_per_npu.values())
     most = max([len(g) for g in groups] or [0])
     distinct = bool(groups) and all(len(set(c["bus_id"] for c in g)) == len(g) for g in groups if len(g) > 1)
     detected = device_type.detect(
         chip_names=names, pci_device_ids=pci_ids,
         phy_id_column="Phy-ID" in ((info or {}).get("chip_column") or ""),
-        chips_per_npu=most, distinct_bus_per_die=distinct)
+        chips_per_npu=most, distinct_bus_per_die=distinct, board_device_ids=board_ids)
     if not npus and detected["device_type"] is None:
-        detected = {"device_type": None, "evidence": []}
+        detected = {"device_type": None, "evidence": [], "warnings": []}
     return npus, raw_map, detected
+
+
+def _board(io, src, npu_id, timeout):
+    """``npu-smi info -t board -i <npu>`` parsed, or None (a failure noted unless missing)."""
+    argv = ["npu-smi", "info", "-t", "board", "-i", str(npu_id)]
+    res = io.run(argv, timeout=timeout)
+    if not res.ok:
+        if not res.missing:
+            src.error(res.key, res.failure())
+        return None
+    try:
+        return npu_smi.parse_board(res.stdout)
+    except ParseError as err:
+        src.error(res.key, err.msg)
+        return None
 
 
 def _interrupts(io, src):
@@ -239,7 +204,7 @@ def _gpus(io, src):
         bus = buses.get(gpu["index"])
         numa_node = gpu.get("numa_node")
         if numa_node is None and bus and not parsed.get("numa_off"):
-            numa_node = _int_file(io, PCI + bus + "/numa_node")
+            numa_node = cpu_facts.int_file(io, PCI + bus + "/numa_node")
         gpus.append({"index": gpu["index"], "name": gpu["name"], "bus_id": bus,
                      "numa_node": numa_node, "affinity": gpu.get("affinity"),
                      "links": dict(gpu.get("links") or {})})
@@ -248,12 +213,43 @@ def _gpus(io, src):
     return gpus, legend, warnings, bool(parsed.get("numa_off"))
 
 
-def read_rdma_nics(io):
+def _port_attr(io, path, parser, errors):
+    text = io.read_text(path)
+    if text is None:
+        return None
+    try:
+        return parser(text, path)
+    except ParseError as err:
+        if errors is not None:
+            errors.append({"source": path, "msg": err.msg})
+        return None
+
+
+def _ports(io, base, errors):
+    """``[{port, state, rate, link_layer}]`` of ``<base>/ports/<n>/`` in port order."""
+    names = [n for n in (io.listdir(base + "/ports") or []) if n.isdigit()]
+    ports = []
+    for name in sorted(names, key=int):
+        path = "%s/ports/%s/" % (base, name)
+        ports.append({"port": int(name),
+                      "state": _port_attr(io, path + "state", rdma.parse_port_state, errors),
+                      "rate": _port_attr(io, path + "rate", rdma.parse_port_rate, errors),
+                      "link_layer": _port_attr(io, path + "link_layer", rdma.parse_link_layer,
+                                               errors)})
+    return ports
+
+
+def read_rdma_nics(io, errors=None):
     """RDMA devices of a host from ``/sys/class/infiniband``, sorted by name.
 
-    Each is ``{name, netdev, bus_id, numa_node}``: the PCI address is the basename of the
-    resolved ``device`` link (lower case), ``numa_node`` -1 or unreadable -> None, ``netdev``
-    the first entry of ``device/net`` or None.
+    Each is ``{name, netdev, bus_id, numa_node, card, card_nics, ports, state, rate,
+    link_layer}``: the PCI address is the basename of the resolved ``device`` link (lower
+    case), ``numa_node`` -1 or unreadable -> None, ``netdev`` the first entry of
+    ``device/net`` or None; ``card`` the PCI slot (``0000:e1:00``) and ``card_nics`` the RDMA
+    devices on that card (the ports that share it); ``ports`` the ``ports/<n>/`` attributes
+    (``state`` ACTIVE/DOWN..., ``rate`` in Gb/s, ``link_layer`` InfiniBand/Ethernet) and
+    ``state``/``rate``/``link_layer`` those of its first ACTIVE port, else of its first port
+    (None when unknown). Unparsable port files are added to ``errors`` when given.
     """
     base = "/sys/class/infiniband"
     names = io.listdir(base) or []
@@ -264,12 +260,23 @@ def read_rdma_nics(io):
         bus_id = real.rstrip("/").rsplit("/", 1)[-1].lower() if real else None
         numa_node = None
         numa_text = io.read_text(device + "/numa_node")
-        if numa_text is not None and re.match(r"^\s*-?\d+\s*\Z", numa_text):
+        if numa_text is not None and re.match(r"^\s*-?[0-9]{1,9}\s*\Z", numa_text):
             value = int(numa_text.strip())
             numa_node = value if value >= 0 else None
         netdevs = io.listdir(device + "/net") or []
+        ports = _ports(io, "%s/%s" % (base, name), errors)
+        first = ([p for p in ports if p["state"] == "ACTIVE"] or ports or [{}])[0]
         nics.append({"name": name, "netdev": netdevs[0] if netdevs else None,
-                     "bus_id": bus_id, "numa_node": numa_node})
+                     "bus_id": bus_id, "numa_node": numa_node, "card": pci.card_of(bus_id),
+                     "card_nics": None, "ports": ports, "state": first.get("state"),
+                     "rate": first.get("rate"), "link_layer": first.get("link_layer")})
+    cards = {}
+    for nic in nics:
+        if nic["card"]:
+            cards.setdefault(nic["card"], []).append(nic["name"])
+    for nic in nics:
+        if nic["card"]:
+            nic["card_nics"] = list(cards[nic["card"]])
     return nics
 
 
@@ -278,10 +285,12 @@ def _nics(io, src, legend):
     for a paired GPU), None when /proc/interrupts or the bus id is not known."""
     nics = []
     table = None
-    for nic in read_rdma_nics(io):
+    for nic in read_rdma_nics(io, src.errors):
         entry = {"name": nic["name"], "legend": (legend or {}).get(nic["name"]),
                  "netdev": nic["netdev"], "bus_id": nic["bus_id"], "numa_node": nic["numa_node"],
                  "irqs": None}
+        for key in ("card", "card_nics", "ports", "state", "rate", "link_layer"):
+            entry[key] = nic[key]
         if nic["bus_id"]:
             if table is None:
                 table = _interrupts(io, src)
@@ -313,12 +322,22 @@ def _irqbalance(io, src, active):
 
 
 def gather(io, timeout=30):
-    """Topology facts of the host behind ``io`` (schema_version 1)."""
+    """Topology facts of the host behind ``io`` (schema_version 2).
+
+    A source that fails lands in ``errors``; raises NpuopsError only when nothing usable was
+    read (no CPU information, no NPU, no GPU, no RDMA NIC).
+    """
     src = _Sources(io, timeout)
-    cpu, lscpu = _cpu(io, src)
-    npus, raw_map, detected = _npus(io, src)
+    cpu_warnings = []
+    cpu, lscpu = cpu_facts.gather_cpu(io, src, timeout, cpu_warnings)
+    npus, raw_map, detected = _npus(io, src, timeout)
     gpus, legend, warnings, numa_off = _gpus(io, src)
+    warnings[:0] = cpu_warnings + detected.get("warnings", [])
     nics = _nics(io, src, legend)
+    if cpu["allowed_source"] is None and not (npus or gpus or nics):
+        raise NpuopsError("nothing usable could be read from this host: no CPU information, "
+                          "no NPU, no GPU (%s)" % ("; ".join(
+                              "%s: %s" % (e["source"], e["msg"]) for e in src.errors)))
     tools = dict((name, bool(io.which(name))) for name in TOOLS)
     irq_state = src.results["irqbalance"]
     active = None

@@ -64,6 +64,7 @@ def test_targets_found_by_name_not_sq_plus_one(tmp_path):
     assert targets == [
         {"irq": 100, "device": "NPU0", "role": "sq", "cpus": [2]},
         {"irq": 102, "device": "NPU0", "role": "cq", "cpus": [3]},
+        {"irq": 103, "device": "NPU0", "role": "cq1", "cpus": [3]},
         {"irq": 200, "device": "NPU1", "role": "sq", "cpus": [0]},
         {"irq": 201, "device": "NPU1", "role": "cq", "cpus": [1]},
     ]
@@ -94,8 +95,9 @@ def test_hostile_msi_entry_names_rejected(tmp_path, bad):
     root = make_root(tmp_path)
     msi = os.path.join(root, "sys/bus/pci/devices", NPU1_BUS, "msi_irqs")
     if "/" in bad:
-        # a name with '/' cannot exist on disk; the facts path is checked instead
-        with pytest.raises(NpuopsError, match="not an IRQ number"):
+        # a name with '/' cannot exist on disk; the facts path is checked instead (the
+        # topology's shape, model/schema, before the IRQ rules)
+        with pytest.raises(NpuopsError, match="irqs.sq: expected an integer"):
             irq.plan_targets(PLAN, {"npus": [{"logic_id": 1, "irqs": {"sq": bad}}]}, root,
                              npus=[1])
         return
@@ -125,10 +127,11 @@ def test_apply_writes_then_unchanged(tmp_path):
     root = make_root(tmp_path)
     targets, _s, _w = irq.plan_targets(PLAN, TOPOLOGY, root)
     results = irq.apply_targets(targets, root)
+    # every completion vector of a device (the driver registers 16), not only the first
     assert [(r["irq"], r["before"], r["after"], r["changed"]) for r in results] == [
-        (100, "0-3", "2", True), (102, "0-3", "3", True),
+        (100, "0-3", "2", True), (102, "0-3", "3", True), (103, "0-3", "3", True),
         (200, "0-3", "0", True), (201, "0-3", "1", True)]
-    assert affinity(root, 100) == "2" and affinity(root, 102) == "3"
+    assert affinity(root, 100) == "2" and affinity(root, 102) == "3" and affinity(root, 103) == "3"
     assert affinity(root, 101) == "0-3"  # not ours
     again = irq.apply_targets(targets, root)
     assert not any(r["changed"] for r in again)
@@ -157,17 +160,17 @@ def test_failed_write_rolls_back(tmp_path, monkeypatch):
     targets, _s, _w = irq.plan_targets(PLAN, TOPOLOGY, root)
     real_write = irq._write
 
-    def write(real, value):
+    def write(host_root, path, value):
         # the kernel refuses IRQ 200 (ENOSPC: vectors exhausted, irqbalance #303)
-        if "/irq/200/" in real and value != "0-3":
+        if "/irq/200/" in path and value != "0-3":
             raise OSError(28, "No space left on device")
-        real_write(real, value)
+        real_write(host_root, path, value)
 
     monkeypatch.setattr(irq, "_write", write)
-    with pytest.raises(NpuopsError, match="IRQ 200.*No space left.*2 IRQs already written "
+    with pytest.raises(NpuopsError, match="IRQ 200.*No space left.*3 IRQs already written "
                                           "were restored"):
         irq.apply_targets(targets, root)
-    assert [affinity(root, n) for n in (100, 102, 200, 201)] == ["0-3"] * 4
+    assert [affinity(root, n) for n in (100, 102, 103, 200, 201)] == ["0-3"] * 5
 
 
 def test_unreadable_affinity_is_a_message(tmp_path):
@@ -288,20 +291,20 @@ def test_atlas300_duo_snapshot_shared_irqs_applied_with_warnings(tmp_path):
     """atlas300-310p: npu-smi reports one Bus-Id per 300I Duo card, so the card's two chips
     find the same IRQs; the lower logic id of each card keeps them (used to fail with
     "IRQ 1024: planned for two CPU sets (NPU1)")."""
-    import shutil
-    from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
+    from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio, snapshot
     from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan
     from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
     topo = topology.gather(hostio.SnapshotHostIO(DUO_SNAPSHOT))
     assert [n["bus_id"] for n in topo["npus"]] == ["0000:3b:00.0"] * 2 + ["0000:86:00.0"] * 2
     real = plan.make_plan(topo)
     root = str(tmp_path / "fs")
-    shutil.copytree(os.path.join(DUO_SNAPSHOT, "fs"), root)
+    snapshot.copy_host_tree(DUO_SNAPSHOT, root)
     targets, skipped, warnings = irq.plan_targets(real, topo, root)
     assert skipped is None
     assert sorted(set(t["device"] for t in targets)) == ["NPU0", "NPU2"]
-    assert len(targets) == len(set(t["irq"] for t in targets)) == 4
-    assert len(warnings) == 4
+    # each card: one sq and its two cq vectors of the synthesised snapshot
+    assert len(targets) == len(set(t["irq"] for t in targets)) == 6
+    assert len(warnings) == 6
     assert all(("by NPU0" in w and "and NPU1" in w) or ("by NPU2" in w and "and NPU3" in w)
                for w in warnings), warnings
     assert all(r["changed"] for r in irq.apply_targets(targets, root))
@@ -310,24 +313,46 @@ def test_atlas300_duo_snapshot_shared_irqs_applied_with_warnings(tmp_path):
 @pytest.mark.skipif(not os.path.isdir(SNAPSHOT), reason="tests/snapshots/a2-910b3x8 not built")
 def test_snapshot_host_sandbox(tmp_path):
     """Facts gathered from the A2 snapshot, plan from npu_cpu_plan, applied on a copy of its fs."""
-    import shutil
-    from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
+    from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio, snapshot
     from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan
     from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
     topo = topology.gather(hostio.SnapshotHostIO(SNAPSHOT))
     real = plan.make_plan(topo)
     root = str(tmp_path / "fs")
-    shutil.copytree(os.path.join(SNAPSHOT, "fs"), root)
+    snapshot.copy_host_tree(SNAPSHOT, root)
     # find the IRQs from sysfs + /proc/interrupts, not from the facts
     for npu in topo["npus"]:
         npu["irqs"] = None
     targets, skipped, warnings = irq.plan_targets(real, topo, root)
     assert skipped is None and warnings == []
-    assert len(targets) == 2 * len(real["npus"])
+    # the snapshot's /proc/interrupts: one sq and two cq_update_irq vectors per NPU
+    assert len(targets) == 3 * len(real["npus"])
     npu0 = [t for t in targets if t["device"] == "NPU0"]
-    assert [(t["role"], t["cpus"]) for t in npu0] == [("sq", [144]), ("cq", [145])]
+    assert [(t["role"], t["cpus"]) for t in npu0] == [("sq", [144]), ("cq", [145]), ("cq1", [145])]
     assert npu0[1]["irq"] != npu0[0]["irq"] + 1  # the snapshot puts trs-mbox0 in between
     first = irq.apply_targets(targets, root)
     assert all(r["changed"] for r in first)
     assert affinity(root, npu0[0]["irq"]) == "144"
     assert not any(r["changed"] for r in irq.apply_targets(targets, root))
+
+
+def test_every_completion_vector_of_the_driver_layout_is_pinned(tmp_path):
+    """The driver's real layout (soc_platform.c): per device one sq_send_trigger_irq, then
+    CQ_UPDATE_IRQ_NUM = 16 cq_update_irq vectors, with mailbox vectors in the same MSI range."""
+    rows = ["           CPU0       CPU1       CPU2       CPU3"]
+    msi = []
+    number = 400
+    for name in ["sq_send_trigger_irq", "trs-mbox0"] + ["cq_update_irq"] * 16 + ["trs-mbox1"]:
+        rows.append(" %d:          1          0          0          0  ITS-MSI %d Edge      %s"
+                    % (number, 12582912 + number, name))
+        msi.append(number)
+        number += 1
+    root = str(irq_sandbox(tmp_path / "root", "\n".join(rows) + "\n", {NPU0_BUS: msi}))
+    topo = {"npus": [{"logic_id": 0, "bus_id": NPU0_BUS}]}
+    targets, dummy, warnings = irq.plan_targets(PLAN, topo, root, npus=[0])
+    assert warnings == []
+    assert [(t["irq"], t["role"], t["cpus"]) for t in targets][:3] == [
+        (400, "sq", [2]), (402, "cq", [3]), (403, "cq1", [3])]
+    assert len(targets) == 17 and {t["irq"] for t in targets} == {400} | set(range(402, 418))
+    irq.apply_targets(targets, root)
+    assert affinity(root, 417) == "3" and affinity(root, 401) == "0-3"  # mailbox left alone

@@ -62,6 +62,20 @@ options:
     type: str
     choices: [ban, stop, ignore]
     default: ban
+  irq_state:
+    description:
+      - File recording every pinned IRQ, its device and its CPUs (JSON). The reconciler of each
+        vLLM instance (M(npuops.fleet.vllm_launch_wrapper)) pins back from it what moved. Empty
+        writes none.
+    type: path
+    default: /var/lib/npuops/irq-state.json
+  allow_foreign_plan:
+    description:
+      - Accept a plan or topology made on another host (their C(hostname) differs from this
+        host's). Off, they fail the task; set it when that is intended (a sandbox replaying a
+        recorded host).
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -134,6 +148,11 @@ skipped:
   description: Why the plan has no IRQ step (Ascend 950, skipped plan), or null.
   returned: always
   type: str
+irq_state:
+  description: The IRQ state file written or kept, or null when no IRQ was pinned.
+  returned: always
+  type: str
+  sample: /var/lib/npuops/irq-state.json
 irqbalance_config:
   description: The irqbalance file written (O(irqbalance=ban)), or null.
   returned: always
@@ -149,9 +168,15 @@ irqbalance_stop_needed:
   type: bool
 '''
 
+import json
+import shutil
+import socket
+
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops, irq
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
-from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import host_path
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import IrqError
+from ansible_collections.npuops.fleet.plugins.module_utils.host import command
+from ansible_collections.npuops.fleet.plugins.module_utils.model import rules as host_rules
 
 
 def irqbalance_step(p, irqs, check_mode):
@@ -159,17 +184,40 @@ def irqbalance_step(p, irqs, check_mode):
     state = (p["topology"] or {}).get("irqbalance") or {}
     if p["irqbalance"] != "ban" or not irqs or state.get("installed") is False:
         return None, None
-    path = irq.irqbalance_config_path(p["host_root"])
-    current = fileops.read_text(host_path(p["host_root"], path))
+    path = irq.irqbalance_config_path(p["host_root"], unit_files(p))
+    current = fileops.read_host_text(p["host_root"], path)
     text = irq.render_irqbalance_config(current, irqs, keep_previous=p["npus"] is not None,
                                         source=path)
     return path, fileops.ensure_file(p["host_root"], path, text, check_mode=check_mode,
                                      create_parents=True)
 
 
+def unit_files(p):
+    """The EnvironmentFiles systemd reports for irqbalance on the real host (None in a sandbox
+    root or without systemd): the file the unit really reads."""
+    if p["host_root"] not in ("/", "") or not shutil.which("systemctl"):
+        return None
+    result = command.run(["systemctl", "show", "-p", "EnvironmentFiles", "--value",
+                          "irqbalance.service"], timeout=30)
+    return irq.unit_environment_files(result.stdout) if result.ok else None
+
+
+def state_file(p, targets, check_mode):
+    """The IRQ state file (which IRQ belongs on which CPUs) the reconciler pins back from."""
+    if not targets or not p["irq_state"]:
+        return None
+    text = json.dumps(irq.state_document(targets), indent=1, sort_keys=True) + "\n"
+    return fileops.ensure_file(p["host_root"], p["irq_state"], text, mode=0o644,
+                               check_mode=check_mode, create_parents=True)
+
+
 def pin_irqs(module):
     p = module.params
     state = (p["topology"] or {}).get("irqbalance") or {}
+    for what, doc in (("plan", p["plan"]), ("topology", p["topology"] or {})):
+        foreign = host_rules.foreign_host(what, doc.get("hostname"), socket.gethostname())
+        if foreign and not p["allow_foreign_plan"]:
+            raise IrqError(foreign)
     targets, skipped, warnings = irq.plan_targets(p["plan"], p["topology"], p["host_root"],
                                                   p["npus"])
     # Validate the irqbalance file before touching any IRQ (nothing half-done).
@@ -178,6 +226,7 @@ def pin_irqs(module):
         irqbalance_step(p, numbers, check_mode=True)
     results = irq.apply_targets(targets, p["host_root"], module.check_mode)
     config_path, config = irqbalance_step(p, numbers, module.check_mode)
+    recorded = state_file(p, targets, module.check_mode)
     if module.check_mode:
         blocked = irq.blocked_irqs([r for r in results if r["changed"]], p["host_root"])
         if blocked:
@@ -196,8 +245,11 @@ def pin_irqs(module):
              "after_header": "/proc/irq/*/smp_affinity_list", "before": before, "after": after}]
     if config_changed:
         diff.append(config["diff"])
+    if recorded and recorded["changed"]:
+        diff.append(recorded["diff"])
     return dict(
-        changed=bool(changed_irqs) or config_changed,
+        changed=bool(changed_irqs) or config_changed or bool(recorded and recorded["changed"]),
+        irq_state=p["irq_state"] if recorded else None,
         irqs=results,
         changed_irqs=changed_irqs,
         skipped=skipped,
@@ -216,6 +268,8 @@ def main():
         topology=dict(type="dict"),
         npus=dict(type="list", elements="int"),
         irqbalance=dict(type="str", choices=["ban", "stop", "ignore"], default="ban"),
+        irq_state=dict(type="path", default="/var/lib/npuops/irq-state.json"),
+        allow_foreign_plan=dict(type="bool", default=False),
         host_root=dict(type="path", default="/"),
     ), pin_irqs)
 

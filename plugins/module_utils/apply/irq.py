@@ -168,6 +168,12 @@ def _nic_targets(plan, topology, reader, wanted, warnings):
         if not pool or not fact or not fact.get("bus_id"):
             warnings.append("%s: no pool or no NIC bus id; NIC IRQs left alone" % label)
             continue
+        spare = _spare_on_node(plan, fact.get("numa_node"))
+        if spare:
+            pool = spare  # completions on CPUs no worker runs on
+        else:
+            warnings.append("%s: no spare CPU on the NIC's node; its completion IRQs share the "
+                            "GPU's pool" % label)
         bus = _check_bdf(fact["bus_id"], label)
         irqs = interrupts.nic_irqs(reader.table(), bus, reader.msi(bus))
         if not irqs:
@@ -176,6 +182,31 @@ def _nic_targets(plan, topology, reader, wanted, warnings):
             targets.append({"irq": irq_number(irq, label), "device": label,
                             "role": "comp%d" % index, "cpus": [pool[index % len(pool)]]})
     return targets
+
+
+def _spare_on_node(plan, node):
+    """The plan's spare CPUs (``cpu_budget.spare``: nobody's) on NUMA node ``node``."""
+    if not isinstance(node, int) or isinstance(node, bool):
+        return []
+    try:
+        spare = set(cpulist.parse(str((plan.get("cpu_budget") or {}).get("spare") or ""),
+                                  "plan cpu_budget spare"))
+        on_node = set(cpulist.parse(str((plan.get("numa_nodes") or {}).get(str(node)) or ""),
+                                    "plan numa_nodes %s" % node))
+    except ParseError as err:
+        raise IrqError(str(err))
+    return sorted(spare & on_node)
+
+
+def state_document(targets):
+    """The IRQ state file the reconciler reads: every pinned IRQ, its device id and CPUs."""
+    rows = []
+    for target in targets:
+        device = re.match(r"^(?:NPU|GPU)(\d+)", target["device"])
+        rows.append({"irq": target["irq"], "device": int(device.group(1)) if device else None,
+                     "label": target["device"], "role": target["role"],
+                     "cpus": cpulist.format(target["cpus"])})
+    return {"schema": 1, "irqs": sorted(rows, key=lambda r: r["irq"])}
 
 
 def plan_targets(plan, topology=None, host_root="/", npus=None, io=None):
@@ -312,8 +343,22 @@ def blocked_irqs(targets, host_root="/"):
     return out
 
 
-def irqbalance_config_path(host_root="/"):
-    """The irqbalance environment file of this host (existing one first)."""
+_ENV_FILE_RE = re.compile(r"(/[^\s()]+) \(ignore_errors=(?:yes|no)\)")
+
+
+def unit_environment_files(text):
+    """The files of ``systemctl show -p EnvironmentFiles --value <unit>``, in order."""
+    return _ENV_FILE_RE.findall(text or "")
+
+
+def irqbalance_config_path(host_root="/", unit_files=None):
+    """The irqbalance environment file to edit: the one the unit reads last (a later
+    EnvironmentFile overrides an earlier one; the one under /etc when the list ends with a
+    packaged default), as systemd reports it in ``unit_files``; without that (a sandbox, no
+    systemd) the existing distribution file, else the distribution's default."""
+    files = [f for f in (unit_files or []) if not f.startswith("/usr/")] or list(unit_files or [])
+    if files:
+        return files[-1]
     for path in IRQBALANCE_CONFIGS:
         st = fileops.stat_host(host_root, path)
         if st is not None and stat.S_ISREG(st.st_mode):

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 """npu_irq_affinity through a real ansible-playbook, on a sandbox root."""
 
+import json
 import os
 
 import pytest
@@ -52,7 +53,12 @@ def test_written_per_plan_then_unchanged(tmp_path):
     assert first["changed_irqs"] == ["100 (NPU0 sq): 0-3 -> 2", "102 (NPU0 cq): 0-3 -> 3",
                                      "200 (NPU1 sq): 0-3 -> 0", "201 (NPU1 cq): 0-3 -> 1"]
     assert [affinity(root, n) for n in (100, 101, 102, 200, 201)] == ["2", "0-3", "3", "0", "1"]
-    irq_diff, config_diff = first["diff"]
+    irq_diff, config_diff, state_diff = first["diff"]
+    # the IRQ state the reconcilers pin back from
+    state = json.loads((root / "var/lib/npuops/irq-state.json").read_text())
+    assert [(r["irq"], r["device"], r["cpus"]) for r in state["irqs"]] == [
+        (100, 0, "2"), (102, 0, "3"), (200, 1, "0"), (201, 1, "1")]
+    assert first["irq_state"] == "/var/lib/npuops/irq-state.json" and state_diff["after"]
     assert "IRQ 100 (NPU0 sq): 0-3\n" in irq_diff["before"]
     assert "IRQ 100 (NPU0 sq): 2\n" in irq_diff["after"]
     config = (root / "etc" / "default" / "irqbalance").read_text()

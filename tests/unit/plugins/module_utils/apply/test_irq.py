@@ -356,3 +356,39 @@ def test_every_completion_vector_of_the_driver_layout_is_pinned(tmp_path):
     assert len(targets) == 17 and {t["irq"] for t in targets} == {400} | set(range(402, 418))
     irq.apply_targets(targets, root)
     assert affinity(root, 417) == "3" and affinity(root, 401) == "0-3"  # mailbox left alone
+
+
+def test_the_file_edited_is_the_one_the_unit_reads(tmp_path):
+    upstream = ("/usr/share/irqbalance/irqbalance.env (ignore_errors=no) "
+                "/etc/default/irqbalance (ignore_errors=yes)\n")
+    files = irq.unit_environment_files(upstream)
+    assert files == ["/usr/share/irqbalance/irqbalance.env", "/etc/default/irqbalance"]
+    root = str(tmp_path)
+    os.makedirs(os.path.join(root, "etc", "sysconfig"))
+    with open(os.path.join(root, "etc", "sysconfig", "irqbalance"), "w") as handle:
+        handle.write("IRQBALANCE_ARGS=\n")
+    # systemd says the unit reads /etc/default/irqbalance: a stray sysconfig file is not it
+    assert irq.irqbalance_config_path(root, files) == "/etc/default/irqbalance"
+    rhel = irq.unit_environment_files("/etc/sysconfig/irqbalance (ignore_errors=yes)\n")
+    assert irq.irqbalance_config_path(root, rhel) == "/etc/sysconfig/irqbalance"
+    assert irq.irqbalance_config_path(root, ["/usr/share/irqbalance/irqbalance.env"]) == \
+        "/usr/share/irqbalance/irqbalance.env"
+    # without systemd's word (a sandbox): the existing distribution file
+    assert irq.irqbalance_config_path(root) == "/etc/sysconfig/irqbalance"
+
+
+def test_nic_completion_irqs_go_to_spare_cpus_of_the_nics_node(tmp_path):
+    root = make_root(tmp_path)
+    spare = dict(GPU_PLAN, numa_nodes={"0": "0-1", "1": "2-3"},
+                 cpu_budget={"workers": "0-2", "frontend": "", "reserved": "", "spare": "3"})
+    topo = dict(TOPOLOGY, nics=[{"name": "mlx5_0", "bus_id": NIC_BUS, "numa_node": 1}])
+    targets, dummy, warnings = irq.plan_targets(spare, topo, root)
+    assert [(t["irq"], t["cpus"]) for t in targets] == [(301, [3]), (302, [3]), (303, [3])]
+    assert warnings == []
+    none_spare = dict(spare, cpu_budget={"spare": ""})
+    targets, dummy, warnings = irq.plan_targets(none_spare, topo, root)
+    assert [t["cpus"] for t in targets] == [[0], [1], [0]]  # the GPU's pool, with a warning
+    assert "no spare CPU" in warnings[0]
+    doc = irq.state_document(targets)
+    assert doc["irqs"][0] == {"irq": 301, "device": 0, "label": "GPU0/mlx5_0", "role": "comp0",
+                              "cpus": "0"}

@@ -107,14 +107,21 @@ author:
 '''
 
 EXAMPLES = r'''
+- name: Gather the topology
+  npuops.fleet.npu_topology_facts:
+
+- name: Plan the CPU pools
+  npuops.fleet.npu_cpu_plan:
+    topology: "{{ ansible_facts['npu_topology'] }}"
+  register: npu_plan
+
 - name: NPU IRQs onto the planned CPUs, banned from irqbalance
   npuops.fleet.npu_irq_affinity:
     plan: "{{ npu_plan.plan }}"
     topology: "{{ ansible_facts['npu_topology'] }}"
   register: npu_irq
-  notify: npuops restart irqbalance
 
-- name: Restart irqbalance so the bans apply (without a handler)
+- name: Restart irqbalance so the bans apply
   ansible.builtin.systemd_service:
     name: irqbalance
     state: restarted

@@ -49,10 +49,19 @@ options:
     type: str
   mode:
     description:
-      - Mode of the root and the chip directories (octal string).
+      - Mode of the root and the chip directories (octal string of 3 or 4 digits, for example
+        V(0750) or V(1777)).
       - The default lets the runtime group traverse and read; the plugin, as root, writes.
+      - The setuid and setgid bits are refused, and so is a world-writable mode without the
+        sticky bit (V(0777)) unless O(allow_world_writable=true).
     type: str
     default: '0750'
+  allow_world_writable:
+    description:
+      - Accept a world-writable O(mode) without the sticky bit, where anyone on the host may
+        delete or replace the files others put in the directories.
+    type: bool
+    default: false
   prune:
     description:
       - Remove C(<root>/<number>) directories of chips that are gone, only when empty.
@@ -82,6 +91,9 @@ author:
 '''
 
 EXAMPLES = r'''
+- name: Gather the topology
+  npuops.fleet.npu_topology_facts:
+
 - name: Prepare soft-share directories from the gathered facts
   npuops.fleet.npu_share_dirs:
     root: /share_device
@@ -160,22 +172,8 @@ def precheck(host_root, entries):
 
 
 def prune_dirs(host_root, root, chips, check_mode):
-    removed, kept = [], []
-    real_root = host_path(host_root, root)
-    if not os.path.isdir(real_root):
-        return removed, kept
-    for name in sorted(os.listdir(real_root)):
-        path = root.rstrip("/") + "/" + name
-        real = os.path.join(real_root, name)
-        if not name.isdigit() or int(name) in chips or os.path.islink(real) or not os.path.isdir(real):
-            continue
-        if os.listdir(real):
-            kept.append(path)
-            continue
-        removed.append(path)
-        if not check_mode:
-            os.rmdir(real)
-    return removed, kept
+    # through directory fds: a symlink swapped in cannot make it remove anything outside
+    return fileops.prune_empty_dirs(host_root, root, set(chips), check_mode)
 
 
 def ensure(host_root, entry, check):
@@ -192,7 +190,7 @@ def prepare(module):
     host_root, check = params["host_root"], module.check_mode
     root = host_dirs.normal_root(params["root"])
     chips = host_dirs.chip_ids(params["topology"], params["chips"])
-    mode = host_dirs.parse_mode(params["mode"])
+    mode = host_dirs.parse_mode(params["mode"], params["allow_world_writable"])
     group = params["group"] or default_group()
     fileops.resolve_owner(params["owner"], group)
     parent = os.path.dirname(root)
@@ -221,6 +219,7 @@ def main():
         owner=dict(type="str", default="root"),
         group=dict(type="str"),
         mode=dict(type="str", default="0750"),
+        allow_world_writable=dict(type="bool", default=False),
         prune=dict(type="bool", default=False),
         host_root=dict(type="path", default="/"),
     ), prepare, mutually_exclusive=[("topology", "chips")], required_one_of=[("topology", "chips")])

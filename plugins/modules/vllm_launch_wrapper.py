@@ -201,6 +201,17 @@ author:
 '''
 
 EXAMPLES = r'''
+- name: Gather the topology
+  npuops.fleet.npu_topology_facts:
+
+- name: Plan the CPU pools of the instances
+  npuops.fleet.npu_cpu_plan:
+    topology: "{{ ansible_facts['npu_topology'] }}"
+    instances:
+      - {name: qwen3-8b, npus: [0, 1]}
+      - {name: qwen3-8b-b, npus: [2, 3]}
+  register: npu_plan
+
 - name: Launch files for a TP2 instance on NPUs 0 and 1
   npuops.fleet.vllm_launch_wrapper:
     name: qwen3-8b
@@ -209,13 +220,21 @@ EXAMPLES = r'''
     command: [vllm, serve, /models/Qwen3-8B, --tensor-parallel-size, "2", --port, "8000"]
     env:
       HCCL_OP_EXPANSION_MODE: AIV
-  notify: npuops reload systemd
+  register: launch
 
-- name: Launch files for Qwen3-8B on NPUs 0 and 2, arguments with quotes and JSON
+- name: Start it (the unit pulls in its binder; the timer runs the reconciler)
+  ansible.builtin.systemd_service:
+    name: "{{ item }}"
+    state: "{{ 'started' if not item.endswith('-bind.service') else omit }}"
+    enabled: true
+    daemon_reload: "{{ launch.unit_changed }}"
+  loop: "{{ launch.units }}"
+
+- name: Launch files for Qwen3-8B on NPUs 2 and 3, arguments with quotes and JSON
   npuops.fleet.vllm_launch_wrapper:
-    name: qwen3-8b
+    name: qwen3-8b-b
     plan: "{{ npu_plan.plan }}"
-    npus: [0, 2]
+    npus: [2, 3]
     command:
       - vllm
       - serve
@@ -230,7 +249,7 @@ EXAMPLES = r'''
       - "qwen's $(model)"
     env:
       HCCL_OP_EXPANSION_MODE: AIV
-  register: launch
+  register: launch_b
 
 # With an A2 plan where NPU0 and NPU2 share NUMA node 3 (pools 144-167 and 168-191), the second
 # task writes this wrapper (/usr/local/lib/npuops/qwen3-8b-launch; its exec line is one line,

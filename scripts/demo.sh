@@ -63,7 +63,8 @@ if [[ -f "$REPO/playbooks/audit.yml" ]]; then
     echo "== audit.yml"
     audit_log="$DEMO/audit.log"
     "$VENV/bin/ansible-playbook" -i "$INV" "${limit_args[@]}" "$REPO/playbooks/audit.yml" \
-        -e "npuops_audit_dest=$DEMO/report" > "$audit_log" 2>&1 || rc=$?
+        -e "npuops_audit_dest=$DEMO/report" -e npuops_facts_force_refresh=true \
+        > "$audit_log" 2>&1 || rc=$?
     sed -n '/PLAY RECAP/,$p' "$audit_log"
     if [[ $rc -ne 0 ]]; then
         echo "demo: audit.yml failed (rc=$rc); full log: $audit_log" >&2

@@ -14,22 +14,31 @@ short_description: Gather Ascend NPU / NVIDIA GPU / CPU / NUMA / RDMA NIC topolo
 version_added: 0.1.0
 description:
   - Reads an accelerator host - live, or replayed from a recorded host snapshot - and returns
-    C(ansible_facts.npu_topology) (schema 1). C(changed) is always false.
+    C(ansible_facts.npu_topology) (schema 2). C(changed) is false unless O(save_snapshot) writes
+    a snapshot.
   - "Commands, all run concurrently with C(LC_ALL=C) and no shell, each under O(timeout):
     C(npu-smi info), C(npu-smi info -m), C(npu-smi info -t topo), C(lscpu), C(lscpu -e=CPU,NODE),
     C(nvidia-smi topo -m), C(nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader),
-    C(systemctl is-active irqbalance)."
-  - Files read are C(/proc/self/status) (C(Cpus_allowed_list)), C(/sys/devices/system/cpu/online),
-    C(/sys/devices/system/node/node*/cpulist), C(/sys/bus/pci/devices/<bdf>/{numa_node,vendor,device,msi_irqs/}),
-    C(/proc/interrupts), C(/sys/class/infiniband/*) and the irqbalance environment file
-    C(/etc/sysconfig/irqbalance) or C(/etc/default/irqbalance). Tools looked up on C(PATH) are
-    npu-smi, nvidia-smi, migratepages, taskset, systemctl and irqbalance.
-  - A source that fails (non-zero exit, timeout, unparsable text) is listed in C(errors) with the
-    reason; a tool that is not installed is not an error (see C(tools)). The module fails only
-    when no CPU information at all can be read.
-  - The device type (A2, A3, A5 for Ascend 950, 310P, 910A, unknown) is derived from chip names,
-    the C(Phy-ID) column, dies per NPU and Huawei PCI device ids; C(device_type_evidence) says
-    why (rules in the notes).
+    C(systemctl is-active irqbalance). Only when needed - C(numactl -H) (no sysfs node distances),
+    C(npu-smi info -t board -i <npu>) (no Huawei PCI device id in sysfs)."
+  - Files read are C(/proc/self/status) (C(Cpus_allowed_list)), the service cpuset
+    (C(/sys/fs/cgroup/system.slice/cpuset.cpus.effective), else the root cpuset),
+    C(/sys/devices/system/cpu/{online,isolated,nohz_full}),
+    C(/sys/devices/system/cpu/cpu<N>/topology/{physical_package_id,thread_siblings_list}),
+    C(/sys/devices/system/node/node*/{cpulist,distance}),
+    C(/sys/bus/pci/devices/<bdf>/{numa_node,vendor,device,msi_irqs/}),
+    C(/proc/interrupts), C(/sys/class/infiniband/*) (with C(ports/<n>/{state,rate,link_layer}))
+    and the irqbalance environment file C(/etc/sysconfig/irqbalance) or
+    C(/etc/default/irqbalance). Tools looked up on C(PATH) are npu-smi, nvidia-smi, migratepages,
+    taskset, systemctl and irqbalance.
+  - A source that fails (non-zero exit, timeout, unparsable text, a missing sysfs file) is listed
+    in C(errors) with the reason and its fact is null; a tool that is not installed is not an
+    error (see C(tools)). A host without CPU data still returns its NPU / GPU facts (an C(errors)
+    entry C(cpu)); the module fails only when nothing usable was read.
+  - The device type (A2, A3, A5 for Ascend 950, 310P, 910A, unknown) is derived from the evidence,
+    strongest first - Huawei PCI device ids, chip names, dies per NPU, the C(Phy-ID) column;
+    C(device_type_evidence) says why and a warning names evidence that disagrees (rules in the
+    notes).
 author:
   - npuops.fleet contributors (@npuops)
 options:
@@ -38,27 +47,67 @@ options:
       - Replay this recorded host snapshot directory (C(snapshot.yml) + C(fs/)) instead of
         reading the host. Nothing on the host is read. The format is in the notes.
     type: path
+  snapshot_overlay:
+    description:
+      - With O(snapshot), a sandbox root whose files win over the snapshot's - what a play wrote
+        into the sandbox (the irqbalance bans, IRQ affinities) is read back instead of the
+        recorded values; commands still come from the snapshot. The demo reads its hosts this way
+        after C(site.yml). C(/) or unset reads the snapshot alone.
+    type: path
   save_snapshot:
     description:
       - Record everything read into this directory (created when missing; files in it are
-        overwritten), so the host can be replayed later with O(snapshot).
-      - Not written in check mode.
+        overwritten), so the host can be replayed later with O(snapshot). C(changed) is true.
+      - An existing directory must belong to root or the user the module runs as and be
+        writable by nobody else; a symlink on the way is followed only when it and its directory
+        are equally trusted. Inside, no symlink is followed and every file is written atomically
+        (temporary file and rename), so a link planted there is replaced, never written through.
+      - Not written in check mode (C(changed) says it would be).
     type: path
   timeout:
     description:
-      - Seconds each command may run before it is killed and reported in C(errors).
+      - Seconds each command may run. It bounds the whole call - the command runs in its own
+        process group, which is killed at the deadline (children that hold its output included),
+        and reading stops there - and is reported in C(errors).
+      - A command that prints more than 8 MiB (stdout or stderr) is killed too and reported.
     type: int
     default: 30
 extends_documentation_fragment:
   - npuops.fleet.attributes
   - npuops.fleet.attributes.facts
-  - npuops.fleet.attributes.info_module
 attributes:
+  check_mode:
+    support: full
+    details:
+      - Reads the host as in a real run; O(save_snapshot) is not written (C(changed) says it
+        would be). Nothing else on the host is ever modified.
+  diff_mode:
+    support: none
+    details:
+      - The only change is a snapshot written with O(save_snapshot); no diff is shown for it.
   facts:
     support: full
 notes:
   - NUMA nodes come from sysfs, else C(lscpu -e), else the C(lscpu) summary; C(cpu.numa_source)
     says which.
+  - "C(cpu.allowed) is the set a systemd service gets - the cgroup v2 C(system.slice)
+    C(cpuset.cpus.effective), else the root cpuset (v2 C(/sys/fs/cgroup/cpuset.cpus.effective), v1
+    C(cpuset.effective_cpus) / C(cpuset.cpus)), else the gathering process's own
+    C(Cpus_allowed_list), else the online CPUs; C(cpu.allowed_source) says which
+    (C(system.slice), C(cgroup root), C(self), C(online)) and C(cpu.allowed_self) keeps the
+    process's own list (an SSH session or a job may run in a narrower cpuset; a warning says so)."
+  - "C(cpu.numa_distance) - C({node: {node: distance}}) (SLIT, 10 = local) from
+    C(/sys/devices/system/node/node<N>/distance), else C(numactl -H); C(cpu.packages) - C({node:
+    physical package}) from C(physical_package_id) of the node's first and last CPU (-1, firmware
+    that names no package, is an error; a node spanning packages a warning);
+    C(cpu.smt_siblings) - the groups of C(thread_siblings_list) with more than one CPU (C([]) when
+    no CPU has a sibling; never guessed from CPU numbering); C(cpu.isolated) / C(cpu.nohz_full) -
+    cpulists (C(\"\") when none). Each is null, with an C(errors) entry, when its source is
+    missing."
+  - "RDMA NICs (C(nics[])) carry C(ports) (C({port, state, rate, link_layer}) of
+    C(ports/<n>/): C(ACTIVE), Gb/s, C(InfiniBand) / C(Ethernet)), C(state) / C(rate) /
+    C(link_layer) of the first ACTIVE port, C(card) (the PCI slot) and C(card_nics) (the RDMA
+    devices on that card)."
   - NPU IRQs (C(npus[].irqs)) are found by name, the chip's C(msi_irqs) entries matched in
     C(/proc/interrupts) - the first C(sq_send_trigger_irq) and the first C(cq_update_irq), not
     SQ + 1 as vllm-ascend assumes.
@@ -77,16 +126,21 @@ notes:
     still move the planned IRQs. After O(npuops.fleet.npu_irq_affinity#module:irqbalance=ban)
     ran on the real A2 host the facts read
     C({installed: true, active: true, config: /etc/default/irqbalance, banned_irqs: [1024, 1026, 1028, ..., 1054], banned_cpus: null})."
-  - Device type rules (C(device_type_evidence) says which applied) - chip name C(Ascend950*) ->
-    A5; C(310P*) -> 310P; C(910B<n>) -> A2 unless the host shows A3's shape (C(Chip  Phy-ID)
-    header, two dies per NPU with their own bus ids), which wins; C(Ascend910), C(9391), C(9392),
-    ... -> A3; C(910A), C(910ProB) -> 910A; PCI C(19e5:d801), C(d802), C(d803), C(d500) -> 910A,
-    A2, A3, 310P when names say nothing.
-  - The C(npu-smi info -t topo) CPU Affinity is keyed by logical NPU id (as vllm-ascend reads it).
-    A3 and Ascend 950 topo matrices have no affinity column; C(affinity) is null there.
+  - Device type rules (C(device_type_evidence) says which applied), strongest evidence first - PCI
+    device id (sysfs, else C(npu-smi info -t board)) C(19e5:d801), C(d802), C(d803), C(d500) ->
+    910A, A2, A3, 310P; then the chip name C(Ascend950*) -> A5, C(310P*) -> 310P, C(910B<n>) -> A2
+    (vllm-ascend's mapping), C(Ascend910), C(9391), C(9392), ... -> A3, C(910A), C(910ProB) ->
+    910A; then two dies per NPU with their own bus ids -> A3; then the C(Chip  Phy-ID) header ->
+    A3 (npu-smi prints it for 0xd803, but A2 tables with it exist). Weaker evidence that names
+    another type gives a warning naming both.
+  - The C(npu-smi info -t topo) CPU Affinity is keyed by logical NPU id (as vllm-ascend reads it)
+    and keeps the order npu-smi printed (C(48-59,0-11) stays so - vllm-ascend's role split is
+    positional). A3 and Ascend 950 topo matrices have no affinity column; C(affinity) is null
+    there.
   - Soft-share capacity (C(softshare.capacity)) is healthy chips x 100; A3 counts dies.
   - Beyond the product schema the facts carry C(device_type_evidence), C(numa_off) (NVIDIA, from
-    the C(nvidia-smi topo -m) parser), C(warnings), C(cpu.numa_source) and C(cpu.model).
+    the C(nvidia-smi topo -m) parser), C(warnings), C(cpu.numa_source), C(cpu.allowed_source)
+    and C(cpu.model).
   - Ad hoc audit of a fleet, C(ansible all -m npuops.fleet.npu_topology_facts -a timeout=10).
   - Snapshot format (O(save_snapshot) writes it, O(snapshot) replays it) - a directory with
     C(snapshot.yml), C(cmd/<slug>.txt) (multi-line command outputs, named by C(stdout_file)) and
@@ -100,7 +154,16 @@ notes:
     with C(missing: true), is not installed. Command fields are C(rc), C(stdout) or C(stdout_file)
     (relative, inside the snapshot), C(stderr), C(missing), C(timed_out), C(seconds)."
   - Empty directories hold a C(.snapshot-keep) marker (never listed). Replay refuses C(..),
-    relative paths, C(stdout_file) outside the snapshot and symlinks inside C(fs/).
+    relative paths, C(stdout_file) outside the snapshot, and any symlink, FIFO or device below
+    the snapshot directory (C(cmd), C(fs) and C(snapshot.yml) included); no file is read past
+    64 MiB.
+  - "On disk a host path component is escaped so that no snapshot path holds a C(:) -
+    C(%) is written C(%25) and C(:) C(%3A) (C(fs/sys/bus/pci/devices/0000%3Ac1%3A00.0/numa_node)).
+    Replay tries the escaped path first, then the path as it is, so older snapshots still read."
+  - "Bounds on what is read (a host or a snapshot beyond them is reported, never a traceback) -
+    CPU ids up to 8191 (Linux C(NR_CPUS) is at most 8192), at most 32768 ids in one cpulist,
+    NUMA node ids up to 1023, C(snapshot.yml) nested at most 32 levels, integers of at most 20
+    digits."
   - C(snapshot.yml) is read without PyYAML, as a strict YAML subset (block mappings and
     sequences, flow mappings and sequences, plain / single- / double-quoted scalars with JSON
     escapes, ints, floats, bools, null, C(|) literal blocks, comments) or one JSON object.
@@ -121,7 +184,7 @@ EXAMPLES = r'''
 
 - name: Record this host for offline planning and tests
   npuops.fleet.npu_topology_facts:
-    save_snapshot: /tmp/snapshots/{{ inventory_hostname }}
+    save_snapshot: /var/lib/npuops/snapshots/{{ inventory_hostname }}
 
 - name: Replay a recorded host (nothing on the target is read)
   npuops.fleet.npu_topology_facts:
@@ -161,25 +224,34 @@ ansible_facts:
   contains:
     npu_topology:
       description:
-        - Host topology, schema 1 (see the collection's C(docs/dev/architecture.md)).
+        - Host topology, schema 2 (see the collection's C(docs/dev/architecture.md)); schema 2
+          added C(cpu.allowed_self), C(cpu.allowed_source), C(cpu.numa_distance),
+          C(cpu.packages), C(cpu.smt_siblings), C(cpu.isolated), C(cpu.nohz_full) and the NIC
+          port keys, and C(cpu.allowed) became the CPUs a service gets.
         - Keys C(schema_version), C(hostname), C(arch), C(vendor) (ascend, nvidia, none),
-          C(device_type), C(device_type_evidence), C(cpu) (allowed, online, threads_per_core,
-          numa_nodes, numa_source, model), C(npus), C(npu_map), C(gpus), C(numa_off), C(nics),
+          C(device_type), C(device_type_evidence), C(cpu) (allowed, allowed_self, allowed_source,
+          online, threads_per_core, numa_nodes, numa_source, model, numa_distance, packages,
+          smt_siblings, isolated, nohz_full), C(npus), C(npu_map), C(gpus), C(numa_off), C(nics),
           C(tools), C(irqbalance), C(visible_devices), C(softshare), C(warnings), C(errors).
-        - The sample is C(tests/snapshots/a2-910b3x8) with one of its eight NPUs.
+        - The sample is C(tests/snapshots/a2-910b3x8) with one of its eight NPUs (its distance
+          table is the 4-socket Kunpeng table, paired, not captured; its firmware names no
+          package, hence the error).
       returned: success
       type: dict
       sample:
-        schema_version: 1
+        schema_version: 2
         hostname: a2-910b3x8
         arch: aarch64
         vendor: ascend
         device_type: A2
         device_type_evidence: ["chip name '910B3' -> A2", "PCI device 19e5:d802 -> A2"]
-        cpu: {allowed: "0-191", online: "0-191", threads_per_core: 1, numa_source: sysfs,
-              model: Kunpeng-920,
+        cpu: {allowed: "0-191", allowed_self: "0-191", allowed_source: self, online: "0-191",
+              threads_per_core: 1, numa_source: sysfs, model: Kunpeng-920,
               numa_nodes: {"0": "0-23", "1": "24-47", "2": "48-71", "3": "72-95", "4": "96-119",
-                           "5": "120-143", "6": "144-167", "7": "168-191"}}
+                           "5": "120-143", "6": "144-167", "7": "168-191"},
+              numa_distance: {"6": {"0": 24, "1": 25, "2": 24, "3": 25, "4": 24, "5": 25,
+                                    "6": 10, "7": 11}},
+              packages: null, smt_siblings: [], isolated: "", nohz_full: ""}
         npus:
           - {npu_id: 0, chip_id: 0, logic_id: 0, phy_id: null, name: 910B3, bus_id: "0000:c1:00.0",
              numa_node: 6, affinity: "144-167", health: OK, hbm_total_mb: 65536, hbm_used_mb: 3338,
@@ -196,12 +268,12 @@ ansible_facts:
         visible_devices: {ASCEND_RT_VISIBLE_DEVICES: null, CUDA_VISIBLE_DEVICES: null}
         softshare: {chips_total: 8, chips_healthy: 8, capacity: 800}
         warnings: []
-        errors: []
+        errors: [{source: cpu.packages, msg: "/sys/devices/system/cpu/cpu0/topology/physical_package_id: -1 (the firmware names no package)"}]
 snapshot_saved:
   description: Directory the snapshot was written to.
   returned: when O(save_snapshot) is set and not in check mode
   type: str
-  sample: /tmp/snapshots/node-01
+  sample: /var/lib/npuops/snapshots/node-01
 '''
 
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
@@ -214,9 +286,12 @@ def gather(module):
     params = module.params
     if params['timeout'] <= 0:
         raise NpuopsError("timeout must be a positive number of seconds, got %d" % params['timeout'])
-    result = dict(changed=False)
+    # a snapshot written is a change (check mode: would be)
+    result = dict(changed=bool(params['save_snapshot']))
     if params['snapshot']:
         source = hostio.SnapshotHostIO(params['snapshot'])
+        if params['snapshot_overlay'] and params['snapshot_overlay'] != '/':
+            source = hostio.OverlayHostIO(source, params['snapshot_overlay'])
     else:
         source = hostio.LiveHostIO()
     recorder = hostio.RecordingHostIO(source) if params['save_snapshot'] else None
@@ -234,6 +309,7 @@ def gather(module):
 def main():
     run(dict(
         snapshot=dict(type='path'),
+        snapshot_overlay=dict(type='path'),
         save_snapshot=dict(type='path'),
         timeout=dict(type='int', default=30),
     ), gather)

@@ -22,63 +22,16 @@ __metaclass__ = type
 import abc
 import os
 import platform
-import selectors
 import shutil
-import signal
 import socket
-import subprocess
+import stat
 import threading
-import time
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import InputError
-from ansible_collections.npuops.fleet.plugins.module_utils.host import paths, snapshot
+from ansible_collections.npuops.fleet.plugins.module_utils.host import command, paths, snapshot
+from ansible_collections.npuops.fleet.plugins.module_utils.host.command import (  # noqa: F401
+    DEFAULT_TIMEOUT, CommandResult, command_key)
 from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import check_components
-
-DEFAULT_TIMEOUT = 30
-
-
-class CommandResult(object):
-    """Outcome of one command: ``rc``, ``stdout``, ``stderr``; ``missing`` when the
-    executable is not installed, ``timed_out`` when it was killed after the timeout, ``error``
-    when it was killed for another reason of ours (output over the cap)."""
-
-    __slots__ = ("argv", "rc", "stdout", "stderr", "missing", "timed_out", "seconds", "error")
-
-    def __init__(self, argv, rc=0, stdout="", stderr="", missing=False, timed_out=False,
-                 seconds=0.0, error=None):
-        self.argv = list(argv)
-        self.rc = rc
-        self.stdout = stdout
-        self.stderr = stderr
-        self.missing = missing
-        self.timed_out = timed_out
-        self.seconds = seconds
-        self.error = error
-
-    @property
-    def key(self):
-        return command_key(self.argv)
-
-    @property
-    def ok(self):
-        return not self.missing and not self.timed_out and self.rc == 0 and not self.error
-
-    def failure(self):
-        """A one-line reason this command gave nothing usable, or None when it is ok."""
-        if self.missing:
-            return "command not found"
-        if self.error:
-            return self.error
-        if self.timed_out:
-            return "timed out after %.1fs" % self.seconds
-        if self.rc != 0:
-            err = (self.stderr or self.stdout or "").strip().splitlines()
-            return "exit code %s%s" % (self.rc, (": " + err[-1][:200]) if err else "")
-        return None
-
-
-def command_key(argv):
-    return " ".join(argv)
 
 
 class HostIO(abc.ABC):
@@ -148,120 +101,12 @@ class HostIO(abc.ABC):
         return results
 
 
-def _c_env():
-    env = dict(os.environ)
-    env.update({"LC_ALL": "C", "LANG": "C", "LC_MESSAGES": "C"})
-    return env
-
-
-# Largest output (per stream) a command may print before it is killed: npu-smi, lscpu and
-# nvidia-smi print kilobytes; a tool that floods the pipe must not fill the module's memory.
-MAX_OUTPUT = 8 * 1024 * 1024
-# After the command itself exited, how long a child that inherited its output pipe may keep
-# it open (``tool; sleep 600 &``) before the process group is killed and reading stops.
-LINGER = 0.5
-# How long to wait for the killed process group's leader to be reaped.
-REAP_WAIT = 2.0
-
-
-def _exited(proc):
-    """True when ``proc`` has exited, without reaping it: its pid (= the process group id)
-    stays reserved, so killing the group afterwards cannot hit a recycled pid."""
-    try:
-        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return True
-    except (AttributeError, OSError):  # no waitid: poll (reaps; the group kill is best effort)
-        return proc.poll() is not None
-
-
-def _kill_group(proc):
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:  # already gone
-        pass
-
-
-def collect(proc, timeout, limit=MAX_OUTPUT):
-    """Read ``proc``'s stdout and stderr until both close, the deadline passes or one
-    exceeds ``limit`` bytes. ``proc`` leads its own process group (``start_new_session``);
-    on a timeout, an overflow, or when the leader exited but a child still holds the pipes
-    after ``LINGER`` seconds, the whole group is killed and reading stops there, so the call
-    returns within ``timeout`` plus a fraction of a second whatever the command does.
-
-    Returns ``(stdout bytes, stderr bytes, rc or None, timed_out, overflow)``.
-    """
-    start = time.monotonic()
-    deadline = start + timeout
-    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
-    streams = {out_fd: [], err_fd: []}
-    sizes = dict((fd, 0) for fd in streams)
-    selector = selectors.DefaultSelector()
-    for fd in streams:
-        selector.register(fd, selectors.EVENT_READ)
-    open_fds = set(streams)
-    timed_out = overflow = False
-    exited_at = None
-    kill = False
-    try:
-        while open_fds:
-            now = time.monotonic()
-            if now >= deadline:
-                timed_out = kill = True
-                break
-            if exited_at is None and _exited(proc):
-                exited_at = now
-            wait = deadline - now
-            if exited_at is not None:
-                if now - exited_at >= LINGER:
-                    kill = True  # the command is done; a leftover child holds its pipes
-                    break
-                wait = min(wait, exited_at + LINGER - now)
-            else:
-                wait = min(wait, 0.2)
-            for key, _events in selector.select(wait):
-                fd = key.fd
-                try:
-                    chunk = os.read(fd, 65536)
-                except OSError:
-                    chunk = b""
-                if not chunk:
-                    selector.unregister(fd)
-                    open_fds.discard(fd)
-                    continue
-                sizes[fd] += len(chunk)
-                if sizes[fd] > limit:
-                    overflow = kill = True
-                    break
-                streams[fd].append(chunk)
-            if overflow:
-                break
-    finally:
-        selector.close()
-        if kill:
-            _kill_group(proc)
-        proc.stdout.close()
-        proc.stderr.close()
-    rc = None
-    try:
-        rc = proc.wait(timeout=max(0.0, deadline - time.monotonic()) if not kill else REAP_WAIT)
-    except subprocess.TimeoutExpired:
-        # the pipes closed but the command runs on: same as a timeout
-        _kill_group(proc)
-        timed_out = True
-        try:
-            proc.wait(timeout=REAP_WAIT)
-        except subprocess.TimeoutExpired:
-            pass  # unkillable (uninterruptible sleep in a wedged driver): leave it
-    return b"".join(streams[out_fd]), b"".join(streams[err_fd]), rc, timed_out, overflow
-
-
 class LiveHostIO(HostIO):
     """The real host. ``host_root`` prefixes file reads (tests point it at a sandbox): every
     path is resolved below it as if it were ``/`` (symlinks included), a FIFO or device is
     never opened for reading and no file is read past ``paths.MAX_FILE_BYTES``. Commands
     always run on the real host with LC_ALL=C, in their own process group, under a timeout
-    that bounds the whole call (see ``collect``), output capped at ``MAX_OUTPUT`` bytes."""
+    that bounds the whole call, output capped (``command.run``)."""
 
     def __init__(self, host_root="/"):
         self.host_root = host_root or "/"
@@ -368,27 +213,7 @@ class LiveHostIO(HostIO):
         return None
 
     def run(self, argv, timeout=DEFAULT_TIMEOUT):
-        argv = list(argv)
-        start = time.monotonic()
-        try:
-            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    stdin=subprocess.DEVNULL, env=_c_env(), close_fds=True,
-                                    start_new_session=True)
-        except (OSError, IOError) as err:
-            if getattr(err, "errno", None) in (2, 13):  # ENOENT, EACCES: not runnable
-                return CommandResult(argv, rc=127, missing=True, stderr=str(err))
-            return CommandResult(argv, rc=126, stderr=str(err))
-        out, err, rc, timed_out, overflow = collect(proc, timeout)
-        seconds = time.monotonic() - start
-        stdout, stderr = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
-        if overflow:
-            return CommandResult(argv, rc=-9, stdout="", stderr=stderr, seconds=seconds,
-                                 error="output larger than %d MiB: killed"
-                                 % (MAX_OUTPUT // (1024 * 1024)))
-        if timed_out:
-            return CommandResult(argv, rc=-9, stdout=stdout, stderr=stderr, timed_out=True,
-                                 seconds=seconds)
-        return CommandResult(argv, rc=rc, stdout=stdout, stderr=stderr, seconds=seconds)
+        return command.run(argv, timeout)
 
 
 def _normalise(path):
@@ -399,9 +224,11 @@ def _normalise(path):
 class SnapshotHostIO(HostIO):
     """Replays a recorded host snapshot directory (format: ``snapshot.py``).
 
-    Files come from ``<dir>/fs/<host path>`` (absent = absent on that host); commands from
+    Files come from ``<dir>/fs/<host path>`` (absent = absent on that host; names escaped as
+    ``snapshot.fs_name`` says, an unescaped old-style name still found); commands from
     ``snapshot.yml`` ``commands`` (absent or ``missing: true`` = not installed); ``realpath``
-    from ``links``; ``which`` from ``tools``; ``getenv`` from ``env``.
+    from ``links``; ``which`` from ``tools``; ``getenv`` from ``env``. Nothing outside the
+    directory is ever read: a symlink, FIFO or device below it raises SnapshotError.
     """
 
     def __init__(self, directory):
@@ -411,34 +238,82 @@ class SnapshotHostIO(HostIO):
         self.hostname = self.data["hostname"]
         self.arch = self.data["arch"]
 
-    def _real(self, path):
-        path = _normalise(path)
-        if path == "/":
-            return self.fs_root
-        real = snapshot.inside(self.fs_root, path.lstrip("/"), "snapshot path")
-        # A symlink inside the snapshot could point outside it: refuse to follow any.
-        cur = self.fs_root
-        for part in path.lstrip("/").split("/"):
-            cur = os.path.join(cur, part)
-            if os.path.islink(cur):
-                raise snapshot.SnapshotError("%s: symlink in snapshot refused" % cur)
-        return real
+    def _find(self, path):
+        """``(dir_fd, name, lstat)`` of host path ``path`` in the snapshot, None when absent;
+        ``name`` is None for ``/`` (then ``dir_fd`` is ``fs/`` itself). The caller closes
+        dir_fd."""
+        parts = check_components(path)
+        escaped = [snapshot.fs_name(p) for p in parts]
+        candidates = [escaped] if escaped == parts else [escaped, parts]
+        try:
+            fs_fd = snapshot._open_under(self.directory, [snapshot.FS_DIR], "snapshot path")
+        except OSError:
+            return None
+        try:
+            if not parts:
+                found, fs_fd = (fs_fd, None, os.fstat(fs_fd)), None
+                return found
+            for cand in candidates:
+                try:
+                    dir_fd = paths.open_dirs(fs_fd, cand[:-1], path, error=snapshot._error,
+                                             prefix=self.fs_root + "/")
+                except (OSError, IOError):
+                    continue
+                st = paths.lstat_at(dir_fd, cand[-1])
+                if st is None:
+                    os.close(dir_fd)
+                    continue
+                if stat.S_ISLNK(st.st_mode):
+                    os.close(dir_fd)
+                    raise snapshot.SnapshotError("%s/%s: symlink in snapshot refused"
+                                                 % (self.fs_root, "/".join(cand)))
+                return dir_fd, cand[-1], st
+            return None
+        finally:
+            paths.close(fs_fd)
 
     def read_text(self, path):
-        real = self._real(path)
-        if not os.path.isfile(real):
+        found = self._find(path)
+        if found is None:
             return None
-        with open(real, "rb") as handle:
-            return handle.read().decode("utf-8", "replace")
+        dir_fd, name, st = found
+        try:
+            if stat.S_ISDIR(st.st_mode):
+                return None
+            data, problem = paths.read_at(dir_fd, name)
+        finally:
+            os.close(dir_fd)
+        if problem is not None:
+            raise snapshot.SnapshotError("%s%s: %s (refused)" % (self.fs_root, path, problem))
+        return None if data is None else data.decode("utf-8", "replace")
 
     def listdir(self, path):
-        real = self._real(path)
-        if not os.path.isdir(real):
+        found = self._find(path)
+        if found is None:
             return None
-        return sorted(n for n in os.listdir(real) if n != snapshot.KEEP)
+        dir_fd, name, st = found
+        try:
+            if not stat.S_ISDIR(st.st_mode):
+                return None
+            if name is None:
+                names = os.listdir(dir_fd)
+            else:
+                fd = paths.open_dirs(dir_fd, [name], path, error=snapshot._error,
+                                     prefix=self.fs_root + "/")
+                try:
+                    names = os.listdir(fd)
+                finally:
+                    os.close(fd)
+        finally:
+            os.close(dir_fd)
+        return sorted(set(snapshot.host_name(n) for n in names if not snapshot.hidden(n)))
 
     def exists(self, path):
-        return os.path.lexists(self._real(path))
+        found = self._find(path)
+        if found is None:
+            return False
+        os.close(found[0])
+        return True
 
     def realpath(self, path):
         path = _normalise(path)
@@ -537,7 +412,9 @@ class RecordingHostIO(HostIO):
         links = dict((p, r) for p, r in self.links.items() if r is not None and r != p)
         commands = {}
         for key, res in self.commands.items():
-            commands[key] = {"rc": res.rc, "stdout": res.stdout, "stderr": res.stderr,
+            # killed for its output size: replayed as a failure that says so
+            stderr = res.stderr if not res.error else (res.stderr + "\nnpuops: " + res.error).strip()
+            commands[key] = {"rc": res.rc, "stdout": res.stdout, "stderr": stderr,
                              "missing": res.missing, "timed_out": res.timed_out,
                              "seconds": res.seconds}
         tools = dict(self.tools)
@@ -545,3 +422,41 @@ class RecordingHostIO(HostIO):
                       captured_at=captured_at or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                       env=dict((k, v) for k, v in self.env.items() if v is not None),
                       commands=commands, links=links, tools=tools, files=files, dirs=dirs)
+
+
+class OverlayHostIO(HostIO):
+    """A recorded snapshot seen through a sandbox root: a file or directory present under
+    ``root`` (one a play wrote there, such as the irqbalance bans) wins over the snapshot's;
+    commands, links, environment and tools come from the snapshot. The demo and the tests read
+    back what ``site.yml`` changed in a sandbox this way."""
+
+    def __init__(self, base, root):
+        self.base = base
+        self.top = LiveHostIO(root)
+        self.hostname = base.hostname
+        self.arch = base.arch
+
+    def read_text(self, path):
+        text = self.top.read_text(path)
+        return text if text is not None else self.base.read_text(path)
+
+    def listdir(self, path):
+        top, base = self.top.listdir(path), self.base.listdir(path)
+        if top is None and base is None:
+            return None
+        return sorted(set(top or []) | set(base or []))
+
+    def exists(self, path):
+        return self.top.exists(path) or self.base.exists(path)
+
+    def realpath(self, path):
+        return self.base.realpath(path)
+
+    def getenv(self, name):
+        return self.base.getenv(name)
+
+    def which(self, name):
+        return self.base.which(name)
+
+    def run(self, argv, timeout=DEFAULT_TIMEOUT):
+        return self.base.run(argv, timeout)

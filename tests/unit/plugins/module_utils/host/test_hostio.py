@@ -109,3 +109,19 @@ def test_recording_refuses_unsafe_paths():
     rec = hostio.RecordingHostIO(hostio.LiveHostIO())
     with pytest.raises(UnsafePathError):
         rec.read_text("/proc/../etc/shadow")
+
+
+def test_overlay_reads_what_a_play_wrote_into_the_sandbox_over_the_snapshot(tmp_path):
+    """The demo's closed loop: site.yml writes the irqbalance bans into the sandbox root; the
+    facts read through the overlay see them, the rest still comes from the snapshot."""
+    from npuops_testing import SNAPSHOTS
+    snap = hostio.SnapshotHostIO(os.path.join(SNAPSHOTS, "a2-910b3x8"))
+    root = tmp_path / "root"
+    (root / "etc" / "default").mkdir(parents=True)
+    (root / "etc" / "default" / "irqbalance").write_text('IRQBALANCE_ARGS="--banirq=1024"\n')
+    overlay = hostio.OverlayHostIO(snap, str(root))
+    assert overlay.read_text("/etc/default/irqbalance") == 'IRQBALANCE_ARGS="--banirq=1024"\n'
+    assert overlay.read_text("/proc/interrupts") == snap.read_text("/proc/interrupts")
+    assert overlay.run(["npu-smi", "info"]).stdout == snap.run(["npu-smi", "info"]).stdout
+    assert "default" in overlay.listdir("/etc") and overlay.exists("/etc/default/irqbalance")
+    assert overlay.hostname == snap.hostname

@@ -1,5 +1,7 @@
 # npuops.fleet developer entry points. `make help` lists them.
-# A fresh machine needs only Python 3.11+, pip and apt: `make test` installs the rest.
+# A fresh machine needs only Python 3.11+ and pip for `make demo` (python3-venv too where the
+# system Python lacks it); `make test` and `make molecule` install the system packages they use
+# (apt, scripts/install-system-deps.sh).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -9,15 +11,16 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export VENV := $(abspath $(VENV))
 
-.PHONY: help deps venv test check unit unit-fast py37 sanity lint molecule docs changelog bench demo demo-clean clean
+.PHONY: help deps venv test check unit unit-fast py37 sanity lint molecule docs changelog bench ee demo demo-clean clean
 
 help: ## list targets
 	@grep -E '^[a-z][a-z0-9-]*:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
-deps: ## system packages (apt): shellcheck, sshd, chromium, numactl, debootstrap, rsync, procps
-	@scripts/install-system-deps.sh
+deps: ## system packages `make test` uses (apt): shellcheck, sshd, chromium, numactl, debootstrap, rsync, procps
+	@scripts/install-system-deps.sh test
 
-venv: ## .venv from requirements-dev.txt (rebuilt when it changes) + collection link
+venv: ## .venv from requirements-dev.txt (rebuilt when it changes) + collection link; no system package but python3-venv where missing
+	@scripts/install-system-deps.sh venv
 	@scripts/ensure-venv.sh
 
 test: deps venv ## everything CI runs: py3.7 compile, module docs, pytest, ansible-test sanity, ansible-lint, molecule
@@ -35,13 +38,15 @@ unit-fast: venv ## pytest tests/unit only (pure tests, no slow ones)
 py37: ## host-side code compiles on Python 3.7
 	@scripts/compile-py37.sh
 
-sanity: venv ## ansible-test sanity, offline, on a copy of the tree
+sanity: venv ## ansible-test sanity, offline, on a copy of the tree (installs rsync)
+	@scripts/install-system-deps.sh sanity
 	@scripts/check.sh sanity
 
 lint: venv ## ansible-lint, production profile
 	@scripts/check.sh lint
 
-molecule: venv ## molecule scenarios default (local) and chroot (Debian bookworm, needs root)
+molecule: venv ## molecule scenarios default (local) and chroot (Debian bookworm, needs root; installs debootstrap)
+	@scripts/install-system-deps.sh molecule
 	@scripts/check.sh molecule
 
 docs: venv ## regenerate docs/modules/*.md from the modules' DOCUMENTATION/EXAMPLES/RETURN
@@ -50,10 +55,13 @@ docs: venv ## regenerate docs/modules/*.md from the modules' DOCUMENTATION/EXAMP
 changelog: venv ## lint fragments, regenerate CHANGELOG.rst preview
 	@scripts/changelog.sh
 
-bench: venv ## run every bench/bench_*.py and print their tables
+bench: venv ## run every bench/bench_*.py and print their tables (long: 256 hosts, 10,000-host report)
 	@scripts/bench.sh
 
-demo: deps venv ## simulated fleet: site.yml + audit report (scripts/demo.sh)
+ee: venv ## execution-environment build context in .cache/ee/context (ansible-builder create; no image)
+	@scripts/ee-create.sh
+
+demo: venv ## simulated fleet: site.yml + audit report (scripts/demo.sh); needs only Python and pip
 	@scripts/demo.sh
 
 demo-clean: ## remove the demo sandbox

@@ -2,9 +2,11 @@
 """Build the demo sandbox roots: .demo/<host>/root from tests/snapshots/<snapshot>/fs.
 
 Usage: demo_sandbox.py [--inventory inventories/demo/hosts.yml] [--demo .demo] [--hosts h1,h2]
+       demo_sandbox.py --host-tree SNAPSHOT ROOT   (one sandbox root, as molecule builds it)
 
 Each demo host gets a copy of its snapshot's ``fs/`` tree (/proc/interrupts, /proc/irq/*,
-the /sys trees the modules read) plus an empty ``etc/``. A root that exists already is left
+the /sys trees the modules read; on-disk names unescaped to host paths, ``%3A`` -> ``:``)
+plus an empty ``etc/``. A root that exists already is left
 alone, so a second ``make demo`` starts from what the first one wrote (and must change
 nothing); ``make demo-clean`` removes .demo. Prints one line per host, JSON on --json.
 """
@@ -18,6 +20,9 @@ import sys
 import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
+
+from ansible_collections.npuops.fleet.plugins.module_utils.host import snapshot  # noqa: E402
 
 
 def inventory_hosts(path):
@@ -42,7 +47,6 @@ def inventory_hosts(path):
 
 def build_root(host, snap, demo_dir, snapshots_dir):
     """Create .demo/<host>/root from the snapshot; returns 'created', 'kept' or 'missing'."""
-    src = os.path.join(snapshots_dir, snap, "fs")
     root = os.path.join(demo_dir, host, "root")
     if os.path.isdir(root):
         return "kept"
@@ -50,10 +54,7 @@ def build_root(host, snap, demo_dir, snapshots_dir):
         return "missing"
     tmp = root + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    if os.path.isdir(src):
-        shutil.copytree(src, tmp, symlinks=True)
-    else:
-        os.makedirs(tmp)
+    snapshot.copy_host_tree(os.path.join(snapshots_dir, snap), tmp)
     os.makedirs(os.path.join(tmp, "etc"), exist_ok=True)
     os.rename(tmp, root)
     return "created"
@@ -66,7 +67,12 @@ def main(argv=None):
     parser.add_argument("--snapshots", default=os.path.join(REPO, "tests", "snapshots"))
     parser.add_argument("--hosts", default="", help="comma-separated subset of inventory hosts")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--host-tree", nargs=2, metavar=("SNAPSHOT", "ROOT"),
+                        help="copy one snapshot's fs/ tree to ROOT as a host tree and exit")
     args = parser.parse_args(argv)
+    if args.host_tree:
+        snapshot.copy_host_tree(args.host_tree[0], args.host_tree[1])
+        return 0
     wanted = [h for h in args.hosts.split(",") if h]
     result = {}
     for host, snap in inventory_hosts(args.inventory):

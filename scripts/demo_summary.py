@@ -13,7 +13,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from demo_sandbox import REPO, inventory_hosts  # noqa: E402
+from demo_sandbox import REPO, inventory_hosts, snapshot  # noqa: E402
 
 RECAP = re.compile(r"^(?P<host>\S+)\s*:\s*ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+"
                    r"unreachable=(?P<unreachable>\d+)\s+failed=(?P<failed>\d+)")
@@ -58,7 +58,7 @@ def written_files(root, snap_fs):
         for name in files:
             real = os.path.join(dirpath, name)
             rel = os.path.relpath(real, root)
-            orig = os.path.join(snap_fs, rel)
+            orig = snapshot.disk_path(os.path.dirname(snap_fs), "/" + rel)
             if not os.path.isfile(orig) or not filecmp.cmp(real, orig, shallow=False):
                 found.append("/" + rel)
     return sorted(found)

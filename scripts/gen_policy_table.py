@@ -5,7 +5,7 @@
 For every snapshot with Ascend NPUs, both policies plan every NPU of the host (vllm_ascend with
 every NPU as a running worker, as in a full-host deployment) and the table reports: CPUs in more
 than one pool, NPUs whose pool leaves their affinity NUMA node, CPUs used out of the allowed
-ones, or the error / skip reason. Run from the repository root; docs/policies.md embeds the
+ones (strict: also the frontend and spare CPUs of its cpu_budget), or the error / skip reason. Run from the repository root; docs/policies.md embeds the
 output between the ``<!-- policy-table -->`` markers (``--write`` updates it).
 """
 import os
@@ -59,8 +59,13 @@ def summary(topo, policy):
         if home is not None and any(node_of.get(c) != home for c in pool):
             off.append(str(npu["logic_id"]))
     allowed = len(cpulist.parse(topo["cpu"]["allowed"]))
-    return "%s: %d overlapping CPUs; off-node NPUs: %s; %d/%d CPUs used" % (
+    text = "%s: %d overlapping CPUs; off-node NPUs: %s; %d/%d CPUs used" % (
         plan["mode"], len(overlap), ",".join(off) or "none", len(seen), allowed)
+    budget = plan.get("cpu_budget")
+    if budget:  # strict: the rest of the process tree (frontends) and what is left
+        text += "; frontend %d, spare %d" % (len(cpulist.parse(budget["frontend"])),
+                                             len(cpulist.parse(budget["spare"])))
+    return text
 
 
 def table():

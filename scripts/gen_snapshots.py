@@ -24,6 +24,7 @@ if not os.path.lexists(LINK):
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.host import snapshot
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import cpu_topology
 
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "real")
 OUT = os.path.join(REPO, "tests", "snapshots")
@@ -75,8 +76,40 @@ class Host(object):
                 allowed or online, cpulist.format(int(n) for n in nodes) if nodes else "0"))
         for node, cpus in nodes.items():
             self.files["/sys/devices/system/node/node%s/cpulist" % node] = cpus + "\n"
+        # generic kernel files, synthesised on every host: no isolated / nohz_full CPUs
+        self.files["/sys/devices/system/cpu/isolated"] = "\n"
+        self.files["/sys/devices/system/cpu/nohz_full"] = "\n"
+        self.nodes = nodes
         self.irq_rows = []
         self.next_irq = 1024
+
+    def cpu_topology(self, distance=None, packages=None, siblings=None):
+        """sysfs that only a known machine can give: node distance rows (``distance``: the
+        ``numactl -H`` text of a table), ``physical_package_id`` of each node's first and last
+        CPU (``packages``: {node: id}, -1 for firmware that names none), and
+        ``thread_siblings_list`` of the first CPU of every core (``siblings``: a function
+        cpu -> its sibling CPUs)."""
+        if distance is not None:
+            table = cpu_topology.parse_numactl_distances(distance)
+            for node in self.nodes:
+                row = table[str(node)]
+                self.files["/sys/devices/system/node/node%s/distance" % node] = " ".join(
+                    str(row[k]) for k in sorted(row, key=int)) + "\n"
+        if packages is not None:
+            for node, cpus in self.nodes.items():
+                ids = cpulist.parse(cpus)
+                for cpu in (ids[0], ids[-1]):
+                    self.files["/sys/devices/system/cpu/cpu%d/topology/physical_package_id"
+                               % cpu] = "%d\n" % packages[int(node)]
+        if siblings is not None:
+            seen = set()
+            for cpu in cpulist.parse(self.online):
+                if cpu in seen:
+                    continue
+                group = sorted(siblings(cpu))
+                seen.update(group)
+                self.files["/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list"
+                           % cpu] = cpulist.format(group) + "\n"
 
     def lscpu_e(self, nodes):
         rows = []
@@ -126,6 +159,27 @@ def npu_irq_names():
 
 
 A2_LSCPU = "ascend/kunpeng920-192c-8numa_lscpu_via-collect-env_vllm-ascend-198.txt"
+# Real node-distance tables. No public A2 capture of its own table exists: the 4-socket Kunpeng
+# table (same 4 x 2-die layout) is PAIRED with the A2 hosts, and the EPYC NPS4 table with the
+# DGX-A100-class host (its own table was not published); the snapshots say so.
+KUNPENG_4P_DISTANCES = "cpu/kunpeng-4p-8numa_node-distances_opengauss-tpcc-case.txt"
+EPYC_NPS4_DISTANCES = "cpu/epyc-2p-nps4-8numa_node-distances_lkml-2019.txt"
+PLI_NUMACTL = "cpu/hgx-h100-princeton-pli_2x-xeon8468_ht-off_interleaved-numa_numactl-H.txt"
+
+
+def no_smt(cpu):
+    return [cpu]
+
+
+def kunpeng_4p(packages=True):
+    """Kunpeng 920 4-socket, 8 nodes of 24 CPUs, no SMT: the paired distance table; packages
+    node // 2 (two dies per socket, the table's 11-apart pairs), or -1 where the host's lscpu
+    prints ``Socket(s): -`` (firmware that names no package)."""
+    return {"distance": fixture(KUNPENG_4P_DISTANCES),
+            "packages": dict((n, n // 2 if packages else -1) for n in range(8)),
+            "siblings": no_smt}
+
+
 A2_TOPO = "ascend/a2-910b3x8_npu-smi-info-t-topo.txt"
 
 
@@ -166,7 +220,8 @@ def a2_topo(affinity):
 
 
 def ascend_host(name, info, mapped, topo, lscpu, nodes, chip_nodes, device, arch="aarch64",
-                tools=None, irqbalance=True, online=None, topo_result=None, comment=None):
+                tools=None, irqbalance=True, online=None, topo_result=None, comment=None,
+                cpu=None):
     from ansible_collections.npuops.fleet.plugins.module_utils.parse import npu_smi
     online = online or cpulist.format(c for v in nodes.values() for c in cpulist.parse(v))
     host = Host(name, arch, nodes, online, tools=tools if tools is not None else TOOLS_ALL,
@@ -176,6 +231,7 @@ def ascend_host(name, info, mapped, topo, lscpu, nodes, chip_nodes, device, arch
     host.commands["npu-smi info -t topo"] = topo_result or ok(topo)
     host.commands["lscpu"] = ok(lscpu)
     host.lscpu_e(nodes)
+    host.cpu_topology(**(cpu or {}))
     seen = set()
     for index, chip in enumerate(npu_smi.parse_info(info)["chips"]):
         bus = chip["bus_id"]
@@ -194,7 +250,19 @@ Real outputs, verbatim: npu-smi info 23.0.7 (vllm-ascend#198), npu-smi info -t t
 (ms-swift docs: NPU0/1 144-167, NPU2/3 96-119, NPU4/5 0-23, NPU6/7 48-71) and lscpu
 (vllm-ascend#198: node0 0-23 ... node7 168-191).
 Synthesised to agree with them: npu-smi info -m, sysfs node cpulists, PCI numa_node
-(6,6,4,4,0,0,2,2), msi_irqs, /proc/interrupts (scripts/gen_snapshots.py)."""
+(6,6,4,4,0,0,2,2), msi_irqs, /proc/interrupts (scripts/gen_snapshots.py).
+NODE DISTANCES ARE PAIRED, NOT CAPTURED: no public A2 capture of its distance table exists;
+node<N>/distance holds the real 4-socket Kunpeng table (openGauss TPCC case: dies of a socket 11
+apart, other sockets 24-32) of the same 4 x 2-die layout. physical_package_id is -1 (the lscpu
+prints "Socket(s): -"), thread_siblings_list one CPU each (Thread(s) per core: 1)."""
+
+A2I_COMMENT = """a2i-910b4x8: Atlas 800I A2, 8x 910B4, Kunpeng 920 5250 (4 sockets x 48 cores, 8 NUMA nodes).
+Real: npu-smi info 25.0.rc1.1, -m, lscpu. Synthesised: topo, sysfs, PCI, IRQs.
+NODE DISTANCES ARE PAIRED, NOT CAPTURED: the real 4-socket Kunpeng table (openGauss TPCC case)
+of the same 4 x 2-die layout; physical_package_id node // 2 (4 sockets, two dies each)."""
+
+# Xeon Platinum 8462Y+ (the mi300x host's lscpu): 2 sockets, a node each, SMT siblings N and N+64
+XEON_8462Y = {"packages": {0: 0, 1: 1}, "siblings": lambda cpu: [cpu % 64, cpu % 64 + 64]}
 
 A2_DESIGNDOC_COMMENT = """a2-designdoc: NOT A CAPTURE. The A2 layout of the vllm-ascend CPU binding design
 document: 4 NUMA nodes x 48 CPUs, CPU Affinity NPU0/2 144-167, NPU1/3 0-23,
@@ -211,7 +279,7 @@ def build_ascend():
     # The real machine, as it printed: topo and lscpu verbatim.
     ascend_host("a2-910b3x8", a2_info, a2_map("Ascend 910B3"), fixture(A2_TOPO),
                 fixture(A2_LSCPU), kp8, [6, 6, 4, 4, 0, 0, 2, 2], "0xd802",
-                comment=A2_REAL_COMMENT)
+                comment=A2_REAL_COMMENT, cpu=kunpeng_4p(packages=False))
 
     # The vllm-ascend design document's layout (not a capture): 4 x 48, NPU pairs 0/2, 1/3...
     kp4 = dict((str(n), "%d-%d" % (48 * n, 48 * n + 47)) for n in range(4))
@@ -227,7 +295,8 @@ def build_ascend():
                 fixture("ascend/atlas800i-a2-910b4x8_npu-smi-info-m.txt"), a2_topo(aff8),
                 fixture("ascend/atlas800i-a2-kunpeng920-5250-192c_lscpu.txt"), kp8,
                 [6, 6, 4, 4, 0, 0, 2, 2],
-                "0xd802", tools=dict((k, v) for k, v in TOOLS_ALL.items() if k != "migratepages"))
+                "0xd802", tools=dict((k, v) for k, v in TOOLS_ALL.items() if k != "migratepages"),
+                comment=A2I_COMMENT, cpu=kunpeng_4p())
 
     kp640 = dict((str(n), "%d-%d" % (80 * n, 80 * n + 79)) for n in range(8))
     a3_map = ["NPU ID  Chip ID  Chip Logic ID  Chip Phy-ID  Chip Name"]
@@ -244,7 +313,9 @@ def build_ascend():
     ascend_host("a3-16die", fixture("ascend/a3-16die_npu-smi-info_v25.3.rc1.txt"),
                 "\n".join(a3_map) + "\n", "\n".join(a3_topo) + "\n",
                 fixture("ascend/kunpeng920-7285z-640c-8numa_lscpu_via-collect-env_vllm-ascend-5825.txt"),
-                kp640, [n // 2 for n in range(16)], "0xd803")
+                kp640, [n // 2 for n in range(16)], "0xd803",
+                # 4 sockets x 2 nodes (lscpu); the SMT numbering and the distances are unknown
+                cpu={"packages": dict((n, n // 2) for n in range(8))})
 
     build_950()
     build_310p()
@@ -324,7 +395,7 @@ def build_310p():
             "NPU3       SYS        SYS        PIX        X          %s\n" % (
                 nodes["0"], nodes["0"], nodes["1"], nodes["1"]))
     ascend_host("atlas300-310p", info, mapped, topo, lscpu, nodes, [0, 0, 1, 1], "0xd500",
-                arch="x86_64", irqbalance=False)
+                arch="x86_64", irqbalance=False, cpu=XEON_8462Y)
 
 
 def build_910a():
@@ -340,7 +411,7 @@ def build_910a():
                "0000:b1:00.0": 5, "0000:b2:00.0": 5, "0000:da:00.0": 6, "0000:db:00.0": 6}
     ascend_host("a910a-9000", info, fixture("ascend/atlas800-9000-910a_npu-smi-info-m.txt"), "",
                 fixture("ascend/atlas800i-a2-kunpeng920-5250-192c_lscpu.txt"), nodes,
-                [node_of[b] for b in order], "0xd801",
+                [node_of[b] for b in order], "0xd801", cpu=kunpeng_4p(),
                 topo_result={"rc": 255, "stdout": "",
                              "stderr": "This device does not support querying topo.\n"})
     target = os.path.join(OUT, "a910a-9000")
@@ -356,13 +427,7 @@ def _add_commands(target, extra):
     commands = dict(data["commands"])
     for key, text in extra.items():
         commands[key] = ok(text)
-    files = {}
-    for root, _dirs, names in os.walk(os.path.join(target, "fs")):
-        for name in names:
-            path = os.path.join(root, name)
-            host_path = "/" + os.path.relpath(path, os.path.join(target, "fs"))
-            with open(path, encoding="utf-8") as handle:
-                files[host_path] = handle.read()
+    files = snapshot.fs_files(target)  # host paths (on-disk names are escaped)
     shutil.rmtree(target)
     snapshot.save(target, hostname=data["hostname"], arch=data["arch"], captured_at=data["captured_at"],
                   env=data["env"], commands=commands, links=data["links"], tools=data["tools"],
@@ -370,9 +435,10 @@ def _add_commands(target, extra):
 
 
 def nvidia_host(name, topo_fixture, nodes, online, lscpu, gpu_buses, gpu_nodes, nics,
-                allowed=None, tpc=2):
+                allowed=None, tpc=2, cpu=None, comment=None, ports=None):
     host = Host(name, "x86_64", nodes, online, allowed=allowed,
-                tools=dict(TOOLS_ALL, **{"nvidia-smi": "/usr/bin/nvidia-smi"}))
+                tools=dict(TOOLS_ALL, **{"nvidia-smi": "/usr/bin/nvidia-smi"}), comment=comment)
+    host.cpu_topology(**(cpu or {}))
     del host.tools["npu-smi"]
     host.commands["nvidia-smi topo -m"] = ok(fixture(topo_fixture))
     host.commands["nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader"] = ok(
@@ -388,6 +454,12 @@ def nvidia_host(name, topo_fixture, nodes, online, lscpu, gpu_buses, gpu_nodes, 
         host.links[dev] = "/sys/devices/pci0000:%s/%s" % (bus[5:7], bus)
         host.files[dev + "/numa_node"] = "%d\n" % node
         host.files[dev + "/net/%s/ifindex" % netdev] = "%d\n" % (10 + int(nic_name.split("_")[1]))
+        if ports and nic_name in ports:
+            state, rate, layer = ports[nic_name]
+            port = "/sys/class/infiniband/%s/ports/1/" % nic_name
+            host.files[port + "state"] = state + "\n"
+            host.files[port + "rate"] = rate + "\n"
+            host.files[port + "link_layer"] = layer + "\n"
     host.finish()
 
 
@@ -410,7 +482,11 @@ def build_nvidia():
                 "nvidia/dgx-a100-class_8xA100-SXM_epyc7742-nps4_10nic_drv525_nvidia-smi-topo-m.txt",
                 epyc, "0-255", fixture("cpu/dgx-a100-class_2x-epyc7742_nps4_256cpu_lscpu.txt"),
                 dgx_gpus, [3, 3, 1, 1, 7, 7, 5, 5],
-                [("mlx5_%d" % n, nic_bus[n], nic_nodes[n], "ibp%ds0" % (n + 12)) for n in range(10)])
+                [("mlx5_%d" % n, nic_bus[n], nic_nodes[n], "ibp%ds0" % (n + 12)) for n in range(10)],
+                cpu={"distance": fixture(EPYC_NPS4_DISTANCES),
+                     "packages": dict((n, n // 4) for n in range(8)),
+                     "siblings": lambda cpu: [cpu % 128, cpu % 128 + 128]},
+                comment=DGX_COMMENT, ports=DGX_PORTS)
 
     one = {"0": "0-191"}
     h100_gpus = ["0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0",
@@ -433,7 +509,10 @@ def build_nvidia():
                  "0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0"],
                 [0, 0, 0, 0, 1, 1, 1, 1],
                 [("mlx5_%d" % n, pli_nics[n], [0, 0, 0, 1, 1, 1][n], "ib%d" % n) for n in range(6)],
-                allowed="1", tpc=1)
+                allowed="1", tpc=1,
+                # its real numactl -H distances (10/21); HT off; a socket per node
+                cpu={"distance": fixture(PLI_NUMACTL), "packages": {0: 0, 1: 1},
+                     "siblings": no_smt})
 
     pcie_nodes = {"0": "0-31,64-95", "1": "32-63,96-127"}
     nvidia_host("pcie-8gpu", "nvidia/pcie-8gpu_no-nvlink_no-nic_odd-cpu-range_nvidia-smi-topo-m.txt",
@@ -443,10 +522,24 @@ def build_nvidia():
                 [0, 0, 0, 0, 1, 1, 1, 1], [])
 
 
+# RDMA ports (synthesised): 8 compute HCAs HDR 200 Gb/s InfiniBand, the dual-port storage card
+# (mlx5_8 / mlx5_9 on 0000:e1:00.0 / .1) Ethernet with its second port down.
+DGX_PORTS = dict([("mlx5_%d" % n, ("4: ACTIVE", "200 Gb/sec (4X HDR)", "InfiniBand"))
+                  for n in range(8)] +
+                 [("mlx5_8", ("4: ACTIVE", "100 Gb/sec (2X HDR)", "Ethernet")),
+                  ("mlx5_9", ("1: DOWN", "40 Gb/sec (4X QDR)", "Ethernet"))])
+
+DGX_COMMENT = """dgx-a100: 8x A100 SXM, 2x EPYC 7742 in NPS4 (8 NUMA nodes, SMT siblings N and N+128).
+Real: nvidia-smi topo -m and the host's lscpu. Synthesised: bus ids, NIC sysfs, IRQs.
+NODE DISTANCES ARE PAIRED, NOT CAPTURED: the real 2-socket EPYC NPS4 table (LKML 2019: 16
+within a socket, 32 across); the host's own table was not published."""
+
+
 def build_none():
     nodes = {"0": cpulist.format(range(0, 128, 2)), "1": cpulist.format(range(1, 128, 2))}
     host = Host("x86-none", "x86_64", nodes, "0-127",
                 tools=dict((k, v) for k, v in TOOLS_ALL.items() if k not in ("npu-smi", "migratepages")))
+    host.cpu_topology(**XEON_8462Y)
     host.commands["lscpu"] = ok(fixture("cpu/mi300x-host_2x-xeon8462y+_interleaved-numa_128cpu_lscpu.txt"))
     host.lscpu_e(nodes)
     host.finish()

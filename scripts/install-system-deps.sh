@@ -1,39 +1,57 @@
 #!/usr/bin/env bash
-# Install the system packages the tests, the demo and the linters need (Debian/Ubuntu).
+# Install the system packages a make target needs (Debian/Ubuntu), and only those.
+# Usage: scripts/install-system-deps.sh [GROUP...]     (default: test)
+#   venv      python3-venv, only where the system Python lacks venv's pip bootstrap (ensurepip);
+#             the demo needs nothing else: Python and pip (`make demo`, `make venv`)
+#   molecule  debootstrap (the Debian chroot scenario), procps
+#   sanity    rsync (scripts/sanity.sh copies the tree)
+#   test      everything `make test` uses: the groups above plus shellcheck, openssh-server and
+#             -client (the SSH test), chromium (the report in a browser), numactl
 # Idempotent: asks dpkg what is missing first, runs `apt-get update` at most once and only
 # when something has to be installed. Skips with a message when not root or without apt.
 set -euo pipefail
 
-PACKAGES=(shellcheck openssh-server openssh-client chromium numactl debootstrap rsync procps prometheus)
-
 log() { printf 'deps: %s\n' "$*"; }
 
-if ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg-query >/dev/null 2>&1; then
-    log "no apt-get/dpkg here: skipping system packages (${PACKAGES[*]}); install them by hand"
-    exit 0
-fi
-
-missing=()
-for pkg in "${PACKAGES[@]}"; do
-    status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
-    if [[ "$status" != *"install ok installed"* ]]; then
-        missing+=("$pkg")
-    fi
+groups=("$@")
+[[ ${#groups[@]} -eq 0 ]] && groups=(test)
+PACKAGES=()
+for group in "${groups[@]}"; do
+    case "$group" in
+        venv) ;;
+        molecule) PACKAGES+=(debootstrap procps) ;;
+        sanity) PACKAGES+=(rsync) ;;
+        test) PACKAGES+=(shellcheck openssh-server openssh-client chromium numactl debootstrap rsync procps) ;;
+        *) log "unknown group '$group' (venv, molecule, sanity, test)"; exit 2 ;;
+    esac
 done
 
+missing=()
 # Debian/Ubuntu's system Python ships venv's pip bootstrap separately (make venv needs it).
 if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import ensurepip' >/dev/null 2>&1 \
     && [[ "$(command -v python3)" == /usr/bin/* ]]; then
     missing+=(python3-venv)
 fi
 
-if [[ ${#missing[@]} -eq 0 ]]; then
-    log "all system packages present (${PACKAGES[*]})"
+if [[ ${#PACKAGES[@]} -gt 0 ]] && { ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg-query >/dev/null 2>&1; }; then
+    log "no apt-get/dpkg here: skipping system packages (${PACKAGES[*]}); install them by hand"
     exit 0
 fi
 
-if [[ "$(id -u)" -ne 0 ]]; then
-    log "not root: cannot install missing packages: ${missing[*]}"
+for pkg in ${PACKAGES[@]+"${PACKAGES[@]}"}; do
+    status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+    if [[ "$status" != *"install ok installed"* && " ${missing[*]} " != *" $pkg "* ]]; then
+        missing+=("$pkg")
+    fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+    log "nothing to install for ${groups[*]}${PACKAGES[*]:+ (${PACKAGES[*]} present)}"
+    exit 0
+fi
+
+if [[ "$(id -u)" -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+    log "cannot install missing packages here: ${missing[*]}"
     log "run: sudo apt-get install -y ${missing[*]}"
     exit 0
 fi

@@ -20,7 +20,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.npuops.fleet.plugins.plugin_utils.ansible_data import to_plain
+from ansible_collections.npuops.fleet.plugins.plugin_utils.ansible_data import plain_dicts, to_plain
 from ansible_collections.npuops.fleet.plugins.plugin_utils.rails import rail_check
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import analysis as _report
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import html as _html
@@ -39,7 +39,8 @@ def fleet_report(hosts, rails=None):
         plans = dict((name, (entry or {}).get("plan_strict") if isinstance(entry, dict) else None)
                      for name, entry in hosts.items())
         rails = rail_check(plans, shapes=_report.rail_shapes(hosts))
-    return _report.build_report(hosts, None if rails is None else to_plain(rails))
+    # plain dicts: Ansible's variable storage warns on every OrderedDict
+    return plain_dicts(_report.build_report(hosts, None if rails is None else to_plain(rails)))
 
 
 def _as_report(value, name):

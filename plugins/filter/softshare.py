@@ -36,7 +36,7 @@ def softshare_place(fleet_facts_by_host, allocations=None, job=None, rules="ship
         _fail("softshare_place", "a job {aicore_quota, hbm_quota, policy, replicas} is required")
     try:
         return scheduler.place(to_plain(fleet_facts_by_host), to_plain(allocations), to_plain(job),
-                                rules=str(rules))
+                               rules=str(rules))
     except NpuopsError as err:
         _fail("softshare_place", err)
 

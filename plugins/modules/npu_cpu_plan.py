@@ -18,6 +18,10 @@ description:
     keeps the requested ones, so independent services never collide. C(policy=vllm_ascend)
     reproduces vllm-ascend's own in-process allocator exactly, defects included, to predict
     what its binding will do. See C(docs/policies.md).
+  - C(policy=strict) places the whole process tree - each instance gets a C(frontend) for its
+    API server, EngineCore and tokenizer processes, on the nearest CPUs no worker holds (same
+    package first, by the NUMA distance table), or carved from its workers' main CPUs where the
+    workers hold every CPU (A3) - and accounts for every allowed CPU in C(cpu_budget).
   - On NVIDIA hosts it plans a pool per GPU from its NUMA node and pairs GPUs with RDMA NICs.
   - Pure computation, nothing on the host changes; C(changed) is always false.
 options:
@@ -67,6 +71,13 @@ options:
   nics_regex:
     description: NVIDIA hosts, a regex the RDMA NIC names must fully match; exclusive with O(nics).
     type: str
+  frontend_cpus:
+    description:
+      - C(policy=strict) and NVIDIA hosts, the most CPUs (whole SMT cores) an instance's
+        C(frontend) gets; what it leaves goes to C(cpu_budget.spare). V(0) plans no frontend.
+      - Default - every free CPU of the nodes nearest to the instance's devices, or, where no
+        CPU is free, 2 + (number of devices) cores carved from its workers' main CPUs.
+    type: int
 extends_documentation_fragment:
   - npuops.fleet.attributes
 attributes:
@@ -83,6 +94,13 @@ notes:
   - Under C(policy=vllm_ascend) the two services of the RV(cpu_map) sample (NPU0 and NPU2 in a
     container with cpuset 144-191) get 144-155 and 156-167, and CPUs 168-191 stay unused; the
     strict plan gives them 144-167 and 168-191.
+  - "Frontend and budget on the real A2 host (8 x 910B3, 8 NUMA nodes of 24 CPUs, NPUs on nodes
+    6, 4, 0 and 2) with instances C(svc0) (NPUs 0-3) and C(svc1) (NPUs 4-7) - each NPU 12 CPUs
+    on its node; C(svc0.frontend) C(120-143,168-191) (nodes 5 and 7, the sibling dies of its
+    nodes 4 and 6), C(svc1.frontend) C(24-47,72-95); C(cpu_budget.spare) empty."
+  - Where a home node lacks room the NPU borrows from the nearest node no NPU calls home, never
+    from another package while its own has free CPUs; its C(numa_nodes) (the memory target)
+    stay its home node, C(pool_nodes) say where its CPUs are.
 seealso:
   - module: npuops.fleet.npu_topology_facts
   - module: npuops.fleet.npu_irq_affinity
@@ -138,13 +156,35 @@ plan:
     npus:
       description:
         - Per logic NPU id, C(pool), C(pool_order) (positional order), C(numa_nodes),
-          C(irq), C(main), C(acl), C(release); strict adds C(home_node) and C(locality).
+          C(irq), C(main), C(acl), C(release); strict adds C(home_node), C(locality) and
+          C(pool_nodes) (the nodes of the pool's CPUs; C(numa_nodes), the memory target, is the
+          home node).
         - The sample is NPU0 of the RV(cpu_map) sample.
       type: dict
       sample: {"0": {"pool": "144-167", "pool_order": "144-167", "numa_nodes": [3], "irq": "144-145",
                "main": "146-165", "acl": "166", "release": "167", "home_node": 3,
-               "locality": "affinity"}}
-    instances: {description: 'Per instance its npus, main, pool, numa_nodes and env.', type: dict}
+               "locality": "affinity", "pool_nodes": [3]}}
+    instances:
+      description:
+        - Per instance its npus, main, pool, numa_nodes and env; C(policy=strict) and NVIDIA
+          hosts add C(frontend) (cpulist for the API server, EngineCore and tokenizers),
+          C(frontend_nodes) and C(frontend_source) (C(free), C(carved) from the workers' main
+          CPUs, or C(none)).
+      type: dict
+      sample: {"svc0": {"npus": [0, 1, 2, 3], "main": "98-105,110-117,146-153,158-165",
+               "pool": "96-119,144-167", "numa_nodes": [4, 6],
+               "env": {"ASCEND_RT_VISIBLE_DEVICES": "0,1,2,3"}, "frontend": "120-143,168-191",
+               "frontend_nodes": [5, 7], "frontend_source": "free"}}
+    cpu_budget:
+      description:
+        - C(policy=strict) and NVIDIA hosts, cpulists that together are exactly the allowed
+          CPUs - C(workers) (every device's pool, the Ascend 950 UVB set), C(frontend),
+          C(reserved) (O(reserved_cpus) and isolated / nohz_full CPUs no worker holds) and
+          C(spare) (left to the OS and NIC IRQs).
+      type: dict
+      returned: policy strict, NVIDIA hosts
+      sample: {"workers": "0-23,48-71,96-119,144-167", "frontend": "24-47,72-95,120-143,168-191",
+               "reserved": "", "spare": ""}
     gpus: {description: 'Per GPU pool, numa_node, nic and link (NVIDIA).', type: dict}
     env: {description: Node-wide launch environment (NVIDIA)., type: dict}
     uvb: {description: Ascend 950 CPUs for the UVB poll threads., type: str, returned: Ascend 950}
@@ -152,14 +192,16 @@ plan:
     warnings: {description: Things to look at., type: list}
 cpu_map:
   description:
-    - ASCII CPU map of the plan (a row per NUMA node, a row per NPU with its roles).
+    - ASCII CPU map of the plan (a row per NUMA node, a row per NPU with its roles; strict and
+      NVIDIA plans also mark frontend, reserved and spare CPUs and add a row per instance
+      frontend).
     - The sample is the strict plan of an A2 host (Kunpeng 920, 4 x 48 CPUs, 8 x 910B) in a
       container with cpuset 144-191, NPU0 and NPU2 (affinity 144-167) as two independent services.
   returned: success
   type: str
   sample: |-
     CPU map: policy strict, mode topo_affinity
-    I=IRQ M=main A=ACL R=release W=950 worker U=UVB !=in two pools .=allowed, unused x=not allowed
+    I=IRQ M=main A=ACL R=release W=950 worker U=UVB G=GPU pool F=frontend r=reserved !=in two pools .=spare x=not allowed
     node 0   0-47     xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
     node 1   48-95    xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
     node 2   96-143   xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
@@ -180,7 +222,8 @@ def plan_host(module):
         params["topology"], policy=params["policy"], npus=params["npus"],
         instances=params["instances"], device_type=params["device_type"],
         allowed_cpus=params["allowed_cpus"], reserved_cpus=params["reserved_cpus"],
-        nics=params["nics"] if params["nics"] is not None else params["nics_regex"])
+        nics=params["nics"] if params["nics"] is not None else params["nics_regex"],
+        frontend_cpus=params["frontend_cpus"])
     return dict(changed=False, plan=plan, cpu_map=cpumap.render_text(plan, params["topology"]))
 
 
@@ -195,6 +238,7 @@ def main():
         reserved_cpus=dict(type="str"),
         nics=dict(type="list", elements="str"),
         nics_regex=dict(type="str"),
+        frontend_cpus=dict(type="int"),
     ), plan_host, prefix="npu_cpu_plan: ", mutually_exclusive=[("nics", "nics_regex")])
 
 

@@ -29,3 +29,28 @@ def to_plain(value):
     if isinstance(value, float):
         return float(value)
     return str(value)
+
+
+def plain_dicts(value, _seen=None):
+    """``value`` with every dict subclass (``OrderedDict``) as a plain ``dict`` (order kept)
+    and tuples as lists, for Ansible's variable storage, which warns on ``OrderedDict``.
+
+    A container that occurs several times (the report shares the nested values of identical
+    hosts) is converted once and stays shared.
+    """
+    if _seen is None:
+        _seen = {}
+    if isinstance(value, dict):
+        done = _seen.get(id(value))
+        if done is None:
+            done = _seen[id(value)] = {}
+            for key, item in value.items():
+                done[key] = plain_dicts(item, _seen)
+        return done
+    if isinstance(value, (list, tuple)):
+        done = _seen.get(id(value))
+        if done is None:
+            done = _seen[id(value)] = []
+            done.extend(plain_dicts(item, _seen) for item in value)
+        return done
+    return value

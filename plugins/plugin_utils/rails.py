@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """GPU rail consistency across hosts (controller side): ``rail_check`` behind the
 ``npuops.fleet.rail_check`` filter, and the majority vote the fleet report's own comparison
-(``report.analysis.analyse_rails``) shares with it: among hosts of one shape, the GPU -> NIC
+(``report.gpu_rails.analyse_rails``) shares with it: among hosts of one shape, the GPU -> NIC
 mapping most of them share is the majority; a host with another mapping differs on each GPU
 whose NIC is not the majority's.
 """

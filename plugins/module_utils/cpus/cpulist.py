@@ -3,6 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Linux cpulist strings ("0-3,8,10-11") to and from lists of CPU ids.
 
+CPU ids are bounded by the kernel's own limit: ``MAX_CPUS`` (8192, the largest ``NR_CPUS``
+Linux builds with, ``CONFIG_MAXSMP``), so ids run from 0 to 8191; a cpulist may name at
+most ``MAX_IDS`` ids in all (duplicates counted). Anything beyond is a ParseError naming the
+source and the value, never a list that fills the memory.
+
 Pure functions, standard library only, importable on Python 3.7.
 """
 
@@ -17,6 +22,28 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseEr
 # One item of a cpulist: "N" or "N-M"; the kernel also allows "N-M:S/G" (stride) in
 # cpusets written by users, which we accept on input.
 _ITEM = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*(?::\s*(\d+)\s*/\s*(\d+)\s*)?)?\Z")
+MAX_CPUS = 8192             # CPU ids 0..8191 (Linux NR_CPUS is at most 8192)
+MAX_IDS = 4 * MAX_CPUS      # ids one cpulist may expand to, duplicates included
+
+
+def cpu_id(text, source, whole):
+    """A CPU id from its decimal text; ParseError naming ``source`` and ``whole`` beyond
+    ``MAX_CPUS - 1``."""
+    if not text.isdecimal():
+        raise ParseError(source, "%r in %r is not a CPU id" % (text[:12], _short(whole)))
+    if len(text) > 5 or int(text) >= MAX_CPUS:
+        raise ParseError(source, "CPU id %s in %r is beyond the kernel's limit (%d)"
+                         % (text[:12] + ("..." if len(text) > 12 else ""), _short(whole),
+                            MAX_CPUS - 1))
+    return int(text)
+
+
+def _short(text):
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def too_many(source, text):
+    return ParseError(source, "%r names more than %d CPUs" % (_short(text), MAX_IDS))
 
 
 def parse_ordered(text, source="cpulist"):
@@ -36,18 +63,21 @@ def parse_ordered(text, source="cpulist"):
     for part in text.split(","):
         m = _ITEM.match(part)
         if not m:
-            raise ParseError(source, "invalid cpulist item %r in %r" % (part.strip(), text))
-        lo = int(m.group(1))
-        hi = int(m.group(2)) if m.group(2) is not None else lo
+            raise ParseError(source, "invalid cpulist item %r in %r"
+                             % (_short(part.strip()), _short(text)))
+        lo = cpu_id(m.group(1), source, text)
+        hi = cpu_id(m.group(2), source, text) if m.group(2) is not None else lo
         if hi < lo:
-            raise ParseError(source, "descending range %r in %r" % (part.strip(), text))
+            raise ParseError(source, "descending range %r in %r" % (part.strip(), _short(text)))
         if m.group(3) is not None:
-            used, group = int(m.group(3)), int(m.group(4))
+            used, group = cpu_id(m.group(3), source, text), cpu_id(m.group(4), source, text)
             if group == 0 or used == 0 or used > group:
-                raise ParseError(source, "invalid stride %r in %r" % (part.strip(), text))
+                raise ParseError(source, "invalid stride %r in %r" % (part.strip(), _short(text)))
             cpus.extend(c for c in range(lo, hi + 1) if (c - lo) % group < used)
         else:
             cpus.extend(range(lo, hi + 1))
+        if len(cpus) > MAX_IDS:
+            raise too_many(source, text)
     return cpus
 
 
@@ -138,10 +168,13 @@ def from_mask(text, source="mask"):
     if not text:
         return []
     value = 0
-    for group in text.split(","):
+    groups = text.split(",")
+    if len(groups) > MAX_CPUS // 32:
+        raise ParseError(source, "mask %r has more than %d CPUs" % (_short(text), MAX_CPUS))
+    for group in groups:
         group = group.strip()
         if not re.match(r"^[0-9a-fA-F]{1,8}\Z", group):
-            raise ParseError(source, "invalid mask group %r in %r" % (group, text))
+            raise ParseError(source, "invalid mask group %r in %r" % (group, _short(text)))
         value = (value << 32) | int(group, 16)
     cpus = []
     cpu = 0

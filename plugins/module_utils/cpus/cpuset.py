@@ -27,6 +27,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseEr
 
 
 _INF = float("inf")
+_MAX_CPUS = cpulist.MAX_CPUS
 
 
 def _join(runs):
@@ -225,27 +226,36 @@ def parse_ordered(text, source="cpulist"):
     """
     if isinstance(text, str) and text:
         first, dash, last = text.partition("-")
-        if dash and first.isdecimal() and last.isdecimal():
+        if dash and first.isdecimal() and last.isdecimal() and len(first) < 5 and len(last) < 5:
             # one "N-M" range: the usual NUMA node, topo affinity or allowed CPUs
             lo, hi = int(first), int(last)
-            if lo <= hi:
+            if lo <= hi < _MAX_CPUS:
                 return CpuSeq(((lo, hi),))
         runs = []
+        size = 0
         for part in text.split(","):
-            if part.isdecimal():
+            if part.isdecimal() and len(part) < 5:
                 cpu = int(part)
+                if cpu >= _MAX_CPUS:
+                    break
                 runs.append((cpu, cpu))
+                size += 1
                 continue
             first, dash, last = part.partition("-")
             # "N-M" only: a second "-" leaves a non-decimal ``last``
-            if not dash or not first.isdecimal() or not last.isdecimal():
+            if not dash or not first.isdecimal() or not last.isdecimal() or len(first) > 4 \
+                    or len(last) > 4:
                 break
             lo, hi = int(first), int(last)
-            if hi < lo:
+            if hi < lo or hi >= _MAX_CPUS:
                 break
             runs.append((lo, hi))
+            size += hi - lo + 1
         else:
+            if size > cpulist.MAX_IDS:
+                raise cpulist.too_many(source, text)
             return CpuSeq(runs) if len(runs) == 1 else CpuSeq.from_runs(runs)
+    # blanks, strides and every error: the reference parser (bounds and messages there)
     return CpuSeq.from_cpus(cpulist.parse_ordered(text, source))
 
 
@@ -266,14 +276,21 @@ def parse_option(value, source="cpulist"):
         value = [value]
     if not isinstance(value, (list, tuple, set, frozenset)):
         raise ParseError(source, "%r is neither a cpulist nor a list of CPU ids" % (value,))
+    if len(value) > cpulist.MAX_IDS:
+        raise ParseError(source, "more than %d CPU ids" % cpulist.MAX_IDS)
     cpus = set()
     for item in value:
         if isinstance(item, bool) or not (isinstance(item, int) or
                                           (isinstance(item, str) and item.isdecimal())):
             raise ParseError(source, "%r is not a CPU id" % (item,))
-        if int(item) < 0:
+        if isinstance(item, str):
+            item = cpulist.cpu_id(item, source, item)
+        if item < 0:
             raise ParseError(source, "%r is not a CPU id" % (item,))
-        cpus.add(int(item))
+        if item >= _MAX_CPUS:
+            raise ParseError(source, "CPU id %d is beyond the kernel's limit (%d)"
+                             % (item, _MAX_CPUS - 1))
+        cpus.add(item)
     return CpuSeq.from_cpus(sorted(cpus))
 
 

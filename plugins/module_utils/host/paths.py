@@ -81,17 +81,28 @@ def close(fd):
 
 
 def _is_link_errno(err):
-    # O_NOFOLLOW on a symlink: ELOOP (Linux); O_DIRECTORY on anything else: ENOTDIR.
+    # O_NOFOLLOW on a symlink: ELOOP (Linux; with O_DIRECTORY too it may be ENOTDIR)
     return err.errno == errno.ELOOP
+
+
+def _dir_refusal(err, dir_fd, name):
+    """Why ``os.open(name, O_DIRECTORY | O_NOFOLLOW)`` failed: "symlink", "notdir" or None
+    (another error, to be raised as it is)."""
+    if err.errno not in (errno.ELOOP, errno.ENOTDIR):
+        return None
+    st = lstat_at(dir_fd, name)
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        return "symlink"
+    return "notdir"
 
 
 def open_dirs(root_fd, parts, label, create_mode=None, created=None, error=None, prefix="/"):
     """Directory fd of ``root/<parts>``, each component opened with O_NOFOLLOW from its parent.
 
     A symlink on the way raises ``error(label, "<prefix><components> is a symlink")``
-    (UnsafePathError by default), a non-directory ``error(label, "... is not a directory")``. A missing
-    component raises FileNotFoundError, unless ``create_mode`` is given: it is then created
-    with that mode (exactly: umask undone) and its host path appended to ``created``.
+    (UnsafePathError by default), a non-directory ``error(label, "... is not a directory")``.
+    A missing component raises FileNotFoundError, unless ``create_mode`` is given: it is then
+    created with that mode (exactly: umask undone) and its host path appended to ``created``.
     The caller closes the returned fd; ``root_fd`` stays open.
     """
     error = error or UnsafePathError
@@ -115,19 +126,20 @@ def open_dirs(root_fd, parts, label, create_mode=None, created=None, error=None,
                     try:
                         nxt = os.open(part, DIR_FLAGS | NOFOLLOW, dir_fd=fd)
                     except OSError as op_err:
-                        if _is_link_errno(op_err):
+                        if _dir_refusal(op_err, fd, part) == "symlink":
                             raise error(label, "%s%s is a symlink" % (prefix, "/".join(walked)))
                         raise
                     if made:
                         os.fchmod(nxt, create_mode)
                         if created is not None:
                             created.append("/" + "/".join(walked))
-                elif _is_link_errno(err):
-                    raise error(label, "%s%s is a symlink" % (prefix, "/".join(walked)))
-                elif err.errno == errno.ENOTDIR:
-                    raise error(label, "%s%s is not a directory" % (prefix, "/".join(walked)))
                 else:
-                    raise
+                    refusal = _dir_refusal(err, fd, part)
+                    if refusal is None:
+                        raise
+                    raise error(label, "%s%s is %s" % (prefix, "/".join(walked), "a symlink"
+                                                        if refusal == "symlink" else
+                                                        "not a directory"))
             os.close(fd)
             fd = nxt
         return fd
@@ -252,11 +264,12 @@ def temp_name():
     return "%s%s.tmp" % (TEMP_PREFIX, binascii.hexlify(os.urandom(8)).decode("ascii"))
 
 
-def write_atomic_at(dir_fd, name, data, mode=0o644, uid=None, gid=None):
+def write_atomic_at(dir_fd, name, data, mode=0o644, uid=None, gid=None, fsync=True):
     """Write ``data`` (bytes) as ``name`` in ``dir_fd``: a new temporary file (O_EXCL,
-    O_NOFOLLOW) is written, fsync'ed, given ``mode``/owner and renamed over ``name``, then the
-    directory is fsync'ed. ``rename`` replaces a symlink planted at ``name`` instead of
-    writing through it; a reader sees the old file or the new one, never a part."""
+    O_NOFOLLOW) is written, fsync'ed (unless ``fsync=False``), given ``mode``/owner and renamed
+    over ``name``. ``rename`` replaces a symlink planted at ``name`` instead of writing
+    through it; a reader sees the old file or the new one, never a part (a process killed
+    midway leaves at most a ``.npuops-*.tmp`` file, which readers skip)."""
     tmp = temp_name()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | os.O_CLOEXEC, 0o600,
                  dir_fd=dir_fd)
@@ -265,7 +278,8 @@ def write_atomic_at(dir_fd, name, data, mode=0o644, uid=None, gid=None):
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
-            os.fsync(fd)
+            if fsync:
+                os.fsync(fd)
             if uid is not None or gid is not None:
                 os.fchown(fd, -1 if uid is None else uid, -1 if gid is None else gid)
             os.fchmod(fd, mode)
@@ -278,7 +292,79 @@ def write_atomic_at(dir_fd, name, data, mode=0o644, uid=None, gid=None):
         except OSError:
             pass
         raise
+
+
+def _ours(st):
+    return st.st_uid in (0, os.geteuid())
+
+
+def open_private_dir(path, mode=0o755, error=None, label=None):
+    """fd of directory ``path`` to write files into that nobody else can change: created
+    (``mode``, missing parents too) or verified.
+
+    The path is walked from ``/`` one component at a time. A symlink on the way is followed
+    only when it and the directory holding it belong to root or to this user and that
+    directory is not writable by group or others, or is sticky (nobody else could have planted
+    or replaced it); an
+    existing last directory must belong to root or this user and not be writable by group or
+    others. Refusals raise ``error(label, msg)`` (UnsafePathError by default).
+    """
+    error = error or UnsafePathError
+    label = label or path
+    if not isinstance(path, str) or not path or "\x00" in path:
+        raise error(repr(path), "a directory path must be a non-empty string")
+    parts = [p for p in os.path.normpath(os.path.abspath(path)).split("/") if p]
+    fd = os.open("/", DIR_FLAGS)
+    done = []
+    links = 0
     try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
+        while parts:
+            part = parts.pop(0)
+            try:
+                nxt = os.open(part, DIR_FLAGS | NOFOLLOW, dir_fd=fd)
+            except OSError as err:
+                shown = "/" + "/".join(done + [part])
+                if err.errno == errno.ENOENT:
+                    try:
+                        os.mkdir(part, 0o700, dir_fd=fd)
+                    except OSError as mk_err:
+                        if mk_err.errno != errno.EEXIST:
+                            raise
+                        parts.insert(0, part)  # someone else made it: look again
+                        continue
+                    nxt = os.open(part, DIR_FLAGS | NOFOLLOW, dir_fd=fd)
+                    os.fchmod(nxt, mode)
+                elif _dir_refusal(err, fd, part) == "symlink":
+                    parent = os.fstat(fd)
+                    link = lstat_at(fd, part)
+                    # like fs.protected_symlinks: ours, in a directory only we can change (or a
+                    # sticky one, where nobody else can replace our link)
+                    shared = parent.st_mode & 0o022 and not parent.st_mode & stat.S_ISVTX
+                    if link is None or not _ours(parent) or shared or not _ours(link):
+                        raise error(label, "%s is a symlink others could have planted" % shown)
+                    links += 1
+                    if links > MAX_LINKS:
+                        raise error(label, "too many symlinks resolving %s" % shown)
+                    target = os.readlink(part, dir_fd=fd)
+                    new = os.path.normpath(os.path.join("/" + "/".join(done), target))
+                    parts = [p for p in new.split("/") if p] + parts
+                    os.close(fd)
+                    fd = os.open("/", DIR_FLAGS)
+                    done = []
+                    continue
+                elif _dir_refusal(err, fd, part) == "notdir":
+                    raise error(label, "%s is not a directory" % shown)
+                else:
+                    raise
+            os.close(fd)
+            fd = nxt
+            done.append(part)
+        st = os.fstat(fd)
+        if not _ours(st) or st.st_mode & 0o022:
+            raise error(label, "%s belongs to uid %d or is writable by others (mode %04o): "
+                        "not a safe place to write" % ("/" + "/".join(done), st.st_uid,
+                                                       stat.S_IMODE(st.st_mode)))
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise

@@ -269,7 +269,7 @@ def _save(writer, hostname, arch, captured_at, env, commands, links, tools, file
         dir_fd = writer.dir(fs_parts(path))
         try:
             if not os.listdir(dir_fd):
-                paths.write_atomic_at(dir_fd, KEEP, b"", 0o644)
+                paths.write_atomic_at(dir_fd, KEEP, b"", 0o644, fsync=False)
         finally:
             writer.close_dir(dir_fd)
     header = "".join(("# " + line).rstrip() + "\n" for line in (comment or "").splitlines())
@@ -277,6 +277,11 @@ def _save(writer, hostname, arch, captured_at, env, commands, links, tools, file
 
 
 KEEP = ".snapshot-keep"
+
+
+def hidden(name):
+    """True for names no reader lists: the keep marker and a write's leftover temporary."""
+    return name == KEEP or (name.startswith(paths.TEMP_PREFIX) and name.endswith(".tmp"))
 
 
 def fs_parts(path):
@@ -306,7 +311,8 @@ class _Writer(object):
     def write(self, parts, text):
         dir_fd = self.dir(parts[:-1])
         try:
-            paths.write_atomic_at(dir_fd, parts[-1], text.encode("utf-8"), 0o644)
+            # atomic against a killed process; no fsync: a snapshot is not a host's config
+            paths.write_atomic_at(dir_fd, parts[-1], text.encode("utf-8"), 0o644, fsync=False)
         finally:
             os.close(dir_fd)
 
@@ -341,7 +347,7 @@ def fs_files(directory):
                 finally:
                     os.close(sub)
             elif stat.S_ISREG(st.st_mode):
-                if name == KEEP:
+                if hidden(name):
                     continue
                 data, problem = paths.read_at(dir_fd, name)
                 if problem is not None or data is None:
@@ -381,7 +387,7 @@ def copy_host_tree(directory, dest):
             os.makedirs(target)
         for name in sorted(os.listdir(src_fd)):
             st = paths.lstat_at(src_fd, name)
-            if st is None or name == KEEP:
+            if st is None or hidden(name):
                 continue
             out = os.path.join(target, host_name(name))
             if stat.S_ISDIR(st.st_mode):

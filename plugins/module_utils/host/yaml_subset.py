@@ -6,8 +6,8 @@
 ``loads`` reads a small, strict YAML subset: block mappings and sequences, flow
 mappings/sequences (``{rc: 0, stdout_file: x}``), plain / single-quoted / double-quoted
 scalars (JSON-style escapes), ints, floats, bools, null, ``|`` literal blocks and comments.
-Anything outside the subset raises SnapshotError naming the source and line. A text holding
-one JSON object is also accepted.
+Anything outside the subset, or nested deeper than ``MAX_DEPTH``, raises SnapshotError naming
+the source and line; more than ``MAX_INT_DIGITS`` digits make a string. JSON objects too.
 
 ``dumps`` emits only that subset, so what it writes ``loads`` reads back: JSON-style
 double-quoted ASCII strings, keys quoted where a YAML 1.1 reader (PyYAML) would take them for
@@ -25,7 +25,9 @@ import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import SnapshotError
 
-_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)\Z")
+MAX_DEPTH = 32        # nested mappings/sequences (snapshot.yml needs 4)
+MAX_INT_DIGITS = 20   # a 64-bit integer: int() is never asked to read a longer digit run
+_INT = re.compile(r"^[-+]?(0|[1-9][0-9]{0,%d})\Z" % (MAX_INT_DIGITS - 1))
 _FLOAT = re.compile(r"^[-+]?([0-9]+\.[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\Z")
 _NULLS = ("null", "Null", "NULL", "~")
 _TRUES = ("true", "True", "TRUE")
@@ -47,6 +49,7 @@ class _Reader(object):
     def __init__(self, text, source):
         self.source = source
         self.raw = text.split("\n")
+        self.depth = 0  # collections open; a failure ends the whole read, so no unwinding
 
     def fail(self, lineno, msg):
         raise SnapshotError("%s line %d: %s" % (self.source, lineno, msg))
@@ -93,9 +96,17 @@ class _Reader(object):
 
     def _block(self, index, indent):
         """Parse the block node starting at meaningful line ``index`` with ``indent``."""
-        if _is_item(self._content(index)[1]):
-            return self._sequence(index, indent)
-        return self._mapping(index, indent)
+        read = self._sequence if _is_item(self._content(index)[1]) else self._mapping
+        return self._nested(index, read, index, indent)
+
+    def _nested(self, index, read, *args):
+        """``read(*args)``, one collection deeper (SnapshotError beyond ``MAX_DEPTH``)."""
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            self.fail(index + 1, "nested deeper than %d levels" % MAX_DEPTH)
+        value = read(*args)
+        self.depth -= 1
+        return value
 
     def _is_entry(self, text, index):
         """True when ``text`` starts with ``key:`` (a mapping entry)."""
@@ -238,10 +249,9 @@ class _Reader(object):
         if pos >= len(text):
             self.fail(index + 1, "missing value")
         char = text[pos]
-        if char == "{":
-            return self._flow_mapping(text, pos + 1, index)
-        if char == "[":
-            return self._flow_sequence(text, pos + 1, index)
+        if char in "{[":
+            read = self._flow_mapping if char == "{" else self._flow_sequence
+            return self._nested(index, read, text, pos + 1, index)
         if char in "\"'":
             return self._quoted(text, pos, index)
         return self._plain(text, pos, index, top)
@@ -371,10 +381,21 @@ def loads(text, source="snapshot.yml"):
     stripped = text.strip()
     if stripped.startswith("{") and "\n" in stripped and stripped.endswith("}"):
         try:
-            return json.loads(stripped)
-        except ValueError:
+            return check_depth(json.loads(stripped), source)
+        except (ValueError, RecursionError):
             pass  # Fall through: a one-document flow mapping is parsed (and reported) below.
     return _Reader(text, source).document()
+
+
+def check_depth(value, source, error=SnapshotError):
+    """``value`` (JSON data) when it nests at most ``MAX_DEPTH`` collections; else ``error``."""
+    level = [value]
+    for dummy in range(MAX_DEPTH):
+        level = [v for item in level if isinstance(item, (dict, list))
+                 for v in (item.values() if isinstance(item, dict) else item)]
+    if any(isinstance(item, (dict, list)) for item in level):
+        raise error("%s: nested deeper than %d levels" % (source, MAX_DEPTH))
+    return value
 
 
 # -- writer -------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import re
+
+from ansible_collections.npuops.fleet.plugins.module_utils.model import schema
 
 SCHEMA_VERSION = 1
 PLAN_SUFFIX = ".plan.json"
@@ -29,7 +30,7 @@ DEFAULT_DEST = "/usr/local/lib/npuops"
 DEFAULT_IRQ_STATE = "/var/lib/npuops/irq-state.json"
 # a worker with more than this share of its resident memory off its node is drifted
 REMOTE_MEMORY_LIMIT = 0.10
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}\Z")
+_NAME_RE = schema.INSTANCE_NAME  # the one instance-name rule (vllm_launch_wrapper's)
 MAX_PLAN_BYTES = 4 << 20
 
 FIX_THREADS = "run the instance's reconciler (systemctl start vllm-%s-reconcile.service) or re-run site.yml"
@@ -68,7 +69,7 @@ def _plan(io, path, errors):
         return None
     try:
         doc = json.loads(text)
-    except ValueError as err:
+    except (ValueError, RecursionError) as err:  # RecursionError: nested too deep (issue 15)
         _error(errors, path, "not valid JSON: %s" % err)
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("npuops_instance"), dict):
@@ -91,7 +92,7 @@ def _binder_report(io, binder, argv, timeout, source, errors):
         return None
     try:
         report = json.loads(result.stdout or "")
-    except ValueError:
+    except (ValueError, RecursionError):
         _error(errors, source, "the binder gave no report (rc %s): %s"
                % (result.rc, (result.stderr or result.stdout or "").strip()[-300:]))
         return None

@@ -280,8 +280,9 @@ def cpu_fact(topology, key):
 def foreign_host(what, recorded, hostname):
     """A message when ``what`` (a plan, a topology) was made on another host than
     ``hostname``, else None. A document that names no host (older plans) is not refused."""
-    if not recorded or not hostname or recorded.split(".")[0] == hostname.split(".")[0]:
-        return None
+    if not isinstance(recorded, str) or not recorded or not hostname or \
+            recorded.split(".")[0] == hostname.split(".")[0]:
+        return None  # (a hostname that is not text is the schema's message: model/schema)
     return ("%s was made for host %s, not this host (%s): pass the plan of this host, or set "
             "allow_foreign_plan: true when that is intended (a sandbox replaying a recorded host)"
             % (what, recorded, hostname))

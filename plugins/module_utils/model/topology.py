@@ -195,7 +195,7 @@ def _gpus(io, src):
     query = src.text("nvidia_query")
     for line in (query or "").splitlines():
         parts = [p.strip() for p in line.split(",")]
-        if len(parts) >= 2 and parts[0].isdigit():
+        if len(parts) >= 2 and re.match(r"^[0-9]{1,4}\Z", parts[0]):  # a GPU index, bounded
             bus = pci.normalise_bus_id(parts[1])
             if bus:
                 buses[int(parts[0])] = bus
@@ -227,7 +227,7 @@ def _port_attr(io, path, parser, errors):
 
 def _ports(io, base, errors):
     """``[{port, state, rate, link_layer}]`` of ``<base>/ports/<n>/`` in port order."""
-    names = [n for n in (io.listdir(base + "/ports") or []) if n.isdigit()]
+    names = [n for n in (io.listdir(base + "/ports") or []) if re.match(r"^[0-9]{1,4}\Z", n)]
     ports = []
     for name in sorted(names, key=int):
         path = "%s/ports/%s/" % (base, name)

@@ -15,7 +15,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, nodemap
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 
 SRC_STATUS = "/proc/self/status"
@@ -24,7 +24,16 @@ SRC_LSCPU = "lscpu"
 SRC_LSCPU_E = "lscpu -e=CPU,NODE"
 
 _NODE_LINE = re.compile(r"^NUMA node(\d+) CPU\(s\):\s*(.*)\Z")
-_NODE_DIR = re.compile(r"^node(\d+)\Z")
+_NODE_DIR = re.compile(r"^node([0-9]{1,4})\Z")
+_UINT = re.compile(r"^[0-9]{1,6}\Z")  # a count or a distance: ASCII digits, bounded for int()
+
+
+def node_id(text, source):
+    """A NUMA node id from its decimal text; ParseError beyond the kernel's limit."""
+    if not _UINT.match(text) or int(text) >= nodemap.MAX_NODES:
+        raise ParseError(source, "NUMA node id %r is beyond the kernel's limit (%d)"
+                         % (text[:12], nodemap.MAX_NODES - 1))
+    return int(text)
 
 
 def parse_status(text, source=SRC_STATUS):
@@ -52,7 +61,7 @@ def node_ids(names):
     ids = []
     for name in names or ():
         match = _NODE_DIR.match(name)
-        if match:
+        if match and int(match.group(1)) < nodemap.MAX_NODES:
             ids.append(int(match.group(1)))
     return sorted(ids)
 
@@ -73,9 +82,10 @@ def parse_lscpu_e(text, source=SRC_LSCPU_E):
         if not line or not line[0].isdigit():
             continue
         parts = line.split()
-        if len(parts) != 2 or not parts[0].isdigit() or not parts[1].isdigit():
+        if len(parts) != 2 or not parts[0].isdecimal() or not parts[1].isdecimal():
             raise ParseError(source, "line %d: expected 'CPU NODE' integers, got %r" % (number, line[:40]))
-        nodes.setdefault(int(parts[1]), []).append(int(parts[0]))
+        where = "%s line %d" % (source, number)
+        nodes.setdefault(node_id(parts[1], where), []).append(cpulist.cpu_id(parts[0], where, line))
     if not nodes:
         raise ParseError(source, "no NUMA node available")
     return sorted_nodes(dict((k, cpulist.format(v)) for k, v in nodes.items()))
@@ -95,7 +105,7 @@ def parse_lscpu(text, source=SRC_LSCPU):
         line = raw.strip()
         match = _NODE_LINE.match(line)
         if match:
-            nodes[int(match.group(1))] = cpulist.format(
+            nodes[node_id(match.group(1), "%s line %d" % (source, number))] = cpulist.format(
                 cpulist.parse(match.group(2).strip(), "%s line %d" % (source, number)))
             continue
         key, sep, value = line.partition(":")
@@ -115,9 +125,9 @@ def parse_lscpu(text, source=SRC_LSCPU):
     cpus = fields.get("CPU(s)", "")
     return {
         "arch": fields.get("Architecture") or None,
-        "cpus": int(cpus) if cpus.isdigit() else None,
+        "cpus": int(cpus) if _UINT.match(cpus) else None,
         "online": online,
-        "threads_per_core": int(tpc) if tpc.isdigit() else None,
+        "threads_per_core": int(tpc) if _UINT.match(tpc) else None,
         "model": model,
         "numa_nodes": sorted_nodes(nodes),
     }
@@ -144,7 +154,7 @@ def parse_distance_row(text, source):
     if not isinstance(text, str):
         raise ParseError(source, "expected text")
     tokens = text.split()
-    if not tokens or not all(t.isdigit() for t in tokens):
+    if not tokens or not all(_UINT.match(t) for t in tokens):
         raise ParseError(source, "expected node distances (integers), got %r" % text.strip()[:60])
     return [int(t) for t in tokens]
 
@@ -179,7 +189,7 @@ def parse_numactl_distances(text, source=SRC_NUMACTL):
     if start is None or start + 1 >= len(lines):
         raise ParseError(source, "no 'node distances:' block")
     header = lines[start + 1].split()
-    if not header or header[0] != "node" or not all(t.isdigit() for t in header[1:]) or \
+    if not header or header[0] != "node" or not all(_UINT.match(t) for t in header[1:]) or \
             len(header) < 2:
         raise ParseError(source, "bad distance header %r" % lines[start + 1].strip()[:60])
     ids = [int(t) for t in header[1:]]
@@ -190,11 +200,11 @@ def parse_numactl_distances(text, source=SRC_NUMACTL):
         match = _NUMACTL_ROW.match(line)
         if not match:
             break
-        node = int(match.group(1))
+        node = node_id(match.group(1), source)
         values = match.group(2).split()
         if node not in ids or str(node) in table:
             raise ParseError(source, "unexpected distance row for node %d" % node)
-        if len(values) != len(ids) or not all(v.isdigit() for v in values):
+        if len(values) != len(ids) or not all(_UINT.match(v) for v in values):
             raise ParseError(source, "node %d: expected %d distances, got %r"
                              % (node, len(ids), match.group(2).strip()[:60]))
         table[str(node)] = dict((str(other), int(v)) for other, v in zip(ids, values))

@@ -3,10 +3,12 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Ascend device type from what a host shows: A2 | A3 | A5 (Ascend 950) | 310P | 910A | unknown.
 
-Follows the device plugin's rules (ascend-common devmanager): chip names first (after
-stripping the ``Ascend`` prefix), PCI device ids (19e5:d801 910A, d802 A2, d803 A3, d500
-310P), and A3's structure (a ``Phy-ID`` column, two dies per NPU with their own bus ids),
-which wins over an A2-looking chip name because the name alone cannot tell A2 from A3.
+Evidence by strength (``detect``): the PCI device id (19e5:d801 910A, d802 A2, d803 A3, d500
+310P; from sysfs or ``npu-smi info -t board``) > the chip name (the device plugin's rules after
+stripping the ``Ascend`` prefix; ``910B*`` is A2 as in vllm-ascend) > dies per NPU (two dies
+with their own bus ids: A3) > the header text (``Chip  Phy-ID``: npu-smi prints it for 0xd803,
+but an A2 table with it exists in vllm-ascend's tests). The strongest evidence wins; weaker
+evidence that disagrees gives a warning naming both.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -60,49 +62,82 @@ def type_of_pci_device(device_id):
     return PCI_DEVICE_TYPES.get(text)
 
 
-def detect(chip_names=(), pci_device_ids=(), phy_id_column=False, chips_per_npu=None,
-           distinct_bus_per_die=False):
-    """``{"device_type": type or None, "evidence": [why, ...]}``.
+# kinds in the order that decides between two kinds of the same strength
+_PRIORITY = ("A5", "310P", "A3", "A2", "910A", "unknown")
 
-    ``chip_names``: names from ``npu-smi info`` / ``-m`` / ``-t board``; ``pci_device_ids``:
-    Huawei (19e5) PCI device ids seen in sysfs; ``phy_id_column``: the ``npu-smi info``
-    header reads ``Chip  Phy-ID``; ``chips_per_npu``: max chips (not Mcu) under one NPU id;
-    ``distinct_bus_per_die``: those chips have their own PCI bus ids. ``device_type`` is None
-    when nothing points at an Ascend NPU.
+
+def _pick(kinds):
+    return min(kinds, key=lambda k: _PRIORITY.index(k) if k in _PRIORITY else len(_PRIORITY))
+
+
+def detect(chip_names=(), pci_device_ids=(), phy_id_column=False, chips_per_npu=None,
+           distinct_bus_per_die=False, board_device_ids=()):
+    """``{"device_type": type or None, "evidence": [why, ...], "warnings": [...]}``.
+
+    Evidence by strength, the strongest present decides: the PCI device id (``pci_device_ids``:
+    Huawei (19e5) ids from sysfs; ``board_device_ids``: ``PCI Device ID`` of ``npu-smi info -t
+    board``) > the chip name (``chip_names`` from ``npu-smi info`` / ``-m``; ``910B*`` is A2 as
+    in vllm-ascend's mapping) > dies per NPU (``chips_per_npu`` >= 2 chips under one NPU id,
+    with their own bus ids: ``distinct_bus_per_die``) > the header text (``phy_id_column``: the
+    ``npu-smi info`` header reads ``Chip  Phy-ID``, which npu-smi prints for 0xd803 but which
+    also appears over A2 tables). Evidence that names another type is kept in ``evidence`` and a
+    warning names both. ``device_type`` is None when nothing points at an Ascend NPU.
     """
     evidence = []
     by_name = []
+    names_seen = []
     for name in chip_names or ():
         kind = type_of_name(name)
         if kind and kind not in by_name:
             by_name.append(kind)
+            names_seen.append((kind, "chip name %r" % (name,)))
             evidence.append("chip name %r -> %s" % (name, kind))
     by_pci = []
-    for dev in pci_device_ids or ():
-        kind = type_of_pci_device(dev)
-        if kind and kind not in by_pci:
-            by_pci.append(kind)
-            evidence.append("PCI device 19e5:%s -> %s" % (dev.lower().replace("0x", ""), kind))
-    a3_shape = []
-    if phy_id_column:
-        a3_shape.append("'Chip  Phy-ID' column")
+    pci_seen = []
+    sources = (("PCI device", pci_device_ids),
+               ("npu-smi info -t board PCI device", board_device_ids))
+    for source, ids in sources:
+        for dev in ids or ():
+            kind = type_of_pci_device(dev)
+            if not kind:
+                continue
+            text = "%s 19e5:%s" % (source, str(dev).strip().lower().replace("0x", ""))
+            if (kind, text) in pci_seen:
+                continue
+            if kind not in by_pci:
+                by_pci.append(kind)
+            pci_seen.append((kind, text))
+            evidence.append(text + " -> " + kind)
+    dies = []
     if chips_per_npu and chips_per_npu >= 2 and distinct_bus_per_die:
-        a3_shape.append("%d dies per NPU with their own bus ids" % chips_per_npu)
-    for why in a3_shape:
-        evidence.append(why + " -> A3")
+        why = "%d dies per NPU with their own bus ids" % chips_per_npu
+        dies.append(("A3", why))
+    header = []
+    if phy_id_column:
+        header.append(("A3", "'Chip  Phy-ID' column"))
+    for kind, why in header + dies:
+        evidence.append(why + " -> " + kind)
 
-    if "A5" in by_name:
-        return {"device_type": "A5", "evidence": evidence}
-    if "310P" in by_name or (not by_name and by_pci == ["310P"]):
-        return {"device_type": "310P", "evidence": evidence}
-    if a3_shape or "A3" in by_name or "A3" in by_pci:
-        return {"device_type": "A3", "evidence": evidence}
-    for kind in ("A2", "910A", "unknown"):
-        if kind in by_name:
-            return {"device_type": kind, "evidence": evidence}
-    if by_pci:
-        return {"device_type": by_pci[0], "evidence": evidence}
-    if chip_names:
+    levels = [pci_seen, names_seen, dies, header]
+    decided = None
+    warnings = []
+    for level in levels:
+        kinds = [kind for kind, dummy in level]
+        if not kinds:
+            continue
+        if decided is None:
+            decided = _pick(kinds)
+            winner = [why for kind, why in level if kind == decided][0]
+            if len(set(kinds)) > 1:
+                warnings.append("device type evidence of the same strength disagrees (%s): "
+                                "%s taken" % ("; ".join("%s -> %s" % (w, k) for k, w in level),
+                                              decided))
+            continue
+        for kind, why in level:
+            if kind != decided:
+                warnings.append("device type %s from %s wins over %s from %s (weaker evidence)"
+                                % (decided, winner, kind, why))
+    if decided is None and chip_names:
         evidence.append("chip names %s match no known type" % ", ".join(repr(n) for n in chip_names))
-        return {"device_type": "unknown", "evidence": evidence}
-    return {"device_type": None, "evidence": evidence}
+        decided = "unknown"
+    return {"device_type": decided, "evidence": evidence, "warnings": warnings}

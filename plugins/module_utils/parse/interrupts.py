@@ -23,6 +23,8 @@ CQ_NAME = "cq_update_irq"
 NIC_COMP_PREFIX = "mlx5_comp"
 
 _ROW = re.compile(r"^\s*([0-9]+):(.*)\Z")
+_IRQ = re.compile(r"^[0-9]{1,10}\Z")      # an IRQ number (ASCII digits, bounded for int())
+_COUNT = re.compile(r"^[0-9]{1,20}\Z")    # a per-CPU count (64 bits at most)
 
 
 def parse_interrupts(text, source="/proc/interrupts"):
@@ -52,10 +54,13 @@ def parse_interrupts(text, source="/proc/interrupts"):
         match = _ROW.match(line)
         if not match:
             continue
+        if not _IRQ.match(match.group(1)):
+            raise ParseError(source, "line %d: IRQ number %s... is out of range"
+                             % (number, match.group(1)[:12]))
         irq = int(match.group(1))
         tokens = match.group(2).split()
         counts = []
-        while tokens and len(counts) < ncpu and tokens[0].isdigit():
+        while tokens and len(counts) < ncpu and _COUNT.match(tokens[0]):
             counts.append(int(tokens.pop(0)))
         if not counts and tokens:
             raise ParseError(source, "line %d: IRQ %d has no per-CPU counts" % (number, irq))
@@ -67,7 +72,7 @@ def parse_interrupts(text, source="/proc/interrupts"):
 def msi_irq_numbers(names):
     """IRQ numbers from the entry names of ``/sys/bus/pci/devices/<bdf>/msi_irqs/``,
     sorted numerically; non-numeric names are ignored and None gives []."""
-    return sorted(int(n) for n in (names or ()) if isinstance(n, str) and n.isdigit())
+    return sorted(int(n) for n in (names or ()) if isinstance(n, str) and _IRQ.match(n))
 
 
 def irqs_named(interrupts, name):

@@ -29,8 +29,9 @@ SRC_MAP = "npu-smi info -m"
 SRC_TOPO = "npu-smi info -t topo"
 SRC_BOARD = "npu-smi info -t board"
 
-_PAIR = re.compile(r"(\d+)\s*/\s*(\d+)")
-_INT = re.compile(r"^\d+\Z")
+# ASCII digits, bounded for int(): a longer number is not a value npu-smi prints
+_PAIR = re.compile(r"(?<![0-9])([0-9]{1,12})\s*/\s*([0-9]{1,12})(?![0-9])")
+_INT = re.compile(r"^[0-9]{1,12}\Z")
 
 
 def _cells(line):

@@ -151,7 +151,7 @@ def _split_fused_numa(cpu_text):
     if not match:
         return None
     digits = match.group(2)
-    for cut in range(1, len(digits)):
+    for cut in range(1, min(len(digits), 5)):  # a NUMA id has at most 4 digits
         head = match.group(1) + digits[:-cut]
         if cpulist.is_cpulist(head):
             return head, digits[-cut:]
@@ -199,7 +199,7 @@ def _affinity_fields(tail, tabbed, has_numa, has_gpu_numa_id):
 def _numa_value(text):
     if text is None or text == "N/A":
         return None
-    if re.match(r"^-?\d+\Z", text):
+    if re.match(r"^-?[0-9]{1,6}\Z", text):
         value = int(text)
         return value if value >= 0 else None
     return False  # not a NUMA id at all
@@ -256,6 +256,10 @@ def parse(text, source=SOURCE):
         order.append(label)
 
     gpu_rows = [label for label in order if _GPU_LABEL.match(label)]
+    for label in list(labels or ()) + gpu_rows:
+        match = _GPU_LABEL.match(label)
+        if match and len(match.group(1)) > 4:
+            raise ParseError(source, "GPU label %s... is out of range" % label[:16])
     if not gpu_rows:
         raise ParseError(source, "no GPU rows found (not nvidia-smi topo -m output?)")
 

@@ -28,3 +28,10 @@ def normalise_bus_id(text):
     elif _LONG_DOMAIN.match(text):
         text = text[4:]
     return text.lower() if BUS_ID.match(text) else None
+
+
+def card_of(bus_id):
+    """The PCI slot a function sits on: ``0000:e1:00.1`` -> ``0000:e1:00`` (the functions of one
+    slot are the ports of one card); None for anything that is not a bus id."""
+    text = normalise_bus_id(bus_id)
+    return text.rsplit(".", 1)[0] if text else None

@@ -9,7 +9,8 @@
   it is cut to the cpuset of whoever ran nvidia-smi.
 - numa=off hosts: no NUMA pinning; each GPU gets an even, disjoint slice of the allowed CPUs.
 - Pairing: global minimum-cost assignment over the matrix cells (assignment.pair), NICs
-  ranked by PCI address (else name) so identical hosts put GPU k on the same rail.
+  ranked by PCI address (else name) so identical hosts put GPU k on the same rail. NICs whose
+  port is known not to be ACTIVE are left out; at equal link cost the faster port wins.
 
 Pure functions, standard library only, importable on Python 3.7.
 """
@@ -20,7 +21,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset, smt
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import GpuPlanError, ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import assignment
@@ -39,11 +40,14 @@ def _cpus(value, source):
     return None if cpus is None else set(cpus)
 
 
-def _core_groups(cpus, threads_per_core):
-    """Sorted CPUs -> groups of SMT siblings when the list is ``threads`` equal runs, each at
+def _core_groups(cpus, threads_per_core, cores=None):
+    """Sorted CPUs -> groups of SMT siblings: from ``cores`` (the facts' ``cpu.smt_siblings``)
+    when known; else, for facts without them, when the list is ``threads`` equal runs, each at
     one constant offset from the first (the usual "0-55,112-167" numbering); otherwise one
     CPU per group."""
     cpus = sorted(cpus)
+    if cores:
+        return smt.groups(cpus, cores)
     threads = threads_per_core if isinstance(threads_per_core, int) else 1
     if threads > 1 and cpus and len(cpus) % threads == 0:
         size = len(cpus) // threads
@@ -57,10 +61,10 @@ def _core_groups(cpus, threads_per_core):
     return [[cpu] for cpu in cpus]
 
 
-def _share(cpus, owners, threads_per_core):
+def _share(cpus, owners, threads_per_core, cores=None):
     """Split ``cpus`` evenly and disjointly among ``owners`` (in order), whole cores first;
     the first owners get one core more when it does not divide. {owner: set}."""
-    groups = _core_groups(cpus, threads_per_core)
+    groups = _core_groups(cpus, threads_per_core, cores)
     if len(groups) < len(owners) and len(cpus) >= len(owners):
         groups = [[cpu] for cpu in sorted(cpus)]  # fewer cores than owners: split siblings
     result = {}
@@ -155,6 +159,7 @@ def plan_gpus(topology, nics=None, allowed=None, reserved=None):
     if not allowed_set:
         raise GpuPlanError("every allowed CPU is reserved")
     threads = cpu.get("threads_per_core")
+    cores = rules.smt_cores(topology) or None
 
     numa_off = bool(topology.get("numa_off")) or all(gpu.get("numa_node") is None
                                                      for gpu in gpus)
@@ -164,9 +169,9 @@ def plan_gpus(topology, nics=None, allowed=None, reserved=None):
                         "an even slice of the allowed CPUs")
         for gpu in gpus:
             gpu["_node"] = None
-        pools = _share(allowed_set, [gpu["index"] for gpu in gpus], threads)
+        pools = _share(allowed_set, [gpu["index"] for gpu in gpus], threads, cores)
     else:
-        pools = _numa_pools(gpus, node_cpus, allowed_set, threads, warnings)
+        pools = _numa_pools(gpus, node_cpus, allowed_set, threads, warnings, cores)
     for gpu in gpus:
         if not pools.get(gpu["index"]):
             raise GpuPlanError("gets no CPU: %d allowed CPUs for %d GPUs"
@@ -199,7 +204,7 @@ def plan_gpus(topology, nics=None, allowed=None, reserved=None):
     return {"gpus": result, "env": env, "warnings": warnings}
 
 
-def _numa_pools(gpus, node_cpus, allowed_set, threads, warnings):
+def _numa_pools(gpus, node_cpus, allowed_set, threads, warnings, cores=None):
     """GPU index -> set of CPUs from its NUMA node; nodes shared evenly by their GPUs."""
     for gpu in gpus:
         node = gpu.get("numa_node")
@@ -245,7 +250,7 @@ def _numa_pools(gpus, node_cpus, allowed_set, threads, warnings):
             raise GpuPlanError("NUMA node %d has %d allowed CPUs for %d GPUs"
                                % (node, len(local), len(members)), members[len(local)],
                                cpu_shortage=True)
-        pools.update(_share(local, members, threads))
+        pools.update(_share(local, members, threads, cores))
     if homeless:
         spare = set(allowed_set)
         for node in owned:
@@ -256,7 +261,7 @@ def _numa_pools(gpus, node_cpus, allowed_set, threads, warnings):
                                "GPUs' nodes" % len(spare), homeless[0], cpu_shortage=True)
         warnings.append("GPU %s: no usable NUMA node; pooled on CPUs of nodes without GPUs"
                         % ",".join(str(g) for g in homeless))
-        pools.update(_share(spare, homeless, threads))
+        pools.update(_share(spare, homeless, threads, cores))
     return pools
 
 
@@ -265,6 +270,14 @@ def _nic_order(names, nic_bus):
     if names and all(nic_bus.get(name) for name in names):
         return sorted(names, key=lambda name: (nic_bus[name].lower(), rules.natural_key(name)))
     return sorted(names, key=rules.natural_key)
+
+
+def _rate(nic):
+    """A NIC's port rate in Gb/s, or None when unknown."""
+    rate = nic.get("rate")
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or rate <= 0:
+        return None
+    return rate
 
 
 def _pair(topology, gpus, nics_option, numa_off, warnings):
@@ -292,8 +305,24 @@ def _pair(topology, gpus, nics_option, numa_off, warnings):
         if nic_entries or nics_option is not None:
             warnings.append("no RDMA NIC to pair with the GPUs")
         return {}, link_cells, nic_bus
+    down = [name for name in chosen if isinstance(nic_entries[name].get("state"), str) and
+            nic_entries[name]["state"] != "ACTIVE"]
+    if down:
+        warnings.append("RDMA NIC(s) %s not ACTIVE (%s): left out of the GPU pairing" % (
+            ", ".join(down), ", ".join(sorted(set(nic_entries[n]["state"] for n in down)))))
+        chosen = [name for name in chosen if name not in down]
+        if not chosen:
+            warnings.append("no RDMA NIC to pair with the GPUs")
+            return {}, link_cells, nic_bus
     nic_numa = {} if numa_off else _nic_numa(nic_entries, gpus, link_cells)
+    # at equal link cost the faster port: its rate rank breaks ties below the link cost
+    rates = sorted(set(r for r in (_rate(nic_entries[n]) for n in chosen) if r is not None),
+                   reverse=True)
+    slower = dict((name, rates.index(_rate(nic_entries[name])) if _rate(nic_entries[name])
+                   is not None else len(rates)) for name in chosen) if len(rates) > 1 else {}
+    scale = len(gpus) * (len(rates) + 1) + 1 if slower else 1
     costs = {}
+    links = {}
     crossed = set()
     for gpu in gpus:
         for name in chosen:
@@ -304,14 +333,15 @@ def _pair(topology, gpus, nics_option, numa_off, warnings):
                 # a cross-node path the matrix printed as NODE (seen on real hosts)
                 crossed.add(name)
                 cost = assignment.LINK_COSTS["SYS"]
-            costs[(gpu["index"], name)] = cost
+            links[(gpu["index"], name)] = cost
+            costs[(gpu["index"], name)] = cost * scale + slower.get(name, 0)
     if crossed:
         warnings.append("the matrix shows %s as near GPUs on another NUMA node; costed as SYS "
                         "for those GPUs" % ", ".join(_nic_order(sorted(crossed), nic_bus)))
     pairing = assignment.pair(costs, [gpu["index"] for gpu in gpus], chosen)
     for gpu in gpus:
         nic = pairing[gpu["index"]]
-        if costs[(gpu["index"], nic)] > GDR_MAX_COST:
+        if links[(gpu["index"], nic)] > GDR_MAX_COST:
             cell = link_cells[gpu["index"]].get(nic) or "unknown"
             warnings.append("GPU %s: paired NIC %s is %s, farther than PXB: NCCL will not use "
                             "GPUDirect RDMA on it" % (gpu["index"], nic, cell))

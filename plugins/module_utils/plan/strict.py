@@ -9,9 +9,11 @@ Ascend 950 whole clusters aligned to the NUMA node's own cluster boundaries.
 
 1. Home node of each NPU: the node holding most of its topo affinity (when one node holds a
    strict majority), else the NUMA node of its PCI device, else none.
-2. A home node is shared out among the NPUs that call it home (equal shares, the remainder
-   to the lowest logic ids). A node without room for all of them borrows the missing units
-   from nodes no NPU calls home (nearest id first), or the plan fails naming the NPU.
+2. A home node is shared out among the NPUs that call it home (equal shares in whole SMT
+   cores, the remainder to the lowest logic ids). A node without room for all of them borrows
+   the missing units from nodes no NPU calls home, nearest first (``rules.Nearness``: same
+   package first, then the NUMA distance table, then the id), or the plan fails naming the
+   NPU. The NPU's memory (``numa_nodes``) stays on its home node.
 3. NPUs without a home (A3, no topo) slice the remaining unowned nodes by logic id, keeping
    each slice inside a node where the counts allow; when there is no room there they join the
    owned node with the most spare units.
@@ -24,6 +26,8 @@ __metaclass__ = type
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import nodemap
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import smt
+from ansible_collections.npuops.fleet.plugins.module_utils.model.rules import Nearness
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 
 NO_NODE = -1  # pseudo node when the host reports no NUMA layout
@@ -53,8 +57,11 @@ def cluster_units(cpus, allowed_set, size):
     return units
 
 
-def _split(units, owners):
-    """Equal consecutive shares of ``units``; the remainder goes one each to the lowest ids."""
+def _split(units, owners, cores=None):
+    """Equal consecutive shares of ``units``; the remainder goes one each to the lowest ids.
+    With ``cores`` (CPU units in core order) the shares are whole SMT cores."""
+    if cores:
+        return smt.split(units, owners, cores)
     count = len(owners)
     base, extra = divmod(len(units), count)
     shares = {}
@@ -82,13 +89,18 @@ def _what(min_units, cluster):
     return "allowed CPUs (at least %d per NPU)" % min_units
 
 
-def allocate_units(npus, homes, node_units, min_units, cluster=None, claimed=()):
+def allocate_units(npus, homes, node_units, min_units, cluster=None, claimed=(), nearness=None,
+                   cores=None):
     """Units per NPU: ``{npu: [unit, ...]}`` (own node's units first, then borrowed ones).
 
     ``homes`` maps npu -> home node or None; ``node_units`` maps node -> ordered units;
-    ``claimed`` are nodes that NPUs left out of this plan call home (never borrowed from).
+    ``claimed`` are nodes that NPUs left out of this plan call home (never borrowed from);
+    ``nearness``: the donor order (``rules.Nearness``; default nearest id); ``cores``: SMT
+    cores of CPU units in core order (shares and borrowing in whole cores).
     Raises PlanError naming the NPU when a node lacks room and nothing can be borrowed.
     """
+    if nearness is None:
+        nearness = Nearness()
     owners = {}
     homeless = []
     for npu in npus:
@@ -115,8 +127,8 @@ def allocate_units(npus, homes, node_units, min_units, cluster=None, claimed=())
                     node, len(node_units[node]), _what(min_units, cluster), len(owners[node]),
                     owners[node], min_units, min_units * len(owners[node]), spare),
                 owners[node][0], cpu_shortage=True)
-        for donor in sorted(free_ids, key=lambda m: (abs(m - node), m)):
-            take = free[donor][:need]
+        for donor in sorted(free_ids, key=lambda m: nearness.key(node, m)):
+            take = free[donor][:need if not cores else _whole(free[donor], need, cores)]
             free[donor] = free[donor][len(take):]
             pools_of[node] = pools_of[node] + take
             need -= len(take)
@@ -128,13 +140,24 @@ def allocate_units(npus, homes, node_units, min_units, cluster=None, claimed=())
     shares = {}
     if homeless:
         shares.update(_place_homeless(homeless, free, free_ids, owners, pools_of, min_units,
-                                      cluster, warnings))
+                                      cluster, warnings, cores))
     for node in sorted(owners):
-        shares.update(_split(pools_of[node], sorted(owners[node])))
+        shares.update(_split(pools_of[node], sorted(owners[node]), cores))
     return shares, warnings
 
 
-def _place_homeless(homeless, free, free_ids, owners, pools_of, min_units, cluster, warnings):
+def _whole(units, need, cores):
+    """The count of the first CPUs of ``units`` that covers ``need`` in whole cores."""
+    count = 0
+    for group in smt.groups(units, cores):
+        if count >= need:
+            break
+        count += len(group)
+    return count
+
+
+def _place_homeless(homeless, free, free_ids, owners, pools_of, min_units, cluster, warnings,
+                    cores=None):
     nodes = [m for m in free_ids if free[m]]
     sizes = [len(free[m]) for m in nodes]
     total = sum(sizes)
@@ -146,7 +169,7 @@ def _place_homeless(homeless, free, free_ids, owners, pools_of, min_units, clust
             start = 0
             for node, node_count in zip(nodes, counts):
                 if node_count:
-                    shares.update(_split(free[node], homeless[start:start + node_count]))
+                    shares.update(_split(free[node], homeless[start:start + node_count], cores))
                 start += node_count
             return shares
         # node sizes too uneven for node-local slices: one global slice by logic id
@@ -154,7 +177,7 @@ def _place_homeless(homeless, free, free_ids, owners, pools_of, min_units, clust
         for node in nodes:
             flat = flat + free[node]
         warnings.append("NPU(s) %s without NUMA locality sliced across NUMA nodes" % (homeless,))
-        return _split(flat, homeless)
+        return _split(flat, homeless, cores)
     for npu in homeless:
         room = [n for n in sorted(owners) if len(pools_of[n]) >= min_units * (len(owners[n]) + 1)]
         if not room:
@@ -207,7 +230,8 @@ def _in_scope(npus, homes, node_units):
 
 
 def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=None,
-                threads_per_core=None, requested=None, cpu_node=None):
+                threads_per_core=None, requested=None, cpu_node=None, nearness=None,
+                cores=None):
     """Strict pools for every NPU in ``npus`` (all logic ids of the host).
 
     NPUs whose home node has no allowed CPU (another cpuset serves them) are left out, but
@@ -220,7 +244,9 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
     checked for ``cpu_roles.split_roles``), homes {npu: [node, source]}, uvb (list or None),
     warnings. CPU lists may be given as cpuset.CpuSeq (``allowed_set`` then a sorted one): the
     pools then come back as CpuSeq. ``cpu_node``: the NodeMap of ``node_cpus`` when the caller
-    has one (saves building it twice).
+    has one (saves building it twice). ``nearness``: ``rules.Nearness`` (borrowing order);
+    ``cores``: ``rules.smt_cores`` (pools in whole cores, IRQ CPUs on one core, ACL and release
+    on two).
     """
     warnings = []
     given = node_cpus
@@ -249,15 +275,19 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
         else:
             node_units[uvb_node] = [u for u in node_units[uvb_node] if u is not uvb]
         active, claimed = _in_scope(npus, homes, node_units)
-        shares, more = allocate_units(active, homes, node_units, 1, size, claimed)
+        shares, more = allocate_units(active, homes, node_units, 1, size, claimed, nearness)
         pools = dict((npu, [c for unit in units for c in unit]) for npu, units in shares.items())
         mode = "ascend950"
     else:
         node_units = dict((n, cpuset.keep(cpus, allowed_set)) for n, cpus in node_cpus.items())
+        if cores:
+            node_units = dict((n, smt.core_order(u, cores)) for n, u in node_units.items())
         active, claimed = _in_scope(npus, homes, node_units)
         pools, more = allocate_units(active, homes, node_units, cpu_roles.MIN_CPUS_PER_NPU,
-                                     None, claimed)
+                                     None, claimed, nearness, cores)
         cpu_roles.check_pool_sizes(pools)
+        if cores:
+            pools = dict((npu, smt.spread_roles(pool, cores)) for npu, pool in pools.items())
         mode = "topo_affinity" if any(h is not None for h in homes.values()) else "global_slice"
     warnings.extend(more)
     left_out = [npu for npu in npus if npu not in pools]

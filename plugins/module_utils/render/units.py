@@ -169,7 +169,7 @@ def ready_url(command):
                 continue
             if flag == "--uds":
                 return None
-            if flag == "--port" and value.isdigit() and 0 < int(value) < 65536:
+            if flag == "--port" and re.match(r"^[0-9]{1,5}\Z", value) and 0 < int(value) < 65536:
                 port = value
             elif flag == "--host" and re.match(r"^[A-Za-z0-9.:-]{1,253}\Z", value) and \
                     value not in ("0.0.0.0", "::", ""):

@@ -37,13 +37,13 @@ REJECTED_FLAGS = {
 def parse_version(version):
     """``"26.0.0"`` / ``"v26.0.RC1"`` -> (26, 0, 0); non-numeric parts count as 0."""
     text = str(version or "").strip().lstrip("vV")
-    if not text or not text[0].isdigit():
+    if not text or text[0] not in "0123456789":
         raise SoftShareError("version", "not a MindCluster version: %r" % (version,))
     parts = []
     for piece in text.split(".")[:3]:
         digits = ""
-        for char in piece:
-            if not char.isdigit():
+        for char in piece[:9]:  # ASCII digits, bounded for int()
+            if char not in "0123456789":
                 break
             digits += char
         parts.append(int(digits) if digits else 0)

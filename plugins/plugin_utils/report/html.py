@@ -6,18 +6,30 @@
 Controller side. ``render_html(report)`` formats the dict of ``fleet_report.build_report``; it
 never analyses. Every string that came from a host is escaped; every number on the page carries
 the JSON pointer of its value in the report (``data-ptr``).
+
+Hosts are drawn by shape (``report["shapes"]``): one table row, one pair of CPU maps and the
+collapsed list of its hosts per shape, so a fleet of identical servers stays a small page. One
+inline script (``_SCRIPT``, allowed by its hash in the page's Content-Security-Policy, nothing
+else may run) filters the page by host name; without it the page shows everything.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import html
 from collections import OrderedDict
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
     POLICIES, ROLES, SEVERITIES, cpu_ids, plural)
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_base import Ptr as _Ptr, escape as _e
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_filter import (
+    CSP, SCRIPT as _SCRIPT, filter_html as _filter_html)
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_problems import (
+    groups as _groups, hosts_inline as _hosts_inline, problems_html as _problems_html,
+    shapes_by_host as _shape_of)
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import (
+    compact_host_parts, shapes_of)
 
 ROLE_COLOURS = OrderedDict([("irq", "#f28e2b"), ("main", "#4e79a7"), ("acl", "#59a14f"),
                             ("release", "#b07aa1"), ("pool", "#76b7b2")])
@@ -60,6 +72,15 @@ tr.group .hosts .h{white-space:nowrap}
 details summary{cursor:pointer;color:#1f5f8b;font-size:12.5px}
 ul.per-host{margin:4px 0 0;padding-left:18px;font-size:12.5px}
 ul.per-host li{margin:2px 0}
+[hidden]{display:none!important}
+#filter{margin:12px 0 0;font-size:13px}
+#filter input{font:inherit;padding:4px 8px;width:22em;border-radius:4px;border:1px solid #9aa5b1}
+#filter-status{margin-left:10px;opacity:.9}
+p.hostlist,details.hostlist{font-size:12.5px;margin:4px 0 8px}
+.hostlist span[data-host]{white-space:nowrap}
+.hostlist span.hit{background:#ffe58a;font-weight:600}
+.shape-problems{font-size:12.5px;margin:2px 0 6px}
+.shape-problems a{margin-right:8px}
 """
 
 
@@ -68,25 +89,10 @@ def _runs(cpus):
     return cpulist.runs(sorted(set(cpus)))
 
 
-def _e(value):
-    return html.escape("" if value is None else str(value), quote=True)
-
-
-class _Ptr(object):
-    """Numbers on the page carry the JSON pointer of their value in the report."""
-
-    @staticmethod
-    def num(value, pointer, tag="span", cls="num"):
-        return '<%s class="%s" data-ptr="%s">%s</%s>' % (tag, cls, _e(pointer), _e(value), tag)
-
-    @staticmethod
-    def td(value, pointer):
-        return '<td class="n" data-ptr="%s">%s</td>' % (_e(pointer), _e(value))
-
-
 def _summary_cards(report):
     s = report["summary"]
-    cards = [("hosts", "hosts", ""), ("npus", "NPUs", ""), ("gpus", "GPUs", ""),
+    cards = [("hosts", "hosts", ""), ("shapes", "host shapes", ""), ("npus", "NPUs", ""),
+             ("gpus", "GPUs", ""),
              ("unhealthy", "unhealthy chips", "c-bad" if s["unhealthy"] else ""),
              ("softshare_capacity", "soft-share capacity", ""),
              ("vllm_overlap_hosts", "hosts: vllm-ascend overlaps",
@@ -98,6 +104,8 @@ def _summary_cards(report):
              ("rails_inconsistent", "hosts: rails differ", "c-warn" if s["rails_inconsistent"] else "")]
     out = ['<div class="cards">']
     for key, label, cls in cards:
+        if key not in s:
+            continue
         out.append('<div class="card %s" id="sum-%s">%s<span class="lbl">%s</span></div>' % (
             cls, key.replace("_", "-"), _Ptr.num(s[key], "/summary/" + key), _e(label)))
     for sev in SEVERITIES:
@@ -106,60 +114,6 @@ def _summary_cards(report):
                    % (cls, sev, _Ptr.num(s["problems"][sev], "/summary/problems/" + sev),
                       _e(sev + (" problems" if sev != "info" else " notes"))))
     out.append("</div>")
-    return "\n".join(out)
-
-
-def _problem_row(p):
-    return ('<tr id="problem-%s" data-severity="%s" data-kind="%s"><td>%s</td>'
-            '<td><span class="sev sev-%s">%s</span></td><td>%s</td><td>%s</td>'
-            '<td><code>%s</code></td><td class="fix">%s</td></tr>' % (
-                _e(p["id"]), _e(p["severity"]), _e(p["kind"]), _e(p["id"]),
-                _e(p["severity"]), _e(p["severity"]), _e(p["host"]), _e(p["title"]),
-                _e(p["evidence"]), _e(p["fix"])))
-
-
-def _group_row(report, g, index):
-    """One row for a problem on several hosts: the hosts listed, each host's evidence (and
-    its problem id, the anchor ``problem-Pn``) in a details element."""
-    base = "/problem_groups/%d/" % index
-    members = [report["problems"][i] for i in g["problems"]]
-    items = []
-    for p in members:
-        items.append('<li id="problem-%s" data-kind="%s"><b>%s</b> <span class="muted">%s</span>'
-                     '%s</li>' % (_e(p["id"]), _e(p["kind"]), _e(p["host"]), _e(p["id"]),
-                                  "" if g["evidence"] is not None
-                                  else " <code>%s</code>" % _e(p["evidence"])))
-    summary = ("the same on every host" if g["evidence"] is not None
-               else "evidence per host")
-    evidence = "%s<details><summary>%s</summary><ul class=\"per-host\">%s</ul></details>" % (
-        "<code>%s</code>" % _e(g["evidence"]) if g["evidence"] is not None else "",
-        _e(summary), "".join(items))
-    hosts = '%s hosts: <span class="hosts">%s</span>' % (
-        _Ptr.num(g["host_count"], base + "host_count", cls="num count"),
-        ", ".join('<span class="h">%s</span>' % _e(h) for h in g["hosts"]))
-    return ('<tr id="problem-group-%d" class="group" data-severity="%s" data-kind="%s">'
-            '<td>%s</td><td><span class="sev sev-%s">%s</span></td><td>%s</td><td>%s</td>'
-            '<td>%s</td><td class="fix">%s</td></tr>' % (
-                index, _e(g["severity"]), _e(g["kind"]), _e(g["id_text"]), _e(g["severity"]),
-                _e(g["severity"]), hosts, _e(g["title"]), evidence, _e(g["fix"])))
-
-
-def _problems_html(report):
-    """One row per problem group: a problem of the same kind and fix on several hosts is one
-    row listing the hosts, with each host's evidence in a details element."""
-    if not report["problems"]:
-        return '<p class="ok" id="no-problems">No problems found.</p>'
-    out = ['<table id="problems-table"><thead><tr><th>id</th><th>severity</th><th>host</th>'
-           '<th>problem</th><th>evidence</th><th>fix</th></tr></thead><tbody>']
-    groups = report.get("problem_groups")
-    if groups is None:  # a report dict from before problem_groups
-        groups = [{"problems": [i]} for i in range(len(report["problems"]))]
-    for index, g in enumerate(groups):
-        if len(g["problems"]) == 1:
-            out.append(_problem_row(report["problems"][g["problems"][0]]))
-        else:
-            out.append(_group_row(report, g, index))
-    out.append("</tbody></table>")
     return "\n".join(out)
 
 
@@ -193,22 +147,37 @@ def _irqbalance_cell(host, base):
     return ("ok" if state == "banned" else "bad"), text
 
 
+def _shape_hosts_cell(shape, k):
+    """The hosts of a shape in a table cell: its one host, or the count and compact names."""
+    if shape["host_count"] == 1:
+        return _e(shape["hosts"][0])
+    return "%s hosts: %s" % (_Ptr.num(shape["host_count"], "/shapes/%d/host_count" % k),
+                             _hosts_inline(shape["hosts"]))
+
+
 def _hosts_html(report):
-    out = ['<table id="hosts-table"><thead><tr><th>host</th><th>arch</th><th>vendor</th>'
+    """One row per host shape (its first host's values; every host of a shape has them)."""
+    out = ['<table id="hosts-table"><thead><tr><th>shape</th><th>hosts</th><th>arch</th>'
+           '<th>vendor</th>'
            '<th>type</th><th>CPUs allowed</th><th>CPUs online</th><th>NPUs</th><th>GPUs</th>'
            '<th>healthy chips</th><th>soft-share capacity</th><th>irqbalance</th>'
-           '<th>migratepages</th><th>GPU rails</th><th>facts errors</th><th>problems</th>'
+           '<th>migratepages</th><th>GPU rails</th><th>facts errors</th><th>problems per host</th>'
            '</tr></thead><tbody>']
-    for i, h in enumerate(report["hosts"]):
+    for k, shape in enumerate(shapes_of(report)):
+        i = shape["host"]
+        h = report["hosts"][i]
         base = "/hosts/%d/" % i
         irq_cls, irq_text = _irqbalance_cell(h, base)
         mig = {True: ("yes", "ok"), False: ("missing", "bad")}.get(h["migratepages"],
                                                                    ("unknown", "muted"))
         rail_cls = "bad" if h["rails"]["status"] == "inconsistent" else ""
-        out.append('<tr id="host-row-%d"><td><a href="#host-%d">%s</a></td><td>%s</td><td>%s</td>'
+        out.append('<tr id="shape-row-%s" data-shape="%s"><td><a href="#shape-%s">%s</a></td>'
+                   '<td>%s</td><td>%s</td><td>%s</td>'
                    '<td>%s</td>%s%s%s%s%s%s<td class="%s">%s</td><td class="%s">%s</td>'
                    '<td class="%s">%s</td>%s%s</tr>' % (
-                       i, i, _e(h["name"]), _e(h["arch"]), _e(h["vendor"]), _e(h["device_type"]),
+                       _e(shape["id"]), _e(shape["id"]), _e(shape["id"]), _e(shape["id"]),
+                       _shape_hosts_cell(shape, k), _e(h["arch"]), _e(h["vendor"]),
+                       _e(h["device_type"]),
                        _Ptr.td(h["cpus_allowed"], base + "cpus_allowed"),
                        _Ptr.td(h["cpus_online"], base + "cpus_online"),
                        _Ptr.td(h["npus"], base + "npus"), _Ptr.td(h["gpus"], base + "gpus"),
@@ -223,13 +192,16 @@ def _hosts_html(report):
 
 
 def _binding_html(report):
-    out = ['<table id="binding-table"><thead><tr><th rowspan="2">host</th>'
+    out = ['<table id="binding-table"><thead><tr><th rowspan="2">shape: hosts</th>'
            '<th colspan="4">strict (ours)</th><th colspan="5">vllm_ascend (in-process)</th></tr>'
            '<tr><th>mode</th><th>CPUs used</th><th>overlap CPUs</th><th>cross-NUMA pools</th>'
            '<th>mode</th><th>CPUs used</th><th>overlap CPUs</th><th>cross-NUMA pools</th>'
            '<th>note</th></tr></thead><tbody>']
-    for i, h in enumerate(report["hosts"]):
-        cells = ["<td>%s</td>" % _e(h["name"])]
+    for k, shape in enumerate(shapes_of(report)):
+        i = shape["host"]
+        h = report["hosts"][i]
+        cells = ['<td><a href="#shape-%s">%s</a> %s</td>' % (
+            _e(shape["id"]), _e(shape["id"]), _shape_hosts_cell(shape, k))]
         for policy in POLICIES:
             plan = h["plans"][policy]
             base = "/hosts/%d/plans/%s/" % (i, policy)
@@ -248,7 +220,8 @@ def _binding_html(report):
                     cells.append(cell)
         vl = h["plans"]["vllm_ascend"]
         cells.append("<td>%s</td>" % _e(vl["reason"] or vl["error"] or ""))
-        out.append('<tr id="binding-row-%d">%s</tr>' % (i, "".join(cells)))
+        out.append('<tr id="binding-row-%s" data-shape="%s">%s</tr>' % (
+            _e(shape["id"]), _e(shape["id"]), "".join(cells)))
     out.append("</tbody></table>")
     return "\n".join(out)
 
@@ -262,7 +235,14 @@ def _legend_html():
                  "device's own NUMA node</span>")
     items.append('<span><span class="sw" style="background:#bbb"></span>not allowed (cpuset)'
                  "</span>")
+    for name, colour in BUDGET_COLOURS.items():
+        items.append('<span><span class="sw" style="background:%s"></span>%s</span>'
+                     % (colour, _e(name)))
     return '<div class="legend">%s</div>' % "".join(items)
+
+
+# strict / GPU plans: the API server, EngineCore and tokenizers; CPUs nobody got (cpu_budget)
+BUDGET_COLOURS = OrderedDict([("frontend", "#b07aa1"), ("spare", "#c9c9c9")])
 
 
 def _svg_map(host, plan, index, policy):
@@ -276,7 +256,10 @@ def _svg_map(host, plan, index, policy):
     row_h, gap = 15, 4
     devices = plan["devices"]
     overlap = set(cpu_ids(plan["overlap"]))
-    height = 24 + 14 + (row_h + gap) * max(len(devices), 1) + (row_h + 8 if overlap else 0) + 16
+    budget_rows = [(name, cpu_ids(plan.get(name))) for name in BUDGET_COLOURS
+                   if cpu_ids(plan.get(name))]
+    height = 24 + 14 + (row_h + gap) * (max(len(devices), 1) + len(budget_rows)) + \
+        (row_h + 8 if overlap else 0) + 16
 
     def x(cpu):
         return left + cpu * scale
@@ -341,6 +324,16 @@ def _svg_map(host, plan, index, policy):
                        'stroke-width="1.6"/>' % (x(first), y, max((last - first + 1) * scale, 1),
                                                  row_h, OVERLAP_COLOUR))
         y += row_h + gap
+    for name, cpus in budget_rows:
+        out.append('<text x="4" y="%d" font-size="10.5" fill="#1d232a">%s</text>'
+                   % (y + 11, _e(name)))
+        for first, last in _runs(cpus):
+            out.append('<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="%s"><title>%s'
+                       '</title></rect>' % (x(first), y, max((last - first + 1) * scale, 0.8),
+                                            row_h, BUDGET_COLOURS[name],
+                                            _e("%s: %s" % (name, cpulist.format(
+                                                range(first, last + 1))))))
+        y += row_h + gap
     if overlap:
         out.append('<text x="4" y="%d" font-size="10.5" fill="%s" font-weight="bold">overlap'
                    '</text>' % (y + 11, OVERLAP_COLOUR))
@@ -360,15 +353,58 @@ def _svg_map(host, plan, index, policy):
     return "\n".join(out)
 
 
-def _host_article(host, index):
+def _shape_problem_links(report, shape):
+    """Links to the problem rows of the shape's problems (one host's worth)."""
+    links = []
+    for index, g in enumerate(_groups(report)):
+        members = g["problems"]
+        shapes = g.get("shapes")
+        if shapes is not None and shape["id"] not in shapes:
+            continue
+        if shapes is None and not any(report["problems"][m]["host"] in shape["hosts"]
+                                      for m in members):
+            continue
+        if len(members) == 1:
+            target = "problem-" + report["problems"][members[0]]["id"]
+            g = report["problems"][members[0]]
+        else:
+            target = "problem-group-%d" % index
+        links.append('<a href="#%s"><span class="sev sev-%s">%s</span> %s</a>' % (
+            _e(target), _e(g["severity"]), _e(g["severity"]), _e(g["title"])))
+    if not links:
+        return '<div class="shape-problems ok">no problems</div>'
+    return '<div class="shape-problems">%s</div>' % "".join(links)
+
+
+def _shape_hosts_list(shape):
+    """Every host of the shape, each a ``data-host`` item the filter finds; collapsed when
+    there are several."""
+    spans = ", ".join('<span data-host="%s">%s</span>' % (_e(n), _e(n)) for n in shape["hosts"])
+    if shape["host_count"] == 1:
+        return '<p class="hostlist">%s</p>' % spans
+    return ('<details class="hostlist"><summary>all %d hosts</summary><p>%s</p></details>'
+            % (shape["host_count"], spans))
+
+
+def _host_article(host, index, shape=None, report=None):
+    """A shape's article: its hosts (compact title, the full list collapsed), its problems
+    and the CPU maps of its first host (``index``)."""
     base = "/hosts/%d/" % index
+    if shape is None:
+        shape = {"id": "S%d" % (index + 1), "host_count": 1, "hosts": [host["name"]]}
     meta = "%s \u00b7 %s \u00b7 %s \u00b7 %s CPUs allowed of %s online \u00b7 %s NUMA nodes" % (
         _e(host["arch"]), _e(host["vendor"]), _e(host["device_type"]),
         _Ptr.num(host["cpus_allowed"], base + "cpus_allowed"),
         _Ptr.num(host["cpus_online"], base + "cpus_online"), _e(len(host["numa_nodes"])))
-    out = ['<article class="host" id="host-%d" data-host="%s">' % (index, _e(host["name"])),
-           "<h3>%s</h3>" % _e(host["name"]), '<div class="meta">%s</div>' % meta,
-           '<div class="maps">']
+    title = (_e(shape["hosts"][0]) if shape["host_count"] == 1 else "%d hosts: %s" % (
+        shape["host_count"], ", ".join(_e(p) for p in compact_host_parts(shape["hosts"]))))
+    out = ['<article class="shape" id="shape-%s" data-shape="%s">' % (
+        _e(shape["id"]), _e(shape["id"])),
+        '<h3><span class="muted">%s</span> %s</h3>' % (_e(shape["id"]), title),
+        '<div class="meta">%s</div>' % meta, _shape_hosts_list(shape)]
+    if report is not None:
+        out.append(_shape_problem_links(report, shape))
+    out.append('<div class="maps">')
     for policy in POLICIES:
         plan = host["plans"][policy]
         pbase = base + "plans/%s/" % policy
@@ -394,21 +430,26 @@ def _host_article(host, index):
 
 
 def render_html(report):
-    """One self-contained page: inline CSS and SVG, no scripts, no external assets."""
+    """One self-contained page: inline CSS and SVG, one inline script (the host filter, the
+    only script the page's Content-Security-Policy allows), no external assets."""
     s = report["summary"]
+    shape_of = _shape_of(report)
     parts = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
+             '<meta http-equiv="Content-Security-Policy" content="%s">' % _e(CSP),
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              "<title>npuops.fleet fleet report</title>", "<style>%s</style></head><body>" % _CSS,
-             '<header><h1>Fleet report</h1>%s</header><main>' % _summary_cards(report),
+             '<header><h1>Fleet report</h1>%s%s</header><main>' % (_summary_cards(report),
+                                                                   _filter_html()),
              '<section id="problems"><h2>Problems and fixes</h2>%s</section>'
-             % _problems_html(report),
-             '<section id="fleet"><h2>Device types</h2>%s<h2>Hosts</h2>%s'
+             % _problems_html(report, shape_of),
+             '<section id="fleet"><h2>Device types</h2>%s<h2>Hosts by shape</h2>%s'
              "<h2>vllm-ascend in-process binding vs the strict plan</h2>%s</section>" % (
                  _types_html(report), _hosts_html(report), _binding_html(report)),
-             '<section id="maps"><h2>CPU maps</h2>%s' % _legend_html()]
-    for index, host in enumerate(report["hosts"]):
-        parts.append(_host_article(host, index))
+             '<section id="maps"><h2>CPU maps, one per host shape</h2>%s' % _legend_html()]
+    for shape in shapes_of(report):
+        parts.append(_host_article(report["hosts"][shape["host"]], shape["host"], shape, report))
     parts.append('</section></main><footer class="meta" style="padding:0 28px 20px">'
-                 "npuops.fleet fleet report schema %s \u00b7 %s</footer></body></html>" % (
+                 "npuops.fleet fleet report schema %s \u00b7 %s</footer>" % (
                      _e(report.get("schema")), plural(s["hosts"], "host")))
+    parts.append("<script>%s</script></body></html>" % _SCRIPT)
     return "\n".join(parts) + "\n"

@@ -5,6 +5,8 @@
 
 ``render_markdown(report)`` formats the dict of ``fleet_report.build_report``; it never
 analyses. Every string that came from a host is HTML-escaped and its Markdown neutralised.
+Hosts are listed by shape (``report["shapes"]``): one row and one pool table per shape, its
+hosts as a compact list (``a2-[0001-0950]``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,6 +18,7 @@ from collections import OrderedDict
 
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
     POLICIES, ROLES, plural)
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import shapes_of
 
 
 def _md(value):
@@ -51,25 +54,36 @@ def _groups(report):
     return groups
 
 
+def _evidence_items(report, g):
+    items = g.get("evidence_groups")
+    if items is None:  # a report dict from before evidence_groups: one item per problem
+        items = [{"hosts_text": report["problems"][i]["host"],
+                  "id_text": report["problems"][i]["id"],
+                  "evidence": report["problems"][i]["evidence"]} for i in g["problems"]]
+    return items
+
+
 def _problems_md(report):
     """One row per problem group (same kind and fix on several hosts: one row listing the
-    hosts); the per-host evidence of a group follows the table as a sub-list."""
+    hosts compactly); the evidence of a group, per group of hosts that share it, follows the
+    table as a sub-list."""
     rows, details = [], []
     for g in _groups(report):
-        members = [report["problems"][i] for i in g["problems"]]
+        members = g["problems"]
         if len(members) == 1:
-            p = members[0]
+            p = report["problems"][members[0]]
             rows.append([p["id"], p["severity"], p["host"], p["title"], p["evidence"], p["fix"]])
             continue
-        hosts = "%s: %s" % (plural(g["host_count"], "host"), ", ".join(g["hosts"]))
+        hosts = "%s: %s" % (plural(g["host_count"], "host"),
+                            g.get("hosts_text") or ", ".join(g["hosts"]))
         evidence = g["evidence"] if g["evidence"] is not None else "per host below the table"
         rows.append([g["id_text"], g["severity"], hosts, g["title"], evidence, g["fix"]])
         if g["evidence"] is not None:
             continue  # the same evidence on every host: the row says it all
         details.append("- **%s** %s \u2014 %s:" % (_md(g["id_text"]), _md(g["title"]), _md(hosts)))
-        for p in members:
-            details.append("  - %s (%s): %s" % (_md(p["host"]), _md(p["id"]),
-                                                _md(p["evidence"])))
+        for item in _evidence_items(report, g):
+            details.append("  - %s (%s): %s" % (_md(item["hosts_text"]), _md(item["id_text"]),
+                                                _md(item["evidence"])))
     out = _md_table(["id", "severity", "host", "problem", "evidence", "fix"], rows)
     if details:
         out += ["", "Evidence per host of the grouped rows:", ""] + details
@@ -88,6 +102,13 @@ def _irqbalance_md(host):
     return "running, %d/%d IRQs banned" % (bans["banned_count"], bans["pinned_count"])
 
 
+def _hosts_cell(shape):
+    """A shape's hosts: its one host, or the count and the compact list."""
+    if shape["host_count"] == 1:
+        return shape["hosts"][0]
+    return "%d hosts: %s" % (shape["host_count"], shape["hosts_text"])
+
+
 def render_markdown(report):
     s = report["summary"]
     out = ["# Fleet report", "",
@@ -95,7 +116,9 @@ def render_markdown(report):
                plural(s["hosts"], "host"), plural(s["npus"], "NPU"), plural(s["gpus"], "GPU"),
                s["softshare_capacity"], s["unhealthy"]),
            "Problems: %d errors, %d warnings, %d info." % (
-               s["problems"]["error"], s["problems"]["warning"], s["problems"]["info"]), "",
+               s["problems"]["error"], s["problems"]["warning"], s["problems"]["info"]),
+           "Host shapes: %d (hosts with the same topology, plans and problems)." % s.get(
+               "shapes", s["hosts"]), "",
            "## Problems", ""]
     if report["problems"]:
         out += _problems_md(report)
@@ -105,33 +128,37 @@ def render_markdown(report):
     out += _md_table(["vendor", "device type", "hosts", "devices", "healthy", "soft-share capacity"],
                      [[t["vendor"], t["device_type"], t["hosts"], t["devices"], t["healthy"],
                        t["capacity"]] for t in report["device_types"]])
-    out += ["", "## Hosts", ""]
-    out += _md_table(["host", "arch", "vendor", "type", "CPUs allowed/online", "NUMA nodes",
+    shapes = [(shape, report["hosts"][shape["host"]]) for shape in shapes_of(report)]
+    out += ["", "## Hosts by shape", "",
+            "Hosts with the same topology, plans and problems are one shape: one row each "
+            "(the values of every host in it)."
+            if len(shapes) < s["hosts"] else "Every host is its own shape.", ""]
+    out += _md_table(["hosts", "arch", "vendor", "type", "CPUs allowed/online", "NUMA nodes",
                       "devices", "healthy", "capacity", "irqbalance", "migratepages", "rails",
-                      "facts errors"],
-                     [[h["name"], h["arch"], h["vendor"], h["device_type"],
+                      "facts errors", "shape"],
+                     [[_hosts_cell(shape), h["arch"], h["vendor"], h["device_type"],
                        "%d/%d" % (h["cpus_allowed"], h["cpus_online"]), len(h["numa_nodes"]),
                        h["npus"] + h["gpus"], h["health"]["healthy"] + h["gpus"],
                        h["softshare"]["capacity"], _irqbalance_md(h),
                        {True: "yes", False: "MISSING"}.get(h["migratepages"], "unknown"),
-                       h["rails"]["status"], len(h["facts_errors"])]
-                      for h in report["hosts"]])
+                       h["rails"]["status"], len(h["facts_errors"]), shape["id"]]
+                      for shape, h in shapes])
     out += ["", "## vllm-ascend in-process binding vs the strict plan", ""]
     rows = []
-    for h in report["hosts"]:
+    for shape, h in shapes:
         st, vl = h["plans"]["strict"], h["plans"]["vllm_ascend"]
-        rows.append([h["name"], st["mode"] if st["status"] == "ok" else st["status"],
+        rows.append([_hosts_cell(shape), st["mode"] if st["status"] == "ok" else st["status"],
                      _plan_cell(st, "cpus_used"), _plan_cell(st, "overlap_cpus"),
                      _plan_cell(st, "cross_numa_count"),
                      vl["mode"] if vl["status"] == "ok" else _plan_cell(vl, "status"),
                      _plan_cell(vl, "cpus_used"), _plan_cell(vl, "overlap_cpus"),
                      _plan_cell(vl, "cross_numa_count"),
                      vl["reason"] or vl["error"] or ""])
-    out += _md_table(["host", "strict mode", "CPUs used", "overlap CPUs", "cross-NUMA",
+    out += _md_table(["hosts", "strict mode", "CPUs used", "overlap CPUs", "cross-NUMA",
                       "vllm_ascend mode", "CPUs used", "overlap CPUs", "cross-NUMA", "note"], rows)
-    out += ["", "## Pools per host", ""]
-    for h in report["hosts"]:
-        out += ["### " + _md(h["name"]), ""]
+    out += ["", "## Pools per shape", ""]
+    for shape, h in shapes:
+        out += ["### " + _md(_hosts_cell(shape)), ""]
         if h["numa_nodes"]:
             out.append("NUMA: " + ", ".join("node %s %s" % (_md(n), _md(c or "(memory only)"))
                                             for n, c in h["numa_nodes"].items()))

@@ -23,8 +23,18 @@ def _problem(severity, host, kind, title, evidence, fix):
                         ("title", title), ("evidence", evidence), ("fix", fix)])
 
 
+# facts of schema 2 a strict plan can do without (it falls back: nearest node by id, no package
+# rule, one CPU per core): an info, not a warning
+_OPTIONAL_CPU_FACTS = ("cpu.numa_distance", "cpu.packages", "cpu.smt_siblings")
+
+
 def _fix_for_source(source):
     text = source.lower()
+    if source in _OPTIONAL_CPU_FACTS:
+        return ("the strict plan falls back (nearest NUMA node by id, no package rule, one CPU "
+                "per core); read /sys/devices/system/node/node*/distance and "
+                "/sys/devices/system/cpu/cpu*/topology/ on the host itself (numactl -H for the "
+                "distances) - a container or a firmware without the data cannot give them")
     if "npu-smi" in text:
         return ("check the Ascend driver and npu-smi on the host (run `%s` by hand); without it "
                 "the plan falls back to sysfs NUMA data where it can" % source)
@@ -97,7 +107,8 @@ def host_problems(host):
                             "module) before fleet_audit"))
         return out
     for err in host["facts_errors"]:
-        out.append(_problem("warning", name, "facts_error", "a topology source failed",
+        out.append(_problem("info" if err["source"] in _OPTIONAL_CPU_FACTS else "warning",
+                            name, "facts_error", "a topology source failed",
                             "%s: %s" % (err["source"], err["msg"]), _fix_for_source(err["source"])))
     for chip in host["health"]["unhealthy"]:
         severity = "warning" if rules.health_state(chip["health"]) == rules.HEALTH_WARNING else "error"

@@ -42,6 +42,11 @@ def compact_hosts(names):
     A name alone in its pattern stays as it is. Display text only: the report's ``hosts``
     lists keep every name.
     """
+    return ", ".join(compact_host_parts(names))
+
+
+def compact_host_parts(names):
+    """The items of ``compact_hosts`` as a list (``['a2-[0001-0003,0007]', 'gpu-x']``)."""
     buckets = OrderedDict()
     for name in names:
         name = str(name)
@@ -63,7 +68,7 @@ def compact_hosts(names):
         ranges = ["%0*d" % (width, a) if a == b else "%0*d-%0*d" % (width, a, width, b)
                   for a, b in _runs(ordered)]
         parts.append("%s[%s]" % (prefix, ",".join(ranges)))
-    return ", ".join(parts)
+    return parts
 
 
 def compact_ids(ids, limit=8):
@@ -92,6 +97,29 @@ def summary_signature(host):
     their summary without the fields that name them, as canonical JSON text."""
     rest = dict((k, v) for k, v in host.items() if k not in IDENTITY_FIELDS)
     return json.dumps(rest, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def analyse_once(hosts, names, analyse, input_key, rebind):
+    """``analyse(name, entry)`` of every host in ``names``, run once per distinct input: a host
+    whose ``input_key(entry)`` was seen gets ``rebind(summary, name, entry)`` of the first
+    one's summary (None keys are never shared). Returns the summaries and their
+    ``summary_signature`` texts, which decide the hosts' shapes."""
+    memo = {}
+    summaries, signatures = [], []
+    for name in names:
+        entry = hosts[name]
+        key = input_key(entry)
+        cached = memo.get(key) if key is not None else None
+        if cached is None:
+            host = analyse(name, entry)
+            cached = (host, summary_signature(host))
+            if key is not None:
+                memo[key] = cached
+        else:
+            host = rebind(cached[0], name, entry)
+        summaries.append(host)
+        signatures.append(cached[1])
+    return summaries, signatures
 
 
 def problem_signature(problem):
@@ -164,3 +192,15 @@ def evidence_groups(group, problems, hosts_by_name):
         item["hosts_text"] = compact_hosts(names)
         item["id_text"] = compact_ids(item["ids"])
     return out
+
+
+def shapes_of(report):
+    """The report's ``shapes``, or one shape per host for a report dict from before shapes."""
+    shapes = report.get("shapes")
+    if shapes is not None:
+        return shapes
+    return [OrderedDict([("id", "S%d" % (i + 1)), ("host_count", 1), ("hosts", [h["name"]]),
+                         ("host_indexes", [i]), ("hosts_text", h["name"]), ("host", i),
+                         ("vendor", h.get("vendor")), ("device_type", h.get("device_type")),
+                         ("problems", h.get("problems", 0)), ("severities", {}), ("kinds", [])])
+            for i, h in enumerate(report["hosts"])]

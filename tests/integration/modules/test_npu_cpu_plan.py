@@ -18,9 +18,25 @@ def test_strict_plan_with_instances(check):
     assert not result.get("failed"), result
     assert result["changed"] is False
     plan = result["plan"]
-    assert plan["npus"]["0"]["pool"] == "144-167" and plan["npus"]["2"]["pool"] == "168-191"
-    assert plan["instances"]["a"]["main"] == "146-165,170-189"
-    assert "NPU0     144-167  node 3   IIMMMMMMMMMMMMMMMMMMMMAR" in result["cpu_map"]
+    # every node of the design document's A2 is an NPU's home: each instance's frontend
+    # (2 + devices cores) is carved from the ends of its workers' main CPUs (issue 11)
+    assert plan["npus"]["0"]["pool"] == "144-163,166-167"
+    assert plan["npus"]["2"]["pool"] == "168-187,190-191"
+    assert plan["instances"]["a"]["main"] == "146-163,170-187"
+    assert plan["instances"]["a"]["frontend"] == "164-165,188-189"
+    assert set(plan["cpu_budget"]) == {"workers", "frontend", "reserved", "spare"}
+    assert "NPU0     144-163,166-167  node 3   IIMMMMMMMMMMMMMMMMMMAR" in result["cpu_map"]
+    assert "a        164-165,188-189  node 3   frontend (carved)" in result["cpu_map"]
+
+
+def test_frontend_cpus_option():
+    result = run_module("npu_cpu_plan", {
+        "topology": cpu_hosts.a2(), "frontend_cpus": 0,
+        "instances": [{"name": "a", "npus": [0, 2]}]})
+    plan = result["plan"]
+    assert plan["instances"]["a"]["frontend"] == "" and plan["npus"]["0"]["pool"] == "144-167"
+    bad = run_module("npu_cpu_plan", {"topology": cpu_hosts.a2(), "frontend_cpus": -2})
+    assert bad["failed"] is True and "frontend_cpus must be a non-negative integer" in bad["msg"]
 
 
 def test_vllm_ascend_prediction_and_failure_message():

@@ -39,10 +39,11 @@ def test_check_mode_and_save_then_replay(tmp_path):
     saved = tmp_path / "rec"
     checked = run_module("npu_topology_facts", {"snapshot": os.path.join(SNAPSHOTS, "a3-16die"),
                                                 "save_snapshot": str(saved)}, check=True)
-    assert checked["changed"] is False and not saved.exists()
+    # a snapshot written is a change; check mode says it would be, writes nothing
+    assert checked["changed"] is True and not saved.exists()
     assert checked["ansible_facts"]["npu_topology"]["device_type"] == "A3"
     first = run_module("npu_topology_facts", {"save_snapshot": str(saved), "timeout": 20})
-    assert first["changed"] is False and first["snapshot_saved"] == str(saved)
+    assert first["changed"] is True and first["snapshot_saved"] == str(saved)
     assert (saved / "snapshot.yml").is_file()
     again = run_module("npu_topology_facts", {"snapshot": str(saved)})
     assert again["ansible_facts"]["npu_topology"] == first["ansible_facts"]["npu_topology"]

@@ -52,6 +52,8 @@ def test_audit_playbook_on_the_demo_fleet_writes_consistent_reports_idempotently
         env = {"NPUOPS_DEMO_DIR": os.path.join(tmp, "demo")}
         first = run_playbook(os.path.join(REPO, "playbooks", "audit.yml"), inventory, args, env)
         assert first.returncode == 0, first.stdout[-6000:]
+        # the report reaches Ansible's variable storage as plain dicts
+        assert "OrderedDict" not in first.stdout and "[WARNING]" not in first.stdout
         report = json.loads(_read(dest, "json"))
         recap = _recap(first.stdout)
         assert sorted(h["name"] for h in report["hosts"]) == sorted(recap)
@@ -115,3 +117,40 @@ def test_role_records_failures_as_findings_instead_of_failing_hosts():
         if snaps:
             good = [h for h in report["hosts"] if h["name"] == "good-host"][0]
             assert good["has_facts"] and good["plans"]["strict"]["status"] in ("ok", "skipped")
+
+
+def _one_host_inventory(tmp):
+    snaps = _snapshots()
+    hosts = {"only-host": {"npuops_snapshot": os.path.join(SNAPSHOTS, snaps[0])}}
+    inventory = os.path.join(tmp, "hosts.yml")
+    with open(inventory, "w") as handle:
+        json.dump({"all": {"hosts": hosts, "vars": {
+            "ansible_connection": "local",
+            "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}, handle)
+    return inventory
+
+
+@pytest.mark.skipif(not _snapshots(), reason="no host snapshots in tests/snapshots")
+def test_without_a_dest_the_report_goes_next_to_the_callers_play():
+    with tempfile.TemporaryDirectory() as tmp:
+        play = os.path.join(tmp, "play.yml")
+        with open(play, "w") as handle:
+            json.dump([{"name": "audit", "hosts": "all", "gather_facts": False,
+                        "roles": [{"role": "npuops.fleet.fleet_audit",
+                                   "npuops_audit_formats": ["json"]}]}], handle)
+        proc = run_playbook(play, _one_host_inventory(tmp), (), None, cwd=tmp)
+        assert proc.returncode == 0, proc.stdout[-6000:]
+        assert os.listdir(os.path.join(tmp, "fleet-report")) == ["fleet-report.json"]
+
+
+@pytest.mark.skipif(not _snapshots(), reason="no host snapshots in tests/snapshots")
+def test_the_collections_own_audit_playbook_requires_a_dest():
+    """playbooks/audit.yml (npuops.fleet.audit) never writes into the collection: without
+    npuops_audit_dest it stops before any work."""
+    before = sorted(os.listdir(os.path.join(REPO, "playbooks")))
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = run_playbook("npuops.fleet.audit", _one_host_inventory(tmp), (), None, cwd=tmp)
+    assert proc.returncode != 0
+    assert "npuops_audit_dest is required" in proc.stdout, proc.stdout[-3000:]
+    assert "Gather NPU/GPU topology facts" not in proc.stdout  # failed before npu_facts
+    assert sorted(os.listdir(os.path.join(REPO, "playbooks"))) == before

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from ansible_collections.npuops.fleet.plugins.module_utils.host import snapshot
 from npuops_testing import REPO, SNAPSHOTS
 from npuops_testing.runner import run_playbook
 
@@ -80,7 +81,7 @@ def test_site_yml_over_real_ssh_two_hosts(sshd, tmp_path):
     inv = {"all": {"hosts": {}}}
     for host, snap in HOSTS.items():
         root = tmp_path / "remote" / host / "root"
-        shutil.copytree(os.path.join(SNAPSHOTS, snap, "fs"), str(root), symlinks=True)
+        snapshot.copy_host_tree(os.path.join(SNAPSHOTS, snap), str(root))
         (root / "etc").mkdir(exist_ok=True)
         inv["all"]["hosts"][host] = {
             "ansible_host": "127.0.0.1", "ansible_port": sshd["port"],

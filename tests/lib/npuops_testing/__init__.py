@@ -5,11 +5,16 @@
 - this package: ``REPO``, ``FIXTURES`` (tests/fixtures/real), ``SNAPSHOTS`` (tests/snapshots),
   ``COLLECTIONS`` (.cache/collections), ``fixture_text(rel)``, ``ensure_collection_link()``
 - ``npuops_testing.cases``: data-driven parser cases (``cases/<parser>.yml``): load, select, check
-- ``npuops_testing.cpu_hosts``: topology facts dicts for the CPU planner tests (A2, A3, A5)
+- ``npuops_testing.cpu_hosts``: topology facts dicts for the CPU planner tests (A2, A3, A5, the
+  real A2 layout with its paired distance table)
+- ``npuops_testing.placement_hosts``: random hosts (distance tables, packages, SMT, isolated
+  CPUs, instances) for the placement properties
+- ``npuops_testing.fake_io``: ``FakeIO``, a HostIO answering from dicts, and ``cpu_tree``
 - ``npuops_testing.gpu_hosts``: the real ``nvidia-smi topo -m`` fixtures and the host layout
   each comes from; ``topology_of(rel)`` builds the facts the GPU planner takes
 - ``npuops_testing.report_fleet``: hand-built and real-snapshot fleets for the fleet report
 - ``npuops_testing.sandbox``: sandbox host trees (``irq_sandbox``)
+- ``npuops_testing.hostile``: hostile inputs for the fuzz suite (mutated texts, facts, plans)
 - ``npuops_testing.runner``: ``run_module`` / ``run_playbook`` through a real
   ``ansible-playbook`` (integration tests only)
 - ``npuops_testing.fleet``: inventories of recorded hosts with sandbox roots, PLAY RECAP parsing,

@@ -58,3 +58,25 @@ def a5(allowed="0-383", tpc=2, node_of=None):
     npus = [{"logic_id": i, "affinity": "%d-%d" % (96 * node_of[i], 96 * node_of[i] + 95)}
             for i in range(8)]
     return host(npus, nodes, allowed, device_type="A5", tpc=tpc)
+
+
+# The 4-socket Kunpeng node-distance table (tests/fixtures/real/cpu/kunpeng-4p-8numa_node-
+# distances_opengauss-tpcc-case.txt): dies of a socket 11 apart, other sockets 24-32.
+KUNPENG_4P_DISTANCE = [[10, 11, 24, 25, 24, 25, 24, 25], [11, 10, 25, 32, 25, 32, 25, 32],
+                       [24, 25, 10, 11, 24, 25, 24, 25], [25, 32, 11, 10, 25, 32, 25, 32],
+                       [24, 25, 24, 25, 10, 11, 24, 25], [25, 32, 25, 32, 11, 10, 25, 32],
+                       [24, 25, 24, 25, 24, 25, 10, 11], [25, 32, 25, 32, 25, 32, 11, 10]]
+
+
+def a2_real(allowed="0-191"):
+    """The real A2 capture's layout (tests/snapshots/a2-910b3x8): 8 NUMA nodes x 24 CPUs, NPU
+    pairs on nodes 6, 4, 0, 2, with the 4-socket Kunpeng distance table paired (no public A2
+    capture of its own table exists) and no package ids (its firmware names none)."""
+    nodes = dict((n, "%d-%d" % (24 * n, 24 * n + 23)) for n in range(8))
+    home = [6, 6, 4, 4, 0, 0, 2, 2]
+    topo = host([{"logic_id": i, "affinity": nodes[home[i]], "numa_node": home[i]}
+                 for i in range(8)], nodes, allowed)
+    topo["cpu"]["numa_distance"] = dict(
+        (str(a), dict((str(b), KUNPENG_4P_DISTANCE[a][b]) for b in range(8))) for a in range(8))
+    topo["cpu"].update({"packages": None, "smt_siblings": [], "isolated": "", "nohz_full": ""})
+    return topo

@@ -4,6 +4,7 @@
 - ``need(*snaps)``: skip unless every ``tests/snapshots/<snap>/snapshot.yml`` exists
 - ``make_fleet(tmp_path, {name: (snapshot, extra vars)})``: an inventory file of local hosts,
   each replaying its snapshot with a sandbox root copied from the snapshot's ``fs/``
+  (``snapshot.copy_host_tree``: on-disk names unescaped to host paths)
 - ``written(tmp_path, host, snap)``: files under the host's sandbox root that differ from the
   snapshot (what the play wrote)
 - ``recap(stdout)``: PLAY RECAP -> {host: {ok, changed, unreachable, failed, skipped}}
@@ -14,10 +15,10 @@ import filecmp
 import json
 import os
 import re
-import shutil
 
 import pytest
 
+from ansible_collections.npuops.fleet.plugins.module_utils.host import snapshot
 from npuops_testing import SNAPSHOTS
 
 RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+"
@@ -46,12 +47,8 @@ def make_fleet(tmp_path, hosts):
     inv = {"all": {"hosts": {}}}
     for name, (snap, extra) in hosts.items():
         root = tmp_path / "demo" / name / "root"
-        src = os.path.join(SNAPSHOTS, snap, "fs")
         if not root.exists():
-            if os.path.isdir(src):
-                shutil.copytree(src, str(root), symlinks=True)
-            else:
-                root.mkdir(parents=True)
+            snapshot.copy_host_tree(os.path.join(SNAPSHOTS, snap), str(root))
             (root / "etc").mkdir(exist_ok=True)
         hvars = {"ansible_connection": "local",
                  "ansible_python_interpreter": "{{ ansible_playbook_python }}",
@@ -72,7 +69,7 @@ def written(tmp_path, host, snap):
         for name in files:
             real = os.path.join(dirpath, name)
             rel = os.path.relpath(real, root)
-            orig = os.path.join(SNAPSHOTS, snap, "fs", rel)
+            orig = snapshot.disk_path(os.path.join(SNAPSHOTS, snap), "/" + rel)
             if not os.path.isfile(orig) or not filecmp.cmp(real, orig, shallow=False):
                 found.add("/" + rel)
     return found

@@ -6,7 +6,9 @@ Hand-built hosts first (every problem kind, its evidence and its fix), then the 
 snapshots in tests/snapshots/ once the topology and plan code is there.
 """
 
+import base64
 import copy
+import hashlib
 import json
 from html.parser import HTMLParser
 
@@ -531,12 +533,19 @@ def test_html_is_self_contained():
     page = report_html.render_html(fr.build_report(sample_fleet()))
     parser = _Collect()
     parser.feed(page)
-    assert not parser.tags & {"script", "link", "img", "iframe", "object", "embed"}
+    assert not parser.tags & {"link", "img", "iframe", "object", "embed"}
     for attrs in parser.attrs_seen:
         assert not any(k in ("src", "href") and not v.startswith("#") for k, v in attrs.items())
         assert not any(k.startswith("on") for k in attrs)
-    assert page.count("<svg") == 2 * 2 + 3 + 0  # two A2 hosts x 2 policies, 3 GPU hosts strict
+    # two A2 hosts x 2 policies, 3 GPU hosts strict of which gpu-a and gpu-b are one shape
+    assert page.count("<svg") == 2 * 2 + 2 + 0
     assert "url(" not in page and "@import" not in page
+    # one inline script, the host filter, and a policy that lets nothing else run
+    assert page.count("<script") == 1
+    assert "<script>%s</script>" % report_html._SCRIPT in page
+    digest = base64.b64encode(hashlib.sha256(report_html._SCRIPT.encode()).digest()).decode()
+    assert ("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src &#x27;none&#x27;; "
+            "style-src &#x27;unsafe-inline&#x27;; script-src &#x27;sha256-%s&#x27;;" % digest) in page
 
 
 def test_hostile_hostname_and_strings_are_escaped_everywhere():
@@ -548,7 +557,8 @@ def test_hostile_hostname_and_strings_are_escaped_everywhere():
     fleet[evil]["plan_errors"] = {}
     report = fr.build_report(fleet)
     page = report_html.render_html(report)
-    assert "<script" not in page and "<img" not in page and "<b>x" not in page
+    # the only script is the page's own host filter
+    assert page.count("<script") == 1 and "<img" not in page and "<b>x" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     parser = _Collect()
     parser.feed(page)
@@ -569,16 +579,17 @@ def test_any_hostname_round_trips_through_the_html(name):
     parser.feed(page)
     assert parser.hosts == [name.replace("\r\n", "\n").replace("\r", "\n")] or \
         parser.hosts == [name]
-    assert "<script" not in page
+    assert page.count("<script") == 1
 
 
 def test_markdown_has_every_section_and_problem():
     report = fr.build_report(sample_fleet())
     md = report_markdown.render_markdown(report)
-    for heading in ("# Fleet report", "## Problems", "## Device types", "## Hosts",
-                    "## vllm-ascend in-process binding vs the strict plan", "## Pools per host",
-                    "### a2-bad"):
+    for heading in ("# Fleet report", "## Problems", "## Device types", "## Hosts by shape",
+                    "## vllm-ascend in-process binding vs the strict plan", "## Pools per shape",
+                    "### a2-bad", "### 2 hosts: gpu-a, gpu-b"):
         assert heading + "\n" in md
+    assert "| 2 hosts: gpu-a, gpu-b | x86\\_64 | nvidia |" in md
     for p in report["problems"]:
         assert "| %s | %s |" % (p["id"], p["severity"]) in md
     assert "0-23,48-59 (N0,1) CROSS-NUMA" in md

@@ -12,20 +12,25 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsE
 
 # host -> (arch, vendor, device_type, allowed, numa node count, threads/core, npus, gpus, nics,
 #          capacity, error sources)
+# Schema 2 (issue 11) adds cpu.numa_distance / packages / smt_siblings: a snapshot of a machine
+# whose table, package ids or SMT numbering are not known lacks the file, which is an error.
+NO_DIST, NO_PKG, NO_SMT = "cpu.numa_distance", "cpu.packages", "cpu.smt_siblings"
 HOSTS = {
-    "a2-910b3x8": ("aarch64", "ascend", "A2", "0-191", 8, 1, 8, 0, 0, 800, []),
-    "a2-designdoc": ("aarch64", "ascend", "A2", "0-191", 4, 1, 8, 0, 0, 800, []),
+    "a2-910b3x8": ("aarch64", "ascend", "A2", "0-191", 8, 1, 8, 0, 0, 800, [NO_PKG]),
+    "a2-designdoc": ("aarch64", "ascend", "A2", "0-191", 4, 1, 8, 0, 0, 800,
+                     [NO_DIST, NO_PKG, NO_SMT]),
     "a2i-910b4x8": ("aarch64", "ascend", "A2", "0-191", 8, 1, 8, 0, 0, 800, []),
-    "a3-16die": ("aarch64", "ascend", "A3", "0-639", 8, 2, 16, 0, 0, 1600, []),
-    "a5-950": ("aarch64", "ascend", "A5", "0-383", 4, 1, 8, 0, 0, 800, []),
-    "atlas300-310p": ("x86_64", "ascend", "310P", "0-127", 2, 2, 4, 0, 0, 400, []),
+    "a3-16die": ("aarch64", "ascend", "A3", "0-639", 8, 2, 16, 0, 0, 1600, [NO_DIST, NO_SMT]),
+    "a5-950": ("aarch64", "ascend", "A5", "0-383", 4, 1, 8, 0, 0, 800, [NO_DIST, NO_PKG, NO_SMT]),
+    "atlas300-310p": ("x86_64", "ascend", "310P", "0-127", 2, 2, 4, 0, 0, 400, [NO_DIST]),
     "a910a-9000": ("aarch64", "ascend", "910A", "0-191", 8, 1, 8, 0, 0, 800,
                    ["npu-smi info -t topo"]),
     "dgx-a100": ("x86_64", "nvidia", None, "0-255", 8, 2, 0, 8, 10, 0, []),
-    "h100-numaoff": ("x86_64", "nvidia", None, "0-191", 1, 2, 0, 8, 12, 0, []),
+    "h100-numaoff": ("x86_64", "nvidia", None, "0-191", 1, 2, 0, 8, 12, 0,
+                     [NO_DIST, NO_PKG, NO_SMT]),
     "h100-cgroup": ("x86_64", "nvidia", None, "1", 2, 1, 0, 8, 6, 0, []),
-    "pcie-8gpu": ("x86_64", "nvidia", None, "0-127", 2, 2, 0, 8, 0, 0, []),
-    "x86-none": ("x86_64", "none", None, "0-127", 2, 2, 0, 0, 0, 0, []),
+    "pcie-8gpu": ("x86_64", "nvidia", None, "0-127", 2, 2, 0, 8, 0, 0, [NO_DIST, NO_PKG, NO_SMT]),
+    "x86-none": ("x86_64", "none", None, "0-127", 2, 2, 0, 0, 0, 0, [NO_DIST]),
 }
 
 
@@ -42,7 +47,7 @@ def test_every_snapshot_is_in_the_table():
 def test_snapshot_facts(host):
     arch, vendor, kind, allowed, nnodes, tpc, nnpu, ngpu, nnic, cap, errs = HOSTS[host]
     got = facts(host)
-    assert got["schema_version"] == 1 and got["hostname"] == host
+    assert got["schema_version"] == 2 and got["hostname"] == host
     assert (got["arch"], got["vendor"], got["device_type"]) == (arch, vendor, kind)
     assert got["cpu"]["allowed"] == allowed and got["cpu"]["numa_source"] == "sysfs"
     assert len(got["cpu"]["numa_nodes"]) == nnodes and got["cpu"]["threads_per_core"] == tpc
@@ -115,7 +120,14 @@ def test_dgx_gpus_and_nics():
     assert gpu0["links"]["mlx5_0"] == "PXB" and gpu0["links"]["GPU1"] == "NV12"
     assert got["nics"][0] == {"name": "mlx5_0", "legend": "NIC0", "netdev": "ibp12s0",
                               "bus_id": "0000:0c:00.0", "numa_node": 3,
-                              "irqs": [1025, 1026, 1027, 1028]}  # its mlx5_comp* IRQs
+                              "irqs": [1025, 1026, 1027, 1028],  # its mlx5_comp* IRQs
+                              "card": "0000:0c:00", "card_nics": ["mlx5_0"],
+                              "ports": [{"port": 1, "state": "ACTIVE", "rate": 200,
+                                         "link_layer": "InfiniBand"}],
+                              "state": "ACTIVE", "rate": 200, "link_layer": "InfiniBand"}
+    storage = dict((n["name"], n) for n in got["nics"] if n["name"] in ("mlx5_8", "mlx5_9"))
+    assert storage["mlx5_8"]["card_nics"] == ["mlx5_8", "mlx5_9"]  # two ports of one card
+    assert (storage["mlx5_9"]["state"], storage["mlx5_9"]["link_layer"]) == ("DOWN", "Ethernet")
     assert [n["name"] for n in got["nics"]] == sorted(n["name"] for n in got["nics"])
 
 
@@ -237,7 +249,8 @@ def test_irqbalance_bans_read_from_the_config(tmp_path):
     assert got["irqbalance"] == {"installed": True, "active": True,
                                  "config": "/etc/default/irqbalance", "banned_irqs": [1024, 1026],
                                  "banned_cpus": "0-1"}
-    assert got["errors"] == []
+    # (the A2 capture's firmware names no package: that error is the snapshot's own)
+    assert [e["source"] for e in got["errors"]] == [NO_PKG]
 
 
 def test_irqbalance_sysconfig_first_and_bad_config_is_an_error(tmp_path):
@@ -247,8 +260,8 @@ def test_irqbalance_sysconfig_first_and_bad_config_is_an_error(tmp_path):
     # the file npu_irq_affinity writes (the first that exists) is the one read
     assert got["irqbalance"]["config"] == "/etc/sysconfig/irqbalance"
     assert got["irqbalance"]["banned_irqs"] == [] and got["irqbalance"]["banned_cpus"] is None
-    assert [e["source"] for e in got["errors"]] == ["/etc/sysconfig/irqbalance"]
-    assert "IRQBALANCE_ARGS cannot be parsed" in got["errors"][0]["msg"]
+    assert [e["source"] for e in got["errors"]] == [NO_PKG, "/etc/sysconfig/irqbalance"]
+    assert "IRQBALANCE_ARGS cannot be parsed" in got["errors"][1]["msg"]
 
 
 def test_irqbalance_config_of_every_snapshot_defaults_to_nothing_banned():

@@ -13,7 +13,8 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseEr
 
 # the lscpu fixture -> expected values table: cases/cpu_topology.yml (test_fixture_cases.py)
 LSCPU = [case.fixture for case in cases.load(
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), "cases", "cpu_topology.yml"))]
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "cases", "cpu_topology.yml"))
+    if case.function == "parse_lscpu"]
 
 
 def test_every_lscpu_fixture_is_in_the_table():
@@ -97,8 +98,46 @@ _texts = st.one_of(st.text(max_size=200),
 @given(_texts)
 def test_fuzz_only_parse_error_escapes(text):
     for parser in (cpu_topology.parse_lscpu, cpu_topology.parse_lscpu_e, cpu_topology.parse_status,
-                   cpu_topology.parse_cpulist_file):
+                   cpu_topology.parse_cpulist_file, cpu_topology.parse_numactl_distances):
         try:
             parser(text)
         except ParseError:
             pass
+    for parser in (cpu_topology.parse_distance_row, cpu_topology.parse_kernel_cpulist):
+        try:
+            parser(text, "src")
+        except ParseError:
+            pass
+
+
+# ---- schema 2: distances, kernel cpulists (issue 11) -----------------------------------------
+
+def test_distance_rows_and_table():
+    rows = {0: cpu_topology.parse_distance_row("10 11\n", "n0"),
+            2: cpu_topology.parse_distance_row("11 10", "n2")}
+    # column k is the k-th node id: non-contiguous ids map in order
+    expected = {"0": {"0": 10, "2": 11}, "2": {"0": 11, "2": 10}}
+    assert cpu_topology.distance_table(rows, "sysfs") == expected
+    with pytest.raises(ParseError, match="node 0 lists 1 distances for 2 nodes"):
+        cpu_topology.distance_table({0: [10], 1: [20, 10]}, "sysfs")
+    for bad in ("", "10 x", "-1 10"):
+        with pytest.raises(ParseError):
+            cpu_topology.parse_distance_row(bad, "n0")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("available: 1 nodes (0)\n", "no 'node distances:' block"),
+    ("node distances:\nnode 0 1\n  0: 10 21\n", r"no distance row for node\(s\) \[1\]"),
+    ("node distances:\nnode 0 1\n  0: 10\n  1: 21 10\n", "node 0: expected 2 distances"),
+    ("node distances:\nnode 0 0\n", "node listed twice"),
+    ("node distances:\ncpu 0 1\n", "bad distance header"),
+])
+def test_numactl_distances_errors(text, message):
+    with pytest.raises(ParseError, match=message):
+        cpu_topology.parse_numactl_distances(text)
+
+
+@pytest.mark.parametrize("text, expected", [("\n", ""), ("(null)\n", ""), ("2-3,8\n", "2-3,8"),
+                                            ("8,2-3", "2-3,8")])
+def test_kernel_cpulist(text, expected):
+    assert cpu_topology.parse_kernel_cpulist(text, "isolated") == expected

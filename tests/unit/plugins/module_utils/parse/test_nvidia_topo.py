@@ -158,11 +158,45 @@ def test_read_rdma_nics_from_sysfs():
         links={ib + "/mlx5_0/device": "/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0",
                ib + "/mlx5_1/device": "/sys/devices/pci0000:3f/0000:3F:01.0/0000:40:00.1",
                ib + "/mlx5_bond_0/device": None})
+    no_port = {"ports": [], "state": None, "rate": None, "link_layer": None}
     assert topology.read_rdma_nics(io) == [
-        {"name": "mlx5_0", "netdev": "ibp24s0", "bus_id": "0000:18:00.0", "numa_node": 0},
-        {"name": "mlx5_1", "netdev": None, "bus_id": "0000:40:00.1", "numa_node": None},
-        {"name": "mlx5_bond_0", "netdev": "bond0", "bus_id": None, "numa_node": None},
+        dict(no_port, name="mlx5_0", netdev="ibp24s0", bus_id="0000:18:00.0", numa_node=0,
+             card="0000:18:00", card_nics=["mlx5_0"]),
+        dict(no_port, name="mlx5_1", netdev=None, bus_id="0000:40:00.1", numa_node=None,
+             card="0000:40:00", card_nics=["mlx5_1"]),
+        dict(no_port, name="mlx5_bond_0", netdev="bond0", bus_id=None, numa_node=None,
+             card=None, card_nics=None),
     ]
+
+
+def test_read_rdma_nics_ports_and_cards():
+    """Port state, rate (Gb/s) and link layer from ports/<n>/; two functions of one PCI slot
+    are the ports of one card; an unparsable attribute is an error, the NIC stays."""
+    ib = "/sys/class/infiniband"
+    files = {}
+    for name, port, state, rate, layer in (
+            ("mlx5_0", "1", "4: ACTIVE\n", "200 Gb/sec (4X HDR)\n", "InfiniBand\n"),
+            ("mlx5_1", "1", "1: DOWN\n", "2.5 Gb/sec (1X SDR)\n", "Ethernet\n"),
+            ("mlx5_2", "1", "garbage\n", "fast\n", "Ethernet\n")):
+        base = "%s/%s/ports/%s/" % (ib, name, port)
+        files.update({base + "state": state, base + "rate": rate, base + "link_layer": layer})
+    io = FakeSysfs(
+        dirs={ib: ["mlx5_0", "mlx5_1", "mlx5_2"], ib + "/mlx5_0/ports": ["1"],
+              ib + "/mlx5_1/ports": ["1"], ib + "/mlx5_2/ports": ["1"]},
+        files=files,
+        links={ib + "/mlx5_0/device": "/sys/devices/pci0000:e0/0000:e0:01.0/0000:e1:00.0",
+               ib + "/mlx5_1/device": "/sys/devices/pci0000:e0/0000:e0:01.0/0000:e1:00.1",
+               ib + "/mlx5_2/device": "/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0"})
+    errors = []
+    nics = dict((n["name"], n) for n in topology.read_rdma_nics(io, errors))
+    assert (nics["mlx5_0"]["state"], nics["mlx5_0"]["rate"], nics["mlx5_0"]["link_layer"]) == (
+        "ACTIVE", 200, "InfiniBand")
+    assert (nics["mlx5_1"]["state"], nics["mlx5_1"]["rate"]) == ("DOWN", 2.5)
+    assert nics["mlx5_0"]["card_nics"] == nics["mlx5_1"]["card_nics"] == ["mlx5_0", "mlx5_1"]
+    assert nics["mlx5_2"]["card_nics"] == ["mlx5_2"] and nics["mlx5_2"]["state"] is None
+    assert nics["mlx5_0"]["ports"] == [{"port": 1, "state": "ACTIVE", "rate": 200,
+                                        "link_layer": "InfiniBand"}]
+    assert sorted(e["source"].rsplit("/", 1)[-1] for e in errors) == ["rate", "state"]
 
 
 def test_read_rdma_nics_without_infiniband_class():

@@ -52,10 +52,17 @@ def test_instances_union_and_env():
     insts = [{"name": "svc1", "npus": [1, 3]}, {"name": "svc0", "npus": [0]}]
     plan = plan_mod.make_plan(cpu_hosts.a2(), "strict", instances=insts)
     assert sorted(plan["npus"]) == ["0", "1", "3"]
-    assert plan["instances"]["svc1"] == {"npus": [1, 3], "main": "2-21,26-45", "pool": "0-47",
-                                         "numa_nodes": [0],
-                                         "env": {"ASCEND_RT_VISIBLE_DEVICES": "1,3"}}
-    assert plan["instances"]["svc0"]["main"] == "146-165"
+    # the design document's A2: every node is some NPU's home, so no free CPU is near: the
+    # frontend (2 + 2 cores) is carved from the ends of the workers' main CPUs (issue 11)
+    assert plan["instances"]["svc1"] == {"npus": [1, 3], "main": "2-19,26-43",
+                                         "pool": "0-19,22-43,46-47", "numa_nodes": [0],
+                                         "env": {"ASCEND_RT_VISIBLE_DEVICES": "1,3"},
+                                         "frontend": "20-21,44-45", "frontend_nodes": [0],
+                                         "frontend_source": "carved"}
+    # one NPU: 2 + 1 cores carved from the end of its main CPUs
+    assert plan["instances"]["svc0"]["main"] == "146-162"
+    assert plan["instances"]["svc0"]["frontend"] == "163-165"
+    assert plan["npus"]["0"]["pool_order"] == "144-162,166-167"
 
 
 def test_instance_order_does_not_matter():

@@ -76,7 +76,9 @@ def test_lacking_node_borrows_from_unowned_node():
     topo["npus"].append({"logic_id": 2, "affinity": "16-23", "processes": []})
     plan = plan_mod.make_plan(topo, "strict")
     assert pools(plan) == {0: "0-4", 1: "5-9", 2: "16-23"}
-    assert plan["npus"]["1"]["numa_nodes"] == [0, 1]
+    # the pool spans nodes 0 and 1; the worker's memory stays on its home node 0 (issue 11)
+    assert plan["npus"]["1"]["pool_nodes"] == [0, 1]
+    assert plan["npus"]["1"]["numa_nodes"] == [0] and plan["npus"]["1"]["home_node"] == 0
     assert plan["npus"]["1"]["pool_order"] == "5-9"
     assert any("borrowed 2 unit(s) from node 1" in w for w in plan["warnings"])
 
@@ -310,8 +312,21 @@ def test_strict_deterministic_and_independent_of_request(case, rnd):
     insts = [{"name": "b", "npus": rest}, {"name": "a", "npus": subset}] if rest else \
         [{"name": "a", "npus": subset}]
     again = plan_mod.make_plan(shuffled, "strict", instances=insts)
+    owner = dict((str(n), i["name"]) for i in insts for n in i["npus"])
     for key in keys:
-        assert again["npus"][key]["pool"] == full["npus"][key]["pool"]
+        # the same pools, less the CPUs an instance without free CPUs carved for its frontend
+        got = set(cpulist.parse(again["npus"][key]["pool"]))
+        carved = set(cpulist.parse(full["npus"][key]["pool"])) - got
+        assert got <= set(cpulist.parse(full["npus"][key]["pool"]))
+        inst = again["instances"][owner[key]]
+        assert carved <= set(cpulist.parse(inst["frontend"]))
+        if carved:
+            assert inst["frontend_source"] == "carved"
+    # an instance planned alone gets the same pools and frontend as planned with the others
+    alone = plan_mod.make_plan(shuffled, "strict", instances=[{"name": "a", "npus": subset}])
+    for key in alone["npus"]:
+        assert alone["npus"][key] == again["npus"][key]
+    assert alone["instances"]["a"] == again["instances"]["a"]
     single = plan_mod.make_plan(shuffled, "strict", npus=subset)
     assert sorted(single["npus"], key=int) == [str(n) for n in sorted(subset)]
     for key in single["npus"]:

@@ -1,0 +1,337 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The rest of the process tree (strict and gpu_numa plans): each instance's ``frontend`` - the
+CPUs of its API server, EngineCore and tokenizer processes - and the host's ``cpu_budget``.
+
+1. Free CPUs: the allowed CPUs no worker pool (nor the 950 UVB set) holds, minus isolated /
+   nohz_full CPUs (never frontend nor spare: they stay ``reserved``).
+2. Free nodes are the nodes no device calls home. A free node goes to the devices nearest to
+   it, nearness by ``rules.Nearness`` (same package first, then the distance table, then the
+   id); a device takes, among the nodes it is nearest to, the ones nearest to it (equally near
+   ones all), never a node of another package while a node of its own package has free CPUs.
+   A node is shared out in whole SMT cores among the devices that take it (consecutive shares,
+   the remainder one core each to the lowest ids). Sharing per device, not per instance, keeps
+   independent plans of the services of one host disjoint: an instance's share depends only
+   on its own devices.
+3. An instance's frontend is the union of its devices' shares, nearest first, cut to
+   ``frontend_cpus`` CPUs (whole cores) when that is given.
+4. An instance whose devices got no share (no free CPU: A3, 16 NPUs over 640 CPUs) carves
+   ``2 + number of devices`` cores (vLLM's tuning guide) from its workers' main CPUs, evenly,
+   from the end of each main (next to the ACL CPU), each worker keeping at least one unit
+   (a core; Ascend 950: a whole cluster).
+5. ``cpu_budget``: ``workers`` (every planned pool, UVB included), ``frontend`` (instances'
+   frontends and the shares of devices in no instance), ``reserved`` (``reserved_cpus`` and
+   isolated CPUs no worker holds), ``spare`` (the rest: left to the OS and NIC IRQs); together
+   exactly the allowed CPUs.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset, nodemap, smt
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus.cpuset import EMPTY, CpuSeq, merge_runs
+
+# vLLM's tuning guide: at least 2 + N physical cores for the front end of N accelerators
+FRONTEND_BASE_CORES = 2
+
+
+def union(seqs):
+    """The sorted set of the CPUs of several CpuSeq (or lists)."""
+    runs = []
+    for seq in seqs:
+        runs.extend(seq.runs if seq.__class__ is CpuSeq else CpuSeq.from_cpus(seq).runs)
+    if not runs:
+        return EMPTY
+    if len(runs) == 1:
+        return CpuSeq(runs)
+    return CpuSeq(merge_runs(runs))
+
+
+def free_shares(devices, anchors, home_nodes, free_by_node, nearness, cores):
+    """``{device: [(key, node, CpuSeq), ...]}``: each device's shares of the free nodes (step 2).
+
+    A free node (no device calls it home) goes to the devices nearest to it (``rules.Nearness``
+    from the device's home: a device of the node's own package first). A device takes, among
+    the nodes it is nearest to, the ones nearest to it, and never a node of another package
+    while a node of its own package has free CPUs. A node is shared out among the devices
+    that take it. ``anchors``: a function device -> its home node as a list, or its pool's
+    nodes when it has no home; ``home_nodes``: the nodes devices call home (never
+    candidates)."""
+    candidates = [n for n in sorted(free_by_node) if n not in home_nodes and free_by_node[n]]
+    if not candidates:
+        return {}
+    key_of = nearness.key
+    same = nearness.same_package
+    # devices of one home node (one anchors tuple) see the same keys: work per group
+    groups = {}
+    for dev in devices:
+        nodes = tuple(anchors(dev))
+        if nodes:
+            groups.setdefault(nodes, []).append(dev)
+    if not groups:
+        return {}
+    found = {}
+    for nodes in groups:
+        if len(nodes) == 1:
+            anchor = nodes[0]
+            found[nodes] = dict((node, key_of(anchor, node)[:2]) for node in candidates)
+        else:
+            found[nodes] = dict((node, min(key_of(a, node)[:2] for a in nodes))
+                                for node in candidates)
+    # the groups nearest to each free node
+    owners = dict((node, []) for node in candidates)
+    for node in candidates:
+        best = min(keys[node] for keys in found.values())
+        owners[node] = [nodes for nodes, keys in found.items() if keys[node] == best]
+    wants = {}
+    chosen_key = {}
+    for nodes, members in groups.items():
+        keys = found[nodes]
+        mine = [node for node in candidates if nodes in owners[node]]
+        if not mine:
+            continue
+        own_package = [node for node in candidates if any(same(a, node) for a in nodes)]
+        if own_package:
+            mine = [node for node in mine if node in own_package]
+            if not mine:
+                continue
+        best = min(keys[node] for node in mine)
+        for node in mine:
+            if keys[node] == best:
+                wants.setdefault(node, []).extend(members)
+                for dev in members:
+                    chosen_key[(dev, node)] = best
+    shares = dict((dev, []) for dev in devices)
+    for node in candidates:
+        wanters = sorted(wants.get(node, ()))
+        if not wanters:
+            continue
+        for dev, share in smt.split(free_by_node[node], wanters, cores).items():
+            if len(share):
+                shares[dev].append((chosen_key[(dev, node)], node, share))
+    return shares
+
+
+def carve(mains, members, need, cores, unit=None):
+    """``{device: CpuSeq}`` carved from the end of each member's main CPUs: ``need`` units in
+    all (cores; ``unit`` CPUs each when given, the 950 clusters), spread evenly over the members
+    (the remainder one each to the lowest ids), each member keeping at least one unit; a
+    member short of units passes its part to the others. ``mains``: device -> main CPUs in
+    positional order (CPUs that may not go to a frontend already removed)."""
+    if not cores and not unit:
+        # one CPU per unit: plain slices of the main sequences
+        return _carve_cpus(mains, members, need)
+    units = {}
+    sizes = smt.core_sizes(cores)
+    for dev in members:
+        main = mains.get(dev) or EMPTY
+        if unit:
+            chunks = [main[i:i + unit] for i in range(0, len(main) - unit + 1, unit)]
+        elif cores:
+            # whole cores only: a core whose sibling is an IRQ, ACL or release CPU stays
+            chunks = [g for g in smt.groups(main, cores)
+                      if len(g) == sizes.get(cores.get(g[0]), 1)]
+        else:
+            chunks = [[cpu] for cpu in main]
+        units[dev] = chunks
+    room = dict((dev, max(len(units[dev]) - 1, 0)) for dev in members)
+    quota, got = _quotas(room, members, need)
+    carved = {}
+    for dev in members:
+        count = quota[dev]
+        if count:
+            taken = units[dev][len(units[dev]) - count:]
+            carved[dev] = CpuSeq.from_cpus(sorted(cpu for chunk in taken for cpu in chunk))
+    return carved, got
+
+
+def _quotas(room, members, need):
+    """``(quota per member, units placed)``: ``need`` spread evenly, each member at most its
+    ``room``; a full member's part goes to the others."""
+    quota = dict((dev, 0) for dev in members)
+    left = need
+    while left > 0:
+        open_members = [dev for dev in members if quota[dev] < room[dev]]
+        if not open_members:
+            break
+        share, extra = divmod(left, len(open_members))
+        for index, dev in enumerate(open_members):
+            give = min(share + (1 if index < extra else 0), room[dev] - quota[dev])
+            quota[dev] += give
+            left -= give
+    return quota, need - left
+
+
+def _carve_cpus(mains, members, need):
+    room = dict((dev, max(len(mains.get(dev) or EMPTY) - 1, 0)) for dev in members)
+    quota, got = _quotas(room, members, need)
+    carved = {}
+    for dev in members:
+        if quota[dev]:
+            main = mains[dev]
+            carved[dev] = main[len(main) - quota[dev]:].sorted_unique()
+    return carved, got
+
+
+def instance_frontend(members, shares, cap, cores):
+    """The frontend of one instance from its devices' shares, nearest first, cut to ``cap``
+    CPUs in whole cores. Returns ``(CpuSeq sorted, nodes, capped-off CpuSeq)``."""
+    parts = sorted((key, node, dev, share) for dev in members
+                   for key, node, share in shares.get(dev, ()))
+    if not parts:
+        return EMPTY, [], EMPTY
+    ordered = parts[0][3]
+    for part in parts[1:]:
+        ordered = ordered + part[3]
+    kept = ordered
+    if cap is not None and cap < len(ordered):
+        kept = smt.take(ordered, cap, cores) if cap > 0 else EMPTY
+    kept_set = kept.sorted_unique() if len(kept) else EMPTY
+    nodes = sorted(set(node for dummy, node, dummy, share in parts
+                       if len(kept_set) and cpuset.overlaps(share, kept_set)))
+    return kept_set, nodes, cpuset.subtract(ordered.sorted_unique(), kept_set)
+
+
+def _by_node(cpus, node_cpus, cpu_node):
+    """``{node: CpuSeq}`` of the sorted CpuSeq ``cpus`` (CPUs on no node left out): per run
+    when every run lies inside one node (the NodeMap answers it), else per node."""
+    if cpu_node.__class__ is nodemap.NodeMap:
+        runs = {}
+        for lo, hi in cpus.runs:
+            node = cpu_node.run_node(lo, hi)
+            if node is None:
+                break
+            runs.setdefault(node, []).append((lo, hi))
+        else:
+            return dict((node, CpuSeq(found)) for node, found in runs.items())
+    out = {}
+    for node, mine in node_cpus.items():
+        mine = cpuset.keep(mine, cpus)
+        if len(mine):
+            out[node] = mine
+    return out
+
+
+def place(devices, pools, home_of, cpu_node, node_cpus, allowed, instances, nearness, cores,
+          threads_per_core=None, isolated=EMPTY, cap=None, mains=None, cluster=None, extra=EMPTY):
+    """Frontends of ``instances`` and the free shares of every device.
+
+    ``devices``: every planned device (sorted ids); ``pools``: device -> pool CpuSeq;
+    ``home_of``: device -> home node or None; ``cpu_node``: NodeMap of ``node_cpus`` (node ->
+    sorted CpuSeq); ``allowed``: the CPUs the plan may use (reserved removed), sorted CpuSeq;
+    ``instances``: ``[(name, [device, ...])]`` or None; ``nearness``: ``rules.Nearness``;
+    CPU sets are CpuSeq (``pools`` disjoint, inside ``allowed``);
+    ``cores``: ``rules.smt_cores`` or None; ``isolated``: isolated / nohz_full CPUs; ``cap``:
+    ``frontend_cpus``; ``mains``: a function device -> its main CPUs in positional order (the
+    carve source; default the pool); ``cluster``: the 950 cluster size (carve whole
+    clusters); ``extra``: other worker CPUs (UVB).
+
+    Returns ``{"instances": {name: {frontend, frontend_nodes, frontend_source}},
+    "carved": {device: CpuSeq}, "device_frontend": {device: CpuSeq}, "capped": CpuSeq,
+    "workers": CpuSeq (before carving), "warnings": [...]}``.
+    """
+    warnings = []
+    if sum([pools[dev].size for dev in devices]) + extra.size == allowed.size:
+        # the pools (disjoint, inside the allowed CPUs) hold every allowed CPU: nothing free
+        workers, free = allowed, EMPTY
+    else:
+        workers = union([pools[dev] for dev in devices] + [extra])
+        free = cpuset.subtract(allowed, workers)
+    cut = EMPTY
+    if len(isolated) and len(free):
+        cut = cpuset.keep(free, isolated)
+        if len(cut):
+            free = cpuset.subtract(free, isolated)
+    free_by_node = {}
+    if len(free):
+        for node, cpus in _by_node(free, node_cpus, cpu_node).items():
+            free_by_node[node] = smt.core_order(cpus, cores)
+    shares = {}
+    if free_by_node:
+        homes = dict((dev, home_of(dev)) for dev in devices)
+        home_nodes = set(h for h in homes.values() if h is not None)
+
+        def anchors(dev):
+            home = homes[dev]
+            return [home] if home is not None else sorted(nodemap.nodes_of(cpu_node, pools[dev]))
+
+        shares = free_shares(devices, anchors, home_nodes, free_by_node, nearness, cores)
+    in_instance = set()
+    result = {}
+    carved = {}
+    capped = []
+    mains = mains or (lambda dev: pools[dev])
+    tpc = threads_per_core if isinstance(threads_per_core, int) and threads_per_core > 0 else 1
+    for name, members in instances or ():
+        members = [dev for dev in members if dev in pools]
+        in_instance.update(members)
+        want_cores = FRONTEND_BASE_CORES + len(members)
+        frontend, nodes, rest = instance_frontend(members, shares, cap, cores)
+        capped.append(rest)
+        source = "free"
+        if not len(frontend) and (cap is None or cap > 0) and members:
+            # no free CPU near these devices: carve from the workers' main CPUs
+            need = want_cores if cores else want_cores * tpc
+            unit = None
+            if cluster:
+                unit = cluster
+                need = -(-want_cores * tpc // cluster)
+            elif cap is not None:
+                # the cap counts CPUs; with siblings known the carve counts cores
+                need = min(need, cap // tpc if cores else cap)
+            sources = dict((dev, cpuset.subtract(mains(dev), isolated) if len(isolated)
+                            else mains(dev)) for dev in members)
+            taken, got = carve(sources, members, need, cores, unit)
+            carved.update(taken)
+            frontend = union(taken.values())
+            nodes = sorted(nodemap.nodes_of(cpu_node, frontend)) if len(frontend) else []
+            source = "carved" if len(frontend) else "none"
+            what = "cluster(s)" if unit else ("core(s)" if cores else "CPU(s)")
+            if got:
+                warnings.append("instance %s: no free CPU near its devices; its frontend (%d %s: "
+                                "%s) is carved from its workers' main CPUs"
+                                % (name, got, what, cpuset.format(frontend)))
+            if got < need:
+                warnings.append("instance %s: its workers' main CPUs leave room for %d of the %d "
+                                "frontend %s wanted" % (name, got, need, what))
+        elif not len(frontend):
+            source = "none"
+        have = smt.count(frontend, cores) if cores else len(frontend) // tpc
+        if source != "none" and have < want_cores:
+            warnings.append("instance %s: frontend %s has %d physical core(s); vLLM's tuning guide "
+                            "asks for 2 + %d = %d for the API server and EngineCore"
+                            % (name, cpuset.format(frontend), have, len(members), want_cores))
+        result[name] = {"frontend": frontend, "frontend_nodes": nodes, "frontend_source": source}
+    device_frontend = {}
+    for dev, mine in shares.items():
+        if mine and dev not in in_instance:
+            device_frontend[dev] = union([share for dummy, dummy, share in mine])
+    if len(cut):
+        warnings.append("isolated / nohz_full CPUs %s lie outside the worker pools: kept out of "
+                        "the frontend and spare CPUs (cpu_budget.reserved)" % cpuset.format(cut))
+    return {"instances": result, "carved": carved, "device_frontend": device_frontend,
+            "capped": union(capped), "workers": workers, "warnings": warnings}
+
+
+def budget(allowed_all, workers, frontend, reserved, isolated):
+    """``{workers, frontend, reserved, spare}`` cpulists partitioning ``allowed_all``.
+
+    ``reserved``: the ``reserved_cpus`` option (or None); isolated CPUs that no worker or
+    frontend holds join it."""
+    if workers is allowed_all and not len(frontend) and not reserved and not len(isolated):
+        return {"workers": cpuset.format(workers), "frontend": "", "reserved": "", "spare": ""}
+    workers = cpuset.keep(workers, allowed_all)
+    held = workers
+    if len(frontend):
+        frontend = cpuset.subtract(cpuset.keep(frontend, allowed_all), workers)
+        held = union([workers, frontend])
+    kept = EMPTY
+    if reserved or len(isolated):
+        kept = union([reserved or EMPTY, isolated])
+        kept = cpuset.subtract(cpuset.keep(kept, allowed_all), held)
+        held = union([held, kept])
+    spare = cpuset.subtract(allowed_all, held)
+    return {"workers": cpuset.format(workers), "frontend": cpuset.format(frontend),
+            "reserved": cpuset.format(kept), "spare": cpuset.format(spare)}

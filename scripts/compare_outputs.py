@@ -132,8 +132,12 @@ def dump_host(out, name, snap):
                 command = ["vllm", "serve", "/models/x", "--port", "8000"]
                 files["wrapper"] = _attempt(launch.render_wrapper, view, command,
                                             {"HCCL_BUFFSIZE": "512"}, "host")
-                files["unit"] = _attempt(launch.render_unit, view, "/opt/w", "/opt/b", "/opt/p.json",
-                                         "host", 900)
+                if hasattr(launch, "render_unit"):
+                    files["unit"] = _attempt(launch.render_unit, view, "/opt/w", "/opt/b",
+                                             "/opt/p.json", "host", 900)
+                else:  # render/units: one unit per role (the service unit compared here)
+                    units = _load("module_utils.render.units")
+                    files["unit"] = _attempt(units.service_unit, view, "/opt/w", "host")
                 files["plan_json"] = _attempt(launch.render_plan_json, iplan, view, "host")
                 files["argv"] = _attempt(launch.launch_argv, view, command, "host")
             _write(out, "%s/launch-%s.json" % (name, inst["name"]), _json(files))

@@ -5,10 +5,10 @@
 # is refused) and lists files through git, so the tree is rsynced into a persistent copy under
 # .cache/sanity (tests/output there keeps ansible-test's per-test venvs between runs) and a
 # throwaway git repo is initialised in it. pip bootstrap: see scripts/ansible_test_get_pip.py.
-# tests/snapshots is left out: it is recorded host data (not code) whose mirror of sysfs holds
-# PCI addresses such as fs/sys/bus/pci/devices/0000:c1:00.0/, and ansible-test 2.19's
-# no-illegal-filenames test crashes on a ':' in a path (its output parser splits on ':'), so
-# no ignore-file entry can cover them.
+# tests/snapshots is included: its mirror of sysfs escapes the ':' of PCI addresses on disk
+# (fs/sys/bus/pci/devices/0000%3Ac1%3A00.0/). ansible-test 2.19's no-illegal-filenames test
+# crashes on a ':' in a path (its output parser splits on ':'), so a name with a ':' is caught
+# here first, with the fix (scripts/escape_snapshot_paths.py).
 # Extra arguments go to ansible-test (e.g. --test pep8).
 set -euo pipefail
 
@@ -20,6 +20,10 @@ COPY=$COPY_ROOT/ansible_collections/npuops/fleet
 CACHE=$HOME/.ansible/test/cache
 
 [[ -x "$VENV/bin/ansible-test" ]] || { echo "sanity: $VENV/bin/ansible-test missing; run 'make venv'" >&2; exit 2; }
+"$VENV/bin/python" "$REPO/scripts/escape_snapshot_paths.py" --check >/dev/null || {
+    echo "sanity: a path under tests/snapshots holds ':'; run scripts/escape_snapshot_paths.py" >&2
+    exit 2
+}
 command -v rsync >/dev/null || { echo "sanity: rsync missing; run 'make deps'" >&2; exit 2; }
 
 # Seed the pip bootstrap stand-in for every pip version this ansible-test may ask for.
@@ -47,10 +51,8 @@ rsync -a --delete \
     --exclude=/.git --exclude=/.venv --exclude=/.cache --exclude=/.demo --exclude=/.ansible \
     --exclude=/collections --exclude=/tests/output --exclude=/bench/results \
     --exclude=.hypothesis --exclude=.pytest_cache --exclude=__pycache__ --exclude='*.pyc' \
-    --exclude='*.tar.gz' --exclude=/tests/snapshots \
+    --exclude='*.tar.gz' \
     "$REPO/" "$COPY/"
-
-rm -rf "$COPY/tests/snapshots"  # a copy made before the exclusion above
 
 cd "$COPY"
 if [[ ! -d .git ]]; then

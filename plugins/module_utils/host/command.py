@@ -128,11 +128,13 @@ def collect(proc, timeout, limit=MAX_OUTPUT):
     try:
         while open_fds:
             now = time.monotonic()
-            if now >= deadline:
-                timed_out = kill = True
-                break
             if exited_at is None and _exited(proc):
                 exited_at = now
+            if now >= deadline:
+                # the command itself finished in time: only a leftover child still writes
+                timed_out = exited_at is None
+                kill = True
+                break
             wait = deadline - now
             if exited_at is not None:
                 if now - exited_at >= LINGER:

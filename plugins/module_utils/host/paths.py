@@ -137,9 +137,8 @@ def open_dirs(root_fd, parts, label, create_mode=None, created=None, error=None,
                     refusal = _dir_refusal(err, fd, part)
                     if refusal is None:
                         raise
-                    raise error(label, "%s%s is %s" % (prefix, "/".join(walked), "a symlink"
-                                                        if refusal == "symlink" else
-                                                        "not a directory"))
+                    what = "a symlink" if refusal == "symlink" else "not a directory"
+                    raise error(label, "%s%s is %s" % (prefix, "/".join(walked), what))
             os.close(fd)
             fd = nxt
         return fd

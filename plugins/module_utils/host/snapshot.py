@@ -37,7 +37,6 @@ FS_DIR = "fs"
 CMD_DIR = "cmd"
 
 
-
 # -- snapshot directories -----------------------------------------------------------------
 def inside(base, rel, what):
     """Absolute path of ``rel`` under ``base``; SnapshotError when it would escape ``base``."""

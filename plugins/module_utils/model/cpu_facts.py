@@ -27,13 +27,16 @@ NODE_DIR = "/sys/devices/system/node"
 
 
 def read_file(io, path, parser, errors):
+    """``parser(text of path)``, None when the file is absent or does not parse (then an entry in
+    ``errors`` names the file, unless ``errors`` is None)."""
     text = io.read_text(path)
     if text is None:
         return None
     try:
         return parser(text, path)
     except ParseError as err:
-        errors.append({"source": path, "msg": err.msg})
+        if errors is not None:
+            errors.append({"source": path, "msg": err.msg})
         return None
 
 

@@ -213,18 +213,6 @@ def _gpus(io, src):
     return gpus, legend, warnings, bool(parsed.get("numa_off"))
 
 
-def _port_attr(io, path, parser, errors):
-    text = io.read_text(path)
-    if text is None:
-        return None
-    try:
-        return parser(text, path)
-    except ParseError as err:
-        if errors is not None:
-            errors.append({"source": path, "msg": err.msg})
-        return None
-
-
 def _ports(io, base, errors):
     """``[{port, state, rate, link_layer}]`` of ``<base>/ports/<n>/`` in port order."""
     names = [n for n in (io.listdir(base + "/ports") or []) if re.match(r"^[0-9]{1,4}\Z", n)]
@@ -232,9 +220,9 @@ def _ports(io, base, errors):
     for name in sorted(names, key=int):
         path = "%s/ports/%s/" % (base, name)
         ports.append({"port": int(name),
-                      "state": _port_attr(io, path + "state", rdma.parse_port_state, errors),
-                      "rate": _port_attr(io, path + "rate", rdma.parse_port_rate, errors),
-                      "link_layer": _port_attr(io, path + "link_layer", rdma.parse_link_layer,
+                      "state": cpu_facts.read_file(io, path + "state", rdma.parse_port_state, errors),
+                      "rate": cpu_facts.read_file(io, path + "rate", rdma.parse_port_rate, errors),
+                      "link_layer": cpu_facts.read_file(io, path + "link_layer", rdma.parse_link_layer,
                                                errors)})
     return ports
 

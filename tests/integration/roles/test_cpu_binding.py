@@ -48,7 +48,7 @@ def test_plan_and_irq_affinity_idempotent_in_sandbox(tmp_path):
     assert first.returncode == 0, first.stdout
     assert recap(first.stdout)["a2"]["changed"] > 0
     # The handler is notified but never touches a service in a sandbox root.
-    handler = first.stdout.split("RUNNING HANDLER [npuops.fleet.cpu_binding : Apply the irqbalance")
+    handler = first.stdout.split("RUNNING HANDLER [npuops.fleet.cpu_binding : Restart irqbalance with")
     assert len(handler) == 2 and "changed: [a2]" not in handler[1].split("PLAY RECAP")[0]
     plan = json.loads((tmp_path / "plan-a2.json").read_text())
     assert plan["policy"] == "strict" and not plan["skipped"]
@@ -70,7 +70,8 @@ def test_plan_and_irq_affinity_idempotent_in_sandbox(tmp_path):
     assert recap(first.stdout)["duo"]["failed"] == 0
     duo_irqs = sorted(f for f in written(tmp_path, "duo", "atlas300-310p")
                       if f.startswith("/proc/irq/"))
-    assert len(duo_irqs) == 4, duo_irqs
+    # two cards: each one sq and its two cq vectors (every completion vector is pinned)
+    assert len(duo_irqs) == 6, duo_irqs
     assert "IRQ 1024 is shared by NPU0 (sq) and NPU1 (sq)" in " ".join(first.stdout.split())
 
     second = run_playbook(pb, inv)

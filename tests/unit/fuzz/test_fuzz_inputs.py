@@ -34,16 +34,20 @@ def _facts():
     return out
 
 
+def _plans():
+    out = {}
+    for host, facts in FACTS.items():
+        devices = [n["logic_id"] for n in facts["npus"]] or [g["index"] for g in facts["gpus"]]
+        instances = [{"name": "svc", "npus": devices[:2]}] if devices else None
+        try:
+            out[host] = dispatch.make_plan(facts, instances=instances)
+        except NpuopsError:
+            continue
+    return out
+
+
 FACTS = _facts()
-PLANS = {}
-for _host, _facts_of in FACTS.items():
-    try:
-        PLANS[_host] = dispatch.make_plan(_facts_of, instances=[
-            {"name": "svc", "npus": [n["logic_id"] for n in _facts_of["npus"]][:2] or
-             [g["index"] for g in _facts_of["gpus"]][:2]}] if (_facts_of["npus"] or
-                                                                   _facts_of["gpus"]) else None)
-    except NpuopsError:
-        continue
+PLANS = _plans()
 pytestmark = pytest.mark.skipif(not FACTS or not PLANS, reason="tests/snapshots not built")
 
 

@@ -14,7 +14,7 @@ import pytest
 from ansible_collections.npuops.fleet.plugins.module_utils.host import command, hostio
 from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
 
-TIMEOUT = 1.0
+TIMEOUT = 0.5
 MARGIN = 1.5   # process start, the group kill and the reap, on a loaded 2-core CI machine
 
 TOOLS = {
@@ -105,7 +105,9 @@ def test_gather_with_hostile_tools_is_bounded(tools, tmp_path, monkeypatch, tool
     if tool in ("hang", "child-holds-pipe", "close-and-run"):
         assert "timed out" in failed["npu-smi info"] and "timed out" in failed["lscpu"]
     elif tool == "flood":
-        assert "larger than 8 MiB" in failed["lscpu"]
+        # eight floods at once on a loaded machine may reach the deadline before the cap; the
+        # cap alone is asserted by test_every_command_is_bounded
+        assert "larger than 8 MiB" in failed["lscpu"] or "timed out" in failed["lscpu"]
 
 
 def test_hostile_host_root_reads_stay_inside(tmp_path):

@@ -203,7 +203,7 @@ def diff(old, new):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     sub = parser.add_subparsers(dest="cmd")
     p_dump = sub.add_parser("dump")
     p_dump.add_argument("out")

@@ -144,8 +144,8 @@ def _thread_rows(name, report):
         if not changed:
             continue
         device = "frontend" if proc.get("role") != "worker" else "NPU%s" % proc.get("device")
-        moved = ", ".join("tid %s (%s) on %s, planned %s" % (c.get("tid"), c.get("role"),
-                                                            c.get("before"), c.get("after"))
+        moved = ", ".join("tid %s (%s) on %s, planned %s"
+                          % (c.get("tid"), c.get("role"), c.get("before"), c.get("after"))
                           for c in changed[:4])
         more = "" if len(changed) <= 4 else " and %d more" % (len(changed) - 4)
         rows.append(_row(name, device, "threads_off_plan",

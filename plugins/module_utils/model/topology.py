@@ -222,8 +222,8 @@ def _ports(io, base, errors):
         ports.append({"port": int(name),
                       "state": cpu_facts.read_file(io, path + "state", rdma.parse_port_state, errors),
                       "rate": cpu_facts.read_file(io, path + "rate", rdma.parse_port_rate, errors),
-                      "link_layer": cpu_facts.read_file(io, path + "link_layer", rdma.parse_link_layer,
-                                               errors)})
+                      "link_layer": cpu_facts.read_file(io, path + "link_layer",
+                                                        rdma.parse_link_layer, errors)})
     return ports
 
 

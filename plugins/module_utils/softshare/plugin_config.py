@@ -282,4 +282,3 @@ def render_node_labels(node_name, labels):
 def to_yaml(value):
     """Block-style YAML for plain data (dicts keep their order)."""
     return dumps(value, flow=False)
-

@@ -18,6 +18,12 @@ import ctypes
 import os
 import re
 
+try:
+    from http.client import HTTPConnection, HTTPSConnection
+    from urllib.parse import urlsplit
+except ImportError:  # pragma: no cover - Python 2, which the binder does not support
+    HTTPConnection = HTTPSConnection = urlsplit = None
+
 COMM_LEN = 15  # TASK_COMM_LEN - 1: Linux cuts thread names to 15 characters
 # a plain tensor-parallel worker; with _PP/_DP parts the local index needs the sizes, so those
 # workers are matched by the tools' memory tables instead
@@ -139,13 +145,20 @@ def drop_sys_nice(uid=None, gid=None):
 
 
 def ready(url, timeout=2.0):
-    """True when ``url`` (the server's health endpoint) answers 200."""
+    """True when ``url`` (the server's http(s) health endpoint) answers 200. Plain http.client:
+    the binder runs without Ansible's own URL helpers."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return False
+    connection = (HTTPSConnection if parts.scheme == "https" else HTTPConnection)(
+        parts.hostname, parts.port, timeout=timeout)
     try:
-        from urllib.request import urlopen
-        with urlopen(url, timeout=timeout) as response:  # nosec - a local health URL we render
-            return response.status == 200
+        connection.request("GET", parts.path or "/")
+        return connection.getresponse().status == 200
     except Exception:  # pylint: disable=broad-except
         return False
+    finally:
+        connection.close()
 
 
 def memory_by_node(pid, limit=1 << 24):

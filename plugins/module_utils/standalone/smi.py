@@ -147,7 +147,7 @@ def device_rows(vendor, timeout=30):
     or GPU index; None when it cannot be resolved)."""
     if vendor == "nvidia":
         _rc, gpus = run(["nvidia-smi", "--query-gpu=index,pci.bus_id", "--format=csv,noheader"],
-                       timeout)
+                        timeout)
         bus_to_index = parse_gpu_bus_ids(gpus)
         _rc, apps = run(["nvidia-smi", "--query-compute-apps=pid,gpu_bus_id,used_memory",
                          "--format=csv,noheader,nounits"], timeout)

@@ -84,9 +84,9 @@ def test_irq_reconcile_refuses_a_hard_linked_target(tmp_path, monkeypatch):
     assert outside.read_text() == "3\n"
 
 
-@pytest.mark.parametrize("body,needle", [("{", "not valid JSON"),
-                                          ('{"irqs": [{"irq": "7; rm -rf /"}]}', "not an IRQ entry"),
-                                          ('{"irqs": [{"irq": 7, "cpus": "0-99999"}]}', "beyond")])
+@pytest.mark.parametrize("body,needle", [
+    ("{", "not valid JSON"), ('{"irqs": [{"irq": "7; rm -rf /"}]}', "not an IRQ entry"),
+    ('{"irqs": [{"irq": 7, "cpus": "0-99999"}]}', "beyond")])
 def test_irq_state_errors_are_messages(tmp_path, body, needle):
     path = tmp_path / "state.json"
     path.write_text(body)

@@ -166,6 +166,18 @@ def _int_ok(value):
     return isinstance(value, int) and not isinstance(value, bool) and MIN_INT <= value <= MAX_INT
 
 
+def _path(where):
+    """The field path of a problem: built only when a problem names it (checking a large topology
+    would otherwise format a path for every value)."""
+    if not isinstance(where, tuple):
+        return where
+    parent, fmt, key = where
+    parent = _path(parent)
+    if fmt == ".%s":
+        return "%s.%s" % (parent, key) if parent else str(key)
+    return parent + fmt % (_short(key) if fmt == "[%s]" else key)
+
+
 def _check(value, spec, where, problems):
     kind = spec[0]
     if kind == OPT:
@@ -179,23 +191,23 @@ def _check(value, spec, where, problems):
         if not (_int_ok(value) or (kind == NODE and isinstance(value, int) and value == -1 and
                                    not isinstance(value, bool))):
             problems.append("%s: expected an integer from %d to %d, got %s"
-                            % (where, low, MAX_INT, _short(value)))
+                            % (_path(where), low, MAX_INT, _short(value)))
     elif kind == INT_TEXT:
         if not (_int_ok(value) or (isinstance(value, str) and value.isascii() and
                                    value.isdigit() and len(value) <= 9)):
-            problems.append("%s: expected an integer, got %s" % (where, _short(value)))
+            problems.append("%s: expected an integer, got %s" % (_path(where), _short(value)))
     elif kind == STR:
         if not isinstance(value, str):
-            problems.append("%s: expected a string, got %s" % (where, _kind(value)))
+            problems.append("%s: expected a string, got %s" % (_path(where), _kind(value)))
     elif kind == BOOL:
         if not isinstance(value, bool):
-            problems.append("%s: expected true or false, got %s" % (where, _short(value)))
+            problems.append("%s: expected true or false, got %s" % (_path(where), _short(value)))
     elif kind == NUM:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            problems.append("%s: expected a number, got %s" % (where, _short(value)))
+            problems.append("%s: expected a number, got %s" % (_path(where), _short(value)))
     elif kind == SCALAR:
         if not isinstance(value, (str, int, float, bool)):
-            problems.append("%s: expected a string or a number, got %s" % (where, _kind(value)))
+            problems.append("%s: expected a string or a number, got %s" % (_path(where), _kind(value)))
     elif kind == CPUS:
         # a cpulist (text), one CPU id or a list of CPU ids: cpus/ reads the content
         if not (isinstance(value, str) or _int_ok(value) or
@@ -203,43 +215,43 @@ def _check(value, spec, where, problems):
                  all(_int_ok(item) or (isinstance(item, str) and item.isdecimal())
                      for item in value))):
             problems.append("%s: expected a cpulist such as \"0-3,8\", got %s"
-                            % (where, _short(value)))
+                            % (_path(where), _short(value)))
     elif kind == LIST:
         if not isinstance(value, list):
-            problems.append("%s: expected a list, got %s" % (where, _kind(value)))
+            problems.append("%s: expected a list, got %s" % (_path(where), _kind(value)))
         elif len(value) > MAX_ITEMS:
-            problems.append("%s: more than %d entries" % (where, MAX_ITEMS))
+            problems.append("%s: more than %d entries" % (_path(where), MAX_ITEMS))
         else:
             for index, item in enumerate(value):
-                _check(item, spec[1], "%s[%d]" % (where, index), problems)
+                _check(item, spec[1], (where, "[%d]", index), problems)
                 if problems:
                     return
     elif kind == MAP:
         if not isinstance(value, dict):
-            problems.append("%s: expected a mapping, got %s" % (where, _kind(value)))
+            problems.append("%s: expected a mapping, got %s" % (_path(where), _kind(value)))
         elif len(value) > MAX_ITEMS:
-            problems.append("%s: more than %d entries" % (where, MAX_ITEMS))
+            problems.append("%s: more than %d entries" % (_path(where), MAX_ITEMS))
         else:
             for key, item in value.items():
                 if not isinstance(key, str) or (spec[1] == DIGITS and not (
                         key.isdigit() and key.isascii() and len(key) <= 9)):
                     problems.append("%s: key %s is not %s" % (
-                        where, _short(key), "a decimal id" if spec[1] == DIGITS else "a string"))
+                        _path(where), _short(key), "a decimal id" if spec[1] == DIGITS else "a string"))
                     return
-                _check(item, spec[2], "%s[%s]" % (where, _short(key)), problems)
+                _check(item, spec[2], (where, "[%s]", key), problems)
                 if problems:
                     return
     elif kind == RECORD:
         if not isinstance(value, dict):
-            problems.append("%s: expected a mapping, got %s" % (where, _kind(value)))
+            problems.append("%s: expected a mapping, got %s" % (_path(where), _kind(value)))
             return
         for field, sub in spec[1].items():
             if field in value:
-                _check(value[field], sub, "%s.%s" % (where, field) if where else field, problems)
+                _check(value[field], sub, (where, ".%s", field), problems)
                 if problems:
                     return
             elif sub[0] != OPT:
-                problems.append("%s: missing" % ("%s.%s" % (where, field) if where else field))
+                problems.append("%s: missing" % _path((where, ".%s", field)))
                 return
 
 

@@ -51,11 +51,14 @@ options:
   irqbalance:
     description:
       - V(ban) keeps irqbalance running for every other IRQ and adds C(--banirq=N) for each of
-        these IRQs to C(IRQBALANCE_ARGS) in the host's irqbalance environment file,
+        these IRQs to C(IRQBALANCE_ARGS) in the irqbalance environment file the unit reads (on a
+        live host the last of C(systemctl show -p EnvironmentFiles irqbalance); else
         C(/etc/sysconfig/irqbalance) (RHEL, openEuler, Kylin) or C(/etc/default/irqbalance)
-        (Debian, Ubuntu), whichever exists (else by which C(/etc) directory exists); both are the
-        unit's C(EnvironmentFile). Every other line and every other option is kept; the file is
-        written atomically. RV(irqbalance_restart_needed) tells the role to restart it.
+        (Debian, Ubuntu), whichever exists). With a plan C(cpu_budget), it also sets
+        C(IRQBALANCE_BANNED_CPULIST) to the worker CPUs so no other IRQ lands there - unless the
+        user set their own list (kept, with a warning) or a non-empty C(IRQBALANCE_BANNED_CPUS),
+        which irqbalance reads first. Every other line and option is kept; the file is written
+        atomically. RV(irqbalance_restart_needed) tells the role to restart it.
       - V(stop) writes nothing and returns RV(irqbalance_stop_needed) so the role stops and
         disables the service (vllm-ascend's own behaviour, minus its never restarting it).
       - V(ignore) leaves irqbalance alone; a warning says it may move the IRQs again.
@@ -186,15 +189,16 @@ from ansible_collections.npuops.fleet.plugins.module_utils.host import command
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules as host_rules
 
 
-def irqbalance_step(p, irqs, check_mode):
+def irqbalance_step(p, irqs, check_mode, warnings=None):
     """(config path or None, file result or None) for irqbalance: ban."""
     state = (p["topology"] or {}).get("irqbalance") or {}
     if p["irqbalance"] != "ban" or not irqs or state.get("installed") is False:
         return None, None
     path = irq.irqbalance_config_path(p["host_root"], unit_files(p))
     current = fileops.read_host_text(p["host_root"], path)
+    workers = (p["plan"].get("cpu_budget") or {}).get("workers") or None
     text = irq.render_irqbalance_config(current, irqs, keep_previous=p["npus"] is not None,
-                                        source=path)
+                                        source=path, banned_cpus=workers, warnings=warnings)
     return path, fileops.ensure_file(p["host_root"], path, text, check_mode=check_mode,
                                      create_parents=True)
 
@@ -232,7 +236,7 @@ def pin_irqs(module):
     if p["irqbalance"] == "ban" and numbers:
         irqbalance_step(p, numbers, check_mode=True)
     results = irq.apply_targets(targets, p["host_root"], module.check_mode)
-    config_path, config = irqbalance_step(p, numbers, module.check_mode)
+    config_path, config = irqbalance_step(p, numbers, module.check_mode, warnings)
     recorded = state_file(p, targets, module.check_mode)
     if module.check_mode:
         blocked = irq.blocked_irqs([r for r in results if r["changed"]], p["host_root"])

@@ -369,8 +369,42 @@ def irqbalance_config_path(host_root="/", unit_files=None):
     return IRQBALANCE_CONFIGS[1]
 
 
-def render_irqbalance_config(current, irqs, keep_previous=False, source="irqbalance config"):
-    """``current`` config text with ``--banirq=N`` for ``irqs`` in ``IRQBALANCE_ARGS``.
+CPU_MARKER = "# npuops.fleet: irqbalance keeps other IRQs off the worker CPUs"
+
+
+def _ban_cpus(lines, cpus, source, warnings):
+    """Set ``IRQBALANCE_BANNED_CPULIST`` to ``cpus`` (the worker CPUs) in ``lines``, unless the
+    user set a banned-CPU value of their own (kept, with a warning) or a non-empty
+    ``IRQBALANCE_BANNED_CPUS`` mask, which irqbalance reads first, would hide it."""
+    try:
+        parsed = irqbalance_conf.parse_config("\n".join(lines), source)
+    except ParseError as err:
+        raise IrqError(str(err))
+    ours_at = [i for i, line in enumerate(lines) if line == CPU_MARKER]
+    assign = re.compile(r"^\s*(?:export\s+)?IRQBALANCE_BANNED_CPULIST=")
+    cpulist_at = [i for i, line in enumerate(lines) if assign.match(line)]
+    if parsed["banned_cpus_from"] == "IRQBALANCE_BANNED_CPUS":
+        warnings.append("%s: IRQBALANCE_BANNED_CPUS is set; irqbalance reads it before "
+                        "IRQBALANCE_BANNED_CPULIST, so the worker CPUs %s are not banned" % (source, cpus))
+        return lines
+    mine = [i for i in cpulist_at if i - 1 in ours_at]
+    if cpulist_at and not mine:
+        warnings.append("%s: IRQBALANCE_BANNED_CPULIST is the user's own and is kept; irqbalance may "
+                        "place other IRQs on the worker CPUs %s" % (source, cpus))
+        return lines
+    line = "IRQBALANCE_BANNED_CPULIST=%s" % cpus
+    if mine:
+        lines[mine[-1]] = line
+    else:
+        lines.extend([CPU_MARKER, line])
+    return lines
+
+
+def render_irqbalance_config(current, irqs, keep_previous=False, source="irqbalance config",
+                             banned_cpus=None, warnings=None):
+    """``current`` config text with ``--banirq=N`` for ``irqs`` in ``IRQBALANCE_ARGS`` and, with
+    ``banned_cpus`` (the plan's worker CPUs), ``IRQBALANCE_BANNED_CPULIST`` so irqbalance places
+    no other IRQ on them.
 
     IRQs we banned before (listed on our marker line) and not wanted now are unbanned unless
     ``keep_previous``; the user's own options and every other line are kept.
@@ -409,4 +443,6 @@ def render_irqbalance_config(current, irqs, keep_previous=False, source="irqbala
             lines.insert(args_at, marker)
         else:
             lines[marker_at] = marker
+    if banned_cpus:
+        lines = _ban_cpus(lines, banned_cpus, source, warnings if warnings is not None else [])
     return "\n".join(lines) + "\n"

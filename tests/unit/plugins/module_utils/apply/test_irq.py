@@ -393,3 +393,27 @@ def test_nic_completion_irqs_go_to_spare_cpus_of_the_nics_node(tmp_path):
     doc = irq.state_document(targets)
     assert doc["irqs"][0] == {"irq": 301, "device": 0, "label": "GPU0/mlx5_0", "role": "comp0",
                               "cpus": "0"}
+
+
+def test_worker_cpus_are_banned_for_other_irqs_honouring_irqbalance_precedence():
+    warnings = []
+    text = irq.render_irqbalance_config(DEBIAN_DEFAULT, [100, 102], banned_cpus="0-23,48-71",
+                                        warnings=warnings)
+    assert text.endswith(irq.CPU_MARKER + "\nIRQBALANCE_BANNED_CPULIST=0-23,48-71\n")
+    assert warnings == []
+    # idempotent, and a new plan replaces our own line
+    assert irq.render_irqbalance_config(text, [100, 102], banned_cpus="0-23,48-71") == text
+    moved = irq.render_irqbalance_config(text, [100, 102], banned_cpus="24-47")
+    assert "IRQBALANCE_BANNED_CPULIST=24-47\n" in moved
+    assert moved.count("\nIRQBALANCE_BANNED_CPULIST=") == 1
+    # the user's own list is kept, with a warning
+    users = "IRQBALANCE_BANNED_CPULIST=0-1\n"
+    warnings = []
+    kept = irq.render_irqbalance_config(users, [100], banned_cpus="2-9", warnings=warnings)
+    assert "IRQBALANCE_BANNED_CPULIST=0-1\n" in kept and "2-9" not in kept
+    assert "user's own" in warnings[0]
+    # a non-empty mask wins in irqbalance: our list would be ignored, so it is not written
+    warnings = []
+    masked = irq.render_irqbalance_config("IRQBALANCE_BANNED_CPUS=0000000f\n", [100],
+                                          banned_cpus="8-9", warnings=warnings)
+    assert "BANNED_CPULIST" not in masked and "IRQBALANCE_BANNED_CPUS is set" in warnings[0]

@@ -125,13 +125,18 @@ def _banned_cpus(cpu_lines, source):
                 name, " ".join(words), "cpulist" if name.endswith("CPULIST") else "CPU mask"))
         # ASCII ids below 100000 / at most 65536 mask bits: a typo must not expand to
         # billions of CPU ids
-        if name.endswith("CPULIST"):
-            if not _CPULIST_RE.match(words[0]):
-                raise ParseError(source, "%s: %r is not a cpulist" % (name, words[0]))
-            ids = cpulist.parse(words[0], "%s %s" % (source, name))
-        else:
-            if not _MASK_RE.match(words[0]):
-                raise ParseError(source, "%s: %r is not a CPU mask" % (name, words[0]))
-            ids = cpulist.from_mask(words[0], "%s %s" % (source, name))
+        try:
+            if name.endswith("CPULIST"):
+                if not _CPULIST_RE.match(words[0]):
+                    raise ParseError(source, "%s: %r is not a cpulist" % (name, words[0]))
+                ids = cpulist.parse(words[0], name)
+            else:
+                if not _MASK_RE.match(words[0]):
+                    raise ParseError(source, "%s: %r is not a CPU mask" % (name, words[0]))
+                ids = cpulist.from_mask(words[0], name)
+        except ParseError as err:
+            # named as "<file>: <variable>: <problem>", like every other error of this file
+            raise ParseError(source, err.msg if err.source == source else
+                             "%s: %s" % (err.source, err.msg))
         return cpulist.format(ids), name
     return None, None

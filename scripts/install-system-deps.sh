@@ -6,7 +6,8 @@
 #   molecule  debootstrap (the Debian chroot scenario), procps
 #   sanity    rsync (scripts/sanity.sh copies the tree)
 #   test      everything `make test` uses: the groups above plus shellcheck, openssh-server and
-#             -client (the SSH test), chromium (the report in a browser), numactl
+#             -client (the SSH test), chromium (the report in a browser), numactl, prometheus
+#             (promtool checks the reconciler metrics and the sample alert rules)
 # Idempotent: asks dpkg what is missing first, runs `apt-get update` at most once and only
 # when something has to be installed. Skips with a message when not root or without apt.
 set -euo pipefail
@@ -21,7 +22,7 @@ for group in "${groups[@]}"; do
         venv) ;;
         molecule) PACKAGES+=(debootstrap procps) ;;
         sanity) PACKAGES+=(rsync) ;;
-        test) PACKAGES+=(shellcheck openssh-server openssh-client chromium numactl debootstrap rsync procps) ;;
+        test) PACKAGES+=(shellcheck openssh-server openssh-client chromium numactl debootstrap rsync procps prometheus) ;;
         *) log "unknown group '$group' (venv, molecule, sanity, test)"; exit 2 ;;
     esac
 done

@@ -402,7 +402,7 @@ def check_depth(value, source, error=SnapshotError):
 def _quote(text):
     """A JSON string is a YAML double-quoted scalar. Non-ASCII characters of the Basic
     Multilingual Plane (controls, U+0085, U+2028/9 and lone surrogates included) become
-    ``\\uXXXX`` escapes; characters beyond it stay as they are (UTF-8), because YAML readers do
+    ``\\u`` escapes of four hex digits; characters beyond it stay as they are (UTF-8), because YAML readers do
     not join JSON's surrogate-pair escapes into one character."""
     out = []
     for char in json.dumps(text, ensure_ascii=False):

@@ -9,19 +9,10 @@ import subprocess
 
 import pytest
 
-from npuops_testing.binder import build_binder, stand_in_tree
+from npuops_testing.binder import PLAN, build_binder, stand_in_tree
 from npuops_testing.runner import run_module
 
 DEST = "/usr/local/lib/npuops"
-PLAN = {
-    "mode": "topo_affinity", "device_type": "A2", "numa_nodes": {"0": "0-1"},
-    "npus": {"0": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "1", "acl": "0",
-                   "release": "1"},
-             "1": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "0", "acl": "1",
-                   "release": "0"}},
-    "npuops_instance": {"schema": 1, "name": "svc", "vendor": "ascend", "devices": [0, 1],
-                        "main": "0-1", "pool": "0-1", "frontend": "0", "binding": "host"},
-}
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not {0, 1} <= set(os.sched_getaffinity(0)),

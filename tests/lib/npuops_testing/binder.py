@@ -18,6 +18,17 @@ from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import smi
 
 STANDALONE = os.path.dirname(smi.__file__)
+# The plan JSON of a two-NPU instance on CPUs 0 and 1 of this machine: frontend on CPU 0; NPU0
+# main 1 / acl 0 / release 1; NPU1 main 0 / acl 1 / release 0.
+PLAN = {
+    "mode": "topo_affinity", "device_type": "A2", "numa_nodes": {"0": "0-1"},
+    "npus": {"0": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "1", "acl": "0",
+                   "release": "1"},
+             "1": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "0", "acl": "1",
+                   "release": "0"}},
+    "npuops_instance": {"schema": 1, "name": "svc", "vendor": "ascend", "devices": [0, 1],
+                        "main": "0-1", "pool": "0-1", "frontend": "0", "binding": "host"},
+}
 
 
 def build_binder(directory):

@@ -10,19 +10,10 @@ import pytest
 
 from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
 from ansible_collections.npuops.fleet.plugins.module_utils.model import binding
-from npuops_testing.binder import build_binder, stand_in_tree
+from npuops_testing.binder import PLAN, build_binder, stand_in_tree
 from npuops_testing.fake_io import FakeIO
 
 DEST = "/usr/local/lib/npuops"
-PLAN = {
-    "mode": "topo_affinity", "device_type": "A2", "numa_nodes": {"0": "0-1"},
-    "npus": {"0": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "1", "acl": "0",
-                   "release": "1"},
-             "1": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "0", "acl": "1",
-                   "release": "0"}},
-    "npuops_instance": {"schema": 1, "name": "svc", "vendor": "ascend", "devices": [0, 1],
-                        "main": "0-1", "pool": "0-1", "frontend": "0", "binding": "host"},
-}
 
 
 def _report(**extra):

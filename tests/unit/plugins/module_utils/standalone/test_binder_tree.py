@@ -14,22 +14,12 @@ import time
 
 import pytest
 
-from npuops_testing.binder import BINDER_APP, allowed, build_binder, stand_in_tree
+from npuops_testing.binder import BINDER_APP, PLAN, allowed, build_binder, stand_in_tree
 
 HAVE_TWO_CPUS = {0, 1} <= set(os.sched_getaffinity(0))
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not HAVE_TWO_CPUS, reason="needs CPUs 0 and 1 allowed")]
 
-# frontend on CPU 0; NPU0 main 1 / acl 0 / release 1; NPU1 main 0 / acl 1 / release 0
-PLAN = {
-    "mode": "topo_affinity", "device_type": "A2", "numa_nodes": {"0": "0-1"},
-    "npus": {"0": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "1", "acl": "0",
-                   "release": "1"},
-             "1": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "0", "acl": "1",
-                   "release": "0"}},
-    "npuops_instance": {"schema": 1, "name": "svc", "vendor": "ascend", "devices": [0, 1],
-                        "main": "0-1", "pool": "0-1", "frontend": "0", "binding": "host"},
-}
 
 
 def _plan(tmp_path, plan=None):

@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import irqs, metrics, procs
 from npuops_testing import REPO
-from npuops_testing.binder import allowed, build_binder, stand_in_tree
+from npuops_testing.binder import PLAN, allowed, build_binder, stand_in_tree
 
 NUMA_MAPS = os.path.join(REPO, "tests", "fixtures", "numa_maps")
 PROMTOOL = shutil.which("promtool")
@@ -130,15 +130,6 @@ def test_metrics_pass_promtool(tmp_path):
     assert proc.returncode == 0, proc.stdout.decode()
 
 
-PLAN = {
-    "mode": "topo_affinity", "device_type": "A2", "numa_nodes": {"0": "0-1"},
-    "npus": {"0": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "1", "acl": "0",
-                   "release": "1"},
-             "1": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "0", "acl": "1",
-                   "release": "0"}},
-    "npuops_instance": {"schema": 1, "name": "svc", "vendor": "ascend", "devices": [0, 1],
-                        "main": "0-1", "pool": "0-1", "frontend": "0", "binding": "host"},
-}
 
 
 @pytest.mark.slow

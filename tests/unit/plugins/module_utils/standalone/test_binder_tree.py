@@ -21,7 +21,6 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not HAVE_TWO_CPUS, reason="needs CPUs 0 and 1 allowed")]
 
 
-
 def _plan(tmp_path, plan=None):
     path = tmp_path / "svc.plan.json"
     path.write_text(json.dumps(plan or PLAN))

@@ -130,8 +130,6 @@ def test_metrics_pass_promtool(tmp_path):
     assert proc.returncode == 0, proc.stdout.decode()
 
 
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not {0, 1} <= set(os.sched_getaffinity(0)), reason="needs CPUs 0 and 1")
 def test_reconcile_run_finds_a_moved_thread_pins_it_and_reports_it(tmp_path):

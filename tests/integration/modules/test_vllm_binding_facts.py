@@ -3,16 +3,14 @@
 bound by its installed binder, a thread moved by hand, the drift reported, recorded into a
 snapshot and replayed from it."""
 
-import json
 import os
 import subprocess
 
 import pytest
 
-from npuops_testing.binder import PLAN, build_binder, stand_in_tree
+from npuops_testing.binder import install_instance, stand_in_tree
 from npuops_testing.runner import run_module
 
-DEST = "/usr/local/lib/npuops"
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not {0, 1} <= set(os.sched_getaffinity(0)),
@@ -20,11 +18,7 @@ pytestmark = [pytest.mark.slow,
 
 
 def test_drift_is_read_back_recorded_and_replayed(tmp_path):
-    root = tmp_path / "root"
-    dest = root / DEST.lstrip("/")
-    dest.mkdir(parents=True)
-    (dest / "svc.plan.json").write_text(json.dumps(PLAN))
-    os.rename(build_binder(tmp_path / "b"), str(dest / "svc-bind"))
+    root, dest = install_instance(tmp_path)
     with stand_in_tree(tmp_path, workers=2) as tree:
         subprocess.run([str(dest / "svc-bind"), "--plan", str(dest / "svc.plan.json"), "--once",
                         "--no-migrate", "--root-pid", str(tree.main)], check=True,

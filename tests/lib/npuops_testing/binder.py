@@ -50,6 +50,20 @@ def build_binder(directory):
 BINDER_APP = build_binder(tempfile.mkdtemp(prefix="npuops-binder-"))
 
 
+DEST = "/usr/local/lib/npuops"
+
+
+def install_instance(tmp_path, name="svc", plan=None):
+    """A sandbox root holding what vllm_launch_wrapper installs for one instance under ``DEST``
+    (plan JSON and binder); returns ``(root, dest)`` as pathlib paths."""
+    root = tmp_path / "root"
+    dest = root / DEST.lstrip("/")
+    dest.mkdir(parents=True)
+    (dest / ("%s.plan.json" % name)).write_text(json.dumps(plan or PLAN))
+    os.rename(build_binder(tmp_path / "b"), str(dest / ("%s-bind" % name)))
+    return root, dest
+
+
 def allowed(pid, tid):
     """Cpus_allowed_list of one thread, read back from /proc."""
     with open("/proc/%d/task/%d/status" % (pid, tid)) as handle:

@@ -5,15 +5,14 @@ recorded and replayed from a snapshot."""
 
 import json
 import os
+import subprocess
 
 import pytest
 
 from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
 from ansible_collections.npuops.fleet.plugins.module_utils.model import binding
-from npuops_testing.binder import PLAN, build_binder, stand_in_tree
+from npuops_testing.binder import DEST, PLAN, install_instance, stand_in_tree
 from npuops_testing.fake_io import FakeIO
-
-DEST = "/usr/local/lib/npuops"
 
 
 def _report(**extra):
@@ -76,18 +75,13 @@ def test_gather_reads_plans_and_asks_each_binder_through_the_io_object():
 @pytest.mark.slow
 @pytest.mark.skipif(not {0, 1} <= set(os.sched_getaffinity(0)), reason="needs CPUs 0 and 1")
 def test_live_state_shows_a_moved_thread_and_replays_from_a_snapshot(tmp_path):
-    root = tmp_path / "root"
-    dest = root / DEST.lstrip("/")
-    dest.mkdir(parents=True)
-    (dest / "svc.plan.json").write_text(json.dumps(PLAN))
-    os.rename(build_binder(tmp_path / "b"), str(dest / "svc-bind"))
+    root, dest = install_instance(tmp_path)
     with stand_in_tree(tmp_path, workers=2) as tree:
         live = hostio.LiveHostIO(str(root))
         pids = {"svc": tree.main}
         before = binding.gather(live, DEST, host_root=str(root), root_pids=pids)
         assert binding.drift(before)  # nothing bound yet: every process is off its plan
         # bind for real once, then move one thread by hand
-        import subprocess
         subprocess.run([str(dest / "svc-bind"), "--plan", str(dest / "svc.plan.json"), "--once",
                         "--no-migrate", "--root-pid", str(tree.main)], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -7,6 +7,8 @@
 #   NPUOPS_DEMO_DIR   sandbox directory (default <repo>/.demo); make demo-clean removes .demo
 #   DEMO_LIMIT        run on a subset of the hosts (ansible --limit syntax, e.g. a2-910b3x8,dgx-a100)
 #   DEMO_FORKS        ansible forks (default 6)
+#   DEMO_DRIFT        0 skips the drift loop (scripts/demo_drift.py: a stand-in vLLM on this
+#                     machine, bound, perturbed, audited, reconciled); also skipped with DEMO_LIMIT
 #   VENV              virtualenv with ansible-core (default <repo>/.venv)
 set -euo pipefail
 
@@ -58,11 +60,26 @@ if [[ $rc -ne 0 ]]; then
     exit "$rc"
 fi
 
+drift_args=()
+if [[ "${DEMO_DRIFT:-1}" != 0 && -z "$LIMIT" ]]; then
+    echo "== drift loop: install, start, bind and perturb a stand-in vLLM on this machine"
+    trap '"$VENV/bin/python" "$REPO/scripts/demo_drift.py" stop --demo "$DEMO" >/dev/null 2>&1 || true' EXIT
+    "$VENV/bin/python" "$REPO/scripts/demo_drift.py" start --demo "$DEMO" || rc=$?
+    if [[ $rc -ne 0 ]]; then
+        echo "demo: the drift loop failed to start (rc=$rc)" >&2
+        exit "$rc"
+    fi
+    if [[ -f "$DEMO/standin/state.json" ]]; then
+        drift_args=(-i "$REPO/inventories/demo/standin.yml" -e "@$DEMO/standin/audit-vars.json")
+    fi
+fi
+
 audit_log=""
 if [[ -f "$REPO/playbooks/audit.yml" ]]; then
     echo "== audit.yml"
     audit_log="$DEMO/audit.log"
-    "$VENV/bin/ansible-playbook" -i "$INV" "${limit_args[@]}" "$REPO/playbooks/audit.yml" \
+    "$VENV/bin/ansible-playbook" -i "$INV" "${drift_args[@]}" "${limit_args[@]}" \
+        "$REPO/playbooks/audit.yml" \
         -e "npuops_audit_dest=$DEMO/report" -e npuops_facts_force_refresh=true \
         > "$audit_log" 2>&1 || rc=$?
     sed -n '/PLAY RECAP/,$p' "$audit_log"
@@ -73,6 +90,15 @@ if [[ -f "$REPO/playbooks/audit.yml" ]]; then
     fi
 else
     echo "== audit.yml not in this tree yet: skipped"
+fi
+
+if [[ ${#drift_args[@]} -gt 0 ]]; then
+    echo "== drift loop: the audit's drift, the reconciler, the audit after it"
+    "$VENV/bin/python" "$REPO/scripts/demo_drift.py" finish --demo "$DEMO" || rc=$?
+    if [[ $rc -ne 0 ]]; then
+        echo "demo: the drift loop did not close (rc=$rc)" >&2
+        exit "$rc"
+    fi
 fi
 
 echo "== summary"

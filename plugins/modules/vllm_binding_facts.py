@@ -55,7 +55,9 @@ options:
     description: Also record everything read into this new snapshot directory.
     type: path
   proc_irq:
-    description: Where the binder finds the IRQ directories; set only for a sandbox root.
+    description:
+      - Where the binder finds the IRQ directories. Default C(/proc/irq), or C(<host_root>/proc/irq)
+        when O(host_root) is a sandbox root.
     type: path
 extends_documentation_fragment:
   - npuops.fleet.attributes
@@ -69,6 +71,9 @@ notes:
   - "Drift kinds: C(threads_off_plan), C(irq_moved), C(memory_remote) (more than 10% of a
     worker's resident memory off its node), C(irqbalance_undoing), C(unit_down),
     C(worker_missing), C(binder_failed)."
+  - "With O(host_root) other than C(/) (a sandbox root) no systemd unit is asked: this
+    machine's systemd is not the sandbox's. Only the instances named in O(root_pids) are checked;
+    the others are listed with C(checked: false)."
   - "The reconciler timer the wrapper installs (C(vllm-<name>-reconcile.timer)) runs the same binder
     without C(--check), so it pins back what drifted and writes node_exporter metrics."
 '''
@@ -103,6 +108,7 @@ ansible_facts:
             unit_state: active
             binding: host
             devices: [0, 1, 2, 3]
+            checked: true
             report: {changed: true, workers: [], frontend: [], irqs: [], missing: []}
         drift:
           - {instance: svc0, device: NPU0, kind: threads_off_plan,
@@ -130,9 +136,11 @@ def read_binding(module):
             raise NpuopsError("root_pids[%s]: %r is not a process id" % (name, pid))
     source = hostio.SnapshotHostIO(p['snapshot']) if p['snapshot'] else hostio.LiveHostIO(p['host_root'])
     recorder = hostio.RecordingHostIO(source) if p['save_snapshot'] else None
+    sandbox = p['host_root'] not in ('/', '')
+    proc_irq = p['proc_irq'] or (p['host_root'].rstrip('/') + '/proc/irq' if sandbox else None)
     state = binding.gather(recorder or source, p['dest'], p['irq_state'], p['timeout'],
                            host_root=p['host_root'], root_pids=p['root_pids'],
-                           proc_irq=p['proc_irq'])
+                           proc_irq=proc_irq, systemd=not sandbox)
     state['drift'] = binding.drift(state, ((p['topology'] or {}).get('irqbalance')))
     result = dict(changed=False, ansible_facts=dict(npu_binding=state))
     if recorder is not None and not module.check_mode:

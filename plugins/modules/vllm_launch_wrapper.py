@@ -133,7 +133,8 @@ options:
   metrics_dir:
     description:
       - node_exporter's textfile directory, where the reconciler writes C(npuops_<name>.prom).
-        Empty writes no metrics.
+        Empty writes no metrics. Created (mode 0755) when missing and the reconciler is installed;
+        an existing directory is left as it is.
     type: path
     default: /var/lib/prometheus/node-exporter
   irq_state:
@@ -420,6 +421,9 @@ def install(module):
     results = [fileops.ensure_file(p["host_root"], path, content, mode=mode,
                                    check_mode=module.check_mode, create_parents=True)
                for path, content, mode in files]
+    if any(path == paths.get("reconcile") for path, dummy, dummy2 in files) and p["metrics_dir"]:
+        # the reconciler writes its textfile here: a host without node_exporter yet has none
+        results.append(fileops.ensure_dir(p["host_root"], p["metrics_dir"], check_mode=module.check_mode))
     return dict(
         changed=any(r["changed"] for r in results),
         files=[{"path": r["path"], "changed": r["changed"]} for r in results],

@@ -100,10 +100,12 @@ def _binder_report(io, binder, argv, timeout, source, errors):
 
 
 def gather(io, dest=DEFAULT_DEST, irq_state=DEFAULT_IRQ_STATE, timeout=60, host_root="/",
-           root_pids=None, proc_irq=None):
+           root_pids=None, proc_irq=None, systemd=True):
     """The binding state of every instance under ``dest`` (host paths; ``host_root`` prefixes
     the paths handed to the binder, which reads them itself). ``root_pids`` ({instance: pid})
-    names the main process where no systemd unit runs it (tests, the demo's sandbox)."""
+    names the main process where no systemd unit runs it (tests, the demo's sandbox).
+    ``systemd=False`` (a sandbox root: this machine's systemd is not the sandbox's) asks no
+    unit: an instance without a root pid is then listed with ``checked: false``."""
     errors = []
     prefix = "" if host_root in (None, "", "/") else host_root.rstrip("/")
     state = {"schema_version": SCHEMA_VERSION, "dest": dest, "instances": {}, "errors": errors}
@@ -115,8 +117,12 @@ def gather(io, dest=DEFAULT_DEST, irq_state=DEFAULT_IRQ_STATE, timeout=60, host_
         unit = "vllm-%s.service" % name
         entry = {"unit": unit, "unit_state": None, "binding": info.get("binding"),
                  "devices": info.get("devices") or [], "frontend": info.get("frontend"),
-                 "plan_file": path, "report": None}
+                 "plan_file": path, "report": None, "checked": True}
         if (root_pids or {}).get(name) is None:
+            if not systemd:
+                entry["checked"] = False
+                state["instances"][name] = entry
+                continue
             entry["unit_state"] = _unit_state(io, unit, timeout)
         binder = "%s/%s-bind" % (dest.rstrip("/"), name)
         if info.get("binding") == "host" and io.exists(binder):

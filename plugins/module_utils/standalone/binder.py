@@ -214,7 +214,9 @@ class Binder(object):
             out.append(("npuops_binding_drift_threads", labels, off))
             out.append(("npuops_binding_threads", labels, checked))
         for row in self.irq_rows:
-            out.append(("npuops_irq_drift", [("instance", name), ("device", row["device"]),
+            # the device label the thread metrics use (NPU0), so the two join in PromQL
+            label = (self.device_targets.get(row["device"]) or {}).get("label", row["device"])
+            out.append(("npuops_irq_drift", [("instance", name), ("device", label),
                                              ("irq", row["irq"])], int(row["drift"])))
         for pid, device in sorted(self.workers.items()):
             nodes = procs.memory_by_node(pid)

@@ -16,6 +16,8 @@ import marshal
 from collections import Counter, OrderedDict
 
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.drift import (
+    drift_groups, drift_summary, summarize_binding)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.problems import group_problems, host_problems
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.gpu_rails import analyse_rails, rail_shapes
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import (
@@ -340,6 +342,8 @@ def analyse_host(name, entry):
         # set when the facts were gathered inside a cpuset smaller than the host: what to do
         ("cpuset_hint", rules.cpuset_hint(facts) if facts else None),
         ("rails", _empty_rails()),
+        # what vllm_binding_facts read back: is the binding still the plan? (report/drift.py)
+        ("binding", summarize_binding(entry)),
     ])
     host["facts_error_count"] = len(host["facts_errors"])
     return host
@@ -372,10 +376,11 @@ def _rebind(host, name, entry):
 
 def build_report(hosts, rails=None):
     """The fleet report dict from ``{name: {facts, plan_strict, plan_vllm_ascend, plan_errors?,
-    rails?, facts_error?}}``. Pure and deterministic (hosts sorted by name).
+    rails?, facts_error?, binding?, binding_error?}}``. Pure and deterministic (hosts sorted by name).
 
     ``plan_errors``: ``{policy: message}`` of a plan that failed; ``rails``: this host's entry
-    of ``npuops.fleet.rail_check``; ``facts_error``: why the facts are missing.
+    of ``npuops.fleet.rail_check``; ``facts_error``: why the facts are missing; ``binding``:
+    the ``npu_binding`` facts of ``vllm_binding_facts`` (``binding_error``: why they are not).
     ``rails``: the whole result of ``npuops.fleet.rail_check`` over the strict plans (hosts
     absent from it are consistent); without it the same comparison is made here.
 
@@ -430,6 +435,7 @@ def build_report(hosts, rails=None):
         ("rails_inconsistent", sum(1 for h in summaries if h["rails"]["status"] == "inconsistent")),
         ("problems", OrderedDict((s, counts.get(s, 0)) for s in SEVERITIES)),
     ])
+    summary.update(drift_summary(summaries))
     shapes = group_shapes(summaries, signatures, problems_of)
     summary["shapes"] = len(shapes)
     return OrderedDict([
@@ -441,6 +447,8 @@ def build_report(hosts, rails=None):
         ("problems", problems),
         # the same problems grouped across hosts (kind + fix), for the problem lists
         ("problem_groups", _problem_groups(problems, summaries)),
+        # binding read back vs plan, one row per kind of drift and fix across hosts
+        ("drift", drift_groups(summaries)),
         # hosts with the same summary and problems, drawn once (shapes.group_shapes)
         ("shapes", shapes),
     ])

@@ -23,6 +23,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
     POLICIES, ROLES, SEVERITIES, cpu_ids, plural)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_base import Ptr as _Ptr, escape as _e
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_drift import binding_cell, drift_html
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_filter import (
     CSP, SCRIPT as _SCRIPT, filter_html as _filter_html)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_problems import (
@@ -101,7 +102,9 @@ def _summary_cards(report):
               "c-warn" if s["irqbalance_unbanned"] else ""),
              ("migratepages_missing", "hosts: no migratepages",
               "c-warn" if s["migratepages_missing"] else ""),
-             ("rails_inconsistent", "hosts: rails differ", "c-warn" if s["rails_inconsistent"] else "")]
+             ("rails_inconsistent", "hosts: rails differ", "c-warn" if s["rails_inconsistent"] else ""),
+             ("binding_checked_hosts", "hosts: binding read back", ""),
+             ("drift_hosts", "hosts: binding drifted", "c-bad" if s.get("drift_hosts") else "")]
     out = ['<div class="cards">']
     for key, label, cls in cards:
         if key not in s:
@@ -162,7 +165,7 @@ def _hosts_html(report):
            '<th>type</th><th>CPUs allowed</th><th>CPUs online</th><th>NPUs</th><th>GPUs</th>'
            '<th>healthy chips</th><th>soft-share capacity</th><th>irqbalance</th>'
            '<th>migratepages</th><th>GPU rails</th><th>facts errors</th><th>problems per host</th>'
-           '</tr></thead><tbody>']
+           '<th>binding</th></tr></thead><tbody>']
     for k, shape in enumerate(shapes_of(report)):
         i = shape["host"]
         h = report["hosts"][i]
@@ -171,10 +174,11 @@ def _hosts_html(report):
         mig = {True: ("yes", "ok"), False: ("missing", "bad")}.get(h["migratepages"],
                                                                    ("unknown", "muted"))
         rail_cls = "bad" if h["rails"]["status"] == "inconsistent" else ""
+        bind_cls, bind_text = binding_cell(h)
         out.append('<tr id="shape-row-%s" data-shape="%s"><td><a href="#shape-%s">%s</a></td>'
                    '<td>%s</td><td>%s</td><td>%s</td>'
                    '<td>%s</td>%s%s%s%s%s%s<td class="%s">%s</td><td class="%s">%s</td>'
-                   '<td class="%s">%s</td>%s%s</tr>' % (
+                   '<td class="%s">%s</td>%s%s<td class="%s">%s</td></tr>' % (
                        _e(shape["id"]), _e(shape["id"]), _e(shape["id"]), _e(shape["id"]),
                        _shape_hosts_cell(shape, k), _e(h["arch"]), _e(h["vendor"]),
                        _e(h["device_type"]),
@@ -186,7 +190,7 @@ def _hosts_html(report):
                        irq_cls, irq_text, mig[1], mig[0], rail_cls,
                        _e(h["rails"]["status"]),
                        _Ptr.td(h["facts_error_count"], base + "facts_error_count"),
-                       _Ptr.td(h["problems"], base + "problems")))
+                       _Ptr.td(h["problems"], base + "problems"), bind_cls, bind_text))
     out.append("</tbody></table>")
     return "\n".join(out)
 
@@ -442,6 +446,8 @@ def render_html(report):
                                                                    _filter_html()),
              '<section id="problems"><h2>Problems and fixes</h2>%s</section>'
              % _problems_html(report, shape_of),
+             '<section id="drift"><h2>Binding drift (read back vs plan)</h2>%s</section>'
+             % drift_html(report, shape_of),
              '<section id="fleet"><h2>Device types</h2>%s<h2>Hosts by shape</h2>%s'
              "<h2>vllm-ascend in-process binding vs the strict plan</h2>%s</section>" % (
                  _types_html(report), _hosts_html(report), _binding_html(report)),

@@ -102,6 +102,34 @@ def _irqbalance_md(host):
     return "running, %d/%d IRQs banned" % (bans["banned_count"], bans["pinned_count"])
 
 
+def _binding_md(host):
+    """A shape's binding cell: the state, and how many drift rows."""
+    binding = host.get("binding") or {}
+    state = binding.get("state", "not_read")
+    if state == "drifted":
+        return "DRIFTED (%d)" % len(binding.get("drift") or [])
+    return {"not_read": "-", "none": "no instance", "not_checked": "not checked"}.get(state, state)
+
+
+def _drift_md(report):
+    """One row per kind of drift and fix across hosts; differing evidence as examples."""
+    groups = report.get("drift") or []
+    s = report["summary"]
+    head = "Binding read back on %s; drift on %s." % (
+        plural(s.get("binding_checked_hosts", 0), "host"), plural(s.get("drift_hosts", 0), "host"))
+    if not groups:
+        return [head, "", "No drift found." if s.get("binding_checked_hosts") else
+                "No running instance was checked (vllm_binding_facts)."]
+    rows = []
+    for g in groups:
+        evidence = g["evidence"] if g["evidence"] is not None else "; ".join(g["examples"]) + (
+            " (and %d more)" % (g["count"] - len(g["examples"])) if g["count"] > len(g["examples"]) else "")
+        rows.append([g["kind"], g["title"], "%s: %s" % (plural(g["host_count"], "host"), g["hosts_text"]),
+                     ", ".join(g["instances"]), g["count"], evidence, g["fix"]])
+    return [head, ""] + _md_table(["kind", "drift", "hosts", "instances", "rows", "evidence", "fix"],
+                                  rows)
+
+
 def _hosts_cell(shape):
     """A shape's hosts: its one host, or the count and the compact list."""
     if shape["host_count"] == 1:
@@ -124,6 +152,7 @@ def render_markdown(report):
         out += _problems_md(report)
     else:
         out.append("No problems found.")
+    out += ["", "## Binding drift (read back vs plan)", ""] + _drift_md(report)
     out += ["", "## Device types", ""]
     out += _md_table(["vendor", "device type", "hosts", "devices", "healthy", "soft-share capacity"],
                      [[t["vendor"], t["device_type"], t["hosts"], t["devices"], t["healthy"],
@@ -135,13 +164,13 @@ def render_markdown(report):
             if len(shapes) < s["hosts"] else "Every host is its own shape.", ""]
     out += _md_table(["hosts", "arch", "vendor", "type", "CPUs allowed/online", "NUMA nodes",
                       "devices", "healthy", "capacity", "irqbalance", "migratepages", "rails",
-                      "facts errors", "shape"],
+                      "facts errors", "binding", "shape"],
                      [[_hosts_cell(shape), h["arch"], h["vendor"], h["device_type"],
                        "%d/%d" % (h["cpus_allowed"], h["cpus_online"]), len(h["numa_nodes"]),
                        h["npus"] + h["gpus"], h["health"]["healthy"] + h["gpus"],
                        h["softshare"]["capacity"], _irqbalance_md(h),
                        {True: "yes", False: "MISSING"}.get(h["migratepages"], "unknown"),
-                       h["rails"]["status"], len(h["facts_errors"]), shape["id"]]
+                       h["rails"]["status"], len(h["facts_errors"]), _binding_md(h), shape["id"]]
                       for shape, h in shapes])
     out += ["", "## vllm-ascend in-process binding vs the strict plan", ""]
     rows = []

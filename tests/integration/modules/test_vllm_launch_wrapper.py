@@ -48,7 +48,9 @@ def test_created_then_unchanged_then_diff_on_change(tmp_path):
                      "/usr/local/lib/npuops/svc-bind", "/etc/systemd/system/vllm-svc.service",
                      "/etc/systemd/system/vllm-svc-bind.service",
                      "/etc/systemd/system/vllm-svc-reconcile.service",
-                     "/etc/systemd/system/vllm-svc-reconcile.timer"]
+                     "/etc/systemd/system/vllm-svc-reconcile.timer",
+                     "/var/lib/prometheus/node-exporter"]  # the reconciler's metrics go there
+    assert os.path.isdir(os.path.join(str(tmp_path), "var/lib/prometheus/node-exporter"))
     assert first["units"] == ["vllm-svc.service", "vllm-svc-bind.service",
                               "vllm-svc-reconcile.timer"]
     assert first["unit_name"] == "vllm-svc.service" and first["unit_changed"] is True

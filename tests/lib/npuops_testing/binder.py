@@ -16,6 +16,7 @@ import time
 
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import smi
+from npuops_testing import REPO
 
 STANDALONE = os.path.dirname(smi.__file__)
 # The plan JSON of a two-NPU instance on CPUs 0 and 1 of this machine: frontend on CPU 0; NPU0
@@ -73,59 +74,9 @@ def allowed(pid, tid):
     raise AssertionError("no Cpus_allowed_list")
 
 
-STAND_IN = r'''
-import ctypes, json, os, signal, subprocess, sys, threading, time
-libc = ctypes.CDLL(None, use_errno=True)
-
-def set_name(name):
-    libc.prctl(15, ctypes.c_char_p(name.encode()), 0, 0, 0)  # PR_SET_NAME
-
-def tid():
-    return threading.get_native_id() if hasattr(threading, "get_native_id") else libc.syscall(186)
-
-def spawn(title, *args):
-    # argv[0] is the title, as setproctitle leaves it in /proc/<pid>/cmdline
-    # sys.executable is empty in a process whose argv[0] is a title: the fixture passes it
-    return subprocess.Popen([title, __file__] + list(args), executable=os.environ["STAND_IN_PYTHON"])
-
-def worker(out, late_after):
-    ready, stop = [], threading.Event()
-    def body(name, record):
-        set_name(name)
-        record.append((name, tid()))
-        stop.wait(300)
-    for name in ("acl_thread", "release_thread", "worker_thread"):
-        threading.Thread(target=body, args=(name, ready), daemon=True).start()
-    while len(ready) < 3:
-        time.sleep(0.01)
-    with open(out + ".tmp", "w") as handle:
-        json.dump({"pid": os.getpid(), "threads": dict(ready)}, handle)
-    os.rename(out + ".tmp", out)
-    if late_after > 0:
-        time.sleep(late_after)
-        late = []
-        threading.Thread(target=body, args=("late_worker", late), daemon=True).start()
-        while not late:
-            time.sleep(0.01)
-        with open(out + ".late", "w") as handle:
-            handle.write(str(late[0][1]))
-    stop.wait(300)
-
-role, prefix = sys.argv[1], sys.argv[2]
-count, late_after = int(sys.argv[3]), float(sys.argv[4])
-if role == "worker":
-    worker(prefix, late_after)
-elif role == "engine":
-    workers = [spawn("VLLM::Worker_TP%d" % rank, "worker", "%s.%d" % (prefix, rank),
-                     str(count), str(late_after)) for rank in range(count)]
-    with open(prefix + ".engine", "w") as handle:
-        handle.write(str(os.getpid()))
-    for proc in workers:
-        proc.wait()
-else:
-    engine = spawn("VLLM::EngineCore", "engine", prefix, str(count), str(late_after))
-    engine.wait()
-'''
+# the stand-in program (scripts/vllm_stand_in.py, which the demo runs too)
+with open(os.path.join(REPO, "scripts", "vllm_stand_in.py")) as _handle:
+    STAND_IN = _handle.read()
 
 
 class _Worker(object):

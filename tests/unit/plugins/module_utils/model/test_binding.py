@@ -72,6 +72,24 @@ def test_gather_reads_plans_and_asks_each_binder_through_the_io_object():
     assert empty["instances"] == {} and "no instance is installed" in empty["errors"][0]["msg"]
 
 
+def test_a_sandbox_asks_no_systemd_and_checks_only_the_instances_with_a_root_pid():
+    # this machine's systemd is not the sandbox's: no systemctl, no binder for unit-run instances
+    calls = []
+
+    def record(argv, timeout):
+        calls.append(argv)
+        return hostio.CommandResult(argv, stdout=json.dumps(_report()))
+
+    files = {DEST + "/svc.plan.json": json.dumps(PLAN), DEST + "/svc-bind": "zip"}
+    io = FakeIO(files=files, commands={"systemctl is-active vllm-svc.service": record})
+    state = binding.gather(io, systemd=False)
+    entry = state["instances"]["svc"]
+    assert entry["checked"] is False and entry["unit_state"] is None and entry["report"] is None
+    assert calls == [] and binding.drift(state) == []
+    # the same host with systemd: the unit is asked
+    assert binding.gather(io)["instances"]["svc"]["checked"] is True and len(calls) == 1
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not {0, 1} <= set(os.sched_getaffinity(0)), reason="needs CPUs 0 and 1")
 def test_live_state_shows_a_moved_thread_and_replays_from_a_snapshot(tmp_path):

@@ -349,6 +349,10 @@ def main(argv=None):
             unit_down = root is None
             if unit_down:
                 LOG.warning("unit %s is not running: no process to bind", args.unit)
+        elif root is not None and not os.path.isdir("/proc/%d" % root):
+            # the main process given is gone: the instance is down, not its workers missing
+            unit_down, result["unit_running"] = True, False
+            LOG.warning("process %d does not run: no process to bind", root)
         binder = Binder(doc, args, None if args.pid else root)
         binder.unit_down = unit_down
         if args.npu:

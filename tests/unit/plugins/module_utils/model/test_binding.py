@@ -115,3 +115,65 @@ def test_live_state_shows_a_moved_thread_and_replays_from_a_snapshot(tmp_path):
     replay = binding.gather(hostio.SnapshotHostIO(str(tmp_path / "snap")), DEST,
                             host_root=str(root), root_pids=pids)
     assert replay == state
+
+
+def _three_device_plan():
+    """PLAN with a third device (no worker will serve it) and NPU1's home node 1, which this
+    machine does not have (so all of its worker's memory is off its node)."""
+    plan = json.loads(json.dumps(PLAN))
+    plan["npus"]["2"] = dict(plan["npus"]["0"])
+    plan["npus"]["1"]["numa_nodes"] = [1]
+    plan["npuops_instance"]["devices"] = [0, 1, 2]
+    return plan
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not {0, 1} <= set(os.sched_getaffinity(0)), reason="needs CPUs 0 and 1")
+def test_every_live_drift_kind_is_read_recorded_and_replayed(tmp_path):
+    """A real process tree, real /proc/<pid>/numa_maps, sandbox IRQ files: each kind of drift
+    the binder can see, read through the host I/O object, recorded and replayed."""
+    root, dest = install_instance(tmp_path, plan=_three_device_plan())
+    irq_dir = root / "proc" / "irq"
+    for irq, cpus in ((101, "0"), (102, "0"), (201, "1")):
+        (irq_dir / str(irq)).mkdir(parents=True)
+        (irq_dir / str(irq) / "smp_affinity_list").write_text(cpus + "\n")
+    state_file = root / binding.DEFAULT_IRQ_STATE.lstrip("/")
+    state_file.parent.mkdir(parents=True)
+    state_file.write_text(json.dumps({"schema": 1, "irqs": [
+        {"irq": 101, "device": 0, "role": "sq", "cpus": "0"},
+        {"irq": 102, "device": 0, "role": "cq", "cpus": "0"},
+        {"irq": 201, "device": 1, "role": "sq", "cpus": "1"}]}))
+    irqbalance = {"active": True, "banned_irqs": [101, 102]}
+    kwargs = dict(host_root=str(root), proc_irq=str(irq_dir))
+    with stand_in_tree(tmp_path, workers=2) as tree:
+        subprocess.run([str(dest / "svc-bind"), "--plan", str(dest / "svc.plan.json"), "--once",
+                        "--no-migrate", "--root-pid", str(tree.main)], check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.sched_setaffinity(tree.workers[0].threads["acl_thread"], {1})
+        (irq_dir / "101" / "smp_affinity_list").write_text("1\n")
+        recorder = hostio.RecordingHostIO(hostio.LiveHostIO(str(root)))
+        state = binding.gather(recorder, DEST, root_pids={"svc": tree.main}, **kwargs)
+        rows = binding.drift(state, irqbalance)
+        recorder.save(str(tmp_path / "snap"))
+        dead_pid = tree.main
+    kinds = sorted((r["kind"], r["device"]) for r in rows)
+    assert kinds == [("irq_moved", "NPU0"), ("irqbalance_undoing", None),
+                     ("memory_remote", "NPU1"), ("threads_off_plan", "NPU0"),
+                     ("worker_missing", "NPU2")], rows
+    by_kind = dict((r["kind"], r) for r in rows)
+    assert "IRQ 101 (sq) on CPUs 1, planned 0" == by_kind["irq_moved"]["evidence"]
+    assert "does not ban pinned IRQs 201" in by_kind["irqbalance_undoing"]["evidence"]
+    assert "100%% of pid %d's" % tree.workers[1].pid in by_kind["memory_remote"]["evidence"]
+    replay = hostio.SnapshotHostIO(str(tmp_path / "snap"))
+    assert binding.gather(replay, DEST, root_pids={"svc": tree.main}, **kwargs) == state
+    # the tree is gone, its main process with it: the instance is down (not its workers
+    # missing); the moved IRQ is still moved
+    gone = binding.gather(hostio.LiveHostIO(str(root)), DEST, root_pids={"svc": dead_pid}, **kwargs)
+    assert [r["kind"] for r in binding.drift(gone)] == ["unit_down", "irq_moved"]
+    # a plan file whose instance block names another instance: its binder refuses it
+    (dest / "other.plan.json").write_text((dest / "svc.plan.json").read_text())
+    os.link(str(dest / "svc-bind"), str(dest / "other-bind"))
+    broken = binding.gather(hostio.LiveHostIO(str(root)), DEST, root_pids={"other": os.getpid()},
+                            systemd=False, **kwargs)
+    (row,) = [r for r in binding.drift(broken) if r["instance"] == "other"]
+    assert row["kind"] == "binder_failed" and "svc" in row["evidence"]

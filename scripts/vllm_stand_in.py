@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # -*- coding: utf-8 -*-
 """A stand-in vLLM process tree, for the binder's tests and the demo's drift loop (make demo).
 

@@ -218,12 +218,14 @@ from ansible_collections.npuops.fleet.plugins.module_utils.render import cpumap
 
 def plan_host(module):
     params = module.params
+    # full_check: the whole facts, as every module takes them (the CPU map reads more than the
+    # planners, whose fields alone make_plan checks by default)
     plan = dispatch.make_plan(
         params["topology"], policy=params["policy"], npus=params["npus"],
         instances=params["instances"], device_type=params["device_type"],
         allowed_cpus=params["allowed_cpus"], reserved_cpus=params["reserved_cpus"],
         nics=params["nics"] if params["nics"] is not None else params["nics_regex"],
-        frontend_cpus=params["frontend_cpus"])
+        frontend_cpus=params["frontend_cpus"], full_check=True)
     return dict(changed=False, plan=plan, cpu_map=cpumap.render_text(plan, params["topology"]))
 
 

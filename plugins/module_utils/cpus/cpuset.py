@@ -28,6 +28,11 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseEr
 
 _INF = float("inf")
 _MAX_CPUS = cpulist.MAX_CPUS
+# decimal text of small CPU ids (vllm-ascend's per-CPU log lines, the plan's cpulists: a
+# lookup is a fraction of str() or "%d"), and back: the ids of the usual "N-M" cpulists
+DECIMAL = _DECIMAL = tuple(str(cpu) for cpu in range(2048))
+ID_OF = _ID_OF = dict((text, cpu) for cpu, text in enumerate(_DECIMAL))
+_SMALL = len(_DECIMAL)
 
 
 def _join(runs):
@@ -196,6 +201,15 @@ class CpuSeq(object):
             offset = end
         return CpuSeq(out)
 
+    def part(self, start, stop):
+        """``self[start:stop]`` for ``0 <= start`` and ``stop <= len(self)`` (the planners'
+        shares), without a slice object."""
+        runs = self.runs
+        if len(runs) == 1 and 0 < stop - start < self.size:
+            first = runs[0][0]
+            return CpuSeq(((first + start, first + stop - 1),))
+        return self._cut(start, stop)
+
     def first_two(self):
         """``(self[0], self[1])``; the sequence holds at least two ids."""
         lo, hi = self.runs[0]
@@ -224,6 +238,14 @@ def parse_ordered(text, source="cpulist"):
     Plain ``N`` / ``N-M`` items are read here; anything else (blanks, strides, errors) goes
     through ``cpulist.parse_ordered``, which raises the same ParseError as before.
     """
+    if text.__class__ is str:
+        first, dash, last = text.partition("-")
+        lo = _ID_OF.get(first)
+        if lo is not None and dash:
+            # one "N-M" range of canonical ids: the usual NUMA node, topo affinity or allowed
+            hi = _ID_OF.get(last)
+            if hi is not None and lo <= hi:
+                return CpuSeq(((lo, hi),))
     if isinstance(text, str) and text:
         first, dash, last = text.partition("-")
         if dash and first.isdecimal() and last.isdecimal() and len(first) < 5 and len(last) < 5:
@@ -261,7 +283,8 @@ def parse_ordered(text, source="cpulist"):
 
 def parse(text, source="cpulist"):
     """``cpulist.parse`` as a CpuSeq: sorted unique ids."""
-    return parse_ordered(text, source).sorted_unique()
+    seq = parse_ordered(text, source)
+    return seq if seq.normal else seq.sorted_unique()
 
 
 def parse_option(value, source="cpulist"):
@@ -294,26 +317,27 @@ def parse_option(value, source="cpulist"):
     return CpuSeq.from_cpus(sorted(cpus))
 
 
-# decimal text of small CPU ids, for the per-CPU log lines vllm-ascend prints
-_DECIMAL = tuple(str(cpu) for cpu in range(2048))
-
-
 def join_run(first, last, sep=" "):
     """``sep.join(str(c) for c in range(first, last + 1))``."""
-    if 0 <= first and last < len(_DECIMAL):
+    if 0 <= first and last < _SMALL:
         return sep.join(_DECIMAL[first:last + 1])
     return sep.join(map(str, range(first, last + 1)))
+
+
+def join_runs(runs, sep=" "):
+    """``join_ids`` of the CpuSeq with these ``runs``."""
+    parts = []
+    for lo, hi in runs:
+        if lo < 0 or hi >= _SMALL:
+            return sep.join(map(str, chain.from_iterable(map(_range, runs))))
+        parts.append(sep.join(_DECIMAL[lo:hi + 1]))
+    return sep.join(parts)
 
 
 def join_ids(cpus, sep=" "):
     """``sep.join(str(c) for c in cpus)``."""
     if cpus.__class__ is CpuSeq:
-        parts = []
-        for lo, hi in cpus.runs:
-            if lo < 0 or hi >= len(_DECIMAL):
-                return sep.join(map(str, cpus))
-            parts.append(sep.join(_DECIMAL[lo:hi + 1]))
-        return sep.join(parts)
+        return join_runs(cpus.runs, sep)
     return sep.join(map(str, cpus))
 
 

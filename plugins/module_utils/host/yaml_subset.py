@@ -389,13 +389,13 @@ def loads(text, source="snapshot.yml"):
 
 def check_depth(value, source, error=SnapshotError):
     """``value`` (JSON data) when it nests at most ``MAX_DEPTH`` collections; else ``error``."""
-    level = [value]
-    for dummy in range(MAX_DEPTH):
-        level = [v for item in level if isinstance(item, (dict, list))
-                 for v in (item.values() if isinstance(item, dict) else item)]
-    if any(isinstance(item, (dict, list)) for item in level):
-        raise error("%s: nested deeper than %d levels" % (source, MAX_DEPTH))
-    return value
+    level = [value] if isinstance(value, (dict, list)) else []
+    for dummy in range(MAX_DEPTH + 1):  # each level's collections: they alone have a next one
+        if not level:
+            return value
+        level = [v for item in level for v in (item.values() if isinstance(item, dict) else item)
+                 if isinstance(v, (dict, list))]
+    raise error("%s: nested deeper than %d levels" % (source, MAX_DEPTH))
 
 
 # -- writer -------------------------------------------------------------------------------

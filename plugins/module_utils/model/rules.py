@@ -87,15 +87,25 @@ def node_cpus(topology, source="topology cpu.numa_nodes"):
     if not isinstance(raw, dict):
         raise PlanError("%s must map node ids to cpulists, got %r" % (source, raw))
     nodes = {}
+    id_of = cpuset.ID_OF.get  # the usual decimal text of an id, by lookup
+    parse = cpuset.parse
     for key, text in raw.items():
+        node = id_of(key)
+        if node is None:
+            try:
+                node = int(key)
+            except (TypeError, ValueError):
+                raise PlanError("%s: node id %r is not an integer" % (source, key))
         try:
-            node = int(key)
-        except (TypeError, ValueError):
-            raise PlanError("%s: node id %r is not an integer" % (source, key))
-        try:
-            nodes[node] = cpuset.parse_option(text or "", "%s[%s]" % (source, key))
-        except ParseError as err:
-            raise PlanError(str(err))
+            # (parse_option's answer for text, without its dispatch)
+            nodes[node] = parse(text, source) if text.__class__ is str and text else \
+                cpuset.parse_option(text or "", source)
+        except ParseError:
+            # parsed again for the message: the node's name is formatted only for an error
+            try:
+                nodes[node] = cpuset.parse_option(text or "", "%s[%s]" % (source, key))
+            except ParseError as err:
+                raise PlanError(str(err))
     return nodes
 
 

@@ -9,12 +9,11 @@ them is used, and raise ``InputError("topology" | "plan", "<field>: <problem>")`
 first field of a wrong type, e.g. ``topology: npus[0].logic_id: expected an integer, got
 'x'``. The shapes are open: keys not listed are not looked at (facts grow; a plan carries
 more than a module reads). Cpulists are only checked to be text (or CPU ids); their content
-is read by ``cpus/`` with its own bounds.
+is read by ``cpus/`` with its own bounds. ``check_planner_input(value)`` checks the part of
+the facts ``make_plan`` reads (``PLANNER_INPUT``) with the same messages.
 
-A spec is a tuple: ``(INT,)``, ``(NODE,)`` (an INT or -1), ``(INT_TEXT,)`` (an integer or its
-decimal text), ``(STR,)``, ``(BOOL,)``, ``(NUM,)``, ``(CPUS,)``,
-``(SCALAR,)``, ``(ANY,)``, ``(OPT, spec)`` (None allowed), ``(LIST, item)``, ``(MAP, key,
-value)`` (keys: ``STR`` or ``DIGITS``, decimal text) and ``(RECORD, {field: spec})``.
+The specs are written in the language of ``model/spec.py`` (tuples such as ``(OPT, (INT,))``
+and ``(RECORD, {field: spec})``), which also holds the walks.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -24,15 +23,9 @@ __metaclass__ = type
 import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import InputError
-from ansible_collections.npuops.fleet.plugins.module_utils.host import yaml_subset
-
-INT, NODE, STR, BOOL, NUM, CPUS, SCALAR, ANY, OPT, LIST, MAP, RECORD, DIGITS, INT_TEXT = (
-    "int", "node", "str", "bool", "num", "cpus", "scalar", "any", "opt", "list", "map", "record",
-    "digits", "int_text")
-# Ids, counts and sizes in facts and plans: 0 to 2**31 - 1 (a NUMA node may also be -1, as
-# sysfs says "no node").
-MIN_INT, MAX_INT = 0, (1 << 31) - 1
-MAX_ITEMS = 1 << 16  # entries of one list or mapping (a host has hundreds at most)
+from ansible_collections.npuops.fleet.plugins.module_utils.model.spec import (
+    BOOL, CPUS, DIGITS, INT, INT_TEXT, LIST, MAP, NODE, OPT, RECORD, SCALAR, STR, check,
+    compile_spec, kind_name)
 
 
 def _opt(spec):
@@ -64,6 +57,7 @@ TOPOLOGY = (RECORD, {
         "smt_siblings": _opt((LIST, _CPULIST)),
         "numa_source": _TEXT,
         "model": _TEXT,
+        "allowed_source": _TEXT,
     })),
     "npus": _opt((LIST, (RECORD, {
         "logic_id": (INT,),
@@ -107,6 +101,37 @@ TOPOLOGY = (RECORD, {
     })),
     "visible_devices": _opt((MAP, STR, _opt((SCALAR,)))),
 })
+
+# What make_plan and the planners under it (plan/, the model/rules helpers) never read. The
+# modules check the whole TOPOLOGY at their entry (check_topology); make_plan checks
+# PLANNER_INPUT, TOPOLOGY less these, so each field it reads is checked before it is read
+# while it does not pay for the rest. A field added to TOPOLOGY is in PLANNER_INPUT unless
+# listed here. (Of ``processes`` only the truth of the list is read.)
+UNREAD_BY_PLANNERS = (
+    "schema_version", "irqbalance", "cpu.allowed_self", "cpu.numa_source", "cpu.model",
+    "npus.npu_id", "npus.chip_id", "npus.phy_id", "npus.name", "npus.bus_id", "npus.health",
+    "npus.hbm_total_mb", "npus.hbm_used_mb", "npus.irqs", "npus.processes.pid",
+    "npus.processes.name", "npus.processes.memory_mb", "gpus.name", "nics.legend",
+    "nics.netdev", "nics.irqs")
+
+
+def _without(spec, path):
+    """``spec`` less the RECORD field at ``path`` (field names; OPT and LIST are passed)."""
+    if spec[0] in (OPT, LIST):
+        return (spec[0], _without(spec[1], path))
+    if spec[0] != RECORD or path[0] not in spec[1]:
+        raise ValueError("no record field %s" % ".".join(path))
+    fields = dict(spec[1])
+    if len(path) == 1:
+        del fields[path[0]]
+    else:
+        fields[path[0]] = _without(fields[path[0]], path[1:])
+    return (RECORD, fields)
+
+
+PLANNER_INPUT = TOPOLOGY
+for _unread in UNREAD_BY_PLANNERS:
+    PLANNER_INPUT = _without(PLANNER_INPUT, _unread.split("."))
 
 _ENV = _opt((MAP, STR, _opt((SCALAR,))))
 _DEVICES = _opt((LIST, (INT,)))
@@ -153,133 +178,32 @@ def instance_name_problem(name):
     return None
 
 
-def _kind(value):
-    return type(value).__name__
-
-
-def _short(value):
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _int_ok(value):
-    return isinstance(value, int) and not isinstance(value, bool) and MIN_INT <= value <= MAX_INT
-
-
-def _path(where):
-    """The field path of a problem: built only when a problem names it (checking a large topology
-    would otherwise format a path for every value)."""
-    if not isinstance(where, tuple):
-        return where
-    parent, fmt, key = where
-    parent = _path(parent)
-    if fmt == ".%s":
-        return "%s.%s" % (parent, key) if parent else str(key)
-    return parent + fmt % (_short(key) if fmt == "[%s]" else key)
-
-
-def _check(value, spec, where, problems):
-    kind = spec[0]
-    if kind == OPT:
-        if value is not None:
-            _check(value, spec[1], where, problems)
-        return
-    if kind == ANY:
-        return
-    if kind in (INT, NODE):
-        low = -1 if kind == NODE else MIN_INT
-        if not (_int_ok(value) or (kind == NODE and isinstance(value, int) and value == -1 and
-                                   not isinstance(value, bool))):
-            problems.append("%s: expected an integer from %d to %d, got %s"
-                            % (_path(where), low, MAX_INT, _short(value)))
-    elif kind == INT_TEXT:
-        if not (_int_ok(value) or (isinstance(value, str) and value.isascii() and
-                                   value.isdigit() and len(value) <= 9)):
-            problems.append("%s: expected an integer, got %s" % (_path(where), _short(value)))
-    elif kind == STR:
-        if not isinstance(value, str):
-            problems.append("%s: expected a string, got %s" % (_path(where), _kind(value)))
-    elif kind == BOOL:
-        if not isinstance(value, bool):
-            problems.append("%s: expected true or false, got %s" % (_path(where), _short(value)))
-    elif kind == NUM:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            problems.append("%s: expected a number, got %s" % (_path(where), _short(value)))
-    elif kind == SCALAR:
-        if not isinstance(value, (str, int, float, bool)):
-            problems.append("%s: expected a string or a number, got %s" % (_path(where), _kind(value)))
-    elif kind == CPUS:
-        # a cpulist (text), one CPU id or a list of CPU ids: cpus/ reads the content
-        if not (isinstance(value, str) or _int_ok(value) or
-                (isinstance(value, list) and len(value) <= MAX_ITEMS and
-                 all(_int_ok(item) or (isinstance(item, str) and item.isdecimal())
-                     for item in value))):
-            problems.append("%s: expected a cpulist such as \"0-3,8\", got %s"
-                            % (_path(where), _short(value)))
-    elif kind == LIST:
-        if not isinstance(value, list):
-            problems.append("%s: expected a list, got %s" % (_path(where), _kind(value)))
-        elif len(value) > MAX_ITEMS:
-            problems.append("%s: more than %d entries" % (_path(where), MAX_ITEMS))
-        else:
-            for index, item in enumerate(value):
-                _check(item, spec[1], (where, "[%d]", index), problems)
-                if problems:
-                    return
-    elif kind == MAP:
-        if not isinstance(value, dict):
-            problems.append("%s: expected a mapping, got %s" % (_path(where), _kind(value)))
-        elif len(value) > MAX_ITEMS:
-            problems.append("%s: more than %d entries" % (_path(where), MAX_ITEMS))
-        else:
-            for key, item in value.items():
-                if not isinstance(key, str) or (spec[1] == DIGITS and not (
-                        key.isdigit() and key.isascii() and len(key) <= 9)):
-                    problems.append("%s: key %s is not %s" % (
-                        _path(where), _short(key), "a decimal id" if spec[1] == DIGITS else "a string"))
-                    return
-                _check(item, spec[2], (where, "[%s]", key), problems)
-                if problems:
-                    return
-    elif kind == RECORD:
-        if not isinstance(value, dict):
-            problems.append("%s: expected a mapping, got %s" % (_path(where), _kind(value)))
-            return
-        for field, sub in spec[1].items():
-            if field in value:
-                _check(value[field], sub, (where, ".%s", field), problems)
-                if problems:
-                    return
-            elif sub[0] != OPT:
-                problems.append("%s: missing" % _path((where, ".%s", field)))
-                return
-
-
-def check(value, spec, source):
-    """``value`` if it fits ``spec``; InputError(source, "<field>: <problem>") otherwise.
-    The whole value (keys the spec does not list included) nests at most 32 levels."""
-    yaml_subset.check_depth(value, source, lambda msg: InputError(source, msg.split(": ", 1)[1]))
-    problems = []
-    _check(value, spec, "", problems)
-    if problems:
-        message = problems[0]
-        if message.startswith(": "):
-            message = message[2:]
-        raise InputError(source, message)
-    return value
+# each spec compiled once (spec.compile_spec): a valid input is answered without _check
+_TOPOLOGY_FITS = compile_spec(TOPOLOGY)
+_PLANNER_FITS = compile_spec(PLANNER_INPUT)
+_PLAN_FITS = compile_spec(PLAN)
 
 
 def check_topology(value, source="topology"):
     """The topology facts (``ansible_facts.npu_topology``) in the shape the layers read."""
     if not isinstance(value, dict):
         raise InputError(source, "expected the npu_topology facts (a mapping), got %s"
-                         % _kind(value))
-    return check(value, TOPOLOGY, source)
+                         % kind_name(value))
+    return check(value, TOPOLOGY, source, _TOPOLOGY_FITS)
+
+
+def check_planner_input(value, source="topology"):
+    """The fields of the topology facts make_plan and its planners read (``PLANNER_INPUT``;
+    no depth bound: each of them has a known leaf type). Facts that fail get check_topology's
+    message, the first problem of the whole facts."""
+    if _PLANNER_FITS(value):
+        return value
+    return check_topology(value, source)
 
 
 def check_plan(value, source="plan"):
     """A plan (``npu_cpu_plan``'s ``plan``) in the shape the wrapper and IRQ steps read."""
     if not isinstance(value, dict):
         raise InputError(source, "must be a dict (the npu_cpu_plan result), got %s"
-                         % _kind(value))
-    return check(value, PLAN, source)
+                         % kind_name(value))
+    return check(value, PLAN, source, _PLAN_FITS)

@@ -76,31 +76,42 @@ def validate_instances(instances, known):
 
 def _node_cpus(topology):
     """The NUMA nodes that hold CPUs: memory-only nodes (GH200, CXL) have none to plan with."""
-    return dict((node, cpus) for node, cpus in rules.node_cpus(topology).items() if cpus)
+    return {node: cpus for node, cpus in rules.node_cpus(topology).items() if cpus}
 
 
 def _npu_facts(topology):
     """``(ids, affinity {id: ordered cpus}, pci_nodes {id: node or None}, busy [ids])``."""
     ids, affinity, pci_nodes, busy = [], {}, {}, []
     parse_ordered = cpuset.parse_ordered
+    parsed = {}  # text -> CPUs: the NPUs of one node share their affinity text
     for index, npu in enumerate(topology.get("npus") or []):
-        if not isinstance(npu, dict) or npu.get("logic_id") is None:
+        logic = npu.get("logic_id") if isinstance(npu, dict) else None
+        if logic is None:
             raise PlanError("topology npus[%d] has no logic_id" % index)
-        logic = int(npu["logic_id"])
+        if logic.__class__ is not int:
+            logic = int(logic)
         ids.append(logic)
         text = npu.get("affinity")
         # cpulist.is_cpulist's test, parsing once: a cpulist that is not blank parses to at
         # least one CPU, a blank one to none; an unreadable one counts as no affinity (so its
         # ParseError, and the source it names, are never shown)
         if text and isinstance(text, str):
-            try:
-                cpus = parse_ordered(text, "npus[].affinity")
-            except ParseError:
-                cpus = None
-            if cpus:
+            if text in parsed:
+                cpus = parsed[text]
+            else:
+                try:
+                    cpus = parse_ordered(text, "npus[].affinity") or None
+                except ParseError:
+                    cpus = None
+                parsed[text] = cpus
+            if cpus is not None:
                 affinity[logic] = cpus
         node = npu.get("numa_node")
-        pci_nodes[logic] = int(node) if node is not None and int(node) >= 0 else None
+        if node is not None:
+            node = int(node)
+            if node < 0:
+                node = None
+        pci_nodes[logic] = node
         if npu.get("processes"):
             busy.append(logic)
     return sorted(set(ids)), affinity, pci_nodes, sorted(busy)
@@ -109,36 +120,44 @@ def _npu_facts(topology):
 def _all_logic_npus(topology, ids):
     """vllm-ascend takes the logic ids from ``npu-smi info -m`` (the raw npu_map)."""
     found = set()
+    id_of = cpuset.ID_OF.get  # the usual decimal text of an id, by lookup
     for chips in (topology.get("npu_map") or {}).values():
         for logic in (chips or {}).values():
-            if str(logic).isdigit():
+            number = id_of(logic)
+            if number is not None:
+                found.add(number)
+            elif str(logic).isdigit():
                 found.add(int(logic))
     return sorted(found) if found else list(ids)
 
 
 def _empty_plan(policy, device_type, topology):
     # the host the facts were read from: the wrapper and IRQ modules refuse a plan for another
+    nodes = (topology.get("cpu") or {}).get("numa_nodes") or {}
     return {"policy": policy, "hostname": topology.get("hostname"), "mode": None,
             "device_type": device_type, "skipped": False,
-            "reason": None, "numa_nodes": dict((str(k), v) for k, v in
-                                               ((topology.get("cpu") or {}).get("numa_nodes") or {}).items()),
+            "reason": None, "numa_nodes": dict(zip(map(str, nodes), nodes.values())),
             "npus": {}, "instances": {}, "gpus": {}, "env": {}, "log": [], "warnings": []}
 
 
 def make_plan(topology, policy="strict", npus=None, instances=None, device_type=None,
-              allowed_cpus=None, reserved_cpus=None, nics=None, frontend_cpus=None):
+              allowed_cpus=None, reserved_cpus=None, nics=None, frontend_cpus=None,
+              full_check=False):
     """The CPU plan of a host. Raises PlanError (or ParseError) with a message for the user.
 
     A plan that fails for lack of CPUs while ``allowed_cpus`` is not given and the facts'
     allowed CPUs are a strict subset of the online ones says so (``cpuset_hint``).
     ``frontend_cpus`` caps each instance's frontend (strict and GPU plans; 0: none).
+    The topology is checked before use: the fields the planners read
+    (``schema.check_planner_input``), or with ``full_check`` the whole facts
+    (``schema.check_topology``, what a module does with the facts it is given).
     """
     if frontend_cpus is not None and (isinstance(frontend_cpus, bool) or
                                       not isinstance(frontend_cpus, int) or frontend_cpus < 0):
         raise PlanError("frontend_cpus must be a non-negative integer, got %r" % (frontend_cpus,))
     try:
         return _make_plan(topology, policy, npus, instances, device_type, allowed_cpus,
-                          reserved_cpus, nics, frontend_cpus)
+                          reserved_cpus, nics, frontend_cpus, full_check)
     except PlanError as err:
         if err.cpu_shortage and allowed_cpus is None and err.hint is None:
             hint = rules.cpuset_hint(topology)
@@ -148,10 +167,11 @@ def make_plan(topology, policy="strict", npus=None, instances=None, device_type=
 
 
 def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, reserved_cpus,
-               nics, frontend_cpus):
+               nics, frontend_cpus, full_check):
     if not isinstance(topology, dict):
         raise PlanError("topology must be the npu_topology facts dict, got %r" % type(topology).__name__)
-    schema.check_topology(topology)  # every field the planners read, before they read it
+    # every field the planners read, before they read it
+    (schema.check_topology if full_check else schema.check_planner_input)(topology)
     if policy not in POLICIES:
         raise PlanError("unknown policy %r; choose one of %s" % (policy, ", ".join(POLICIES)))
     if device_type is not None and device_type not in DEVICE_TYPES:
@@ -180,11 +200,12 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
         plan["reason"] = "no NPU on this host (vendor %s): CPU binding does not apply" % (vendor,)
         return plan
     requested = _int_list(npus, "npus")
-    unknown = sorted(set(requested or []) - set(ids))
+    unknown = sorted(set(requested) - set(ids)) if requested else None
     if unknown:
         raise PlanError("unknown NPU id(s) %s; this host has logic ids %s" % (unknown, ids),
                         unknown[0])
-    insts = validate_instances(instances, set(requested if requested is not None else ids))
+    insts = None if instances is None else \
+        validate_instances(instances, set(requested if requested is not None else ids))
     if requested is None and insts:
         requested = sorted(set(n for dummy, members in insts for n in members))
     if not allowed:
@@ -225,9 +246,7 @@ def _strict(plan, ids, requested, affinity, pci_nodes, node_cpus, allowed, dtype
                     node_cpus, allowed, topology, insts, budget, nearness, cores,
                     cluster and cpu_roles.cluster_size(cpu.get("threads_per_core")), uvb)
     entries = plan["npus"]
-    pool_entry = cpu_roles.pool_entry
-    for npu in keep:
-        entry = pool_entry(pools[npu], cpu_node, cluster, npu)
+    for npu, entry in zip(keep, cpu_roles.pool_entries(pools, keep, cpu_node, cluster)):
         home, entry["locality"] = homes[npu]
         entry["home_node"] = home
         nodes = entry["pool_nodes"] = entry["numa_nodes"]
@@ -307,9 +326,10 @@ def _vllm_ascend(plan, topology, ids, requested, affinity, node_cpus, allowed, d
         plan["uvb"] = cpuset.format(result["uvb"])
     cluster = result["cluster_roles"]
     entries = plan["npus"]
-    pool_entry = cpu_roles.pool_entry
-    for npu, pool in result["pools"].items():
-        entries[str(npu)] = pool_entry(pool, cpu_node, cluster, npu)
+    pools = result["pools"]
+    npus = list(pools)
+    for npu, entry in zip(npus, cpu_roles.pool_entries(pools, npus, cpu_node, cluster)):
+        entries[str(npu)] = entry
 
 
 def _instances(plan, insts, env_name, fronts=None):

@@ -74,7 +74,7 @@ def check_pool_sizes(pools):
     """``check_pool_size`` of every ``{npu: pool}``, in the dict's order (the first short one
     raises, as ``split_roles`` over the pools would)."""
     for npu, pool in pools.items():
-        if len(pool) < MIN_CPUS_PER_NPU:
+        if (pool.size if pool.__class__ is cpuset.CpuSeq else len(pool)) < MIN_CPUS_PER_NPU:
             check_pool_size(pool, npu)
 
 
@@ -113,26 +113,68 @@ def npu_entry(pool, roles, cpu_node):
 
 
 def pool_entry(pool, cpu_node, cluster=False, npu=None):
-    """``npu_entry(pool, split_roles(pool, True, npu), cpu_node)``, or with ``cluster_roles``.
+    """``npu_entry(pool, split_roles(pool, True, npu), cpu_node)``, or with ``cluster_roles``
+    (``pool_entries`` of one NPU)."""
+    return pool_entries({npu: pool}, [npu], cpu_node, cluster)[0]
+
+
+_TEXT = cpuset.DECIMAL
+_DASHED = tuple(text + "-" for text in _TEXT)  # "N-": a range's text is one concatenation
+_SMALL = len(_TEXT)  # ids with a text in _TEXT
+
+
+def pool_entries(pools, npus, cpu_node, cluster=False):
+    """``[pool_entry(pools[npu], cpu_node, cluster, npu) for npu in npus]``.
 
     A CpuSeq pool with a NodeMap is formatted straight from its runs in one pass, without the
-    role lists: this runs once per NPU of every plan. Other shapes take the general path.
+    role lists (ids below 2048: their text is looked up, not formatted): this runs for every
+    NPU of every plan. Other shapes take the general path.
     """
-    if cluster or pool.__class__ is not cpuset.CpuSeq or cpu_node.__class__ is not nodemap.NodeMap:
-        roles = cluster_roles(pool) if cluster else split_roles(pool, True, npu)
-        return npu_entry(pool, roles, cpu_node)
-    if pool.size < MIN_CPUS_PER_NPU:
-        check_pool_size(pool, npu)
+    entries = []
+    append = entries.append
+    fast = not cluster and cpu_node.__class__ is nodemap.NodeMap
+    for npu in npus:
+        pool = pools[npu]
+        if not fast or pool.__class__ is not cpuset.CpuSeq:
+            roles = cluster_roles(pool) if cluster else split_roles(pool, True, npu)
+            append(npu_entry(pool, roles, cpu_node))
+            continue
+        if pool.size < MIN_CPUS_PER_NPU:
+            check_pool_size(pool, npu)
+        runs = pool.runs
+        nodes = cpu_node.node_list(runs)
+        first, last = runs[0][0], runs[-1][1]
+        if len(runs) == 1 and 0 <= first and last < _SMALL:
+            # one contiguous run of at least 5 CPUs: the roles are plain arithmetic
+            text = _DASHED[first] + _TEXT[last]
+            append({"pool": text, "pool_order": text, "numa_nodes": nodes,
+                    "irq": _DASHED[first] + _TEXT[first + 1],
+                    "main": _TEXT[first + 2] if first + 2 == last - 2 else
+                    _DASHED[first + 2] + _TEXT[last - 2],
+                    "acl": _TEXT[last - 1], "release": _TEXT[last]})
+        elif len(runs) > 1 and pool.normal and 0 <= first and last < _SMALL and \
+                runs[0][1] - first >= 2 and last - runs[-1][0] >= 2:
+            # ascending (``last`` the highest), 3 or more CPUs in the first and the last run:
+            # the roles cut their ends; main is the pool's text with those two runs cut
+            parts = [_TEXT[lo] if lo == hi else _DASHED[lo] + _TEXT[hi] for lo, hi in runs]
+            order = ",".join(parts)
+            parts[0] = _run_text(first + 2, runs[0][1])
+            parts[-1] = _run_text(runs[-1][0], last - 2)
+            append({"pool": order, "pool_order": order, "numa_nodes": nodes,
+                    "irq": _DASHED[first] + _TEXT[first + 1], "main": ",".join(parts),
+                    "acl": _TEXT[last - 1], "release": _TEXT[last]})
+        else:
+            append(_large_entry(pool, nodes))
+    return entries
+
+
+def _run_text(lo, hi):
+    return _TEXT[lo] if lo == hi else _DASHED[lo] + _TEXT[hi]
+
+
+def _large_entry(pool, nodes):
+    """``pool_entry`` of a CpuSeq pool (of at least 5 CPUs), the general way."""
     runs = pool.runs
-    nodes = cpu_node.node_list(runs)
-    if len(runs) == 1:
-        # one contiguous run of at least 5 CPUs: the roles are plain arithmetic
-        first, last = runs[0]
-        text = "%d-%d" % (first, last)
-        main = str(first + 2) if first + 2 == last - 2 else "%d-%d" % (first + 2, last - 2)
-        return {"pool": text, "pool_order": text, "numa_nodes": nodes,
-                "irq": "%d-%d" % (first, first + 1), "main": main,
-                "acl": str(last - 1), "release": str(last)}
     order = cpulist.format_runs(runs)
     sq_cpu, cq_cpu = pool.first_two()
     acl, release = pool.last_two()

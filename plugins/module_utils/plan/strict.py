@@ -63,9 +63,22 @@ def _split(units, owners, cores=None):
     if cores:
         return smt.split(units, owners, cores)
     count = len(owners)
-    base, extra = divmod(len(units), count)
     shares = {}
     start = 0
+    if units.__class__ is cpuset.CpuSeq:
+        # a CpuSeq cuts its shares without slice objects; one run by plain arithmetic
+        size = units.size
+        base, extra = divmod(size, count)
+        first = units.runs[0][0] if len(units.runs) == 1 else None
+        for index, npu in enumerate(owners):
+            take = base + (1 if index < extra else 0)
+            if first is not None and 0 < take < size:
+                shares[npu] = cpuset.CpuSeq(((first + start, first + start + take - 1),))
+            else:
+                shares[npu] = units.part(start, start + take)
+            start += take
+        return shares
+    base, extra = divmod(len(units), count)
     for index, npu in enumerate(owners):
         take = base + (1 if index < extra else 0)
         shares[npu] = units[start:start + take]
@@ -77,6 +90,8 @@ def _proportional(sizes, count):
     """Largest-remainder apportionment of ``count`` NPUs over nodes of the given sizes."""
     total = sum(sizes)
     counts = [count * s // total for s in sizes]
+    if sum(counts) == count:
+        return counts  # no remainder to hand out (nodes of one size)
     order = sorted(range(len(sizes)), key=lambda i: (-(count * sizes[i] % total), i))
     for i in order[:count - sum(counts)]:
         counts[i] += 1
@@ -111,9 +126,9 @@ def allocate_units(npus, homes, node_units, min_units, cluster=None, claimed=(),
             owners.setdefault(node, []).append(npu)
     # units are lists or cpuset.CpuSeq, never changed in place (cut by slicing, grown by "+"),
     # so the dicts below share them with node_units instead of copying them
-    free = dict((n, u) for n, u in node_units.items() if n not in owners and n not in claimed)
+    free = {n: u for n, u in node_units.items() if n not in owners and n not in claimed}
     free_ids = sorted(free)
-    pools_of = dict((n, node_units[n]) for n in owners)
+    pools_of = {n: node_units[n] for n in owners}
     warnings = []
     for node in sorted(owners):
         need = min_units * len(owners[node]) - len(pools_of[node])
@@ -158,8 +173,12 @@ def _whole(units, need, cores):
 
 def _place_homeless(homeless, free, free_ids, owners, pools_of, min_units, cluster, warnings,
                     cores=None):
-    nodes = [m for m in free_ids if free[m]]
-    sizes = [len(free[m]) for m in nodes]
+    nodes, sizes = [], []
+    for node in free_ids:
+        size = len(free[node])
+        if size:
+            nodes.append(node)
+            sizes.append(size)
     total = sum(sizes)
     count = len(homeless)
     if total >= min_units * count:
@@ -250,7 +269,7 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
     """
     warnings = []
     given = node_cpus
-    node_cpus = dict((n, c) for n, c in node_cpus.items() if c)
+    node_cpus = {n: c for n, c in node_cpus.items() if c}
     if not node_cpus:
         node_cpus = {NO_NODE: cpuset.sorted_unique(allowed_set)}
         warnings.append("no NUMA layout known: every NPU sliced by logic id over the allowed CPUs")
@@ -259,8 +278,20 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
     node_ids = set(node_cpus)
     homes = {}
     sources = {}
+    found = {}  # (affinity runs, PCI node) -> home: the NPUs of one node share them
     for npu in npus:
-        homes[npu], sources[npu] = npu_home(affinity.get(npu), pci_nodes.get(npu), cpu_node, node_ids)
+        aff = affinity.get(npu)
+        pci = pci_nodes.get(npu)
+        if aff is None and pci is None:
+            homes[npu] = sources[npu] = None  # npu_home's answer for no locality (A3)
+        elif aff.__class__ is cpuset.CpuSeq:
+            key = (aff.runs, pci)
+            home = found.get(key)
+            if home is None:
+                home = found[key] = npu_home(aff, pci, cpu_node, node_ids)
+            homes[npu], sources[npu] = home
+        else:
+            homes[npu], sources[npu] = npu_home(aff, pci, cpu_node, node_ids)
     is_950 = device_type == "A5"
     uvb = None
     if is_950:
@@ -279,7 +310,7 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
         pools = dict((npu, [c for unit in units for c in unit]) for npu, units in shares.items())
         mode = "ascend950"
     else:
-        node_units = dict((n, cpuset.keep(cpus, allowed_set)) for n, cpus in node_cpus.items())
+        node_units = {n: cpuset.keep(cpus, allowed_set) for n, cpus in node_cpus.items()}
         if cores:
             node_units = dict((n, smt.core_order(u, cores)) for n, u in node_units.items())
         active, claimed = _in_scope(npus, homes, node_units)
@@ -301,4 +332,4 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
                             % (node, sources[npu]), npu, cpu_shortage=True)
     return {"mode": mode, "pools": pools, "planned_over": active, "cluster_roles": is_950,
             "uvb": uvb,
-            "warnings": warnings, "homes": dict((npu, [homes[npu], sources[npu]]) for npu in npus)}
+            "warnings": warnings, "homes": {npu: [homes[npu], sources[npu]] for npu in npus}}

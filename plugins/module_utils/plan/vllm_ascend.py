@@ -78,6 +78,9 @@ def visible_devices(env_value):
     """ASCEND_RT_VISIBLE_DEVICES as the reference reads it: None when unset/empty, else ints."""
     if not env_value:
         return None
+    if not isinstance(env_value, str):
+        # (hand-made facts: an environment variable is text)
+        raise PlanError("ASCEND_RT_VISIBLE_DEVICES=%r is not text" % (env_value,))
     try:
         return [int(x) for x in env_value.split(",")]
     except ValueError:
@@ -168,11 +171,21 @@ def global_slice(running, allowed_cpus, total_logic_npus, npu_affinity, min_per_
     if base < min_per_npu:
         raise PlanError(INSUFFICIENT_SLICE % (total_cpus, total, base, min_per_npu,
                                               total * min_per_npu), cpu_shortage=True)
+    cut = allowed.part if allowed.__class__ is cpuset.CpuSeq else (lambda a, b: allowed[a:b])
+    # one run of allowed CPUs (the usual host): each slice is plain arithmetic
+    first = allowed.runs[0][0] if allowed.__class__ is cpuset.CpuSeq and \
+        len(allowed.runs) == 1 else None
+    seq = cpuset.CpuSeq
     for npu in running:
         if npu < 0 or npu >= total:
             raise PlanError(INVALID_NPU_ID % (npu, total))
         start = npu * base + (npu if npu < extra else extra)
-        pools[npu] = allowed[start:start + base + (1 if npu < extra else 0)]
+        # (within the allowed CPUs: npu < total, and total * base + extra is their count)
+        stop = start + base + (1 if npu < extra else 0)
+        if first is not None and 0 < stop - start < total_cpus:
+            pools[npu] = seq(((first + start, first + stop - 1),))
+        else:
+            pools[npu] = cut(start, stop)
     return pools
 
 
@@ -183,6 +196,14 @@ def extend_numa(cpu_list, cpu_node, numa_to_cpu, allowed_cpus, npu=None):
     lookup of a missing node adds it to ``numa_to_cpu`` (the phantom node), so the modulus
     grows for later calls. A multi-node list comes back unchanged (unsorted).
     """
+    if cpu_list.__class__ is cpuset.CpuSeq and len(cpu_list.runs) == 1 and \
+            cpu_node.__class__ is nodemap.NodeMap and allowed_cpus.__class__ is cpuset.CpuSeq:
+        # the usual base: one run inside one node (the steps below, without their dispatch)
+        node = cpu_node.run_node(cpu_list.runs[0][0], cpu_list.runs[0][1])
+        if node is not None:
+            next_node = (node + 1) % len(numa_to_cpu)
+            return cpuset.sorted_unique(cpuset.concat(
+                cpu_list, cpuset.keep(numa_to_cpu[next_node], allowed_cpus.sorted_unique())))
     if not cpu_list:
         return []
     nodes = _nodes_of(cpu_node, cpu_list, npu)
@@ -198,11 +219,13 @@ def extend_numa(cpu_list, cpu_node, numa_to_cpu, allowed_cpus, npu=None):
 def average_distribute(pools, npu_list):
     """Cut the sorted pool of ``npu_list[0]`` into equal chunks; the last NPU takes the rest."""
     cpus = cpuset.sorted_all(pools[npu_list[0]])
-    per_npu = len(cpus) // len(npu_list)
+    total, count = len(cpus), len(npu_list)
+    per_npu = total // count
     result = {}
+    cut = cpus.part if cpus.__class__ is cpuset.CpuSeq else (lambda a, b: cpus[a:b])
     for i, npu in enumerate(npu_list):
-        end = (i + 1) * per_npu if i < len(npu_list) - 1 else len(cpus)
-        result[npu] = cpus[i * per_npu:end]
+        end = (i + 1) * per_npu if i < count - 1 else total
+        result[npu] = cut(i * per_npu, end)
     return result
 
 
@@ -222,11 +245,25 @@ def topo_affinity(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node,
     """
     allowed_set = cpuset.as_set(allowed_cpus)
     pools = {}
+    # NPUs of one node share their affinity: its pool is made once while numa_to_cpu keeps its
+    # size (a phantom node, added by a lookup, changes the modulus and so the key)
+    extended = {} if extend is extend_numa else None
     for npu in candidate_npus(all_logic_npus, running, npu_affinity, allowed_set):
-        base = cpuset.keep(npu_affinity.get(npu, []), allowed_set)
+        affinity = npu_affinity.get(npu, [])
+        if extended is not None and affinity.__class__ is cpuset.CpuSeq:
+            key = (affinity.runs, len(numa_to_cpu))
+            pool = extended.get(key)
+            if pool is not None:
+                pools[npu] = pool
+                continue
+        else:
+            key = None
+        base = cpuset.keep(affinity, allowed_set)
         if not base:
             raise PlanError(CONFLICT, npu)
         pools[npu] = extend(base, cpu_node, numa_to_cpu, allowed_set, npu)
+        if key is not None:
+            extended[key] = pools[npu]
     groups = {}
     for npu, cpus in pools.items():
         key = cpus.runs if cpus.__class__ is cpuset.CpuSeq else cpuset.seq_key(cpus)
@@ -278,7 +315,12 @@ def ascend950(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node, num
             return None, A950_INSUFFICIENT % (node, len(clusters), npu_list)
         for index, npu in enumerate(npu_list):
             final[npu] = clusters[index]
-    return dict((npu, final[npu]) for npu in running), None
+    pools = {}
+    for npu in running:
+        if npu not in final:
+            raise PlanError("NPU is not in 'npu-smi info -m' (vllm-ascend fails with KeyError)", npu)
+        pools[npu] = final[npu]
+    return pools, None
 
 
 def allocate(pools, device_type):
@@ -304,22 +346,52 @@ def plan_line(npu, roles, device_type):
 
 
 def pool_plan_line(npu, pool, device_type):
-    """``plan_line(npu, allocate({npu: pool}, device_type)[npu], device_type)``.
+    """``plan_line(npu, allocate({npu: pool}, device_type)[npu], device_type)``
+    (``plan_lines`` of one NPU)."""
+    return plan_lines([npu], {npu: pool}, device_type)[0]
+
+
+def plan_lines(npus, pools, device_type):
+    """``[pool_plan_line(npu, pools[npu], device_type) for npu in npus]``.
 
     A CpuSeq pool (already checked by ``allocate``'s minimum) is formatted from its runs
-    without building the role lists: this runs once per rank of every plan.
+    without building the role lists (ids below 2048: their text is looked up): this runs once
+    per rank of every plan.
     """
-    if device_type in NO_IRQ_BINDING_DEVICE_TYPES or pool.__class__ is not cpuset.CpuSeq:
-        return plan_line(npu, allocate({npu: pool}, device_type)[npu], device_type)
-    if len(pool.runs) == 1:
-        first, last = pool.runs[0]
-        main = cpuset.join_run(first + 2, last - 2)
-        acl, release = last - 1, last
-    else:
-        main = cpuset.join_ids(pool[2:-2])
-        acl, release = pool.last_two()
-    # acl is printed as its ids, release as the repr of its one-CPU list
-    return "NPU%s: main=[%s]  acl=[%d]  release=[[%d]]" % (npu, main, acl, release)
+    lines = []
+    append = lines.append
+    general = device_type in NO_IRQ_BINDING_DEVICE_TYPES
+    for npu in npus:
+        pool = pools[npu]
+        if general or pool.__class__ is not cpuset.CpuSeq:
+            append(plan_line(npu, allocate({npu: pool}, device_type)[npu], device_type))
+            continue
+        runs = pool.runs
+        if len(runs) == 1:
+            first, last = runs[0]
+            main = " ".join(_TEXT[first + 2:last - 1]) if 0 <= first and last < _SMALL else \
+                cpuset.join_run(first + 2, last - 2)
+            acl, release = last - 1, last
+        elif runs[0][1] - runs[0][0] >= 2 and runs[-1][1] - runs[-1][0] >= 2:
+            # pool[2:-2] cuts only the ends of the first and the last run
+            acl, release = runs[-1][1] - 1, runs[-1][1]
+            main = cpuset.join_runs(((runs[0][0] + 2, runs[0][1]),) + runs[1:-1] +
+                                    ((runs[-1][0], acl - 1),))
+        else:
+            main = cpuset.join_ids(pool[2:-2])
+            acl, release = pool.last_two()
+        # acl is printed as its ids, release as the repr of its one-CPU list
+        if 0 <= acl < _SMALL and 0 <= release < _SMALL and npu.__class__ is int and \
+                0 <= npu < _SMALL:
+            append("".join(("NPU", _TEXT[npu], ": main=[", main, "]  acl=[", _TEXT[acl],
+                            "]  release=[[", _TEXT[release], "]]")))
+        else:
+            append("NPU%s: main=[%s]  acl=[%d]  release=[[%d]]" % (npu, main, acl, release))
+    return lines
+
+
+_TEXT = cpuset.DECIMAL
+_SMALL = len(_TEXT)  # ids with a text in _TEXT
 
 
 def check_pools(pools, device_type):
@@ -387,12 +459,12 @@ def plan_vllm_ascend(arch, device_type, allowed_cpus, node_cpus, all_logic_npus,
     out["pools"] = pools
     templates = _rank_templates(head)
     append = log.append
-    for rank, npu in enumerate(running):
-        rank_text = str(rank)
+    for rank, line in enumerate(plan_lines(running, pools, device_type)):
+        rank_text = _TEXT[rank] if rank < _SMALL else str(rank)
         for before, after in templates:
             append(before if after is None else before + rank_text + after)
         append(PLAN_HEADER)
-        append(pool_plan_line(npu, pools[npu], device_type))
+        append(line)
     return out
 
 

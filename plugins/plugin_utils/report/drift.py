@@ -99,8 +99,8 @@ def drift_groups(hosts):
             if group["evidence"] != row["evidence"]:
                 group["evidence"] = None
             if len(group["examples"]) < EVIDENCE_SHOWN:
-                group["examples"].append("%s: %s %s: %s" % (host["name"], row["instance"],
-                                                           row["device"] or "", row["evidence"]))
+                group["examples"].append("%s: %s %s: %s" % (
+                    host["name"], row["instance"], row["device"] or "", row["evidence"]))
     order = dict((kind, i) for i, kind in enumerate(KINDS))
     out = sorted(groups.values(), key=lambda g: order.get(g["kind"], len(order)))
     for group in out:

@@ -398,3 +398,19 @@ def test_failure_in_other_npu_aborts():  # section 7, defect 8: NPU5 has no allo
     topo["npus"][5]["affinity"] = "200-203"
     with pytest.raises(PlanError, match="NPU 5: CPUs available"):
         plan_mod.make_plan(topo, "vllm_ascend", npus=[0, 5])
+
+
+@pytest.mark.parametrize("make", [cpu_hosts.a2, cpu_hosts.a5])
+def test_npu_missing_from_npu_map_is_a_message(make):
+    # the reference's KeyError, on Ascend 950 too (it was a traceback there)
+    topo = make()
+    topo["npu_map"]["2"] = {"0": None}
+    with pytest.raises(PlanError, match=r"NPU 2: NPU is not in 'npu-smi info -m'"):
+        plan_mod.make_plan(topo, "vllm_ascend")
+
+
+@pytest.mark.parametrize("value", [5, True, 1.5])
+def test_visible_devices_not_text_is_a_message(value):
+    # hand-made facts: the schema lets any scalar through, an environment variable is text
+    with pytest.raises(PlanError, match="ASCEND_RT_VISIBLE_DEVICES=%r is not text" % (value,)):
+        plan_mod.make_plan(cpu_hosts.a2(visible=value), "vllm_ascend")

@@ -1,0 +1,137 @@
+# -*- coding: utf-8 -*-
+"""The planners' fast paths for CpuSeq pools (issue 11's speed work) against the general list
+paths they shortcut: plan entries, vllm-ascend's plan lines, slices and shares, the next-NUMA
+extension, the "N-M" parse. Same values for any runs: ascending or not, ids past the decimal
+table (2048), one run or several."""
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset, nodemap
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import strict as policy_strict
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend as va
+from npuops_testing.hostile import fuzz_examples
+
+SETTINGS = settings(max_examples=fuzz_examples(300), deadline=None)
+# NUMA nodes of 64 CPUs, ids up to 4095: past the 2048 ids of cpuset.DECIMAL
+NODES = dict((node, list(range(64 * node, 64 * node + 64))) for node in range(64))
+NODE_SEQS = dict((node, cpuset.CpuSeq.from_cpus(cpus)) for node, cpus in NODES.items())
+NODE_MAP = nodemap.node_map(NODE_SEQS)
+NODE_DICT = nodemap.node_map(NODES)
+
+
+@st.composite
+def pools(draw, min_size=5):
+    """CPU ids in positional order: runs of various lengths, in any order, no duplicates."""
+    cpus = []
+    for dummy in range(draw(st.integers(1, 4))):
+        first = draw(st.sampled_from([0, 1, 40, 63, 64, 1000, 2040, 2045, 2047, 2048, 3000,
+                                      4090]))
+        length = draw(st.integers(1, 9))
+        cpus.extend(c for c in range(first, min(first + length, 4096)) if c not in cpus)
+    while len(cpus) < min_size:
+        cpus.append(max(cpus) + 1 if max(cpus) < 4095 else min(cpus) - 1)
+    if draw(st.booleans()):
+        cpus.sort()
+    return cpus
+
+
+@SETTINGS
+@given(st.lists(pools(), min_size=1, max_size=4), st.sampled_from([0, 5, 2047, 2048]))
+def test_pool_entries_as_npu_entry(lists, base):
+    npus = [base + index for index in range(len(lists))]
+    seqs = dict((npu, cpuset.CpuSeq.from_cpus(cpus)) for npu, cpus in zip(npus, lists))
+    expected = [cpu_roles.npu_entry(cpus, cpu_roles.split_roles(cpus, True, npu), NODE_DICT)
+                for npu, cpus in zip(npus, lists)]
+    assert cpu_roles.pool_entries(seqs, npus, NODE_MAP) == expected
+    assert [cpu_roles.pool_entry(seqs[npu], NODE_MAP, False, npu) for npu in npus] == expected
+
+
+@SETTINGS
+@given(st.lists(pools(), min_size=1, max_size=4), st.sampled_from([0, 7, 2047, 2048]),
+       st.sampled_from(["A2", "A3", "A5"]))
+def test_plan_lines_as_plan_line(lists, base, device_type):
+    npus = [base + index for index in range(len(lists))]
+    seqs = dict((npu, cpuset.CpuSeq.from_cpus(cpus)) for npu, cpus in zip(npus, lists))
+    expected = [va.plan_line(npu, va.allocate({npu: cpus}, device_type)[npu], device_type)
+                for npu, cpus in zip(npus, lists)]
+    assert va.plan_lines(npus, seqs, device_type) == expected
+
+
+@SETTINGS
+@given(pools(min_size=1), st.data())
+def test_part_as_slice(cpus, data):
+    seq = cpuset.CpuSeq.from_cpus(cpus)
+    start = data.draw(st.integers(0, len(cpus)))
+    stop = data.draw(st.integers(start, len(cpus)))
+    assert list(seq.part(start, stop)) == cpus[start:stop] == list(seq[start:stop])
+
+
+@SETTINGS
+@given(pools(min_size=1), st.integers(1, 5))
+def test_shares_as_lists(cpus, count):
+    owners = list(range(count))
+    seq = cpuset.CpuSeq.from_cpus(cpus)
+    shares = policy_strict._split(seq, owners)
+    assert dict((k, list(v)) for k, v in shares.items()) == policy_strict._split(cpus, owners)
+    got = va.average_distribute({0: seq}, owners)
+    assert dict((k, list(v)) for k, v in got.items()) == va.average_distribute({0: cpus}, owners)
+
+
+@SETTINGS
+@given(st.integers(0, 4095), st.integers(0, 300), st.integers(1, 24))
+def test_global_slice_as_lists(lo, length, total):
+    allowed = list(range(lo, min(lo + length, 4096)))
+    running = list(range(total))
+    log_seq, log_list = [], []
+    try:
+        got = va.global_slice(running, cpuset.CpuSeq.from_cpus(allowed), total, {}, 5, log_seq)
+    except PlanError as err:
+        got = str(err)
+    try:
+        expected = va.global_slice(running, allowed, total, {}, 5, log_list)
+    except PlanError as err:
+        expected = str(err)
+    if isinstance(got, dict):
+        got = dict((k, list(v)) for k, v in got.items())
+    assert got == expected and log_seq == log_list
+
+
+@SETTINGS
+@given(st.lists(st.integers(0, 63), min_size=1, max_size=8), st.integers(0, 63),
+       st.integers(1, 64), st.integers(0, 63))
+def test_extend_numa_as_lists(node_ids, node, length, start):
+    nodes = dict((n, NODES[n]) for n in sorted(set(node_ids)))
+    base = list(range(64 * node + start, 64 * node + min(64, start + length)))
+    allowed = sorted(c for cpus in nodes.values() for c in cpus) + base
+    seq_node, seq_numa = va.build_cpu_node_map(
+        dict((n, cpuset.CpuSeq.from_cpus(c)) for n, c in nodes.items()))
+    list_node, list_numa = va.build_cpu_node_map(nodes)
+    got = expected = None
+    try:
+        got = list(va.extend_numa(cpuset.CpuSeq.from_cpus(base), seq_node, seq_numa,
+                                  cpuset.CpuSeq.from_cpus(sorted(set(allowed)))))
+    except PlanError as err:
+        got = str(err)
+    try:
+        expected = list(va.extend_numa(base, list_node, list_numa, set(allowed)))
+    except PlanError as err:
+        expected = str(err)
+    assert got == expected and list(seq_numa) == list(list_numa)
+
+
+@SETTINGS
+@given(st.integers(0, 9000), st.integers(0, 9000),
+       st.sampled_from(["%d-%d", "%d-%d,", "0%d-%d", "%d-0%d", "%d-%d-1", " %d-%d"]))
+def test_parse_as_cpulist(lo, hi, form):
+    text = form % (lo, hi)
+    try:
+        expected = cpulist.parse_ordered(text, "x")
+    except ParseError as err:
+        expected = str(err)
+    try:
+        got = list(cpuset.parse_ordered(text, "x"))
+    except ParseError as err:
+        got = str(err)
+    assert got == expected

@@ -82,9 +82,18 @@ class Loop(object):
         return argv + ["--proc-irq", self.host("/proc/irq")]
 
 
-def run(argv, **kwargs):
-    return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          check=False, **kwargs)
+def run(argv, timeout=600):
+    """``argv``'s exit status and output; past ``timeout`` seconds its whole process group is
+    killed and the demo stops with a message."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        out, dummy = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise SystemExit("demo drift: %s took more than %d s (killed)" % (argv[0], timeout))
+    return subprocess.CompletedProcess(argv, proc.returncode, out)
 
 
 def allowed(pid, tid):
@@ -158,7 +167,7 @@ def cmd_start(loop):
     if "--ready-url" in argv:
         index = argv.index("--ready-url")
         del argv[index:index + 2]
-    bind = run(argv + ["--once", "--no-migrate"])
+    bind = run(argv + ["--once", "--no-migrate"], timeout=120)
     acl = workers[0]["threads"]["acl_thread"]
     print("stand-in vLLM: API server pid %d, workers %s; bound by its binder (rc %d): NPU0 "
           "acl_thread %d on CPUs %s" % (pid, ", ".join(str(w["pid"]) for w in workers),
@@ -202,7 +211,7 @@ def cmd_finish(loop):
     print("audit (report/): %s" % (
         "; ".join("%s %s: %s" % (r["kind"], r["device"], r["evidence"]) for r in before)
         if before else "no drift row for the stand-in (%r)" % (before,)))
-    reconcile = run(loop.unit_argv("vllm-%s-reconcile.service" % NAME, state["pid"]))
+    reconcile = run(loop.unit_argv("vllm-%s-reconcile.service" % NAME, state["pid"]), timeout=120)
     print("reconciler (vllm-%s-reconcile.service's command): rc %d" % (NAME, reconcile.returncode))
     metrics = loop.host(METRICS)
     if os.path.exists(metrics):

@@ -155,6 +155,10 @@ def test_reconcile_run_finds_a_moved_thread_pins_it_and_reports_it(tmp_path):
         assert 'npuops_binding_drift_threads{instance="svc",device="NPU0",role="acl"} 1' in prom
         assert 'npuops_binding_drift_threads{instance="svc",device="NPU0",role="main"} 0' in prom
         assert 'npuops_worker_remote_memory_ratio{instance="svc",device="NPU0"} 0.0' in prom
+        if PROMTOOL:  # every metrics file a test writes passes promtool
+            check = subprocess.run([PROMTOOL, "check", "metrics"], input=prom.encode(),
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+            assert check.returncode == 0, check.stdout.decode()
         third = subprocess.run(base + ["--root-pid", str(tree.main)], env=env,
                                stdout=subprocess.PIPE, universal_newlines=True, check=False)
         assert json.loads(third.stdout)["changed"] is False

@@ -136,11 +136,9 @@ def read_binding(module):
             raise NpuopsError("root_pids[%s]: %r is not a process id" % (name, pid))
     source = hostio.SnapshotHostIO(p['snapshot']) if p['snapshot'] else hostio.LiveHostIO(p['host_root'])
     recorder = hostio.RecordingHostIO(source) if p['save_snapshot'] else None
-    sandbox = p['host_root'] not in ('/', '')
-    proc_irq = p['proc_irq'] or (p['host_root'].rstrip('/') + '/proc/irq' if sandbox else None)
     state = binding.gather(recorder or source, p['dest'], p['irq_state'], p['timeout'],
                            host_root=p['host_root'], root_pids=p['root_pids'],
-                           proc_irq=proc_irq, systemd=not sandbox)
+                           proc_irq=p['proc_irq'])
     state['drift'] = binding.drift(state, ((p['topology'] or {}).get('irqbalance')))
     result = dict(changed=False, ansible_facts=dict(npu_binding=state))
     if recorder is not None and not module.check_mode:

@@ -100,14 +100,20 @@ def _binder_report(io, binder, argv, timeout, source, errors):
 
 
 def gather(io, dest=DEFAULT_DEST, irq_state=DEFAULT_IRQ_STATE, timeout=60, host_root="/",
-           root_pids=None, proc_irq=None, systemd=True):
+           root_pids=None, proc_irq=None, systemd=None):
     """The binding state of every instance under ``dest`` (host paths; ``host_root`` prefixes
     the paths handed to the binder, which reads them itself). ``root_pids`` ({instance: pid})
     names the main process where no systemd unit runs it (tests, the demo's sandbox).
-    ``systemd=False`` (a sandbox root: this machine's systemd is not the sandbox's) asks no
-    unit: an instance without a root pid is then listed with ``checked: false``."""
+    A sandbox root (``host_root`` not ``/``) is the one place both defaults come from: the
+    binder reads its IRQ directories (``proc_irq``: ``<host_root>/proc/irq``), and no unit is
+    asked (``systemd``: this machine's systemd is not the sandbox's), so an instance without a
+    root pid is listed with ``checked: false``."""
     errors = []
     prefix = "" if host_root in (None, "", "/") else host_root.rstrip("/")
+    if systemd is None:
+        systemd = not prefix
+    if proc_irq is None and prefix:
+        proc_irq = prefix + "/proc/irq"
     state = {"schema_version": SCHEMA_VERSION, "dest": dest, "instances": {}, "errors": errors}
     for name, path in sorted(_instances(io, dest, errors).items()):
         doc = _plan(io, path, errors)

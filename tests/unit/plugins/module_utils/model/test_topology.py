@@ -6,6 +6,7 @@ import os
 import pytest
 
 from npuops_testing import SNAPSHOTS
+from npuops_testing.fake_io import FakeIO
 from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
 from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
@@ -150,42 +151,12 @@ def test_tools_env_irqbalance():
     assert facts("atlas300-310p")["irqbalance"]["active"] is False
 
 
-class FakeIO(hostio.HostIO):
-    """Answers from dicts; commands not listed are missing."""
-    hostname, arch = "fake", "aarch64"
-
-    def __init__(self, files, commands):
-        self.files, self.commands = files, commands
-
-    def read_text(self, path):
-        return self.files.get(path)
-
-    def listdir(self, path):
-        prefix = path.rstrip("/") + "/"
-        names = sorted(set(p[len(prefix):].split("/")[0] for p in self.files if p.startswith(prefix)))
-        return names or None
-
-    def exists(self, path):
-        return path in self.files
-
-    def realpath(self, path):
-        return path if path in self.files else None
-
-    def getenv(self, name):
-        return {"ASCEND_RT_VISIBLE_DEVICES": "0,1"}.get(name)
-
-    def run(self, argv, timeout=30):
-        res = self.commands.get(" ".join(argv))
-        if res is None:
-            return hostio.CommandResult(argv, rc=127, missing=True)
-        return res(argv, timeout) if callable(res) else hostio.CommandResult(argv, **res)
-
-
 def test_failed_and_garbage_sources_go_to_errors():
     io = FakeIO({"/proc/self/status": "no such line\n", "/sys/devices/system/cpu/online": "0-7\n"},
                 {"npu-smi info": {"rc": 0, "stdout": "garbage"},
                  "npu-smi info -m": lambda argv, t: hostio.CommandResult(argv, rc=-9, timed_out=True, seconds=t),
-                 "lscpu": {"rc": 1, "stderr": "lscpu: failed\n"}})
+                 "lscpu": {"rc": 1, "stderr": "lscpu: failed\n"}},
+                env={"ASCEND_RT_VISIBLE_DEVICES": "0,1"})
     got = topology.gather(io, timeout=2)
     sources = dict((e["source"], e["msg"]) for e in got["errors"])
     assert "no Cpus_allowed_list" in sources["/proc/self/status"]

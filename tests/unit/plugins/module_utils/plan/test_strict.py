@@ -11,6 +11,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch 
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import strict as ps
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 from npuops_testing import cpu_hosts
+from npuops_testing.placement_hosts import home_of
 
 
 PROPS = settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
@@ -227,19 +228,6 @@ def plan_or_reason(topo, **kw):
         # a failure names the NPU (or, for an empty cpuset, the host) and says why
         assert str(err)
         return None
-
-
-def home_of(npu, nodes):
-    """The home node independent of the implementation: affinity majority, else PCI node."""
-    aff = cpulist.parse(npu["affinity"] or "")
-    if aff:
-        counts = dict((n, len(set(aff) & set(c))) for n, c in nodes.items())
-        best = min(counts, key=lambda n: (-counts[n], n))
-        if counts[best] * 2 > len(aff):
-            return best
-    if npu["numa_node"] is not None and npu["numa_node"] in nodes:
-        return npu["numa_node"]
-    return None
 
 
 @PROPS

@@ -65,9 +65,13 @@ class Binder(object):
     def use_plan(self, doc):
         """Take ``doc`` as the plan (validated: every target parses before any is used)."""
         info = doc["npuops_instance"]
-        devices = [int(d) for d in info.get("devices") or []]
-        device_targets = dict((d, targets.device_target(doc, d)) for d in devices)
-        frontend = targets.frontend_target(doc) if self.args.frontend else None
+        try:
+            devices = [int(d) for d in info.get("devices") or []]
+            device_targets = dict((d, targets.device_target(doc, d)) for d in devices)
+            frontend = targets.frontend_target(doc) if self.args.frontend else None
+        except (AttributeError, TypeError, ValueError) as err:
+            raise BindError("plan %s: not a plan vllm_launch_wrapper writes (%s)"
+                            % (self.args.plan, err))
         self.doc, self.vendor, self.devices = doc, info.get("vendor", "ascend"), devices
         self.device_targets, self.frontend = device_targets, frontend
         self.nodes = targets.all_nodes(doc)

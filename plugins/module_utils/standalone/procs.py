@@ -20,6 +20,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ctypes
+import ipaddress
 import os
 import re
 
@@ -250,6 +251,7 @@ def _resolve(host, port, deadline):
     itself has no timeout). At most one lookup runs at a time: a wedged resolver costs one
     thread, never one per poll."""
     try:
+        ipaddress.ip_address(host)
         return socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST)
     except (socket.gaierror, UnicodeError, ValueError):
         pass

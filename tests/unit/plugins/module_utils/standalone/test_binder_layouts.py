@@ -242,3 +242,66 @@ def test_a_worker_title_of_4300_digits_is_bounded(tmp_path, binder):
         assert sorted(r["device"] for r in result["workers"]) == [0, 1]
         assert all(len(r["title"]) <= 130 for r in result["workers"])
         _assert_workers_bound(tree)
+
+
+def test_down_instance_exits_3_and_still_writes_metrics(tmp_path, binder):
+    """The reconcile contract: the instance not running is exit 3 (nothing to bind), the metrics
+    file still says so (npuops_instance_up 0) beside the missing workers."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    prom_dir = tmp_path / "prom"
+    prom_dir.mkdir()
+    for how in (["--root-pid", str(gone.pid)], ["--unit", "vllm-svc.service"]):
+        code, result, log = _run(binder, ["--plan", _plan(tmp_path), "--once", "--no-migrate",
+                                          "--metrics-dir", str(prom_dir)] + how,
+                                 _env(tmp_path))
+        assert code == 3 and result["unit_running"] is False, log
+        prom = (prom_dir / "npuops_svc.prom").read_text()
+        assert 'npuops_instance_up{instance="svc"} 0' in prom
+        assert 'npuops_instance_workers_missing{instance="svc"} 2' in prom
+    with stand_in_tree(tmp_path, workers=2) as tree:
+        code, _result, log = _run(binder, ["--plan", _plan(tmp_path), "--once", "--no-migrate",
+                                           "--root-pid", str(tree.main),
+                                           "--metrics-dir", str(prom_dir)], _env(tmp_path))
+        assert code == 0, log
+        prom = (prom_dir / "npuops_svc.prom").read_text()
+        assert 'npuops_instance_up{instance="svc"} 1' in prom
+        assert 'npuops_instance_workers_missing{instance="svc"} 0' in prom
+
+
+def test_follow_binds_to_a_changed_plan_and_keeps_it_over_a_bad_one(tmp_path, binder):
+    """The plan file changes under a --follow run: the binder re-reads it and the threads end
+    on the new plan (so the bind unit and the reconciler agree); a bad plan written after is
+    refused with a logged error and the last good one stays."""
+    plan = _plan(tmp_path)
+    swapped = json.loads(json.dumps(PLAN))
+    swapped["npus"]["0"], swapped["npus"]["1"] = PLAN["npus"]["1"], PLAN["npus"]["0"]
+    with stand_in_tree(tmp_path, workers=2) as tree:
+        proc = subprocess.Popen([binder, "--json", "--plan", plan, "--root-pid", str(tree.main),
+                                 "--interval", "0.2", "--follow", "4", "--no-migrate"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                universal_newlines=True, env=_env(tmp_path))
+        try:
+            deadline = time.time() + 20
+            w0 = tree.workers[0]
+            while allowed(w0.pid, w0.threads["worker_thread"]) != "1":
+                assert time.time() < deadline, "the first plan was never bound"
+                time.sleep(0.1)
+            with open(plan + ".new", "w") as handle:
+                json.dump(swapped, handle)
+            os.rename(plan + ".new", plan)
+            while allowed(w0.pid, w0.threads["worker_thread"]) != "0":
+                assert time.time() < deadline, "the changed plan was never bound"
+                time.sleep(0.1)
+            with open(plan + ".new", "w") as handle:
+                handle.write("{not json")
+            os.rename(plan + ".new", plan)
+            out, log = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+            proc.wait()
+        assert proc.returncode == 0, log
+        assert "the plan changed; binding to the new one" in log
+        assert "the plan changed but cannot be used; keeping the one in use" in log
+        _assert_workers_bound(tree, devices=(1, 0))
+        assert json.loads(out)["missing"] == []

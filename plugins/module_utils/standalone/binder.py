@@ -91,7 +91,10 @@ class Binder(object):
         (``pp*pcp*tp`` layout) once every worker of the engine carries its ranks, else its spawn
         order (vLLM starts the workers in local-rank order, titled ``python3`` at first). An
         engine without worker children is vLLM's uniproc executor (GPU TP=1): it is its
-        device's worker once that is certain (see ``uniproc``). A worker title anywhere else is
+        device's worker once that is certain (see ``uniproc``). The main process and an engine
+        whose workers are still to come are left alone (pending) until they exist or
+        --uniproc-after passed, so no worker inherits the frontend's mask. A worker title
+        anywhere else is
         no worker (anything in the tree can set its own title). The tools' process tables fill
         devices still missing."""
         kids = {}
@@ -113,7 +116,7 @@ class Binder(object):
             pending.update(p for p in members if p not in workers)
             if not members and len(slots) == 1 and self.uniproc(engine):
                 workers[engine] = slots[0]
-            elif not slots or len(members) < len(slots):
+            elif len(members) < len(slots) and not self.spawned(engine):
                 pending.add(engine)  # its workers are still to come: they inherit its mask
         if pending & set(engines) or (not engines and not self.spawned(self.root)):
             pending.add(self.root)  # pinned once its engines' workers exist, so none inherits it

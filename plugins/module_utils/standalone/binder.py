@@ -57,7 +57,7 @@ class _Log(object):
 
 
 LOG = _Log()
-FULL_WALK_EVERY = 5
+FULL_WALK_EVERY = 15
 EXIT_OK, EXIT_ERROR, EXIT_MISSING, EXIT_DOWN = 0, 1, 2, 3
 
 
@@ -83,6 +83,7 @@ class Binder(object):
         self.late = False      # past --timeout
         self.plan_seen = None
         self.passes = 0
+        self.started = {}      # pid -> start time (clock ticks after boot)
         self.comms = {}        # (pid, tid) -> (comm, passes seen with it)
         self.memory = {}       # pid -> {node: bytes}, read once at the end of the run
         self.use_plan(doc)
@@ -105,8 +106,8 @@ class Binder(object):
     def tree(self):
         """``(pids, parents)`` of the instance's tree (the --pid workers without a root). Every
         FULL_WALK_EVERY-th pass, and while roles are pending, reads every thread's children;
-        the passes between read only the threads known to spawn (a process forked by another
-        thread inherits that thread's pinned CPUs meanwhile)."""
+        the passes between read only the main thread's and those known to spawn (a process
+        forked by another thread inherits that thread's pinned CPUs meanwhile)."""
         if self.root is None:
             return sorted(self.workers), {}
         full = self.passes % FULL_WALK_EVERY == 0 or bool(self.pending)
@@ -133,13 +134,15 @@ class Binder(object):
         self.titles = dict((pid, procs.title(pid, self.prefix)) for pid in pids)
         engines = [p for p in kids.get(self.root, [])
                    if procs.engine_rank(self.titles[p], self.prefix) is not None]
+        self.started = dict((p, self.started.get(p) or procs.start_ticks(p) or 0)
+                            for p in pids)  # a process's start never changes
         engines.sort(key=lambda p: (procs.engine_rank(self.titles[p], self.prefix),
-                                    procs.start_ticks(p) or 0, p))
+                                    self.started[p], p))
         workers, pending = {}, set()
         share = max(1, len(self.devices) // len(engines)) if engines else 0
         for index, engine in enumerate(engines):
             slots = self.devices[index * share:(index + 1) * share]
-            members = sorted(kids.get(engine, []), key=lambda p: (procs.start_ticks(p) or 0, p))
+            members = sorted(kids.get(engine, []), key=lambda p: (self.started[p], p))
             for pid, local in sorted(self.local_ranks(members, len(slots)).items()):
                 if local < len(slots) and slots[local] not in workers.values():
                     workers[pid] = slots[local]
@@ -268,15 +271,18 @@ class Binder(object):
         report["threads"] = len(tids)
         report["unchanged"] = 0
         named = bool(target["acl"] or target["release"])  # else the name changes nothing
+        wanted = {}  # role -> (cpus, their set)
         for tid in tids:
             cpus, role = targets.desired_cpus(self.comm(pid, tid) if named else "", target)
             if role != "main" and tid not in report[role]:
                 report[role].append(tid)
+            if role not in wanted:
+                wanted[role] = (cpus, set(cpus))
             counts = self.drift.setdefault((target["label"], role), [0, 0])
             try:
-                current = sorted(os.sched_getaffinity(tid))
+                current = os.sched_getaffinity(tid)
                 counts[0] += 1
-                if current == cpus:
+                if current == wanted[role][1]:
                     report["unchanged"] += 1
                     continue
                 counts[1] += 1

@@ -212,9 +212,13 @@ def process_prefix(pid, limit=1 << 18):
 
 def threads(pid):
     try:
-        return sorted(int(t) for t in os.listdir("/proc/%d/task" % pid) if t.isdigit())
+        names = os.listdir("/proc/%d/task" % pid)
     except OSError:
         return []
+    try:
+        return sorted(map(int, names))  # the kernel lists thread ids only
+    except ValueError:
+        return sorted(int(t) for t in names if t.isdigit())
 
 
 def thread_comm(pid, tid):

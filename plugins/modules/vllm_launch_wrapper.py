@@ -346,10 +346,10 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model import rules as
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app, units
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import (
-    binder, irqs, metrics, procs, rules, smi, targets)
+    binder, discovery, irqs, metrics, procs, rules, smi, targets)
 
 # every file of the binder package (imported here so that AnsiballZ ships them)
-STANDALONE_MODULES = (binder, irqs, metrics, procs, rules, smi, targets)
+STANDALONE_MODULES = (binder, discovery, irqs, metrics, procs, rules, smi, targets)
 MAX_BIND_TIMEOUT = 7 * 24 * 3600  # a week: TimeoutStartSec is bind_timeout + 60
 
 

@@ -24,7 +24,8 @@ def test_the_hybrid_layout_of_this_machine_kind():
     """Recorded on the Firecracker VM the systemd tier runs on: v1 controllers (cpuset among
     them) plus an empty cgroup2 on /sys/fs/cgroup/unified - systemd ignores AllowedCPUs=."""
     with open(os.path.join(FIXTURES, "firecracker-hybrid.mounts")) as handle:
-        mode = cgroup.cgroup_mode(handle.read(), None)
+        text = handle.read().split("\n", 1)[1]  # the "# Source:" line off
+    mode = cgroup.cgroup_mode(text, None)
     assert mode == {"version": "hybrid", "cpuset_controller": False}
     note = cgroup.confinement_warning(mode)
     assert "hybrid" in note and "AllowedCPUs=" in note and "CPUAffinity=" in note

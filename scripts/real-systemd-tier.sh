@@ -71,7 +71,7 @@ cleanup() {
     fi
     if [[ -n $WATCHDOG ]]; then kill $(pgrep -P "$WATCHDOG") "$WATCHDOG" 2>/dev/null; fi
     if [[ -n $MOUNTED ]]; then umount "$ROOT" 2>/dev/null || umount -l "$ROOT" 2>/dev/null || true; fi
-    rmdir /run/systemd/nspawn/propagate 2>/dev/null; rmdir /run/systemd/nspawn 2>/dev/null
+    rmdir /run/systemd/nspawn/propagate /run/systemd/nspawn/locks /run/systemd/nspawn 2>/dev/null
     if findmnt -rn -o TARGET | grep -q "^$WORK"; then
         say "mounts left under $WORK; not removing it"
     else

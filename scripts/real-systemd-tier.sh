@@ -123,9 +123,10 @@ timeout 300 "$PLAYBOOK" -i localhost, "$HERE/render.yml" -e "repo=$REPO root=$RO
     || { tail -30 "$WORK/render.log"; echo "FAIL: render the units"; exit 1; }
 # timing only, so the timer's run is seen in seconds: no random delay, 1 s accuracy (the schedule,
 # OnActiveSec=/OnUnitActiveSec= and the Wants= from the service are the unit's own)
-mkdir -p "$ROOT/etc/systemd/system/vllm-$NAME-reconcile.timer.d"
-printf '[Timer]\nRandomizedDelaySec=0\nAccuracySec=1s\n' \
-    >"$ROOT/etc/systemd/system/vllm-$NAME-reconcile.timer.d/tier.conf"
+for timer in "vllm-$NAME-reconcile.timer" vllm-slow-reconcile.timer; do
+    mkdir -p "$ROOT/etc/systemd/system/$timer.d"
+    printf '[Timer]\nRandomizedDelaySec=0\nAccuracySec=1s\n' >"$ROOT/etc/systemd/system/$timer.d/tier.conf"
+done
 
 setsid systemd-nspawn -D "$ROOT" -b --register=no --keep-unit --console=passive -M npuops-tier \
     >"$WORK/nspawn.log" 2>&1 </dev/null &
@@ -153,10 +154,13 @@ check "container boots clean (is-system-running: running)" not_degraded
 U=/etc/systemd/system/vllm-$NAME
 check "systemd-analyze verify (service, bind, reconcile, timer, crash-loop service)" \
     E systemd-analyze verify "$U.service" "$U-bind.service" "$U-reconcile.service" \
-    "$U-reconcile.timer" /etc/systemd/system/vllm-crash.service
+    "$U-reconcile.timer" /etc/systemd/system/vllm-crash.service /etc/systemd/system/vllm-slow.service
 # a crash-looping instance, in the background while the rest runs: RestartSec=10, 5 starts
 E systemctl start vllm-crash.service >/dev/null 2>&1
 CRASH_T0=$(date +%s)
+# a slow instance (no worker for its first minute, like vLLM loading a model): its timer fires
+# 10 s after the start, while nothing is there to bind yet
+E systemctl start vllm-slow.service
 
 E systemctl start "vllm-$NAME.service"
 check "start: bind unit started by the service (Wants=)" wait_for 10 active "vllm-$NAME-bind.service" active
@@ -171,6 +175,19 @@ check "timer fires and the reconcile run succeeds" wait_for 30 bash -c \
      && [[ \$(nsenter -t $LEADER -a systemctl is-active vllm-$NAME-reconcile.service) != activating ]]"
 PROM=$ROOT/var/lib/prometheus/node-exporter/npuops_$NAME.prom
 check "timer's run wrote the metrics" grep -qE '^npuops_binder_last_run_success\{[^}]*\} 1' "$PROM"
+
+slow_ran() { [[ $(prop vllm-slow-reconcile.timer LastTriggerUSecMonotonic) =~ ^[1-9] && $(prop vllm-slow-reconcile.service ActiveState) != activating ]]; }
+if wait_for 30 slow_ran; then
+    echo "  slow instance's reconcile: Result=$(prop vllm-slow-reconcile.service Result), binder exit $(prop vllm-slow-reconcile.service ExecMainStatus)"
+    grep -E '^npuops_instance_(up|workers_missing)' "$ROOT/var/lib/prometheus/node-exporter/npuops_slow.prom" 2>/dev/null | sed 's/^/  /'
+fi
+check "still starting (no worker yet): the timer's reconcile run ends well, not failed" bash -c \
+    "[[ \$(nsenter -t $LEADER -a systemctl show -p Result --value vllm-slow-reconcile.service) == success && \
+        \$(nsenter -t $LEADER -a systemctl show -p ExecMainStatus --value vllm-slow-reconcile.service) == 2 ]]"
+check "still starting: the metrics say the workers are missing" \
+    grep -qE '^npuops_instance_workers_missing\{[^}]*\} 2' "$ROOT/var/lib/prometheus/node-exporter/npuops_slow.prom"
+check "still starting: the host is not degraded" not_degraded
+E systemctl stop vllm-slow.service
 
 E systemctl stop "vllm-$NAME-bind.service"       # the reconciler's job from here on
 ACL=$(awk '$1 == "NPU0" && $4 == "acl_thread" {sub("tid=", "", $3); print $3}' "$WORK/tree.txt")

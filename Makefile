@@ -11,7 +11,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export VENV := $(abspath $(VENV))
 
-.PHONY: help deps venv test check unit unit-fast py37 sanity lint molecule docs changelog bench ee demo demo-clean clean
+.PHONY: help deps venv test check unit unit-fast py37 sanity lint systemd molecule docs changelog bench ee demo demo-clean clean
 
 help: ## list targets
 	@grep -E '^[a-z][a-z0-9-]*:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -23,8 +23,8 @@ venv: ## .venv from requirements-dev.txt (rebuilt when it changes) + collection 
 	@scripts/install-system-deps.sh venv
 	@scripts/ensure-venv.sh
 
-test: deps venv ## everything CI runs: py3.7 compile, module docs, pytest, ansible-test sanity, ansible-lint, molecule
-	@scripts/check.sh py37 docs unit sanity lint molecule
+test: deps venv ## everything CI runs: py3.7 compile, module docs, pytest, ansible-test sanity, ansible-lint, real systemd, molecule
+	@scripts/check.sh py37 docs unit sanity lint systemd molecule
 
 check: ## the gates of `make test` without deps/venv (GATES="unit lint" to pick)
 	@scripts/check.sh $(GATES)
@@ -44,6 +44,9 @@ sanity: venv ## ansible-test sanity, offline, on a copy of the tree (installs rs
 
 lint: venv ## ansible-lint, production profile
 	@scripts/check.sh lint
+
+systemd: venv ## real-systemd tier: the units and the vllm_launch role in a systemd-nspawn container, irqbalance (root; NPUOPS_SKIP_REAL_SYSTEMD=1 skips)
+	@scripts/check.sh systemd
 
 molecule: venv ## molecule scenarios default (local) and chroot (Debian bookworm, needs root; installs debootstrap)
 	@scripts/install-system-deps.sh molecule

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the quality gates in order, keep going after a failure, print one summary table and exit
 # non-zero if any gate failed.
-# Usage: scripts/check.sh [py37] [docs] [unit] [sanity] [lint] [molecule]   (default: all)
+# Usage: scripts/check.sh [py37] [docs] [unit] [sanity] [lint] [systemd] [molecule]   (default: all)
 # Each gate's output streams to the terminal and to .cache/check/<gate>.log.
 set -uo pipefail
 
@@ -13,7 +13,7 @@ mkdir -p "$LOGS"
 cd "$REPO" || exit 2
 
 gates=("$@")
-[[ ${#gates[@]} -eq 0 ]] && gates=(py37 docs unit sanity lint molecule)
+[[ ${#gates[@]} -eq 0 ]] && gates=(py37 docs unit sanity lint systemd molecule)
 
 gate_cmd() {
     case "$1" in
@@ -23,6 +23,7 @@ gate_cmd() {
         unit)   echo "$VENV/bin/python -m pytest tests/unit tests/integration -q -n ${PYTEST_WORKERS:-2} --durations=5 $PYTEST_ARGS" ;;
         sanity) echo "scripts/sanity.sh" ;;
         lint)   echo "scripts/lint.sh" ;;
+        systemd) echo "scripts/real-systemd-tier.sh" ;;
         molecule) echo "scripts/molecule-all.sh" ;;
         *)      return 1 ;;
     esac
@@ -38,6 +39,7 @@ gate_detail() {
         sanity) if grep -q 'FATAL: The' "$log"; then grep 'FATAL: The' "$log" | tail -1;
                 else printf '%s tests run' "$(grep -c '^Running sanity test' "$log")"; fi ;;
         lint)   grep -E '^(Passed|Failed)' "$log" | tail -1 ;;
+        systemd) grep -E '^(systemd tier: [0-9]+ passed|SKIPPED|FAIL: the systemd tier cannot run)' "$log" | tail -1 ;;
         molecule) grep -E '^(molecule (default|chroot): ok|SKIPPED)' "$log" | tr '\n' ' ' ;;
     esac
 }

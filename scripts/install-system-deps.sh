@@ -5,6 +5,7 @@
 #             the demo needs nothing else: Python and pip (`make demo`, `make venv`)
 #   molecule  debootstrap (the Debian chroot scenario), procps
 #   sanity    rsync (scripts/sanity.sh copies the tree)
+#   systemd   systemd-container (systemd-nspawn), debootstrap, util-linux (nsenter): the systemd tier
 #   test      everything `make test` uses: the groups above plus shellcheck, openssh-server and
 #             -client (the SSH test), chromium (the report in a browser), numactl, prometheus
 #             (promtool checks the reconciler metrics and the sample alert rules)
@@ -22,8 +23,9 @@ for group in "${groups[@]}"; do
         venv) ;;
         molecule) PACKAGES+=(debootstrap procps) ;;
         sanity) PACKAGES+=(rsync) ;;
-        test) PACKAGES+=(shellcheck openssh-server openssh-client chromium numactl debootstrap rsync procps prometheus) ;;
-        *) log "unknown group '$group' (venv, molecule, sanity, test)"; exit 2 ;;
+        systemd) PACKAGES+=(systemd-container debootstrap util-linux openssh-client) ;;
+        test) PACKAGES+=(shellcheck openssh-server openssh-client chromium numactl debootstrap rsync procps prometheus systemd-container util-linux) ;;
+        *) log "unknown group '$group' (venv, molecule, sanity, systemd, test)"; exit 2 ;;
     esac
 done
 

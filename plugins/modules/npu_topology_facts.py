@@ -138,6 +138,12 @@ notes:
     positional). A3 and Ascend 950 topo matrices have no affinity column; C(affinity) is null
     there.
   - Soft-share capacity (C(softshare.capacity)) is healthy chips x 100; A3 counts dies.
+  - "C(cgroup) is the host's cgroup mode from C(/proc/self/mounts): C(version) C(2) (unified),
+    C(hybrid) (v1 controllers plus an empty C(cgroup2) on C(/sys/fs/cgroup/unified)), C(1), or
+    null when unknown; C(cpuset_controller) is true when the unified hierarchy has the C(cpuset)
+    controller (C(/sys/fs/cgroup/cgroup.controllers)). Only then does systemd enforce a unit's
+    C(AllowedCPUs=); elsewhere a vLLM tree is held only by C(CPUAffinity=) at start and the
+    binder and reconciler."
   - Beyond the product schema the facts carry C(device_type_evidence), C(numa_off) (NVIDIA, from
     the C(nvidia-smi topo -m) parser), C(warnings), C(cpu.numa_source), C(cpu.allowed_source)
     and C(cpu.model).
@@ -232,7 +238,8 @@ ansible_facts:
           C(device_type), C(device_type_evidence), C(cpu) (allowed, allowed_self, allowed_source,
           online, threads_per_core, numa_nodes, numa_source, model, numa_distance, packages,
           smt_siblings, isolated, nohz_full), C(npus), C(npu_map), C(gpus), C(numa_off), C(nics),
-          C(tools), C(irqbalance), C(visible_devices), C(softshare), C(warnings), C(errors).
+          C(tools), C(irqbalance), C(visible_devices), C(softshare), C(cgroup), C(warnings),
+          C(errors).
         - The sample is C(tests/snapshots/a2-910b3x8) with one of its eight NPUs (its distance
           table is the 4-socket Kunpeng table, paired, not captured; its firmware names no
           package, hence the error).
@@ -267,6 +274,7 @@ ansible_facts:
                      banned_cpus: null}
         visible_devices: {ASCEND_RT_VISIBLE_DEVICES: null, CUDA_VISIBLE_DEVICES: null}
         softshare: {chips_total: 8, chips_healthy: 8, capacity: 800}
+        cgroup: {version: null, cpuset_controller: null}
         warnings: []
         errors: [{source: cpu.packages, msg: "/sys/devices/system/cpu/cpu0/topology/physical_package_id: -1 (the firmware names no package)"}]
 snapshot_saved:

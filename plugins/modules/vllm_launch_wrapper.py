@@ -21,8 +21,9 @@ description:
     plan's launch env and O(env), then with O(binding=host) runs
     C(exec taskset -c <main CPUs> <command>) with every argument shell-quoted, after merging
     C({\"enable_cpu_binding\": false}) into the command's C(--additional-config) JSON on Ascend."
-  - The unit's C(ExecStartPost) runs the binder, which waits for the workers and pins their
-    threads (ACL and release threads to their CPUs) and memory (C(migratepages)).
+  - The bind unit C(vllm-<name>-bind.service), started by the service, runs the binder, which
+    waits for the workers and pins their threads (ACL and release threads to their CPUs) and
+    memory (C(migratepages)); it is not in the service's start path.
   - Nothing is written when any path is unsafe (a name or directory with C(..), a path through a
     symlink) or any input is invalid (an unknown NPU, an environment name that is not a shell
     identifier, invalid C(--additional-config) JSON, a NUL byte in an argument).
@@ -84,7 +85,9 @@ options:
         task). vllm-ascend's in-process binding would otherwise re-pin the workers to its own pools,
         which differ from ours (see C(docs/policies.md)). The unit confines the whole tree with
         C(AllowedCPUs=) (cgroup v2) and C(CPUAffinity=) to the frontend and the pools, and pulls
-        in the binder's own unit."
+        in the binder's own unit. On cgroup v1, hybrid, or v2 without the C(cpuset) controller
+        systemd ignores C(AllowedCPUs=) silently; the module then warns that the tree is held
+        only by C(CPUAffinity=) at start and by the binder and reconciler."
       - V(vllm) leaves vllm-ascend's own binding on and only prepares the host (no taskset,
         no binder, no C(CPUAffinity=)). On GPU hosts it passes the plan to vLLM's own NUMA binding
         instead - C(--numa-bind --numa-bind-nodes <node per GPU> --numa-bind-cpus <pool per GPU>). vllm-ascend computes its pools from the process's
@@ -181,8 +184,16 @@ notes:
   - "Units (O(binding=host)): C(vllm-<name>.service) runs the wrapper and wants
     C(vllm-<name>-bind.service), which runs the binder after the service started and is bound to
     it (C(BindsTo=)). Binding is never in the service's start path, so a slow or failing binder
-    cannot delay or stop the inference service. C(vllm-<name>-reconcile.timer) runs
-    C(vllm-<name>-reconcile.service) (the binder, C(--once)) every O(reconcile_interval)."
+    cannot delay or stop the inference service. C(vllm-<name>-reconcile.timer), started with the
+    service (C(Wants=)), runs C(vllm-<name>-reconcile.service) (the binder, C(--once)) one
+    O(reconcile_interval) after it started and then every O(reconcile_interval). A run that finds
+    the instance stopped or its workers not spawned yet ends well (C(SuccessExitStatus=2 3)) and
+    says so in the metrics (C(npuops_instance_workers_missing), C(npuops_instance_up)): it never
+    fails the unit or degrades the host."
+  - "A crash loop ends: the service allows 5 starts in 30 minutes (C(StartLimitBurst=),
+    C(StartLimitIntervalSec=), C(RestartSec=10)), then stays C(failed) (the journal says
+    C(Start request repeated too quickly)) until C(systemctl reset-failed). Every start counts,
+    an operator's or the role's restarts too."
   - "The binder finds the workers under the service's main process (C(systemctl show -p MainPID))
     by their place in the tree - the children of its C(<P>::EngineCore[_DP<r>]) children, by
     their ranks (C(<P>::Worker[_DP][_PP][_PCP][_TP][_DCP][_EP]) titles, C(<P>) the instance's
@@ -278,13 +289,13 @@ EXAMPLES = r'''
 # and these units (/etc/systemd/system/), with a plan whose instance frontend is 120-131:
 #
 #   vllm-qwen3-8b.service:          ExecStart=/usr/local/lib/npuops/qwen3-8b-launch
-#                                   Wants=network-online.target vllm-qwen3-8b-bind.service
+#                                   Wants=network-online.target vllm-qwen3-8b-bind.service vllm-qwen3-8b-reconcile.timer
 #                                   AllowedCPUs=120-131,144-191  CPUAffinity=120-131,144-191
 #   vllm-qwen3-8b-bind.service:     BindsTo=/After=vllm-qwen3-8b.service, WantedBy=vllm-qwen3-8b.service
 #                                   ExecStart=/usr/local/lib/npuops/qwen3-8b-bind --plan ... --instance qwen3-8b
 #                                     --unit vllm-qwen3-8b.service --irq-state /var/lib/npuops/irq-state.json
 #                                     --timeout 900 --follow 600 --ready-url http://127.0.0.1:8000/health
-#   vllm-qwen3-8b-reconcile.timer:  OnUnitActiveSec=5min -> vllm-qwen3-8b-reconcile.service
+#   vllm-qwen3-8b-reconcile.timer:  OnActiveSec=5min OnUnitActiveSec=5min -> vllm-qwen3-8b-reconcile.service
 #                                   (the binder with --once --no-migrate --metrics-dir /var/lib/prometheus/node-exporter)
 '''
 
@@ -341,7 +352,9 @@ from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import WrapperError
+from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
 from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import host_path
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import cgroup
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules as host_rules
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app, units
@@ -350,7 +363,8 @@ from ansible_collections.npuops.fleet.plugins.module_utils.standalone import (
 
 # every file of the binder package (imported here so that AnsiballZ ships them)
 STANDALONE_MODULES = (binder, discovery, irqs, metrics, procs, rules, smi, targets)
-MAX_BIND_TIMEOUT = 7 * 24 * 3600  # a week: TimeoutStartSec is bind_timeout + 60
+# a week: the binder's own deadline (the bind unit is Type=simple, no start timeout covers it)
+MAX_BIND_TIMEOUT = 7 * 24 * 3600
 
 
 def binder_script():
@@ -380,8 +394,8 @@ def build_files(p):
     if host:
         files.append((paths["binder"], binder_script(), 0o755))
     if p["systemd"]:
-        files.append((paths["service"], units.service_unit(view, paths["wrapper"], p["binding"]),
-                      0o644))
+        files.append((paths["service"], units.service_unit(
+            view, paths["wrapper"], p["binding"], reconcile=p["reconcile"]), 0o644))
     if p["systemd"] and host:
         ready = p["ready_url"] or units.ready_url(p["command"])
         files.append((paths["bind"], units.bind_unit(
@@ -393,6 +407,13 @@ def build_files(p):
                                                    p["metrics_dir"] or None)
             files += [(paths["reconcile"], service, 0o644), (paths["timer"], timer, 0o644)]
     _argv, warnings = wrapper.launch_argv(view, p["command"], p["binding"])
+    if p["systemd"] and host:
+        # AllowedCPUs= holds the tree only on cgroup v2 with the cpuset controller
+        io = hostio.LiveHostIO(p["host_root"])
+        note = cgroup.confinement_warning(cgroup.cgroup_mode(
+            io.read_text("/proc/self/mounts"), io.read_text("/sys/fs/cgroup/cgroup.controllers")))
+        if note:
+            warnings.append("instance %s: %s" % (name, note))
     return view, paths, files, warnings
 
 

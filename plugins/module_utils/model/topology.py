@@ -19,7 +19,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_facts, rules
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import (
-    device_type, interrupts, irqbalance_conf, npu_smi, nvidia_topo, pci, rdma)
+    cgroup, device_type, interrupts, irqbalance_conf, npu_smi, nvidia_topo, pci, rdma)
 
 SCHEMA_VERSION = 2
 
@@ -349,6 +349,8 @@ def gather(io, timeout=30):
         "irqbalance": _irqbalance(io, src, active),
         "visible_devices": dict((name, io.getenv(name)) for name in ENV),
         "softshare": rules.softshare_capacity(npus, detected["device_type"]),
+        "cgroup": cgroup.cgroup_mode(io.read_text("/proc/self/mounts"),
+                                     io.read_text("/sys/fs/cgroup/cgroup.controllers")),
         "warnings": warnings,
         "errors": src.errors,
     }

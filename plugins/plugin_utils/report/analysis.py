@@ -336,6 +336,7 @@ def analyse_host(name, entry):
             facts, entry.get("plan_strict"), plans["strict"]["status"],
             bool(as_list(facts.get("npus")) or as_list(facts.get("gpus"))))),
         ("migratepages", tools.get("migratepages")),
+        ("cgroup", facts.get("cgroup") if isinstance(facts.get("cgroup"), dict) else None),
         ("facts_errors", [OrderedDict([("source", str(e.get("source"))), ("msg", str(e.get("msg")))])
                           for e in as_list(facts.get("errors")) if isinstance(e, dict)]),
         ("plans", plans),

@@ -12,6 +12,7 @@ __metaclass__ = type
 from collections import OrderedDict
 
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import cgroup
 
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
     FIX_VLLM, FIX_IRQBALANCE, FIX_MIGRATEPAGES, plural)
@@ -181,6 +182,14 @@ def host_problems(host):
                             "migratepages is not on PATH: worker memory is not moved to the "
                             "pool's NUMA node (vllm-ascend logs 'The 'migratepages' command is "
                             "not available, skipping memory binding.')", FIX_MIGRATEPAGES))
+    unconfined = cgroup.confinement_warning(host.get("cgroup")) if accel else None
+    if unconfined:
+        out.append(_problem("info", name, "cpuset_not_enforced",
+                            "AllowedCPUs= not enforced (cgroup mode)", unconfined,
+                            "boot with the unified hierarchy (systemd.unified_cgroup_hierarchy=1) "
+                            "and the cpuset controller for a hard confinement; meanwhile keep "
+                            "the reconcile timer on (npuops_vllm_reconcile) so drift is pinned "
+                            "back and shows in its metrics"))
     if host["rails"]["status"] == "inconsistent":
         parts = []
         for dev in host["rails"]["deviations"]:

@@ -4,11 +4,12 @@ when npuops_plan is unknown, idempotent, check mode writes nothing, restart hand
 instance entries validated by meta/argument_specs.yml."""
 
 import json
+import os
 
 import pytest
 
 from npuops_testing.fleet import make_fleet, need, play, recap, written
-from npuops_testing.runner import run_playbook
+from npuops_testing.runner import ansible_env, run_playbook
 
 SNAP = "a2-910b3x8"
 INSTANCES = [
@@ -109,3 +110,65 @@ def test_bad_instances_fail_before_any_file_is_written(tmp_path, bad_instance, n
     assert proc.returncode != 0
     assert needle in proc.stdout
     assert not [f for f in written(tmp_path, "a2", SNAP) if "qwen-a" in f]
+
+
+FAKE_SYSTEMCTL = """#!/bin/sh
+# stands in for systemctl: logs each call, every unit is loaded, enabled and running
+echo "$*" >>"%s"
+case "$1" in
+    show) printf 'Id=%%s\\nLoadState=loaded\\nActiveState=active\\nSubState=running\\nUnitFileState=enabled\\n' "$2" ;;
+    is-enabled) echo enabled ;;
+    is-active) echo active ;;
+esac
+exit 0
+"""
+
+
+@pytest.mark.slow
+def test_handlers_restart_on_change_and_rebind_on_a_plan_change(tmp_path):
+    """What the handlers ask systemd for on a host whose instances run (systemctl is a fake that
+    logs its calls; the real one is driven by scripts/real-systemd-tier.sh): a change restarts
+    only with npuops_vllm_restart_on_change (throttled), and a plan change without restart
+    restarts the running bind units (try-restart) of host-bound instances, so the binder never
+    holds the old plan while the reconciler applies the new one."""
+    need(SNAP)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    calls = tmp_path / "systemctl.log"
+    fake = bindir / "systemctl"
+    fake.write_text(FAKE_SYSTEMCTL % calls)
+    fake.chmod(0o755)
+    env = {"PATH": "%s%s%s" % (bindir, os.pathsep, ansible_env()["PATH"])}
+    inv = make_fleet(tmp_path, {"a2": (SNAP, {"npuops_vllm_instances": INSTANCES})})
+    pb = play(tmp_path, [{"name": "Launch", "ansible.builtin.import_role": {
+        "name": "npuops.fleet.vllm_launch"}}])
+    real = ["-e", "__npuops_vllm_real_host=true"]
+
+    def run(*extra):
+        if calls.exists():
+            calls.unlink()
+        proc = run_playbook(pb, inv, real + list(extra), env=env)
+        assert proc.returncode == 0, proc.stdout
+        return proc.stdout, (calls.read_text().splitlines() if calls.exists() else [])
+
+    # the first run writes the plan file: a bind unit that runs already is re-bound to it
+    out, log = run()
+    assert "daemon-reload" in log and not [c for c in log if c.startswith("restart")], log
+    assert [c for c in log if c.startswith("try-restart")] == ["try-restart vllm-qwen-a-bind.service"], log
+    # a wrapper change (env) without the switch: reloaded, nothing restarted, the binder kept
+    out, log = run("-e", '{"npuops_vllm_env": {"X_TIER": "1"}}')
+    assert "daemon-reload" in log
+    assert not [c for c in log if c.startswith(("restart", "try-restart"))], log
+    # with the switch: the changed instances' services restart (the bind units follow them)
+    out, log = run("-e", '{"npuops_vllm_env": {"X_TIER": "2"}, "npuops_vllm_restart_on_change": true}')
+    assert sorted(c for c in log if c.startswith("restart")) == [
+        "restart vllm-qwen-a.service", "restart vllm-qwen-b.service"], log
+    assert not [c for c in log if c.startswith("try-restart")], log
+    # a plan change without restart: only the host-bound instance has a bind unit to re-bind
+    out, log = run("-e", '{"npuops_vllm_env": {"X_TIER": "2"}, "npuops_cpu_reserved": "0"}')
+    assert not [c for c in log if c.startswith("restart")], log
+    assert [c for c in log if c.startswith("try-restart")] == ["try-restart vllm-qwen-a-bind.service"], log
+    # nothing changed: no handler at all
+    out, log = run("-e", '{"npuops_vllm_env": {"X_TIER": "2"}, "npuops_cpu_reserved": "0"}')
+    assert "RUNNING HANDLER" not in out
+    assert not [c for c in log if c.startswith(("restart", "try-restart", "daemon-reload"))], log

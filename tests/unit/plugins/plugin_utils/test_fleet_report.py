@@ -702,3 +702,27 @@ def test_real_problems_each_name_a_host_of_the_fleet_and_failures_are_findings(r
             assert "irqbalance_running" not in kinds and bans["state"] == "n/a"
         if host["migratepages"] is False and host["npus"] + host["gpus"]:
             assert "migratepages_missing" in kinds
+
+
+def test_cgroup_modes_that_do_not_enforce_allowed_cpus_are_said():
+    """A host whose facts say cgroup v1/hybrid (or v2 without cpuset) gets an info finding that
+    says what confines the tree there; v2 with cpuset, unknown, and hosts without accelerators
+    get none."""
+    fleet = {}
+    for name, mode in (("hybrid", {"version": "hybrid", "cpuset_controller": False}),
+                       ("v1", {"version": 1, "cpuset_controller": False}),
+                       ("v2-cpuset", {"version": 2, "cpuset_controller": True}),
+                       ("unknown", {"version": None, "cpuset_controller": None})):
+        facts = a2_facts(name)
+        facts["cgroup"] = mode
+        fleet[name] = {"facts": facts, "plan_strict": a2_strict(),
+                       "plan_vllm_ascend": dict(a2_strict(), policy="vllm_ascend")}
+    fleet["old-facts"] = {"facts": a2_facts("old-facts"), "plan_strict": a2_strict(),
+                          "plan_vllm_ascend": dict(a2_strict(), policy="vllm_ascend")}
+    report = fr.build_report(fleet)
+    found = {p["host"]: p for p in by_kind(report, "cpuset_not_enforced")}
+    assert sorted(found) == ["hybrid", "v1"]
+    assert found["hybrid"]["severity"] == "info"
+    assert "AllowedCPUs=" in found["hybrid"]["evidence"]
+    assert "CPUAffinity=" in found["hybrid"]["evidence"] and "reconciler" in found["hybrid"]["evidence"]
+    assert "unified_cgroup_hierarchy" in found["v1"]["fix"]

@@ -24,6 +24,34 @@ def test_service_is_confined_to_frontend_and_pools_and_pulls_in_the_binder():
     assert not any(l.startswith(("ExecStartPost", "TimeoutStartSec")) for l in lines)
     plain = units.service_unit(VIEW, WRAPPER, binding="vllm")
     assert "AllowedCPUs" not in plain and "bind.service" not in plain
+    # with a reconciler, the service starts its timer too (the timer no longer runs on its own
+    # schedule from boot, whatever the service does)
+    wants = units.service_unit(VIEW, WRAPPER, reconcile=True).splitlines()
+    assert ("Wants=network-online.target vllm-svc0-bind.service vllm-svc0-reconcile.timer"
+            in wants)
+    assert "reconcile.timer" not in units.service_unit(VIEW, WRAPPER, binding="vllm",
+                                                       reconcile=True)
+
+
+def _setting(text, key):
+    (value,) = [l.split("=", 1)[1] for l in text.splitlines() if l.startswith(key + "=")]
+    return value
+
+
+def test_a_crash_loop_reaches_the_start_limit():
+    """systemd's default limit (5 starts in 10 s) can never be hit with RestartSec=10: the unit
+    sets one a crash loop reaches, in [Unit] where systemd 252 reads it."""
+    text = units.service_unit(VIEW, WRAPPER)
+    unit_section = text.split("[Service]")[0]
+    assert "StartLimitIntervalSec=" in unit_section and "StartLimitBurst=" in unit_section
+    interval = int(_setting(text, "StartLimitIntervalSec"))
+    burst = int(_setting(text, "StartLimitBurst"))
+    restart_sec = int(_setting(text, "RestartSec"))
+    assert _setting(text, "Restart") == "on-failure"
+    # burst starts of a process that dies at once span (burst - 1) * RestartSec seconds
+    assert (burst - 1) * restart_sec < interval
+    # ... and a model load of several minutes per start still counts as a loop
+    assert interval >= burst * (restart_sec + 300)
 
 
 def test_bind_unit_runs_outside_the_start_path_and_waits_for_readiness():
@@ -47,6 +75,18 @@ def test_reconciler_never_restarts_and_writes_metrics():
     assert "--metrics-dir /var/lib/prometheus/node-exporter" in service
     assert "Restart" not in service
     assert "OnUnitActiveSec=2min" in timer and "WantedBy=timers.target" in timer
+
+
+def test_reconciler_neither_fails_nor_runs_before_the_instance_had_time_to_start():
+    """The instance stopped (binder exit 3) or its workers not spawned yet (exit 2) is a state the
+    metrics report, not a failed unit (a failed unit degrades the host); a real error (exit 1)
+    still fails. The first run is one interval after the timer started, never at once."""
+    service, timer = units.reconcile_units(VIEW, BINDER, PLAN, "2min")
+    assert _setting(service, "SuccessExitStatus").split() == ["2", "3"]
+    assert "1" not in _setting(service, "SuccessExitStatus").split()
+    assert not any(l.startswith("ExecCondition") for l in service.splitlines())
+    assert _setting(timer, "OnActiveSec") == "2min"
+    assert "OnBootSec" not in timer
     for bad in ("5 min", "0s", "1d", "5min; rm", ""):
         with pytest.raises(NpuopsError, match="time span"):
             units.reconcile_units(VIEW, BINDER, PLAN, bad)

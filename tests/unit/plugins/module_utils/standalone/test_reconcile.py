@@ -176,3 +176,15 @@ def test_sample_alert_rules_pass_promtool_and_use_our_metric_names():
     used = set(name for name, _help in metrics.HELP if name in text)
     assert used >= {"npuops_binding_drift_threads", "npuops_irq_drift",
                     "npuops_worker_remote_memory_ratio", "npuops_binder_last_run_timestamp_seconds"}
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason="promtool (Debian package prometheus) not installed")
+def test_alert_rules_tell_a_stopped_instance_from_a_dead_worker(tmp_path):
+    """promtool's own rule evaluation: npuops_instance_up 0 fires NpuopsInstanceDown only."""
+    import shutil
+    shutil.copy(os.path.join(REPO, "docs", "alerts", "npuops.rules.yml"), str(tmp_path))
+    shutil.copy(os.path.join(REPO, "tests", "fixtures", "alerts", "npuops.rules.test.yml"),
+                str(tmp_path))
+    proc = subprocess.run([PROMTOOL, "test", "rules", "npuops.rules.test.yml"], cwd=str(tmp_path),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+    assert proc.returncode == 0, proc.stdout.decode()

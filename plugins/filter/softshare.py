@@ -44,7 +44,9 @@ def softshare_place(fleet_facts_by_host, allocations=None, job=None, rules="ship
 def _npus_of(value):
     if isinstance(value, list):
         return value, None
-    topo = scheduler.topology_of(value) or {}
+    topo = scheduler.topology_of(value)
+    if not isinstance(topo, dict):
+        return None, None
     return topo.get("npus"), topo.get("device_type")
 
 
@@ -88,13 +90,16 @@ def softshare_capacity(value, device_type=None, single_die_mode=True):
 def softshare_daemonset(root, device_type, version, image=None, single_die_mode=None,
                         extra_args=None, log_level=0, namespace="kube-system",
                         root_parent_exists=None):
+    if isinstance(log_level, bool) or not isinstance(log_level, (int, str)) or \
+            not str(log_level).strip().lstrip("-").isdigit() or len(str(log_level)) > 3:
+        _fail("softshare_daemonset", "log_level must be a small integer, got %r" % (log_level,))
     try:
         return plugin_config.render_daemonset(
             str(root), to_plain(device_type), str(version), image=image and str(image),
             single_die_mode=single_die_mode, extra_args=to_plain(extra_args),
             log_level=int(log_level), namespace=str(namespace),
             root_parent_exists=root_parent_exists)
-    except (NpuopsError, ValueError, TypeError) as err:
+    except (NpuopsError, ValueError, TypeError, OverflowError) as err:
         _fail("softshare_daemonset", err)
 
 

@@ -61,7 +61,7 @@ _PROCS = (OPT, (LIST, (RECORD, {
 })))
 BINDER_REPORT = (RECORD, {
     "unit_running": (OPT, (BOOL,)),
-    "failed": _VALUE,
+    "failed": (OPT, (STR,)),
     "workers": _PROCS,
     "frontend": _PROCS,
     "missing": (OPT, (LIST, (SCALAR,))),

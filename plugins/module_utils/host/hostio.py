@@ -109,7 +109,7 @@ class LiveHostIO(HostIO):
     that bounds the whole call, output capped (``command.run``)."""
 
     def __init__(self, host_root="/"):
-        self.host_root = host_root or "/"
+        self.host_root = paths.check_host_root(host_root)
         self.hostname = socket.gethostname()
         self.arch = platform.machine()
 

@@ -17,7 +17,7 @@ import errno
 import os
 import stat
 
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import UnsafePathError
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import InputError, UnsafePathError
 
 
 def check_components(path):
@@ -35,6 +35,33 @@ def check_components(path):
     return parts
 
 
+HOST_ROOT_RULE = ("an absolute path without '.' or '..' components, of an existing directory; "
+                  "the real machine only as '/' itself")
+
+
+def check_host_root(host_root, must_exist=False):
+    """``host_root`` as given when it names a root (``HOST_ROOT_RULE``); InputError otherwise.
+    Never normalised: ``/srv/sandbox/../../..`` is refused, not read as ``/``, and an empty
+    value (an unset variable, a lookup that found nothing) is refused rather than taken for the
+    real machine. ``must_exist``: the directory must exist (the module runner checks it before
+    a module runs)."""
+    if not isinstance(host_root, str) or not host_root:
+        raise InputError("host_root", "%r is not a root: it must be %s (write '/' for the "
+                         "real machine)" % (host_root, HOST_ROOT_RULE))
+    if host_root == "/":
+        return host_root
+    try:
+        parts = check_components(host_root)
+    except UnsafePathError as err:
+        raise InputError("host_root", "%s: %s; it must be %s"
+                         % (host_root, err.msg, HOST_ROOT_RULE))
+    if not parts:
+        raise InputError("host_root", "%r: write '/' for the real machine" % host_root)
+    if must_exist and not os.path.isdir(host_root):
+        raise InputError("host_root", "%s is not an existing directory" % host_root)
+    return host_root
+
+
 def host_path(host_root, path):
     """The real location of host path ``path`` under ``host_root`` (``/`` = the real host).
 
@@ -42,9 +69,7 @@ def host_path(host_root, path):
     target (the target itself included). ``host_root`` itself may be a symlink only if it is
     given explicitly by the caller (a sandbox); it must be absolute.
     """
-    root = host_root or "/"
-    if not root.startswith("/"):
-        raise UnsafePathError(root, "host_root must be absolute")
+    root = check_host_root(host_root)
     parts = check_components(path)
     real = os.path.normpath(root)
     for part in parts:

@@ -15,7 +15,9 @@ __metaclass__ = type
 import binascii
 import errno
 import os
+import re
 import stat
+import time
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import InputError, UnsafePathError
 
@@ -288,12 +290,53 @@ def temp_name():
     return "%s%s.tmp" % (TEMP_PREFIX, binascii.hexlify(os.urandom(8)).decode("ascii"))
 
 
+# what temp_name makes, and how old such a file must be before a later write takes it for the
+# leftover of a killed one (a write in progress lasts seconds)
+_TEMP_RE = re.compile(r"^%s[0-9a-f]{16}\.tmp\Z" % re.escape(TEMP_PREFIX))
+STALE_TEMP_SECONDS = 3600
+_swept = set()  # (st_dev, st_ino) of the directories swept by this process
+
+
+def remove_stale_temps(dir_fd, max_age=STALE_TEMP_SECONDS, now=None):
+    """Remove from ``dir_fd`` the temporaries killed writes left (``write_atomic_at``): names
+    of ``temp_name``'s pattern only, each a regular single-link file of this user older than
+    ``max_age`` seconds, looked at with lstat (a symlink is never followed nor removed).
+    Returns the names removed."""
+    now = time.time() if now is None else now
+    removed = []
+    for name in os.listdir(dir_fd):
+        if not _TEMP_RE.match(name):
+            continue
+        st = lstat_at(dir_fd, name)
+        if (st is None or not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or
+                st.st_uid != os.geteuid() or now - st.st_mtime < max_age):
+            continue
+        try:
+            os.unlink(name, dir_fd=dir_fd)  # the name itself: never through a link
+        except OSError:
+            continue
+        removed.append(name)
+    return removed
+
+
+def _sweep_once(dir_fd):
+    st = os.fstat(dir_fd)
+    if (st.st_dev, st.st_ino) not in _swept:
+        _swept.add((st.st_dev, st.st_ino))
+        try:
+            remove_stale_temps(dir_fd)
+        except OSError:
+            pass  # a directory that cannot be listed: the write itself says what is wrong
+
+
 def write_atomic_at(dir_fd, name, data, mode=0o644, uid=None, gid=None, fsync=True):
     """Write ``data`` (bytes) as ``name`` in ``dir_fd``: a new temporary file (O_EXCL,
     O_NOFOLLOW) is written, fsync'ed (unless ``fsync=False``), given ``mode``/owner and renamed
     over ``name``. ``rename`` replaces a symlink planted at ``name`` instead of writing
     through it; a reader sees the old file or the new one, never a part (a process killed
-    midway leaves at most a ``.npuops-*.tmp`` file, which readers skip)."""
+    midway leaves at most a ``.npuops-*.tmp`` file, which readers skip, and which the first
+    write into that directory by a later run removes once it is old: ``remove_stale_temps``)."""
+    _sweep_once(dir_fd)
     tmp = temp_name()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | os.O_CLOEXEC, 0o600,
                  dir_fd=dir_fd)

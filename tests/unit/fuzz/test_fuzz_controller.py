@@ -100,7 +100,7 @@ def test_rail_check_on_hostile_plans(plans, shapes, key):
     _filter_call("rail_check", plans, shapes=shapes, key=key)
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=fuzz_examples(30))
 @given(st.sampled_from(["fleet_report_markdown", "fleet_report_json", "fleet_report_html"]),
        mutated_value(CLEAN))
 def test_renderers_on_a_forged_report(name, report):

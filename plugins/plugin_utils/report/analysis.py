@@ -390,7 +390,7 @@ def build_report(hosts, rails=None, screened=False):
 
     ``hosts`` keeps every host's summary; ``shapes`` groups the hosts whose summaries and
     problems are the same (``shapes.group_shapes``), which is what the pages draw."""
-    hosts = as_dict(hosts) if screened else screen_hosts(as_dict(hosts))
+    hosts = as_dict(hosts) if screened else screen_hosts(as_dict(hosts), plain=True)
     names = sorted(hosts, key=str)
     summaries, signatures = analyse_once(hosts, names, guarded(analyse_host, host_problems), _input_key, _rebind)
     if rails is None and any(isinstance(as_dict(hosts[n]).get("rails"), dict) for n in names):

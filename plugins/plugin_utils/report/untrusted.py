@@ -16,6 +16,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import marshal
+
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import schema
 from ansible_collections.npuops.fleet.plugins.module_utils.model.spec import (
@@ -105,20 +107,41 @@ def _why(text):
     return text if len(text) <= MAX_WHY else text[:MAX_WHY - 3] + "..."
 
 
-def screen_hosts(hosts):
+def _same_key(entry):
+    """``entry`` without its facts' hostname, serialised (None when it cannot be): a fleet of
+    identical servers is checked once (``analysis._input_key`` does the same for the analysis)."""
+    facts = entry.get("facts")
+    if isinstance(facts, dict) and "hostname" in facts:
+        if not isinstance(facts["hostname"], (str, type(None))):
+            return None
+        entry = dict(entry, facts=dict(facts, hostname=None))
+    try:
+        return marshal.dumps(entry)
+    except ValueError:
+        return None
+
+
+def screen_hosts(hosts, plain=False):
     """``{name: entry}`` with every entry as plain data and each one the report cannot read
-    replaced by ``{UNUSABLE: why}`` (an entry already so marked is kept)."""
-    out = {}
+    replaced by ``{UNUSABLE: why}`` (an entry already so marked is kept). ``plain``: the
+    entries are plain data already (``build_report``'s input), not converted again."""
+    out, verdicts = {}, {}
     for name, entry in hosts.items():
         if isinstance(entry, dict) and UNUSABLE in entry:
             out[str(name)] = entry
             continue
         try:
-            entry = to_plain(entry)
+            entry = entry if plain else to_plain(entry)
         except RecursionError:
             out[str(name)] = {UNUSABLE: "the host's entry is nested too deep"}
             continue
-        why = entry_problem(entry)
+        key = _same_key(entry) if isinstance(entry, dict) else None
+        if key is None or key not in verdicts:
+            why = entry_problem(entry)
+            if key is not None:
+                verdicts[key] = why
+        else:
+            why = verdicts[key]
         out[str(name)] = entry if why is None else {UNUSABLE: _why(why)}
     return out
 

@@ -20,8 +20,14 @@ class ModuleDocFragment(object):
     DOCUMENTATION = r'''
 options:
   host_root:
-    description: Prefix for every host path the module reads or writes (a sandbox directory in
-      tests and demos).
+    description:
+      - Prefix for every host path the module reads or writes (a sandbox directory in tests and
+        demos).
+      - An absolute path of an existing directory without C(.) or C(..) components; the real
+        machine only as C(/) itself (or the option left out). An empty value (an unset
+        variable, a lookup that found nothing), a relative path, C(//) or
+        C(/srv/sandbox/root/../../..) is refused before the module does anything, never
+        normalised.
     type: path
     default: /
 '''

@@ -44,15 +44,28 @@ def softshare_place(fleet_facts_by_host, allocations=None, job=None, rules="ship
 def _npus_of(value):
     if isinstance(value, list):
         return value, None
-    topo = scheduler.topology_of(value) or {}
+    topo = scheduler.topology_of(value)
+    if not isinstance(topo, dict):
+        return None, None
     return topo.get("npus"), topo.get("device_type")
 
 
-def _one_capacity(value, device_type, single_die_mode):
+def _one_capacity(value, device_type, single_die_mode, source="softshare_capacity"):
     npus, found_type = _npus_of(value)
     if not isinstance(npus, list):
-        raise AnsibleFilterError("softshare_capacity: expected npu_topology facts or their npus "
-                                 "list, got %s" % type(value).__name__)
+        raise AnsibleFilterError("%s: expected npu_topology facts or their npus list, got %s"
+                                 % (source, type(value).__name__))
+    for index, npu in enumerate(npus):
+        if not isinstance(npu, dict):
+            raise AnsibleFilterError("%s: npus[%d] must be a mapping (an NPU of the facts), got %s"
+                                     % (source, index, type(npu).__name__))
+        for key in ("health", "npu_id"):
+            if not isinstance(npu.get(key), (str, int, type(None))):
+                raise AnsibleFilterError("%s: npus[%d].%s must be text or a number, got %s"
+                                         % (source, index, key, type(npu[key]).__name__))
+    if not isinstance(device_type or found_type, (str, type(None))):
+        raise AnsibleFilterError("%s: device_type must be text, got %s"
+                                 % (source, type(device_type or found_type).__name__))
     return rules.softshare_capacity(npus, device_type or found_type, single_die_mode)
 
 
@@ -63,7 +76,8 @@ def softshare_capacity(value, device_type=None, single_die_mode=True):
     if isinstance(value, dict) and value and not any(k in value for k in single_keys) and all(
             isinstance(v, dict) and ("npus" in v or "npu_topology" in v or "ansible_facts" in v)
             for v in value.values()):
-        hosts = dict((host, _one_capacity(entry, device_type, single))
+        hosts = dict((host, _one_capacity(entry, device_type, single,
+                                          "softshare_capacity: %s" % host))
                      for host, entry in sorted(value.items()))
         total = {"chips_total": 0, "chips_healthy": 0, "capacity": 0}
         for cap in hosts.values():
@@ -76,18 +90,31 @@ def softshare_capacity(value, device_type=None, single_die_mode=True):
 def softshare_daemonset(root, device_type, version, image=None, single_die_mode=None,
                         extra_args=None, log_level=0, namespace="kube-system",
                         root_parent_exists=None):
+    if isinstance(log_level, bool) or not isinstance(log_level, (int, str)) or \
+            not str(log_level).strip().lstrip("-").isdigit() or len(str(log_level)) > 3:
+        _fail("softshare_daemonset", "log_level must be a small integer, got %r" % (log_level,))
     try:
         return plugin_config.render_daemonset(
             str(root), to_plain(device_type), str(version), image=image and str(image),
             single_die_mode=single_die_mode, extra_args=to_plain(extra_args),
             log_level=int(log_level), namespace=str(namespace),
             root_parent_exists=root_parent_exists)
-    except (NpuopsError, ValueError, TypeError) as err:
+    except (NpuopsError, ValueError, TypeError, OverflowError) as err:
         _fail("softshare_daemonset", err)
 
 
 def softshare_node_labels(node_name, enable=True, extra=None):
-    labels = plugin_config.node_labels(enable=bool(enable), extra=to_plain(extra or {}))
+    extra = to_plain(extra) if extra is not None else {}
+    if not isinstance(extra, dict):
+        _fail("softshare_node_labels", "extra must be a mapping of label name -> value, got %s"
+              % type(extra).__name__)
+    for key, value in extra.items():
+        if not isinstance(value, (str, int, float, bool)):
+            _fail("softshare_node_labels", "extra[%s] must be text or a number, got %s"
+                  % (key, type(value).__name__))
+    if not isinstance(node_name, str) or not node_name:
+        _fail("softshare_node_labels", "the node name must be non-empty text, got %r" % (node_name,))
+    labels = plugin_config.node_labels(enable=bool(enable), extra=extra)
     return plugin_config.render_node_labels(str(node_name), labels)
 
 

@@ -70,6 +70,8 @@ options:
       - File recording every pinned IRQ, its device and its CPUs (JSON). The reconciler of each
         vLLM instance (M(npuops.fleet.vllm_launch_wrapper)) pins back from it what moved. Empty
         writes none.
+      - With O(npus) (one instance's devices) the IRQs the file records for other devices are
+        kept, so each instance's call adds its own; without it the file holds this plan's IRQs.
     type: path
     default: /var/lib/npuops/irq-state.json
   allow_foreign_plan:
@@ -213,11 +215,16 @@ def unit_files(p):
     return irq.unit_environment_files(result.stdout) if result.ok else None
 
 
-def state_file(p, targets, check_mode):
-    """The IRQ state file (which IRQ belongs on which CPUs) the reconciler pins back from."""
+def state_file(p, targets, check_mode, warnings):
+    """The IRQ state file (which IRQ belongs on which CPUs) the reconciler pins back from.
+    With ``npus`` (one instance's devices) the IRQs recorded for other devices are kept."""
     if not targets or not p["irq_state"]:
         return None
-    text = json.dumps(irq.state_document(targets), indent=1, sort_keys=True) + "\n"
+    current = fileops.read_host_text(p["host_root"], p["irq_state"]) if p["npus"] is not None else None
+    document, problem = irq.merge_state(irq.state_document(targets), current, p["npus"])
+    if problem:
+        warnings.append("%s: %s" % (p["irq_state"], problem))
+    text = json.dumps(document, indent=1, sort_keys=True) + "\n"
     return fileops.ensure_file(p["host_root"], p["irq_state"], text, mode=0o644,
                                check_mode=check_mode, create_parents=True)
 
@@ -237,7 +244,7 @@ def pin_irqs(module):
         irqbalance_step(p, numbers, check_mode=True)
     results = irq.apply_targets(targets, p["host_root"], module.check_mode)
     config_path, config = irqbalance_step(p, numbers, module.check_mode, warnings)
-    recorded = state_file(p, targets, module.check_mode)
+    recorded = state_file(p, targets, module.check_mode, warnings)
     if module.check_mode:
         blocked = irq.blocked_irqs([r for r in results if r["changed"]], p["host_root"])
         if blocked:

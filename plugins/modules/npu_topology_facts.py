@@ -56,14 +56,26 @@ options:
     type: path
   save_snapshot:
     description:
-      - Record everything read into this directory (created when missing; files in it are
-        overwritten), so the host can be replayed later with O(snapshot). C(changed) is true.
+      - Record everything read into this directory (created when missing), so the host can be
+        replayed later with O(snapshot). C(changed) is true.
+      - An existing directory that holds anything is refused unless O(overwrite_snapshot) is
+        true; the snapshot being replayed (O(snapshot), a directory inside it or holding it) is
+        always refused. Checked before anything is read, in check mode too.
+      - Directories are created 0700 and files written 0600 (process tables, environment and
+        device data of the host are in it).
       - An existing directory must belong to root or the user the module runs as and be
         writable by nobody else; a symlink on the way is followed only when it and its directory
         are equally trusted. Inside, no symlink is followed and every file is written atomically
         (temporary file and rename), so a link planted there is replaced, never written through.
       - Not written in check mode (C(changed) says it would be).
     type: path
+  overwrite_snapshot:
+    description:
+      - Replace the files of an existing, non-empty O(save_snapshot) directory. Files of the
+        earlier snapshot that this one does not write stay; save to a new directory for a clean
+        snapshot.
+    type: bool
+    default: false
   timeout:
     description:
       - Seconds each command may run. It bounds the whole call - the command runs in its own
@@ -286,7 +298,7 @@ snapshot_saved:
 
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, SnapshotError
-from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
+from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio, snapshot
 from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
 
 
@@ -303,10 +315,13 @@ def gather(module):
     else:
         source = hostio.LiveHostIO()
     recorder = hostio.RecordingHostIO(source) if params['save_snapshot'] else None
+    if recorder is not None:  # refused before anything is read (check mode too)
+        snapshot.check_destination(params['save_snapshot'], params['overwrite_snapshot'],
+                                   recorder.replayed())
     facts = topology.gather(recorder or source, timeout=params['timeout'])
     if recorder is not None and not module.check_mode:
         try:
-            recorder.save(params['save_snapshot'])
+            recorder.save(params['save_snapshot'], overwrite=params['overwrite_snapshot'])
         except (IOError, OSError) as err:
             raise SnapshotError("cannot write snapshot %s: %s" % (params['save_snapshot'], err))
         result['snapshot_saved'] = params['save_snapshot']
@@ -319,6 +334,7 @@ def main():
         snapshot=dict(type='path'),
         snapshot_overlay=dict(type='path'),
         save_snapshot=dict(type='path'),
+        overwrite_snapshot=dict(type='bool', default=False),
         timeout=dict(type='int', default=30),
     ), gather)
 

@@ -52,8 +52,15 @@ options:
     description: Replay this recorded host snapshot directory instead of reading the host.
     type: path
   save_snapshot:
-    description: Also record everything read into this new snapshot directory.
+    description:
+      - Also record everything read into this new snapshot directory (0700, files 0600).
+      - An existing directory that holds anything is refused unless O(overwrite_snapshot) is
+        true (checked before anything is read).
     type: path
+  overwrite_snapshot:
+    description: Replace the files of an existing, non-empty O(save_snapshot) directory.
+    type: bool
+    default: false
   proc_irq:
     description:
       - Where the binder finds the IRQ directories. Default C(/proc/irq), or C(<host_root>/proc/irq)
@@ -123,7 +130,7 @@ snapshot_saved:
 
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, SnapshotError
-from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
+from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio, snapshot
 from ansible_collections.npuops.fleet.plugins.module_utils.model import binding
 
 
@@ -136,6 +143,8 @@ def read_binding(module):
             raise NpuopsError("root_pids[%s]: %r is not a process id" % (name, pid))
     source = hostio.SnapshotHostIO(p['snapshot']) if p['snapshot'] else hostio.LiveHostIO(p['host_root'])
     recorder = hostio.RecordingHostIO(source) if p['save_snapshot'] else None
+    if recorder is not None:  # refused before anything is read (check mode too)
+        snapshot.check_destination(p['save_snapshot'], p['overwrite_snapshot'], None)
     state = binding.gather(recorder or source, p['dest'], p['irq_state'], p['timeout'],
                            host_root=p['host_root'], root_pids=p['root_pids'],
                            proc_irq=p['proc_irq'])
@@ -143,7 +152,7 @@ def read_binding(module):
     result = dict(changed=False, ansible_facts=dict(npu_binding=state))
     if recorder is not None and not module.check_mode:
         try:
-            recorder.save(p['save_snapshot'])
+            recorder.save(p['save_snapshot'], overwrite=p['overwrite_snapshot'])
         except (IOError, OSError) as err:
             raise SnapshotError("cannot write snapshot %s: %s" % (p['save_snapshot'], err))
         result['snapshot_saved'] = p['save_snapshot']
@@ -160,6 +169,7 @@ def main():
         timeout=dict(type='int', default=60),
         snapshot=dict(type='path'),
         save_snapshot=dict(type='path'),
+        overwrite_snapshot=dict(type='bool', default=False),
         proc_irq=dict(type='path'),
         host_root=dict(type='path', default='/'),
     ), read_binding, mutually_exclusive=[('snapshot', 'save_snapshot')])

@@ -53,7 +53,11 @@ def _mapping(host, plan, key):
         if not isinstance(entry, dict):
             raise AnsibleFilterError("rail_check: plan of %s: GPU %s entry is not a dict"
                                      % (host, gpu))
-        mapping[str(gpu)] = entry.get(key)
+        value = entry.get(key)
+        if value is not None and not isinstance(value, str):
+            raise AnsibleFilterError("rail_check: plan of %s: GPU %s %s must be a NIC name "
+                                     "(text), got %s" % (host, gpu, key, type(value).__name__))
+        mapping[str(gpu)] = value
     return mapping
 
 
@@ -72,7 +76,7 @@ def rail_check(plans_by_host, shapes=None, key="nic"):
     if key not in ("nic", "nic_bus_id"):
         raise AnsibleFilterError("rail_check: key must be 'nic' or 'nic_bus_id', got %r" % key)
     groups = {}
-    for host in sorted(plans_by_host, key=natural_key):
+    for host in sorted(plans_by_host, key=lambda name: natural_key(str(name))):
         mapping = _mapping(host, plans_by_host[host], key)
         if mapping is None:
             continue

@@ -113,9 +113,7 @@ class _Parent(object):
     missing and ``create`` is false. ``name`` is the last component (None for ``/``)."""
 
     def __init__(self, host_root, path, create=False):
-        root = host_root or "/"
-        if not isinstance(root, str) or not root.startswith("/"):
-            raise UnsafePathError(root, "host_root must be absolute")
+        root = paths.check_host_root(host_root)
         self.host_root = root
         self.path = path
         parts = paths.check_components(path)

@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import re
 import stat
 
@@ -207,6 +208,30 @@ def state_document(targets):
                      "label": target["device"], "role": target["role"],
                      "cpus": cpulist.format(target["cpus"])})
     return {"schema": 1, "irqs": sorted(rows, key=lambda r: r["irq"])}
+
+
+MAX_STATE_BYTES = 4 << 20  # the state file of a host with thousands of pinned IRQs is < 1 MB
+
+
+def merge_state(document, current, npus):
+    """``document`` (the ``state_document`` of a run limited to the NPUs ``npus``) plus the
+    IRQs the state file already records for other devices (``current``: its text, or None),
+    so one instance's run keeps what other instances' runs recorded. ``(document, problem)``:
+    ``problem`` says why ``current`` could not be kept (not a state file: it is replaced)."""
+    if current is None or npus is None:
+        return document, None
+    try:
+        rows = json.loads(current).get("irqs") if len(current) <= MAX_STATE_BYTES else None
+    except (ValueError, RecursionError, AttributeError):
+        rows = None
+    if not isinstance(rows, list) or not all(
+            isinstance(r, dict) and type(r.get("irq")) is int for r in rows):
+        return document, "not an IRQ state file (replaced by this run's IRQs)"
+    new_irqs = set(r["irq"] for r in document["irqs"])
+    new_labels = set(r["label"] for r in document["irqs"])
+    kept = [r for r in rows if r["irq"] not in new_irqs and r.get("label") not in new_labels
+            and r.get("device") not in set(npus)]
+    return dict(document, irqs=sorted(kept + document["irqs"], key=lambda r: r["irq"])), None
 
 
 def plan_targets(plan, topology=None, host_root="/", npus=None, io=None):

@@ -17,6 +17,10 @@ __metaclass__ = type
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
+from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import check_host_root
+
+# options that name a root every host path is read or written under (``paths.HOST_ROOT_RULE``)
+ROOT_OPTIONS = ("host_root", "snapshot_overlay")
 
 
 def os_error_message(err):
@@ -31,6 +35,10 @@ def run(argument_spec, body, prefix="", **module_kwargs):
     module_kwargs.setdefault("supports_check_mode", True)
     module = AnsibleModule(argument_spec=argument_spec, **module_kwargs)
     try:
+        for option in ROOT_OPTIONS:  # before anything runs: "" is not the real machine
+            if option in argument_spec and (option == "host_root" or
+                                            module.params.get(option) is not None):
+                check_host_root(module.params.get(option), must_exist=True)
         result = body(module)
     except NpuopsError as err:
         module.fail_json(msg=prefix + str(err))

@@ -7,7 +7,9 @@ The command runs with LC_ALL=C, no shell, stdin from /dev/null, in its own sessi
 own process group). ``collect`` reads its output until both pipes close, and no longer than
 the timeout: on a timeout, on output over ``MAX_OUTPUT`` bytes, or when the command exited
 but a child it left behind still holds its pipes (``tool; sleep 600 &``), the whole process
-group is killed and reading stops. A call returns within ``timeout`` plus a fraction of a
+group is killed and reading stops, and with it every process of the command seen while it ran
+(``track_family``: a child that called ``setsid`` left the group but not the tree) and every
+process that still holds its output pipes (``pipe_holders``). A call returns within ``timeout`` plus a fraction of a
 second whatever the command does (hangs, floods, forks, closes its pipes and runs on).
 
 Standard library only; importable on Python 3.7.
@@ -82,6 +84,8 @@ MAX_OUTPUT = 8 * 1024 * 1024
 # After the command itself exited, how long a child that inherited its output pipe may keep
 # it open (``tool; sleep 600 &``) before the process group is killed and reading stops.
 LINGER = 0.5
+# How often the command's processes are looked up in /proc while it runs (track_family).
+SCAN_EVERY = 0.1
 # How long to wait for the killed process group's leader to be reaped.
 REAP_WAIT = 2.0
 
@@ -97,11 +101,92 @@ def _exited(proc):
         return proc.poll() is not None
 
 
-def _kill_group(proc):
+def _proc_table():
+    """``{pid: (ppid, pgrp, session, starttime)}`` of every process in /proc ({} without it)."""
+    table = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return table
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as handle:
+                text = handle.read(4096).decode("ascii", "replace")
+        except (IOError, OSError):
+            continue
+        fields = text[text.rfind(")") + 2:].split()  # after "pid (comm) ": comm may hold spaces
+        if len(fields) > 19:
+            table[int(name)] = (int(fields[1]), int(fields[2]), int(fields[3]), fields[19])
+    return table
+
+
+def track_family(leader, family):
+    """Add to ``family`` ({pid: starttime}) every process of ``leader``'s session or process
+    group and every descendant of one of them: a child that called ``setsid`` leaves the
+    group, not the tree; seen once, it is killed with the group even after its parent exited."""
+    table = _proc_table()
+    for pid, (dummy_ppid, pgrp, session, start) in table.items():
+        if leader in (pgrp, session) and pid not in family:
+            family[pid] = start
+    grown = True
+    while grown:
+        grown = False
+        for pid, (ppid, dummy_pgrp, dummy_session, start) in table.items():
+            if ppid in family and pid not in family and table.get(ppid, (0, 0, 0, None))[3] == family[ppid]:
+                family[pid] = start
+                grown = True
+    return family
+
+
+def pipe_holders(inodes):
+    """``{pid: starttime}`` of the processes holding a pipe of ``inodes`` open: whoever holds
+    the command's output pipes came from the command (setsid or not, parent gone or not)."""
+    wanted = set("pipe:[%d]" % inode for inode in inodes)
+    table = _proc_table()
+    found = {}
+    for pid in table:
+        try:
+            names = os.listdir("/proc/%d/fd" % pid)
+        except OSError:
+            continue
+        for name in names:
+            try:
+                if os.readlink("/proc/%d/fd/%s" % (pid, name)) in wanted:
+                    found[pid] = table[pid][3]
+                    break
+            except OSError:
+                continue
+    found.pop(os.getpid(), None)
+    return found
+
+
+def _kill_group(proc, family=None, pipes=()):
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:  # already gone
         pass
+    if family is not None:
+        track_family(proc.pid, family)
+        family.update(pipe_holders(pipes))
+        table = _proc_table()
+        for pid, start in family.items():
+            if pid != proc.pid and table.get(pid, (0, 0, 0, None))[3] == start:  # not a reused pid
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+
+def _inodes(proc):
+    inodes = []
+    for stream in (proc.stdout, proc.stderr):
+        try:
+            inodes.append(os.fstat(stream.fileno()).st_ino)
+        except (OSError, ValueError):
+            pass
+    return inodes
 
 
 def collect(proc, timeout, limit=MAX_OUTPUT):
@@ -122,12 +207,17 @@ def collect(proc, timeout, limit=MAX_OUTPUT):
     for fd in streams:
         selector.register(fd, selectors.EVENT_READ)
     open_fds = set(streams)
+    family = {}  # the command's processes seen so far (track_family): setsid children too
     timed_out = overflow = False
     exited_at = None
     kill = False
     try:
+        scanned = None
         while open_fds:
             now = time.monotonic()
+            if scanned is None or now - scanned >= SCAN_EVERY:
+                track_family(proc.pid, family)
+                scanned = now
             if exited_at is None and _exited(proc):
                 exited_at = now
             if now >= deadline:
@@ -163,7 +253,7 @@ def collect(proc, timeout, limit=MAX_OUTPUT):
     finally:
         selector.close()
         if kill:
-            _kill_group(proc)
+            _kill_group(proc, family, _inodes(proc))
         proc.stdout.close()
         proc.stderr.close()
     rc = None
@@ -171,7 +261,7 @@ def collect(proc, timeout, limit=MAX_OUTPUT):
         rc = proc.wait(timeout=max(0.0, deadline - time.monotonic()) if not kill else REAP_WAIT)
     except subprocess.TimeoutExpired:
         # the pipes closed but the command runs on: same as a timeout
-        _kill_group(proc)
+        _kill_group(proc, track_family(proc.pid, family))
         timed_out = True
         try:
             proc.wait(timeout=REAP_WAIT)

@@ -109,7 +109,7 @@ class LiveHostIO(HostIO):
     that bounds the whole call, output capped (``command.run``)."""
 
     def __init__(self, host_root="/"):
-        self.host_root = host_root or "/"
+        self.host_root = paths.check_host_root(host_root)
         self.hostname = socket.gethostname()
         self.arch = platform.machine()
 
@@ -388,8 +388,17 @@ class RecordingHostIO(HostIO):
         self._note(self.commands, command_key(argv), result)
         return result
 
-    def save(self, directory, captured_at=None):
-        """Write everything recorded so far as a snapshot directory."""
+    def replayed(self):
+        """The snapshot directory this recording reads from, or None (a live host)."""
+        inner = self.inner
+        while inner is not None and not isinstance(inner, SnapshotHostIO):
+            inner = getattr(inner, "base", None)
+        return inner.directory if inner is not None else None
+
+    def save(self, directory, captured_at=None, overwrite=True):
+        """Write everything recorded so far as a snapshot directory (never into the snapshot
+        being replayed; into a non-empty one only with ``overwrite``:
+        ``snapshot.check_destination``)."""
         import time
         files = dict((p, t) for p, t in self.files.items() if t is not None)
         dirs = set(p for p, names in self.dirs.items() if names is not None)
@@ -421,7 +430,8 @@ class RecordingHostIO(HostIO):
         snapshot.save(directory, hostname=self.hostname, arch=self.arch,
                       captured_at=captured_at or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                       env=dict((k, v) for k, v in self.env.items() if v is not None),
-                      commands=commands, links=links, tools=tools, files=files, dirs=dirs)
+                      commands=commands, links=links, tools=tools, files=files, dirs=dirs,
+                      overwrite=overwrite, replayed=self.replayed())
 
 
 class OverlayHostIO(HostIO):

@@ -15,9 +15,11 @@ __metaclass__ = type
 import binascii
 import errno
 import os
+import re
 import stat
+import time
 
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import UnsafePathError
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import InputError, UnsafePathError
 
 
 def check_components(path):
@@ -35,6 +37,33 @@ def check_components(path):
     return parts
 
 
+HOST_ROOT_RULE = ("an absolute path without '.' or '..' components, of an existing directory; "
+                  "the real machine only as '/' itself")
+
+
+def check_host_root(host_root, must_exist=False):
+    """``host_root`` as given when it names a root (``HOST_ROOT_RULE``); InputError otherwise.
+    Never normalised: ``/srv/sandbox/../../..`` is refused, not read as ``/``, and an empty
+    value (an unset variable, a lookup that found nothing) is refused rather than taken for the
+    real machine. ``must_exist``: the directory must exist (the module runner checks it before
+    a module runs)."""
+    if not isinstance(host_root, str) or not host_root:
+        raise InputError("host_root", "%r is not a root: it must be %s (write '/' for the "
+                         "real machine)" % (host_root, HOST_ROOT_RULE))
+    if host_root == "/":
+        return host_root
+    try:
+        parts = check_components(host_root)
+    except UnsafePathError as err:
+        raise InputError("host_root", "%s: %s; it must be %s"
+                         % (host_root, err.msg, HOST_ROOT_RULE))
+    if not parts:
+        raise InputError("host_root", "%r: write '/' for the real machine" % host_root)
+    if must_exist and not os.path.isdir(host_root):
+        raise InputError("host_root", "%s is not an existing directory" % host_root)
+    return host_root
+
+
 def host_path(host_root, path):
     """The real location of host path ``path`` under ``host_root`` (``/`` = the real host).
 
@@ -42,9 +71,7 @@ def host_path(host_root, path):
     target (the target itself included). ``host_root`` itself may be a symlink only if it is
     given explicitly by the caller (a sandbox); it must be absolute.
     """
-    root = host_root or "/"
-    if not root.startswith("/"):
-        raise UnsafePathError(root, "host_root must be absolute")
+    root = check_host_root(host_root)
     parts = check_components(path)
     real = os.path.normpath(root)
     for part in parts:
@@ -263,12 +290,53 @@ def temp_name():
     return "%s%s.tmp" % (TEMP_PREFIX, binascii.hexlify(os.urandom(8)).decode("ascii"))
 
 
+# what temp_name makes, and how old such a file must be before a later write takes it for the
+# leftover of a killed one (a write in progress lasts seconds)
+_TEMP_RE = re.compile(r"^%s[0-9a-f]{16}\.tmp\Z" % re.escape(TEMP_PREFIX))
+STALE_TEMP_SECONDS = 3600
+_swept = set()  # (st_dev, st_ino) of the directories swept by this process
+
+
+def remove_stale_temps(dir_fd, max_age=STALE_TEMP_SECONDS, now=None):
+    """Remove from ``dir_fd`` the temporaries killed writes left (``write_atomic_at``): names
+    of ``temp_name``'s pattern only, each a regular single-link file of this user older than
+    ``max_age`` seconds, looked at with lstat (a symlink is never followed nor removed).
+    Returns the names removed."""
+    now = time.time() if now is None else now
+    removed = []
+    for name in os.listdir(dir_fd):
+        if not _TEMP_RE.match(name):
+            continue
+        st = lstat_at(dir_fd, name)
+        if (st is None or not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or
+                st.st_uid != os.geteuid() or now - st.st_mtime < max_age):
+            continue
+        try:
+            os.unlink(name, dir_fd=dir_fd)  # the name itself: never through a link
+        except OSError:
+            continue
+        removed.append(name)
+    return removed
+
+
+def _sweep_once(dir_fd):
+    st = os.fstat(dir_fd)
+    if (st.st_dev, st.st_ino) not in _swept:
+        _swept.add((st.st_dev, st.st_ino))
+        try:
+            remove_stale_temps(dir_fd)
+        except OSError:
+            pass  # a directory that cannot be listed: the write itself says what is wrong
+
+
 def write_atomic_at(dir_fd, name, data, mode=0o644, uid=None, gid=None, fsync=True):
     """Write ``data`` (bytes) as ``name`` in ``dir_fd``: a new temporary file (O_EXCL,
     O_NOFOLLOW) is written, fsync'ed (unless ``fsync=False``), given ``mode``/owner and renamed
     over ``name``. ``rename`` replaces a symlink planted at ``name`` instead of writing
     through it; a reader sees the old file or the new one, never a part (a process killed
-    midway leaves at most a ``.npuops-*.tmp`` file, which readers skip)."""
+    midway leaves at most a ``.npuops-*.tmp`` file, which readers skip, and which the first
+    write into that directory by a later run removes once it is old: ``remove_stale_temps``)."""
+    _sweep_once(dir_fd)
     tmp = temp_name()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | os.O_CLOEXEC, 0o600,
                  dir_fd=dir_fd)

@@ -199,8 +199,26 @@ def _slug(key):
     return slug
 
 
+def check_destination(directory, overwrite=False, replayed=None):
+    """Refuse to save a snapshot into ``directory`` when it is the snapshot being replayed
+    (``replayed``; or a directory inside it, or one holding it: even with ``overwrite``), or
+    when it exists and holds anything, unless ``overwrite``. Saving used to overwrite files in
+    place, the replayed snapshot's own (its provenance comments) included."""
+    real = os.path.realpath(directory)
+    if replayed:
+        source = os.path.realpath(replayed)
+        if real == source or real.startswith(source + "/") or source.startswith(real + "/"):
+            raise SnapshotError("snapshot directory %s is the snapshot being replayed (%s): "
+                                "save to another directory" % (directory, replayed))
+    if not overwrite and os.path.isdir(real) and os.listdir(real):
+        raise SnapshotError("snapshot directory %s exists and is not empty: save to a new "
+                            "directory, or allow replacing the files in it (overwrite)"
+                            % directory)
+
+
 def save(directory, hostname=None, arch=None, captured_at=None, env=None, commands=None,
-         links=None, tools=None, files=None, dirs=None, comment=None):
+         links=None, tools=None, files=None, dirs=None, comment=None, overwrite=True,
+         replayed=None):
     """Write a snapshot directory.
 
     ``comment``: text written as ``#`` lines at the top of snapshot.yml (provenance: what
@@ -212,11 +230,14 @@ def save(directory, hostname=None, arch=None, captured_at=None, env=None, comman
     directories to create (empty ones get a ``.snapshot-keep`` marker so version control
     keeps them).
 
-    ``directory`` is created (0755, with missing parents) or must already belong to root or
+    ``directory`` is created (0700, with missing parents) or must already belong to root or
     to this user and be writable by nobody else (``paths.open_private_dir``); below it every
-    directory is opened without following symlinks and every file is written atomically.
+    directory is opened without following symlinks (created 0700) and every file is written
+    atomically (0600: a snapshot holds host data such as process tables and environment).
+    ``overwrite`` and ``replayed``: ``check_destination``.
     """
-    top = paths.open_private_dir(directory, 0o755, error=_error)
+    check_destination(directory, overwrite, replayed)
+    top = paths.open_private_dir(directory, DIR_MODE, error=_error)
     try:
         _save(_Writer(top, directory), hostname, arch, captured_at, env, commands, links, tools,
               files, dirs, comment)
@@ -268,7 +289,7 @@ def _save(writer, hostname, arch, captured_at, env, commands, links, tools, file
         dir_fd = writer.dir(fs_parts(path))
         try:
             if not os.listdir(dir_fd):
-                paths.write_atomic_at(dir_fd, KEEP, b"", 0o644, fsync=False)
+                paths.write_atomic_at(dir_fd, KEEP, b"", FILE_MODE, fsync=False)
         finally:
             writer.close_dir(dir_fd)
     header = "".join(("# " + line).rstrip() + "\n" for line in (comment or "").splitlines())
@@ -276,6 +297,7 @@ def _save(writer, hostname, arch, captured_at, env, commands, links, tools, file
 
 
 KEEP = ".snapshot-keep"
+DIR_MODE, FILE_MODE = 0o700, 0o600  # saved snapshots are private to their owner
 
 
 def hidden(name):
@@ -292,15 +314,15 @@ def fs_parts(path):
 
 
 class _Writer(object):
-    """Writes below an open snapshot directory fd: directories created 0755 without following
-    a symlink, files written atomically 0644."""
+    """Writes below an open snapshot directory fd: directories created 0700 without following
+    a symlink, files written atomically 0600."""
 
     def __init__(self, top, directory):
         self.top = top
         self.prefix = directory.rstrip("/") + "/"
 
     def dir(self, parts):
-        return paths.open_dirs(self.top, parts, "snapshot", create_mode=0o755, error=_error,
+        return paths.open_dirs(self.top, parts, "snapshot", create_mode=DIR_MODE, error=_error,
                                prefix=self.prefix)
 
     @staticmethod
@@ -311,7 +333,7 @@ class _Writer(object):
         dir_fd = self.dir(parts[:-1])
         try:
             # atomic against a killed process; no fsync: a snapshot is not a host's config
-            paths.write_atomic_at(dir_fd, parts[-1], text.encode("utf-8"), 0o644, fsync=False)
+            paths.write_atomic_at(dir_fd, parts[-1], text.encode("utf-8"), FILE_MODE, fsync=False)
         finally:
             os.close(dir_fd)
 

@@ -22,7 +22,10 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import InputError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import schema
+from ansible_collections.npuops.fleet.plugins.module_utils.model.spec import (
+    ANY, BOOL, INT, LIST, MAP, NUM, OPT, RECORD, SCALAR, STR, check, compile_spec)
 
 SCHEMA_VERSION = 1
 PLAN_SUFFIX = ".plan.json"
@@ -44,6 +47,43 @@ FIX_MISSING = ("no process under the instance's EngineCore serves this device: i
                "them; else journalctl -u vllm-%s.service says whether a worker died, and the "
                "device tools (npu-smi info / nvidia-smi) whether the device is up")
 FIX_IRQBALANCE = "set npuops_irqbalance: ban (or stop) and re-run the cpu_binding role"
+FIX_SHAPE = ("reinstall the instance's binder with vllm_launch_wrapper (its report is not what "
+             "this collection reads) and check the host is not compromised")
+
+
+# The parts of a binder report (``<name>-bind --once --check --json``) and of the gathered
+# state that ``drift`` reads, in model/spec's language: the binder runs on the host and its
+# answer is checked once here, before any of it is read.
+_VALUE = (OPT, (SCALAR,))
+_PROCS = (OPT, (LIST, (RECORD, {
+    "pid": _VALUE, "title": _VALUE, "role": _VALUE, "device": _VALUE,
+    "remote_memory_ratio": (OPT, (NUM,)),
+    "changed": (OPT, (LIST, (RECORD, {"tid": _VALUE, "role": _VALUE, "before": _VALUE,
+                                      "after": _VALUE}))),
+    "threads": (INT,),
+})))
+BINDER_REPORT = (RECORD, {
+    "unit_running": (OPT, (BOOL,)),
+    "failed": (OPT, (STR,)),
+    "workers": _PROCS,
+    "frontend": _PROCS,
+    "missing": (OPT, (LIST, (SCALAR,))),
+    "irqs": (OPT, (LIST, (RECORD, {"irq": (INT,), "device": _VALUE, "role": _VALUE,
+                                   "before": _VALUE, "after": _VALUE, "drift": (OPT, (ANY,))}))),
+})
+INSTANCE = (RECORD, {"unit": (STR,), "unit_state": _VALUE})
+IRQBALANCE = (OPT, (RECORD, {"active": (OPT, (ANY,)), "banned_irqs": (OPT, (LIST, (INT,)))}))
+_FITS = dict((id(spec), compile_spec(spec)) for spec in (BINDER_REPORT, INSTANCE, IRQBALANCE))
+
+
+def shape_problem(value, spec, source):
+    """Why ``value`` (a binder report, an instance's entry, the irqbalance facts) is not of the shape
+    ``drift`` reads: ``<source>: <field>: <problem>``; None when it is."""
+    try:
+        check(value, spec, source, _FITS[id(spec)])
+    except InputError as err:
+        return str(err)
+    return None
 
 
 def _error(errors, source, msg):
@@ -181,7 +221,21 @@ def drift(state, irqbalance=None, limit=REMOTE_MEMORY_LIMIT):
     """Rows ``{instance, device, kind, evidence, fix}`` of what differs from the plan now.
     ``irqbalance``: the facts' irqbalance block (active, banned IRQs) when known."""
     rows = []
-    for name, entry in sorted((state or {}).get("instances", {}).items()):
+    instances = (state or {}).get("instances") if isinstance(state, dict) else state
+    problem = shape_problem(irqbalance, IRQBALANCE, "topology irqbalance")
+    if problem is None and not isinstance(instances, (dict, type(None))):
+        problem = "binding state: instances: expected a mapping, got %s" % type(instances).__name__
+    if problem:
+        return [_row("-", None, "binder_failed", problem, FIX_SHAPE)]
+    for name, entry in sorted((instances or {}).items(), key=lambda item: str(item[0])):
+        name = str(name)
+        problem = shape_problem(dict(entry, report=None) if isinstance(entry, dict) else entry,
+                                INSTANCE, "binding state: instances[%s]" % name) or \
+            shape_problem(entry.get("report") or {}, BINDER_REPORT,
+                          "the binder's report for %s" % name)
+        if problem:
+            rows.append(_row(name, None, "binder_failed", problem, FIX_SHAPE))
+            continue
         if entry.get("unit_state") not in (None, "active"):
             rows.append(_row(name, None, "unit_down", "%s is %s" % (entry["unit"], entry["unit_state"]),
                              FIX_UNIT % (name, name)))

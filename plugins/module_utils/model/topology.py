@@ -92,12 +92,18 @@ def _npus(io, src, timeout):
         chips_per_npu.setdefault(chip["npu_id"], []).append(chip)
     irq_table = None
     npus = []
+    seen, duplicates = set(), []
     for position, chip in enumerate(chips):
         row = by_key.get((chip["npu_id"], chip["chip_id"]))
         logic = row["logic_id"] if row else (position if not map_rows else None)
         if logic is None:
             src.error("npu-smi info -m", "NPU %s chip %s has no logic id" % (chip["npu_id"], chip["chip_id"]))
             continue
+        # one entry per chip and per logic id: a repeated row (4,096 times NPU 0) is one NPU
+        if ("chip", chip["npu_id"], chip["chip_id"]) in seen or ("logic", logic) in seen:
+            duplicates.append("%s/%s" % (chip["npu_id"], chip["chip_id"]))
+            continue
+        seen.update((("chip", chip["npu_id"], chip["chip_id"]), ("logic", logic)))
         phy = chip.get("phy_id")
         if phy is None and row:
             phy = row["phy_id"]
@@ -125,6 +131,10 @@ def _npus(io, src, timeout):
             "processes": [{"pid": p["pid"], "name": p["name"], "memory_mb": p["memory_mb"]} for p in own],
             "irqs": irqs,
         })
+    if duplicates:
+        src.error("npu-smi info", "%d duplicate NPU rows left out (NPU id/chip id %s%s): each "
+                  "NPU is listed once" % (len(duplicates), ", ".join(duplicates[:5]),
+                                          ", ..." if len(duplicates) > 5 else ""))
     npus.sort(key=lambda n: n["logic_id"])
     names = [c["name"] for c in chips if c.get("name")]
     names += [r["name"] for r in map_rows if r.get("name")]
@@ -169,7 +179,11 @@ def _board(io, src, npu_id, timeout):
 
 
 def _interrupts(io, src):
-    text = io.read_text("/proc/interrupts")
+    try:
+        text = io.read_text("/proc/interrupts")
+    except NpuopsError as err:  # past the read bound (64 MiB): the rest of the facts stand
+        src.error("/proc/interrupts", "%s; NPU IRQs are not known" % getattr(err, "msg", err))
+        return {}
     if text is None:
         src.error("/proc/interrupts", "not readable")
         return {}

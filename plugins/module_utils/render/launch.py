@@ -189,6 +189,9 @@ def drop_visibility(env, var, devices, source, hint=None):
     return out
 
 
+MAX_ENV_VALUE = 131072 - 1  # MAX_ARG_STRLEN: one NAME=value string, NUL included
+
+
 def check_env(env, source="env"):
     """Validate an environment dict: names are shell identifiers, values strings without NUL."""
     if not isinstance(env, dict):
@@ -206,9 +209,19 @@ def check_env(env, source="env"):
             value = "1" if value else "0"
         if value is None:
             value = ""
+        if not isinstance(value, (str, int, float)):
+            # str() would pass the Python repr ("['a', 'b']") to vLLM
+            raise WrapperError("%s: %s must be a string or a number, got a %s (join a list "
+                               "yourself, e.g. {{ items | join(',') }})"
+                               % (source, key, "list" if isinstance(value, (list, tuple))
+                                  else "mapping" if isinstance(value, dict)
+                                  else type(value).__name__))
         value = str(value)
         if "\x00" in value:
             raise WrapperError("%s: %s contains a NUL byte" % (source, key))
+        if len(value) > MAX_ENV_VALUE:
+            raise WrapperError("%s: %s is longer than %d characters (the kernel's limit for one "
+                               "environment string)" % (source, key, MAX_ENV_VALUE))
         out[key] = value
     return out
 

@@ -18,7 +18,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import SoftShareError
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import InputError, SoftShareError
+from ansible_collections.npuops.fleet.plugins.module_utils.model import schema
 from ansible_collections.npuops.fleet.plugins.module_utils.model.rules import is_healthy
 
 
@@ -31,6 +32,10 @@ RFC_COMBINED_LIMIT = 1.0            # RFC: a chip's AI-core share + HBM share <=
 RFC_THRESHOLD = 0.25                # RFC: ... with at least 25 % of that combined share free
 RFC_USED_CHIP_SCORE_CAP = 15        # RFC: "used chips x 1, at most 15"
 MB_PER_GB = 1024
+MAX_INT = (1 << 31) - 1
+# replicas of one job placed one by one (each placement counts for the next): bounded so a
+# typo (replicas: 10000000) is a message, not hours and gigabytes
+MAX_REPLICAS = 4096
 
 LABEL_ENABLE = "huawei.com/scheduler.chip1softsharedev.enable"
 LABEL_CHIP_MEMORY = "mind-cluster/npu-chip-memory"
@@ -45,13 +50,43 @@ def _check_rules(rules):
         raise SoftShareError("rules", "must be one of %s, got %r" % (", ".join(RULES), rules))
 
 
+def _short(value):
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _as_int(value, source, what):
-    if isinstance(value, bool):
-        raise SoftShareError(source, "%s must be an integer, got %r" % (what, value))
+    text = str(value).strip() if isinstance(value, (int, str)) and not isinstance(value, bool) else ""
     try:
-        return int(str(value).strip())
-    except (TypeError, ValueError):
-        raise SoftShareError(source, "%s must be an integer, got %r" % (what, value))
+        number = int(text) if 0 < len(text) <= 11 else None
+    except ValueError:
+        number = None
+    if number is None or abs(number) > MAX_INT:
+        raise SoftShareError(source, "%s must be an integer from %d to %d, got %s"
+                             % (what, -MAX_INT, MAX_INT, _short(value)))
+    return number
+
+
+def check_fleet(fleet):
+    """``fleet`` (host -> facts) in the shape the rules read: each host's topology as
+    ``model/schema`` checks it, its ``node_labels`` a mapping of text to text."""
+    if not isinstance(fleet, dict):
+        raise SoftShareError("fleet", "must be a dict of host -> facts")
+    for host, entry in fleet.items():
+        source = "fleet[%s]" % _short(host)
+        topo = topology_of(entry)
+        if not isinstance(topo, dict):
+            raise SoftShareError(source, "must be the host's npu_topology facts (a mapping), "
+                                 "got %s" % type(entry).__name__)
+        try:
+            schema.check_topology(topo, source)
+        except InputError as err:
+            raise SoftShareError(source, err.msg)
+        labels = entry.get("node_labels")
+        if labels is not None and not (isinstance(labels, dict) and all(
+                isinstance(k, str) and isinstance(v, (str, int)) and not isinstance(v, bool)
+                for k, v in labels.items())):
+            raise SoftShareError(source, "node_labels must map label names to text")
 
 
 def _pick(mapping, *keys):
@@ -138,8 +173,8 @@ def validate_job(job, rules="shipped"):
         problems.append("policy %r is invalid (one of %s)" % (policy, ", ".join(POLICIES)))
     try:
         replicas = _as_int(replicas, source, "replicas")
-        if replicas < 1:
-            problems.append("replicas must be >= 1, got %d" % replicas)
+        if not 1 <= replicas <= MAX_REPLICAS:
+            problems.append("replicas must be from 1 to %d, got %d" % (MAX_REPLICAS, replicas))
     except SoftShareError as err:
         problems.append(err.msg)
     vnpus = _as_int_or(job.get("vnpus_per_replica", 1), None)
@@ -419,12 +454,16 @@ def place(fleet, allocations, job, rules="shipped"):
     false when any replica has no host, and then none of them would start.
     """
     _check_rules(rules)
-    if not isinstance(fleet, dict):
-        raise SoftShareError("fleet", "must be a dict of host -> facts")
+    check_fleet(fleet)
     job = validate_job(job, rules)
     current = normalize_allocations(allocations, hosts=set(fleet))
     replicas = []
     for index in range(job["replicas"]):
+        if replicas and replicas[-1]["host"] is None:
+            # nothing was placed for the last one, so nothing changed: the rest fail the same way
+            last = replicas[-1]
+            replicas.append(dict(last, replica=index, scores={}, reasons=dict(last["reasons"])))
+            continue
         reasons, scores = {}, {}
         for host in sorted(fleet):
             node = node_state(host, fleet[host], current, job["name"])

@@ -20,6 +20,7 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report.drift import (
     drift_groups, drift_summary, summarize_binding)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.problems import group_problems, host_problems
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.gpu_rails import analyse_rails, rail_shapes
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.untrusted import guarded, screen_hosts
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import (
     analyse_once, compact_hosts, evidence_groups, group_shapes)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
@@ -375,7 +376,7 @@ def _rebind(host, name, entry):
     return host
 
 
-def build_report(hosts, rails=None):
+def build_report(hosts, rails=None, screened=False):
     """The fleet report dict from ``{name: {facts, plan_strict, plan_vllm_ascend, plan_errors?,
     rails?, facts_error?, binding?, binding_error?}}``. Pure and deterministic (hosts sorted by name).
 
@@ -385,11 +386,14 @@ def build_report(hosts, rails=None):
     ``rails``: the whole result of ``npuops.fleet.rail_check`` over the strict plans (hosts
     absent from it are consistent); without it the same comparison is made here.
 
+    Each host's entry is untrusted (``untrusted.screen_hosts``; ``screened``: it was done
+    already): one the report cannot read is its host's "facts unusable: <why>" row.
+
     ``hosts`` keeps every host's summary; ``shapes`` groups the hosts whose summaries and
     problems are the same (``shapes.group_shapes``), which is what the pages draw."""
-    hosts = as_dict(hosts)
+    hosts = as_dict(hosts) if screened else screen_hosts(as_dict(hosts), plain=True)
     names = sorted(hosts, key=str)
-    summaries, signatures = analyse_once(hosts, names, analyse_host, _input_key, _rebind)
+    summaries, signatures = analyse_once(hosts, names, guarded(analyse_host, host_problems), _input_key, _rebind)
     if rails is None and any(isinstance(as_dict(hosts[n]).get("rails"), dict) for n in names):
         rails = dict((str(n), hosts[n]["rails"]) for n in names
                      if isinstance(as_dict(hosts[n]).get("rails"), dict))

@@ -10,9 +10,12 @@ __metaclass__ = type
 
 import html
 
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import one_line
+
 
 def escape(value):
-    return html.escape("" if value is None else str(value), quote=True)
+    """Text for the page: on one line (``schema.one_line``) and HTML-escaped."""
+    return html.escape("" if value is None else one_line(str(value)), quote=True)
 
 
 class Ptr(object):

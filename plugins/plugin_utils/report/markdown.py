@@ -17,16 +17,17 @@ import html
 from collections import OrderedDict
 
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
-    POLICIES, ROLES, plural)
+    POLICIES, ROLES, one_line, plural)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import shapes_of
 
 
 def _md(value):
-    """Markdown table cell: HTML-escaped, pipes and newlines neutralised."""
+    """Markdown text from a value: on one line (``schema.one_line``), HTML-escaped, pipes and
+    Markdown's marks neutralised."""
     if value is None:
         return "-"
-    text = html.escape(str(value), quote=False)
-    return text.replace("|", "\\|").replace("\n", " ").replace("`", "'").replace("*", "\\*") \
+    text = html.escape(one_line(str(value)), quote=False)
+    return text.replace("|", "\\|").replace("`", "'").replace("*", "\\*") \
         .replace("_", "\\_").replace("[", "\\[").replace("]", "\\]")
 
 

@@ -100,6 +100,13 @@ def host_problems(host):
     """Problems of one host, each with severity, evidence and the fix."""
     name = host["name"]
     out = []
+    if host.get("facts_unusable"):
+        out.append(_problem("error", name, "facts_unusable", "facts unusable",
+                            "facts unusable: %s" % host["facts_unusable"],
+                            "the host's facts, plans or binding read-back are not what the "
+                            "collection's modules return: re-gather them (npuops.fleet.npu_facts, "
+                            "vllm_binding_facts) and check the host is not compromised"))
+        return out
     if not host["has_facts"]:
         out.append(_problem("error", name, "no_facts", "no topology facts",
                             host["facts_missing_reason"] or

@@ -12,6 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 
@@ -25,6 +27,17 @@ FIX_VLLM = ("use policy strict: set enable_cpu_binding false in vLLM's additiona
 FIX_IRQBALANCE = ("set npuops_irqbalance: ban (the planned IRQs are banned in irqbalance's "
                   "config) or stop and disable irqbalance")
 FIX_MIGRATEPAGES = "install numactl (provides migratepages)"
+
+
+# every character that ends a line somewhere (str.splitlines: \r \n \v \f \x1c-\x1e \x85
+# \u2028 \u2029) and the other control characters: host text is shown on one line
+_LINE_BREAKING = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text):
+    """Host text with every line separator and control character as a space: a host's value
+    (a process ``comm`` of ``x\\r# ALL OK\\r``) cannot start a line of the report's own."""
+    return _LINE_BREAKING.sub(" ", text)
 
 
 def cpu_ids(text):

@@ -63,8 +63,11 @@ def test_save_snapshot_replaces_planted_links_and_reports_changed(tmp_path):
     (dest / "fs" / "proc" / "self").mkdir(parents=True)
     os.symlink(str(outside / "victim"), str(dest / "fs" / "proc" / "self" / "status"))
     os.symlink(str(outside / "victim"), str(dest / "snapshot.yml"))
+    refused = run_module("npu_topology_facts", {"snapshot": os.path.join(SNAPSHOTS, "a2-910b3x8"),
+                                                "save_snapshot": str(dest)})
+    assert refused.get("failed") and "exists and is not empty" in refused["msg"], refused
     res = run_module("npu_topology_facts", {"snapshot": os.path.join(SNAPSHOTS, "a2-910b3x8"),
-                                            "save_snapshot": str(dest)})
+                                            "save_snapshot": str(dest), "overwrite_snapshot": True})
     assert res["changed"] is True and not res.get("failed"), res
     _untouched(outside)
     assert not os.path.islink(str(dest / "snapshot.yml"))

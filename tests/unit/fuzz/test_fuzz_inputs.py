@@ -182,6 +182,10 @@ def test_wrong_typed_topology_names_the_field(topo, words):
     ({"dest": '/opt/"q'}, "dest:"),
     ({"unit_dir": "/etc/sys temd"}, "unit_dir:"),
     ({"bind_timeout": 10 ** 12}, "bind_timeout: must be from 1 to"),
+    # issue 24: env values as lists/dicts became their Python repr in the wrapper
+    ({"env": {"A": ["x", "y"]}}, "env: A must be a string or a number, got a list"),
+    ({"env": {"A": {"k": 1}}}, "env: A must be a string or a number, got a mapping"),
+    ({"env": {"A": "x" * 200000}}, "env: A is longer than 131071 characters"),
 ])
 def test_launch_wrapper_refusals_are_messages(tmp_path, params, words):
     base = {"name": "svc", "plan": {"npus": {"0": {"pool": "0-3", "main": "0-3"}}},

@@ -30,6 +30,8 @@ def test_host_root_doc_fragment_matches_the_argument_spec():
     yaml = pytest.importorskip("yaml")
     from ansible_collections.npuops.fleet.plugins.doc_fragments.host_root import ModuleDocFragment
     option = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]["host_root"]
-    assert option["description"].strip()
+    description = option["description"]
+    assert all(line.strip() for line in (description if isinstance(description, list) else [description]))
+    assert "refused" in " ".join(description)  # the rule paths.check_host_root applies
     # the modules declare host_root=dict(type="path", default="/")
     assert (option["type"], option["default"]) == ("path", "/")

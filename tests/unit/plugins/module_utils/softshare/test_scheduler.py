@@ -59,7 +59,7 @@ VALIDATION_CASES = [
     ("shipped: job labels accepted", "shipped",
      {"name": "l", "labels": {scheduler.JOB_LABEL_AICORE: "30", scheduler.JOB_LABEL_HBM: "4096",
                               scheduler.JOB_LABEL_POLICY: "fixed-share"}}, None),
-    ("shipped: replicas >= 1", "shipped", job(replicas=0), "replicas must be >= 1"),
+    ("shipped: replicas >= 1", "shipped", job(replicas=0), "replicas must be from 1 to 4096, got 0"),
 ]
 
 

@@ -144,6 +144,10 @@ profile:
   returned: always
   type: dict
   sample: {config: {cpuManagerPolicy: static, reservedSystemCPUs: "0-1,12-13", topologyManagerPolicy: restricted}}
+content:
+  description: The text the file holds after the run (what M(npuops.fleet.kubelet_state_reset) writes while the kubelet is stopped).
+  returned: always
+  type: str
 reset_needed:
   description: True when the kubelet must be stopped, its state files removed and the node drained before it starts with the new configuration.
   returned: always
@@ -154,7 +158,7 @@ reset_reasons:
   type: list
   elements: str
 kubelet:
-  description: What was read of the kubelet - C(version), C(config_file), C(config_dir), C(flags_from).
+  description: What was read of the kubelet - C(version), C(config_file), C(config_dir), C(flags_from), C(healthz_port).
   returned: always
   type: dict
 '''
@@ -234,9 +238,10 @@ def prepare(module):
                                  check_mode=module.check_mode, create_parents=True)
     warnings.extend(profile["warnings"])
     warnings.extend("%s: %s" % (e["source"], e["msg"]) for e in state["errors"])
-    return dict(changed=result["changed"], path=path, mode=mode, profile=profile,
+    return dict(changed=result["changed"], path=path, mode=mode, profile=profile, content=text,
                 reset_needed=bool(reasons), reset_reasons=reasons,
-                kubelet=dict((k, kube[k]) for k in ("version", "config_file", "config_dir", "flags_from")),
+                kubelet=dict([(k, kube[k]) for k in ("version", "config_file", "config_dir", "flags_from")]
+                             + [("healthz_port", (before or {}).get("healthzPort") or 10248)]),
                 diff=result["diff"], warnings=warnings)
 
 

@@ -276,3 +276,32 @@ def kubelet_profile(topology, plan, housekeeping_cpus=None, pod_devices=None,
             "memory_reason": memory_reason,
             "smt": smt,
             "warnings": warnings}
+
+
+def irq_targets_on_reserved(targets, reserved, node_cpus):
+    """``(targets, warnings)``: IRQ targets (apply/irq.plan_targets) moved onto the kubelet's
+    reserved CPUs of their NUMA node, so no IRQ lands on a CPU a pod gets exclusively. A target
+    already on reserved CPUs stays; the others of a device take that node's reserved CPUs in
+    turn; a node without reserved CPUs keeps its targets, with a warning."""
+    reserved = set(reserved)
+    node_of = {}
+    for node, cpus in node_cpus.items():
+        for cpu in cpus:
+            node_of[cpu] = node
+    out, warnings, turn = [], [], {}
+    for target in targets:
+        cpus = list(target["cpus"])
+        if set(cpus) <= reserved:
+            out.append(target)
+            continue
+        node = node_of.get(cpus[0]) if cpus else None
+        local = sorted(c for c in reserved if node_of.get(c) == node)
+        if not local:
+            warnings.append("IRQ %s (%s): no reserved CPU on NUMA node %s; left on %s"
+                            % (target["irq"], target["device"], node, cpulist.format(cpus)))
+            out.append(target)
+            continue
+        index = turn.get((target["device"], node), 0)
+        turn[(target["device"], node)] = index + 1
+        out.append(dict(target, cpus=[local[index % len(local)]]))
+    return out, warnings

@@ -140,3 +140,18 @@ def test_many_nodes_get_max_allowable_numa_nodes_and_skipped_plan_refused():
     assert prof["config"]["topologyManagerPolicyOptions"]["max-allowable-numa-nodes"] == "16"
     with pytest.raises(PlanError, match="skipped"):
         kubelet_profile(host, dict(plan, skipped=True, reason="x86_64"))
+
+
+def test_irq_targets_moved_onto_the_reserved_cpus_of_their_node():
+    from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_profile import irq_targets_on_reserved
+    nodes = {0: [0, 1, 2, 3], 1: [4, 5, 6, 7]}
+    targets = [{"irq": 10, "device": "GPU0/mlx5_0", "role": "comp0", "cpus": [2]},
+               {"irq": 11, "device": "GPU0/mlx5_0", "role": "comp1", "cpus": [3]},
+               {"irq": 12, "device": "GPU0/mlx5_0", "role": "comp2", "cpus": [1]},
+               {"irq": 20, "device": "NPU1", "role": "sq", "cpus": [4]},
+               {"irq": 30, "device": "GPU1/mlx5_1", "role": "comp0", "cpus": [6]}]
+    out, warnings = irq_targets_on_reserved(targets, [0, 1, 4], nodes)
+    assert [t["cpus"] for t in out] == [[0], [1], [1], [4], [4]]
+    assert warnings == []
+    out, warnings = irq_targets_on_reserved(targets, [0], nodes)
+    assert out[3]["cpus"] == [4] and "no reserved CPU on NUMA node 1" in warnings[0]

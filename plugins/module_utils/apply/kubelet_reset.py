@@ -30,7 +30,7 @@ import tempfile
 import time
 
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, SnapshotError
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import KubeApiError, NpuopsError, SnapshotError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import command, yaml_subset
 from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import host_path
 
@@ -40,10 +40,6 @@ from urllib.request import HTTPHandler, HTTPSHandler, Request, build_opener
 
 MAX_RESPONSE = 32 << 20
 STATE_FILES = ("/var/lib/kubelet/cpu_manager_state", "/var/lib/kubelet/memory_manager_state")
-
-
-class KubeApiError(NpuopsError):
-    pass
 
 
 def _pick(items, name, what, source):

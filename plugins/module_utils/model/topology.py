@@ -18,6 +18,7 @@ import re
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_facts, rules
+from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import (
     device_type, interrupts, irqbalance_conf, npu_smi, nvidia_topo, pci, rdma)
 
@@ -349,6 +350,7 @@ def gather(io, timeout=30):
         "irqbalance": _irqbalance(io, src, active),
         "visible_devices": dict((name, io.getenv(name)) for name in ENV),
         "softshare": rules.softshare_capacity(npus, detected["device_type"]),
+        "kubernetes": kubelet.gather(io),  # None on a host without a kubelet
         "warnings": warnings,
         "errors": src.errors,
     }

@@ -218,9 +218,9 @@ def merge_hints(policy, providers, nodes):
         elif not hints:
             lists.append([(None, False)])
         else:
-            if policy == "single-numa-node":
-                hints = [h for h in hints if h[0] is None or len(h[0]) == 1] or [(None, False)]
             lists.append(hints)
+    if policy == "single-numa-node":  # filterSingleNumaHints: preferred any-node or one-node hints
+        lists = [[h for h in hints if h[1] and (h[0] is None or len(h[0]) == 1)] for hints in lists]
     best = None
     for combo in _product(lists):
         mask, preferred = everything, True
@@ -235,8 +235,25 @@ def merge_hints(policy, providers, nodes):
     if best is None:
         best = (everything, False)
     mask, preferred = best
-    admit = policy in ("none", "best-effort") or (preferred and (policy != "single-numa-node" or len(mask) == 1))
+    if policy == "single-numa-node" and mask == everything:
+        mask = None  # any node, as the kubelet reports it
+    admit = policy in ("none", "best-effort") or preferred
     return mask, preferred, admit
+
+
+def merge_provider_maps(policy, providers, nodes):
+    """The same from the kubelet's own input shape: each provider a map resource -> hints
+    (None or {} = no preference; a resource's None = no preference, [] = cannot be satisfied;
+    a hint ``(nodes, preferred)``)."""
+    lists = []
+    for provider in providers:
+        if not provider:
+            lists.append(None)
+            continue
+        for dummy, hints in sorted(provider.items()):
+            lists.append(None if hints is None else
+                         [(frozenset(m) if m is not None else None, bool(p)) for m, p in hints])
+    return merge_hints(policy, lists, nodes)
 
 
 def _product(lists):
@@ -284,13 +301,14 @@ def whatif(topo, reserved, cpus, devices=None, policy="restricted", full_pcpus_o
         providers.append(device_hints(topo.numas, devices.get("nodes") or [],
                                       devices.get("free", devices.get("nodes")) or [], devices["count"]))
     mask, preferred, admit = merge_hints(policy, providers, topo.numas)
+    shown = sorted(mask) if mask is not None else None
     if not admit:
-        return {"admitted": False, "cpus": None, "numa_nodes": sorted(mask),
+        return {"admitted": False, "cpus": None, "numa_nodes": shown,
                 "reason": "TopologyAffinityError: the best merged hint (NUMA %s, %s) is not admitted by "
-                          "%s" % (",".join(map(str, sorted(mask))), "preferred" if preferred else
-                                  "not preferred", policy)}
+                          "%s" % (",".join(map(str, shown)) if shown else "any", "preferred" if preferred
+                                  else "not preferred", policy)}
     got, err = allocate(topo, available, cpus, mask)
     if err:
-        return {"admitted": False, "cpus": None, "numa_nodes": sorted(mask), "reason": err}
+        return {"admitted": False, "cpus": None, "numa_nodes": shown, "reason": err}
     return {"admitted": True, "cpus": cpulist.format(sorted(got)),
             "numa_nodes": sorted(set(topo.info[c][2] for c in got)), "reason": None}

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """parse/kubelet.py beyond the fixture table: the kubelet's own checkpoint cases (ported as
-data in kubelet_cases/), merging drop-ins, flags, and bad input that must fail clearly."""
+data in tests/fixtures/kubelet/), merging drop-ins, flags, and bad input that must fail clearly."""
 import os
 
 import pytest
@@ -9,9 +9,10 @@ from hypothesis import given, settings, strategies as st
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import kubelet
+from npuops_testing import REPO
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-with open(os.path.join(HERE, "kubelet_cases", "cpu_manager_checkpoint.yml")) as _handle:
+FIXTURES_KUBELET = os.path.join(REPO, "tests", "fixtures", "kubelet")
+with open(os.path.join(FIXTURES_KUBELET, "cpu_manager_checkpoint.yml")) as _handle:
     CPU_CASES = yaml.safe_load(_handle)["cases"]
 
 

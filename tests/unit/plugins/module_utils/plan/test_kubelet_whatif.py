@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""plan/kubelet_whatif.py against the kubelet's own table-driven cases (kubelet_cases/, ported
+"""plan/kubelet_whatif.py against the kubelet's own table-driven cases (tests/fixtures/kubelet/, ported
 as data) and on the recorded A2 with its kubelet profile."""
 import os
 
@@ -12,10 +12,10 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import kubelet_whatif as w
 from ansible_collections.npuops.fleet.plugins.module_utils.plan.dispatch import make_plan
 from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_profile import kubelet_profile
-from npuops_testing import SNAPSHOTS
+from npuops_testing import REPO, SNAPSHOTS
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-with open(os.path.join(HERE, "kubelet_cases", "cpu_assignment.yml")) as _handle:
+FIXTURES_KUBELET = os.path.join(REPO, "tests", "fixtures", "kubelet")
+with open(os.path.join(FIXTURES_KUBELET, "cpu_assignment.yml")) as _handle:
     DATA = yaml.safe_load(_handle)
 
 
@@ -104,7 +104,7 @@ def test_full_pcpus_only_refuses_odd_requests():
     assert ok["admitted"] and ok["numa_nodes"] == [0]
 
 
-with open(os.path.join(HERE, "kubelet_cases", "topology_merge.yml")) as _handle:
+with open(os.path.join(FIXTURES_KUBELET, "topology_merge.yml")) as _handle:
     MERGE = yaml.safe_load(_handle)
 
 

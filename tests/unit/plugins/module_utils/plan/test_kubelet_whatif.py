@@ -88,7 +88,7 @@ def test_a2_pod_with_two_npus_lands_on_their_node():
     # 21 CPUs do not fit node 6's 20 unreserved ones: single-numa-node refuses
     refused = w.whatif(topo, reserved, 21, pod, policy="single-numa-node")
     assert not refused["admitted"] and "TopologyAffinityError" in refused["reason"]
-    # restricted, 8 NPUs, 80 CPUs: the CPU hint {0,1,3,5} (preferred: 4 nodes hold 80 CPUs) and
+    # restricted, 8 NPUs, 80 CPUs: a CPU hint such as {0,1,3,5} (preferred: 4 nodes hold 80 CPUs) and
     # the device hint {0,2,4,6} merge to {0}, still "preferred" (the kubelet ANDs the masks and
     # never re-checks the size), the narrowest: 20 CPUs from node 0, the other 60 packed onto
     # the free nodes 1 and 3 and then node 2 - CPUs on 0-3 for NPUs on 0, 2, 4, 6

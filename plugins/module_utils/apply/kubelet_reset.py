@@ -131,8 +131,8 @@ class KubeApi(object):
                                 {"spec": {"unschedulable": bool(unschedulable)}},
                                 "application/strategic-merge-patch+json")
         if status != 200:
-            raise KubeApiError("%s node %s: HTTP %d %s" % ("cordon" if unschedulable else "uncordon",
-                                                          node, status, doc.get("message", "")))
+            verb = "cordon" if unschedulable else "uncordon"
+            raise KubeApiError("%s node %s: HTTP %d %s" % (verb, node, status, doc.get("message", "")))
 
     def pods_to_evict(self, node):
         status, doc = self.call("GET", "/api/v1/pods?fieldSelector=%s" % quote("spec.nodeName=" + node))
@@ -171,8 +171,8 @@ class Service(object):
     def __call__(self, verb):
         result = command.run(["systemctl", verb, self.unit], timeout=self.timeout)
         if result.rc != 0:
-            raise NpuopsError("systemctl %s %s: %s" % (verb, self.unit, (result.stderr or result.stdout
-                                                                          or "rc %d" % result.rc).strip()))
+            why = (result.stderr or result.stdout or "rc %d" % result.rc).strip()
+            raise NpuopsError("systemctl %s %s: %s" % (verb, self.unit, why))
 
 
 def healthy(url, timeout):
@@ -251,7 +251,7 @@ class Reset(object):
 
     def run(self):
         self.drain()
-        previous = dict((path, fileops.read_host_text(self.host_root, path)) for path, _ in self.files)
+        previous = dict((path, fileops.read_host_text(self.host_root, path)) for path, dummy in self.files)
         self.service("stop")
         self._step("stop kubelet")
         moved = self._move_state()

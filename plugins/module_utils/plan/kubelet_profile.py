@@ -186,8 +186,8 @@ def _memory(current, options, nodes_with_cpus, irq_nodes, warnings):
     if node is None:
         node = min(irq_nodes) if irq_nodes else min(nodes_with_cpus)
     config["reservedMemory"] = [{"numaNode": int(node), "limits": {"memory": format_quantity(total)}}]
-    return config, "reservedMemory %s on NUMA node %s = %s" % (format_quantity(total), node,
-                                                                " + ".join(parts))
+    reason = "reservedMemory %s on NUMA node %s = %s" % (format_quantity(total), node, " + ".join(parts))
+    return config, reason
 
 
 def _version_at_least(version, major, minor):

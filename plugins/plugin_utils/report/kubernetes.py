@@ -81,7 +81,7 @@ def _pods(kube, facts, node_of):
         if not DEVICE_RESOURCES.match(entry.get("resource") or ""):
             continue
         row = rows.setdefault(entry["pod"], {"pod": entry["pod"], "resources": [], "devices": [],
-                                              "device_nodes": set(), "hinted": True})
+                                             "device_nodes": set(), "hinted": True})
         if entry["resource"] not in row["resources"]:
             row["resources"].append(entry["resource"])
         for group in entry.get("devices") or []:

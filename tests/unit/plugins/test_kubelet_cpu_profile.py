@@ -111,8 +111,8 @@ def test_reset_needed_when_the_state_file_holds_policy_none(tmp_path):
 def test_no_reset_when_state_is_static_and_reserved_in_default_set(tmp_path):
     root = node(tmp_path, cpu_state='{"policyName":"static","defaultCpuSet":"0-191","checksum":1}')
     assert call(root)["reset_needed"] is False
-    root2 = node(tmp_path / "b", cpu_state='{"policyName":"static","defaultCpuSet":"2-191",'
-                                          '"entries":{"p":{"c":"0-1"}},"checksum":1}')
+    state = '{"policyName":"static","defaultCpuSet":"2-191","entries":{"p":{"c":"0-1"}},"checksum":1}'
+    root2 = node(tmp_path / "b", cpu_state=state)
     result = call(root2)
     assert result["reset_needed"] is True and "defaultCpuSet" in result["reset_reasons"][0]
 

@@ -94,3 +94,7 @@ class IrqError(NpuopsError):
 
 class WrapperError(NpuopsError):
     """A wrapper or unit cannot be rendered from these inputs; the message says why."""
+
+
+class KubeApiError(NpuopsError):
+    """A Kubernetes API call (drain, uncordon) failed, or the kubeconfig cannot be used."""

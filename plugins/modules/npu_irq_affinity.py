@@ -65,6 +65,13 @@ options:
     type: str
     choices: [ban, stop, ignore]
     default: ban
+  reserved_cpus:
+    description:
+      - Kubernetes nodes - the kubelet's C(reservedSystemCPUs) (RV(npuops.fleet.kubelet_cpu_profile#module:profile.reserved_cpus)).
+        Each IRQ not already on them goes to the reserved CPUs of its NUMA node, and with
+        O(irqbalance=ban) C(IRQBALANCE_BANNED_CPULIST) becomes every allowed CPU but these, so no
+        IRQ lands on a CPU a pod gets exclusively.
+    type: str
   irq_state:
     description:
       - File recording every pinned IRQ, its device and its CPUs (JSON). The reconciler of each
@@ -186,9 +193,11 @@ import socket
 
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops, irq
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import IrqError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import command
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules as host_rules
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import kubelet_profile
 
 
 def irqbalance_step(p, irqs, check_mode, warnings=None):
@@ -199,10 +208,20 @@ def irqbalance_step(p, irqs, check_mode, warnings=None):
     path = irq.irqbalance_config_path(p["host_root"], unit_files(p))
     current = fileops.read_host_text(p["host_root"], path)
     workers = (p["plan"].get("cpu_budget") or {}).get("workers") or None
+    if p["reserved_cpus"]:
+        workers = on_reserved_banned(p)
     text = irq.render_irqbalance_config(current, irqs, keep_previous=p["npus"] is not None,
                                         source=path, banned_cpus=workers, warnings=warnings)
     return path, fileops.ensure_file(p["host_root"], path, text, check_mode=check_mode,
                                      create_parents=True)
+
+
+def on_reserved_banned(p):
+    """IRQBALANCE_BANNED_CPULIST on a Kubernetes node: every allowed CPU but the reserved ones."""
+    cpu = (p["topology"] or {}).get("cpu") or {}
+    allowed = cpulist.parse(cpu.get("allowed") or cpu.get("online") or "", "topology cpu.allowed")
+    reserved = set(cpulist.parse(p["reserved_cpus"], "reserved_cpus"))
+    return cpulist.format([c for c in allowed if c not in reserved]) or None
 
 
 def unit_files(p):
@@ -238,6 +257,11 @@ def pin_irqs(module):
             raise IrqError(foreign)
     targets, skipped, warnings = irq.plan_targets(p["plan"], p["topology"], p["host_root"],
                                                   p["npus"])
+    if p["reserved_cpus"]:
+        targets, moved = kubelet_profile.irq_targets_on_reserved(
+            targets, cpulist.parse(p["reserved_cpus"], "reserved_cpus"),
+            host_rules.node_cpus(p["topology"] or {"cpu": {"numa_nodes": p["plan"].get("numa_nodes")}}))
+        warnings.extend(moved)
     # Validate the irqbalance file before touching any IRQ (nothing half-done).
     numbers = sorted(set(t["irq"] for t in targets))
     if p["irqbalance"] == "ban" and numbers:
@@ -287,6 +311,7 @@ def main():
         npus=dict(type="list", elements="int"),
         irqbalance=dict(type="str", choices=["ban", "stop", "ignore"], default="ban"),
         irq_state=dict(type="path", default="/var/lib/npuops/irq-state.json"),
+        reserved_cpus=dict(type="str"),
         allow_foreign_plan=dict(type="bool", default=False),
         host_root=dict(type="path", default="/"),
     ), pin_irqs)

@@ -18,6 +18,7 @@ import re
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_facts, rules
+from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import (
     cgroup, device_type, interrupts, irqbalance_conf, npu_smi, nvidia_topo, pci, rdma)
 
@@ -365,6 +366,7 @@ def gather(io, timeout=30):
         "softshare": rules.softshare_capacity(npus, detected["device_type"]),
         "cgroup": cgroup.cgroup_mode(io.read_text("/proc/self/mounts"),
                                      io.read_text("/sys/fs/cgroup/cgroup.controllers")),
+        "kubernetes": kubelet.gather(io),  # None on a host without a kubelet
         "warnings": warnings,
         "errors": src.errors,
     }

@@ -1,0 +1,133 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The ``kubernetes`` section of the facts: the kubelet as this host runs it, read via HostIO.
+
+``gather(io)`` -> None on a host without a kubelet (no unit, no config, no state), else::
+
+    kubelet: {version, config_file, config_dir, flags_from, config (the base file),
+              dropins [{name, config}], effective (base + drop-ins, as the kubelet merges)}
+    cpu_manager_state: parse_cpu_manager_state result or None
+    memory_manager_state: ... or None
+    device_checkpoint: parse_device_checkpoint result or None
+    errors: [{source, msg}]    # a file that could not be read or parsed, and why
+
+Each file is read at most ``MAX_BYTES`` (a larger one is an error, not a partial read).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import kubelet as parse
+
+MAX_BYTES = 1 << 20
+MAX_DROPINS = 64
+STATE_DIR = "/var/lib/kubelet"
+DEFAULT_CONFIG = "/var/lib/kubelet/config.yaml"
+CPU_STATE = STATE_DIR + "/cpu_manager_state"
+MEMORY_STATE = STATE_DIR + "/memory_manager_state"
+DEVICE_CHECKPOINT = STATE_DIR + "/device-plugins/kubelet_internal_checkpoint"
+UNIT_DIRS = ("/etc/systemd/system/kubelet.service.d", "/usr/lib/systemd/system/kubelet.service.d",
+             "/lib/systemd/system/kubelet.service.d")
+FLAG_FILES = ("/etc/systemd/system/kubelet.service", "/usr/lib/systemd/system/kubelet.service",
+              "/lib/systemd/system/kubelet.service", "/var/lib/kubelet/kubeadm-flags.env",
+              "/etc/default/kubelet", "/etc/sysconfig/kubelet")
+_VERSION_RE = re.compile(r"\bv?([0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,4}[0-9A-Za-z.+-]{0,40})")
+
+
+def _read(io, path, errors):
+    text = io.read_text(path)
+    if text is not None and len(text) > MAX_BYTES:
+        errors.append({"source": path, "msg": "larger than %d bytes; not read" % MAX_BYTES})
+        return None
+    return text
+
+
+def _parsed(io, path, func, errors):
+    text = _read(io, path, errors)
+    if text is None:
+        return None
+    try:
+        return func(text, path)
+    except ParseError as err:
+        errors.append({"source": path, "msg": err.msg if hasattr(err, "msg") else str(err)})
+        return None
+
+
+def flag_files(io):
+    """The unit files, unit drop-ins and environment files that may carry kubelet flags."""
+    out = []
+    for directory in UNIT_DIRS:
+        names = io.listdir(directory) or []
+        out.extend(directory + "/" + n for n in names if n.endswith(".conf"))
+    return out + [p for p in FLAG_FILES if io.exists(p)]
+
+
+def read_flags(io, errors):
+    """(config file, config dir, files read) the kubelet is started with; last file wins."""
+    found = {"config": None, "config_dir": None}
+    used = []
+    for path in flag_files(io):
+        flags = _parsed(io, path, parse.parse_flags, errors)
+        if not flags:
+            continue
+        for key in ("config", "config_dir"):
+            if flags[key]:
+                found[key] = flags[key]
+                used.append(path)
+    return found["config"], found["config_dir"], sorted(set(used))
+
+
+def kubelet_version(io):
+    path = io.which("kubelet")
+    if not path:
+        return None
+    result = io.run([path, "--version"], timeout=10)
+    if result.missing or result.timed_out or result.rc != 0:
+        return None
+    match = _VERSION_RE.search(result.stdout or "")
+    return ("v" + match.group(1)) if match else None
+
+
+def read_dropins(io, config_dir, errors):
+    if not config_dir:
+        return []
+    names = sorted(n for n in (io.listdir(config_dir) or []) if n.endswith(".conf"))
+    if len(names) > MAX_DROPINS:
+        errors.append({"source": config_dir, "msg": "more than %d drop-ins; the first %d read"
+                       % (MAX_DROPINS, MAX_DROPINS)})
+        names = names[:MAX_DROPINS]
+    out = []
+    for name in names:
+        config = _parsed(io, config_dir + "/" + name, parse.parse_config, errors)
+        if config is not None:
+            out.append({"name": name, "config": config})
+    return out
+
+
+def gather(io, config_file=None, config_dir=None, version=True):
+    """The kubernetes facts section, or None when nothing of a kubelet is on this host."""
+    errors = []
+    flag_config, flag_dir, used = read_flags(io, errors)
+    config_file = config_file or flag_config or DEFAULT_CONFIG
+    config_dir = config_dir or flag_dir
+    base = _parsed(io, config_file, parse.parse_config, errors)
+    dropins = read_dropins(io, config_dir, errors)
+    states = {"cpu_manager_state": _parsed(io, CPU_STATE, parse.parse_cpu_manager_state, errors),
+              "memory_manager_state": _parsed(io, MEMORY_STATE, parse.parse_memory_manager_state,
+                                              errors),
+              "device_checkpoint": _parsed(io, DEVICE_CHECKPOINT, parse.parse_device_checkpoint,
+                                           errors)}
+    if base is None and not dropins and not used and not any(states.values()) and not errors:
+        return None
+    effective = parse.merge_configs(base or {}, [(d["name"], d["config"]) for d in dropins])
+    out = {"kubelet": {"version": kubelet_version(io) if version else None,
+                       "config_file": config_file, "config_dir": config_dir, "flags_from": used,
+                       "config": base, "dropins": dropins, "effective": effective},
+           "errors": errors}
+    out.update(states)
+    return out

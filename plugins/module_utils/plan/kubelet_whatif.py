@@ -1,0 +1,314 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the kubelet's static CPU Manager and Topology Manager would give a pod, or why they
+would refuse it - a reading of ``pkg/kubelet/cm/cpumanager`` (``cpu_assignment.go``
+takeByTopologyNUMAPacked, ``policy_static.go`` allocateCPUs / hints) and ``topologymanager``
+(hint merging), checked against the kubelet's own table-driven cases (tests, as data).
+
+- ``Topo``: CPUs with their core, socket and NUMA node (``Topo.from_facts``: the facts' NUMA
+  cpulists, SMT siblings and packages; ``Topo.from_spec``: the same keys in a test case);
+- ``take_by_topology(topo, available, n)``: the packed allocation - whole NUMA nodes / sockets
+  (the higher level first), then whole cores, then single CPUs, each level sorted by free CPUs
+  ascending then id; ``free_cpus`` the order single CPUs are taken in;
+- ``cpu_hints`` / ``device_hints``: the NUMA masks that can satisfy a request, preferred when
+  they are as narrow as the request can be on an empty node;
+- ``merge_hints(policy, providers, nodes)``: the best merged hint and whether the policy
+  admits it (``best-effort`` always, ``restricted`` when preferred, ``single-numa-node`` when
+  preferred and one node);
+- ``whatif(topo, reserved, pod, ...)``: the pod's CPUs or the admission error.
+
+Not modelled: ``distribute-cpus-across-numa``, ``prefer-closest-numa-nodes``'s distance
+tie-break (the narrowest mask wins, lowest id first), init-container reuse, memory hints.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from itertools import combinations
+
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
+from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
+
+MAX_MASK_NODES = 16  # 2^16 masks at most, as the kubelet's own limit keeps it small
+
+
+class Topo(object):
+    """cpu -> (core, socket, numa); core ids are the lowest CPU of the core, as cAdvisor's."""
+
+    def __init__(self, cpu_info):
+        self.info = dict(cpu_info)
+        self.cpus = set(self.info)
+        self.sockets = sorted(set(v[1] for v in self.info.values()))
+        self.numas = sorted(set(v[2] for v in self.info.values()))
+        cores = set(v[0] for v in self.info.values())
+        self.cpus_per_socket = len(self.cpus) // max(1, len(self.sockets))
+        self.cpus_per_core = len(self.cpus) // max(1, len(cores))
+        self.numa_first = len(self.sockets) >= len(self.numas)
+
+    @classmethod
+    def from_spec(cls, numa_nodes, smt_siblings=(), packages=None):
+        core_of = {}
+        for group in smt_siblings or []:
+            ids = cpulist.parse(str(group))
+            for cpu in ids:
+                core_of[cpu] = ids[0]
+        info = {}
+        for node, text in numa_nodes.items():
+            node = int(node)
+            socket = int((packages or {}).get(str(node), (packages or {}).get(node, node))) \
+                if packages is not None else node
+            for cpu in cpulist.parse(str(text)):
+                info[cpu] = (core_of.get(cpu, cpu), socket, node)
+        return cls(info)
+
+    @classmethod
+    def from_facts(cls, topology):
+        cpu = (topology or {}).get("cpu") or {}
+        packages = rules.node_packages(topology)
+        if packages is not None and any(p < 0 for p in packages.values()):
+            packages = None  # firmware that names no package: a socket per node
+        nodes = dict((str(n), cpulist.format(list(c))) for n, c in rules.node_cpus(topology).items() if c)
+        return cls.from_spec(nodes, cpu.get("smt_siblings") or [],
+                             dict((str(k), v) for k, v in packages.items()) if packages else None)
+
+    def cpus_in(self, free, level, unit):
+        index = {"core": 0, "socket": 1, "numa": 2}[level]
+        return set(c for c in free if self.info[c][index] == unit)
+
+    def units(self, free, level, within=None):
+        index = {"core": 0, "socket": 1, "numa": 2}[level]
+        return sorted(set(self.info[c][index] for c in free if within is None or within(c)))
+
+
+class _Acc(object):
+    def __init__(self, topo, available, n):
+        self.topo, self.free, self.need, self.result = topo, set(available) & topo.cpus, n, set()
+
+    def _sorted(self, level, within=None):
+        units = self.topo.units(self.free, level, within)
+        return sorted(units, key=lambda u: (len(self.topo.cpus_in(self.free, level, u)), u))
+
+    def numas(self):
+        if self.topo.numa_first:
+            return self._sorted("numa")
+        out = []
+        for socket in self.sockets():
+            out.extend(self._sorted("numa", lambda c, s=socket: self.topo.info[c][1] == s))
+        return out
+
+    def sockets(self):
+        if not self.topo.numa_first:
+            return self._sorted("socket")
+        out = []
+        for numa in self.numas():
+            out.extend(self._sorted("socket", lambda c, n=numa: self.topo.info[c][2] == n))
+        return out
+
+    def cores(self):
+        out = []
+        if self.topo.numa_first:
+            for socket in self.sockets():
+                out.extend(self._sorted("core", lambda c, s=socket: self.topo.info[c][1] == s))
+        else:
+            for numa in self.numas():
+                out.extend(self._sorted("core", lambda c, n=numa: self.topo.info[c][2] == n))
+        return out
+
+    def cpus(self):
+        out = []
+        for core in self.cores():
+            out.extend(sorted(self.topo.cpus_in(self.free, "core", core)))
+        return out
+
+    def take(self, cpus):
+        self.result |= cpus
+        self.free -= cpus
+        self.need -= len(cpus)
+
+    def take_full(self, level):
+        topo = self.topo
+        if level == "numa":
+            units = [u for u in self.numas()
+                     if len(topo.cpus_in(self.free, "numa", u)) == len(topo.cpus_in(topo.cpus, "numa", u))]
+        elif level == "socket":
+            units = [u for u in self.sockets() if len(topo.cpus_in(self.free, "socket", u)) == topo.cpus_per_socket]
+        else:
+            units = [u for u in self.cores() if len(topo.cpus_in(self.free, "core", u)) == topo.cpus_per_core]
+        for unit in units:
+            whole = topo.cpus_in(topo.cpus, level, unit)
+            if self.need >= len(whole):
+                self.take(whole)
+
+
+def free_cpus(topo, available):
+    """The order the kubelet takes single CPUs in (cpuAccumulator.freeCPUs)."""
+    return _Acc(topo, available, 0).cpus()
+
+
+def take_by_topology(topo, available, n):
+    """``(cpus, None)`` or ``(None, error)``: takeByTopologyNUMAPacked."""
+    acc = _Acc(topo, available, n)
+    if acc.need < 1:
+        return set(), None
+    if acc.need > len(acc.free):
+        return None, ("not enough cpus available to satisfy request: requested=%d, available=%d"
+                      % (n, len(set(available))))
+    for level in (("numa", "socket") if topo.numa_first else ("socket", "numa")) + ("core",):
+        acc.take_full(level)
+        if acc.need < 1:
+            return acc.result, None
+    for cpu in acc.cpus():
+        acc.take(set([cpu]))
+        if acc.need < 1:
+            return acc.result, None
+    return None, "failed to allocate cpus"
+
+
+def _masks(nodes):
+    nodes = sorted(nodes)
+    if len(nodes) > MAX_MASK_NODES:
+        raise PlanError("what-if: %d NUMA nodes, more than the %d it enumerates" % (len(nodes), MAX_MASK_NODES))
+    for size in range(1, len(nodes) + 1):
+        for combo in combinations(nodes, size):
+            yield frozenset(combo)
+
+
+def cpu_hints(topo, available, request):
+    """[(mask, preferred)] as generateCPUTopologyHints."""
+    hints, minimum = [], len(topo.numas)
+    for mask in _masks(topo.numas):
+        total = sum(len(topo.cpus_in(topo.cpus, "numa", n)) for n in mask)
+        if total >= request:
+            minimum = min(minimum, len(mask))
+        if len(set(c for c in available if topo.info.get(c, (0, 0, -1))[2] in mask)) >= request:
+            hints.append(mask)
+    return [(mask, len(mask) == minimum) for mask in hints]
+
+
+def device_hints(nodes, device_nodes, free_device_nodes, request):
+    """[(mask, preferred)] for ``request`` devices: ``device_nodes`` every healthy device's
+    node, ``free_device_nodes`` the unallocated ones'. None (no preference) when no device has
+    a NUMA node, as the device manager does."""
+    if not any(n is not None and n >= 0 for n in device_nodes):
+        return None
+    hints, minimum = [], len(nodes)
+    for mask in _masks(nodes):
+        if sum(1 for n in device_nodes if n in mask) >= request:
+            minimum = min(minimum, len(mask))
+        if sum(1 for n in free_device_nodes if n in mask) >= request:
+            hints.append(mask)
+    return [(mask, len(mask) == minimum) for mask in hints]
+
+
+def _narrower(a, b):
+    """bitmask.IsNarrowerThan: fewer nodes, or as many with a lower mask value."""
+    return (len(a), sum(1 << n for n in a)) < (len(b), sum(1 << n for n in b))
+
+
+def merge_hints(policy, providers, nodes):
+    """``(mask, preferred, admit)``; ``providers``: each a hint list, or None (no preference)."""
+    everything = frozenset(nodes)
+    lists = []
+    for hints in providers:
+        if hints is None:
+            lists.append([(None, True)])
+        elif not hints:
+            lists.append([(None, False)])
+        else:
+            lists.append(hints)
+    if policy == "single-numa-node":  # filterSingleNumaHints: preferred any-node or one-node hints
+        lists = [[h for h in hints if h[1] and (h[0] is None or len(h[0]) == 1)] for hints in lists]
+    best = None
+    for combo in _product(lists):
+        mask, preferred = everything, True
+        for hint_mask, hint_preferred in combo:
+            mask = mask & (hint_mask if hint_mask is not None else everything)
+            preferred = preferred and hint_preferred
+        if not mask:
+            continue
+        if best is None or (preferred and not best[1]) or \
+                (preferred == best[1] and _narrower(mask, best[0])):
+            best = (mask, preferred)
+    if best is None:
+        best = (everything, False)
+    mask, preferred = best
+    if policy == "single-numa-node" and mask == everything:
+        mask = None  # any node, as the kubelet reports it
+    admit = policy in ("none", "best-effort") or preferred
+    return mask, preferred, admit
+
+
+def merge_provider_maps(policy, providers, nodes):
+    """The same from the kubelet's own input shape: each provider a map resource -> hints
+    (None or {} = no preference; a resource's None = no preference, [] = cannot be satisfied;
+    a hint ``(nodes, preferred)``)."""
+    lists = []
+    for provider in providers:
+        if not provider:
+            lists.append(None)
+            continue
+        for dummy, hints in sorted(provider.items()):
+            lists.append(None if hints is None else
+                         [(frozenset(m) if m is not None else None, bool(p)) for m, p in hints])
+    return merge_hints(policy, lists, nodes)
+
+
+def _product(lists):
+    if not lists:
+        yield ()
+        return
+    for head in lists[0]:
+        for tail in _product(lists[1:]):
+            yield (head,) + tail
+
+
+def allocate(topo, available, n, mask):
+    """allocateCPUs: the hint's nodes first, the rest from anywhere."""
+    result = set()
+    if mask is not None:
+        aligned = set(c for c in available if topo.info[c][2] in mask)
+        got, err = take_by_topology(topo, aligned, min(n, len(aligned)))
+        if err:
+            return None, err
+        result |= got
+    rest, err = take_by_topology(topo, set(available) - result, n - len(result))
+    if err:
+        return None, err
+    return result | rest, None
+
+
+def whatif(topo, reserved, cpus, devices=None, policy="restricted", full_pcpus_only=False,
+           assigned=()):
+    """A Guaranteed pod asking ``cpus`` exclusive CPUs and ``devices`` ({"nodes": [each
+    healthy device's node], "free": [the free ones' nodes], "count": n}) on a node whose
+    kubelet reserves ``reserved`` and already gave ``assigned`` CPUs away.
+
+    -> {admitted, cpus, numa_nodes, reason}."""
+    reserved, assigned = set(reserved), set(assigned)
+    if full_pcpus_only and cpus % topo.cpus_per_core:
+        return {"admitted": False, "cpus": None, "numa_nodes": None,
+                "reason": "SMTAlignmentError: requested %d CPUs, not a multiple of %d CPUs per core"
+                          % (cpus, topo.cpus_per_core)}
+    available = topo.cpus - reserved - assigned
+    if full_pcpus_only:  # the kubelet keeps the reserved CPUs' whole cores out too
+        cores = set(topo.info[c][0] for c in reserved)
+        available = set(c for c in available if topo.info[c][0] not in cores)
+    providers = [cpu_hints(topo, available, cpus)]
+    if devices and devices.get("count"):
+        providers.append(device_hints(topo.numas, devices.get("nodes") or [],
+                                      devices.get("free", devices.get("nodes")) or [], devices["count"]))
+    mask, preferred, admit = merge_hints(policy, providers, topo.numas)
+    shown = sorted(mask) if mask is not None else None
+    if not admit:
+        return {"admitted": False, "cpus": None, "numa_nodes": shown,
+                "reason": "TopologyAffinityError: the best merged hint (NUMA %s, %s) is not admitted by "
+                          "%s" % (",".join(map(str, shown)) if shown else "any", "preferred" if preferred
+                                  else "not preferred", policy)}
+    got, err = allocate(topo, available, cpus, mask)
+    if err:
+        return {"admitted": False, "cpus": None, "numa_nodes": shown, "reason": err}
+    return {"admitted": True, "cpus": cpulist.format(sorted(got)),
+            "numa_nodes": sorted(set(topo.info[c][2] for c in got)), "reason": None}

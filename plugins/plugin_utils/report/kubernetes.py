@@ -1,0 +1,179 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Where a Kubernetes node's pods really got their CPUs, from the facts' ``kubernetes`` section.
+
+``kubernetes_audit(facts, plan=None, profile=None)`` -> ``{node, pods, findings}`` or None on a
+host without a kubelet:
+
+- ``pods``: one row per pod with NPUs/GPUs (the device checkpoint): its exclusive CPUs (the CPU
+  Manager's state, every container), their NUMA nodes, its devices and their NUMA nodes (the
+  kubelet's, else the device's own node from the facts where the device plugin gave none),
+  and ``aligned`` (the CPUs' nodes lie within the devices' nodes);
+- ``node``: whether the profile is in effect (the effective kubelet config holds its keys, and
+  the CPU Manager state was written under its policy), whether ``reservedSystemCPUs`` covers the
+  plan's IRQ CPUs, whether the device plugin reports NUMA topology (TopologyInfo);
+- ``findings``: ``{kind, pod, msg}`` - ``pod_cpus_off_devices_node`` names the pod UID;
+  ``pod_shared_cpus`` (a device pod without exclusive CPUs), ``profile_not_in_effect``,
+  ``irq_cpus_not_reserved``, ``device_plugin_no_numa``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+DEVICE_RESOURCES = re.compile(r"^(huawei\.com/Ascend|nvidia\.com/(gpu|mig-)|amd\.com/gpu)")
+_ASCEND_ID = re.compile(r"^Ascend[0-9A-Za-z]*-([0-9]{1,4})$")
+_PROFILE_KEYS = ("cpuManagerPolicy", "cpuManagerPolicyOptions", "reservedSystemCPUs",
+                 "topologyManagerPolicy", "topologyManagerScope", "topologyManagerPolicyOptions",
+                 "memoryManagerPolicy", "reservedMemory")
+
+
+def cpus(text):
+    out = set()
+    for part in str(text or "").split(","):
+        part = part.strip()
+        if part:
+            lo, dummy, hi = part.partition("-")
+            out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def fmt(ids):
+    ids, runs = sorted(ids), []
+    for cpu in ids:
+        if runs and cpu == runs[-1][1] + 1:
+            runs[-1][1] = cpu
+        else:
+            runs.append([cpu, cpu])
+    return ",".join("%d" % a if a == b else "%d-%d" % (a, b) for a, b in runs)
+
+
+def _node_of(facts):
+    out = {}
+    for node, text in ((facts.get("cpu") or {}).get("numa_nodes") or {}).items():
+        for cpu in cpus(text):
+            out[cpu] = int(node)
+    return out
+
+
+def _device_node(facts, device_id):
+    """A device's own NUMA node from the facts: Ascend ids name the physical chip (its logic id
+    where the facts have no physical id, as npu_share_dirs does)."""
+    match = _ASCEND_ID.match(device_id)
+    if match:
+        for npu in facts.get("npus") or []:
+            phy = npu.get("phy_id") if npu.get("phy_id") is not None else npu.get("logic_id")
+            if str(phy) == match.group(1):
+                return npu.get("numa_node")
+    for gpu in facts.get("gpus") or []:
+        if device_id in (gpu.get("uuid"), gpu.get("bus_id")):
+            return gpu.get("numa_node")
+    return None
+
+
+def _pods(kube, facts, node_of):
+    state = kube.get("cpu_manager_state") or {}
+    rows = {}
+    for entry in (kube.get("device_checkpoint") or {}).get("entries") or []:
+        if not DEVICE_RESOURCES.match(entry.get("resource") or ""):
+            continue
+        row = rows.setdefault(entry["pod"], {"pod": entry["pod"], "resources": [], "devices": [],
+                                             "device_nodes": set(), "hinted": True})
+        if entry["resource"] not in row["resources"]:
+            row["resources"].append(entry["resource"])
+        for group in entry.get("devices") or []:
+            for device in group.get("ids") or []:
+                row["devices"].append(device)
+                node = group.get("numa_node")
+                if node is None or node < 0:
+                    row["hinted"] = False
+                    node = _device_node(facts, device)
+                if node is not None:
+                    row["device_nodes"].add(node)
+    out = []
+    for uid in sorted(rows):
+        row = rows[uid]
+        exclusive = set()
+        for cpuset in ((state.get("entries") or {}).get(uid) or {}).values():
+            exclusive |= cpus(cpuset)
+        exclusive |= cpus((state.get("pod_entries") or {}).get(uid))
+        cpu_nodes = sorted(set(node_of[c] for c in exclusive if c in node_of))
+        device_nodes = sorted(row["device_nodes"])
+        out.append({"pod": uid, "resources": row["resources"], "devices": row["devices"],
+                    "device_nodes": device_nodes, "exclusive_cpus": fmt(exclusive),
+                    "cpu_nodes": cpu_nodes, "numa_hints": row["hinted"],
+                    "aligned": bool(exclusive) and bool(device_nodes) and set(cpu_nodes) <= set(device_nodes)})
+    return out
+
+
+def _subset(want, have):
+    if isinstance(want, dict):
+        return isinstance(have, dict) and all(_subset(v, have.get(k)) for k, v in want.items())
+    return want == have
+
+
+def kubernetes_audit(facts, plan=None, profile=None):
+    kube = (facts or {}).get("kubernetes")
+    if not kube:
+        return None
+    node_of = _node_of(facts)
+    effective = (kube.get("kubelet") or {}).get("effective") or {}
+    state = kube.get("cpu_manager_state") or {}
+    findings = []
+    pods = _pods(kube, facts, node_of)
+    for row in pods:
+        if not row["exclusive_cpus"]:
+            findings.append({"kind": "pod_shared_cpus", "pod": row["pod"],
+                             "msg": "pod %s holds %s but no exclusive CPUs: its threads float over the "
+                                    "shared pool (not Guaranteed, or a fractional CPU request)"
+                                    % (row["pod"], ", ".join(row["devices"]))})
+        elif not row["aligned"] and row["device_nodes"]:
+            findings.append({"kind": "pod_cpus_off_devices_node", "pod": row["pod"],
+                             "msg": "pod %s: exclusive CPUs %s on NUMA node(s) %s, its devices %s on "
+                                    "node(s) %s" % (row["pod"], row["exclusive_cpus"],
+                                                    ",".join(map(str, row["cpu_nodes"])),
+                                                    ", ".join(row["devices"]),
+                                                    ",".join(map(str, row["device_nodes"])))})
+    wanted = dict((k, v) for k, v in ((profile or {}).get("config") or {}).items() if k in _PROFILE_KEYS)
+    if not wanted:
+        wanted = {"cpuManagerPolicy": "static"}
+    missing = sorted(k for k, v in wanted.items() if not _subset(v, effective.get(k)))
+    state_policy = state.get("policy")
+    in_effect = not missing and (not state or state_policy == effective.get("cpuManagerPolicy"))
+    if not in_effect:
+        findings.append({"kind": "profile_not_in_effect", "pod": None,
+                         "msg": "the kubelet profile is not in effect: %s" % (
+                             "keys %s differ in the kubelet configuration" % ", ".join(missing) if missing
+                             else "cpu_manager_state was written under policy %s (the kubelet has not "
+                                  "restarted with the new policy)" % state_policy)})
+    irq = set()
+    for entry in ((plan or {}).get("npus") or {}).values():
+        irq |= cpus(entry.get("irq"))
+    if profile and not irq:
+        irq = cpus(profile.get("irq_cpus"))
+    reserved = cpus(effective.get("reservedSystemCPUs"))
+    uncovered = sorted(irq - reserved)
+    if uncovered:
+        findings.append({"kind": "irq_cpus_not_reserved", "pod": None,
+                         "msg": "IRQ CPUs %s are not in reservedSystemCPUs (%s): pods may get them "
+                                "exclusively and share them with NPU/NIC interrupts"
+                                % (fmt(uncovered), effective.get("reservedSystemCPUs") or "unset")})
+    no_numa = sorted(set(r for row in pods if not row["numa_hints"] for r in row["resources"]))
+    if no_numa:
+        findings.append({"kind": "device_plugin_no_numa", "pod": None,
+                         "msg": "the device plugin of %s reports no NUMA topology: the Topology Manager "
+                                "gets no device hints (MindCluster's Ascend device plugin sends "
+                                "TopologyInfo since commit 9d4acd8e, native scheduler only)"
+                                % ", ".join(no_numa)})
+    node = {"profile_in_effect": in_effect, "cpu_manager_policy": effective.get("cpuManagerPolicy"),
+            "state_policy": state_policy,
+            "topology_manager_policy": effective.get("topologyManagerPolicy"),
+            "reserved_cpus": effective.get("reservedSystemCPUs"),
+            "reserved_covers_irq_cpus": not uncovered if irq else None,
+            "device_plugin_numa": (not no_numa) if pods else None,
+            "device_pods": len(pods), "misaligned_pods": sum(1 for f in findings
+                                                             if f["kind"] == "pod_cpus_off_devices_node")}
+    return {"node": node, "pods": pods, "findings": findings}

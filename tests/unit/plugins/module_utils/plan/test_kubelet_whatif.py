@@ -1,0 +1,122 @@
+# -*- coding: utf-8 -*-
+"""plan/kubelet_whatif.py against the kubelet's own table-driven cases (tests/fixtures/kubelet/, ported
+as data) and on the recorded A2 with its kubelet profile."""
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
+from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import kubelet_whatif as w
+from ansible_collections.npuops.fleet.plugins.module_utils.plan.dispatch import make_plan
+from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_profile import kubelet_profile
+from npuops_testing import REPO, SNAPSHOTS
+
+FIXTURES_KUBELET = os.path.join(REPO, "tests", "fixtures", "kubelet")
+with open(os.path.join(FIXTURES_KUBELET, "cpu_assignment.yml")) as _handle:
+    DATA = yaml.safe_load(_handle)
+
+
+def topo_of(name):
+    spec = dict(DATA["topologies"][name])
+    offset = spec.pop("smt_offset", None)
+    if offset:
+        spec["smt_siblings"] = ["%d,%d" % (i, i + offset) for i in range(offset)]
+    return w.Topo.from_spec(spec["numa_nodes"], spec.get("smt_siblings"), spec.get("packages"))
+
+
+def outcome(case):
+    got, err = w.take_by_topology(topo_of(case["topo"]), cpulist.parse(case["available"]), case["cpus"])
+    return ("error", err) if err else ("cpus", sorted(got))
+
+
+def agrees(case):
+    kind, value = outcome(case)
+    if "error" in case:
+        return kind == "error" and value == case["error"]
+    return kind == "cpus" and value == cpulist.parse(case["expected"])
+
+
+@pytest.mark.parametrize("case", DATA["take_by_topology"], ids=[c["id"] for c in DATA["take_by_topology"]])
+def test_take_by_topology_case(case):
+    assert agrees(case), outcome(case)
+
+
+@pytest.mark.parametrize("case", DATA["free_cpus"], ids=[c["id"] for c in DATA["free_cpus"]])
+def test_free_cpus_order_case(case):
+    assert w.free_cpus(topo_of(case["topo"]), cpulist.parse(case["available"])) == case["expected"]
+
+
+def test_k_of_n_kubelet_cases_agree():
+    cases = DATA["take_by_topology"] + DATA["free_cpus"]
+    k = sum(1 for c in DATA["take_by_topology"] if agrees(c)) + sum(
+        1 for c in DATA["free_cpus"]
+        if w.free_cpus(topo_of(c["topo"]), cpulist.parse(c["available"])) == c["expected"])
+    assert (k, len(cases)) == (21, 21)
+
+
+def test_hint_merge_rules():
+    nodes = [0, 1]
+    one = [(frozenset([0]), True), (frozenset([1]), True), (frozenset([0, 1]), False)]
+    two_only = [(frozenset([0, 1]), True)]
+    assert w.merge_hints("single-numa-node", [one, None], nodes) == (frozenset([0]), True, True)
+    assert w.merge_hints("single-numa-node", [two_only], nodes)[2] is False
+    assert w.merge_hints("restricted", [two_only], nodes) == (frozenset([0, 1]), True, True)
+    # CPUs fit node 1 only, the devices node 0 only: nothing preferred is left
+    mask, preferred, admit = w.merge_hints("restricted", [[(frozenset([1]), True), (frozenset([0, 1]), False)],
+                                                          [(frozenset([0]), True), (frozenset([0, 1]), False)]], nodes)
+    assert (mask, preferred, admit) == (frozenset([0]), False, False)  # narrowest, not preferred
+    assert w.merge_hints("best-effort", [[(frozenset([1]), True)], [(frozenset([0]), True)]], nodes)[2] is True
+
+
+def a2():
+    facts = topology.gather(hostio.SnapshotHostIO(os.path.join(SNAPSHOTS, "a2-910b3x8")))
+    return facts, kubelet_profile(facts, make_plan(facts), pod_devices=2)
+
+
+def test_a2_pod_with_two_npus_lands_on_their_node():
+    facts, profile = a2()
+    topo = w.Topo.from_facts(facts)
+    reserved = cpulist.parse(profile["reserved_cpus"])
+    npu_nodes = [n["numa_node"] for n in facts["npus"]]  # 6,6,4,4,0,0,2,2
+    pod = {"count": 2, "nodes": npu_nodes, "free": [6, 6]}  # only NPUs 0,1 free
+    got = w.whatif(topo, reserved, 20, pod, policy=profile["config"]["topologyManagerPolicy"])
+    assert got["admitted"] and got["numa_nodes"] == [6]
+    assert got["cpus"] == "146-155,158-167"  # node 6 minus the IRQ CPUs 144-145, 156-157
+    # 21 CPUs do not fit node 6's 20 unreserved ones: single-numa-node refuses
+    refused = w.whatif(topo, reserved, 21, pod, policy="single-numa-node")
+    assert not refused["admitted"] and "TopologyAffinityError" in refused["reason"]
+    # restricted, 8 NPUs, 80 CPUs: a CPU hint such as {0,1,3,5} (preferred: 4 nodes hold 80 CPUs) and
+    # the device hint {0,2,4,6} merge to {0}, still "preferred" (the kubelet ANDs the masks and
+    # never re-checks the size), the narrowest: 20 CPUs from node 0, the other 60 packed onto
+    # the free nodes 1 and 3 and then node 2 - CPUs on 0-3 for NPUs on 0, 2, 4, 6
+    whole = w.whatif(topo, reserved, 80, {"count": 8, "nodes": npu_nodes}, policy="restricted")
+    assert whole["admitted"] and whole["numa_nodes"] == [0, 1, 2, 3]
+
+
+def test_full_pcpus_only_refuses_odd_requests():
+    topo = topo_of("topoDualSocketHT")
+    got = w.whatif(topo, [0, 6], 3, None, policy="restricted", full_pcpus_only=True)
+    assert not got["admitted"] and "SMTAlignmentError" in got["reason"]
+    ok = w.whatif(topo, [0, 6], 4, None, policy="restricted", full_pcpus_only=True)
+    assert ok["admitted"] and ok["numa_nodes"] == [0]
+
+
+with open(os.path.join(FIXTURES_KUBELET, "topology_merge.yml")) as _handle:
+    MERGE = yaml.safe_load(_handle)
+
+
+def merged(case):
+    mask, preferred, dummy = w.merge_provider_maps(MERGE["policy"], case["providers"], MERGE["nodes"])
+    return [sorted(mask) if mask is not None else None, preferred]
+
+
+@pytest.mark.parametrize("case", MERGE["cases"], ids=[c["id"] for c in MERGE["cases"]])
+def test_single_numa_node_merge_case(case):
+    assert merged(case) == case["expected"]
+
+
+def test_k_of_n_topology_merge_cases_agree():
+    assert sum(1 for c in MERGE["cases"] if merged(c) == c["expected"]) == len(MERGE["cases"]) == 12

@@ -226,7 +226,9 @@ def plan_host(module):
         allowed_cpus=params["allowed_cpus"], reserved_cpus=params["reserved_cpus"],
         nics=params["nics"] if params["nics"] is not None else params["nics_regex"],
         frontend_cpus=params["frontend_cpus"], full_check=True)
-    return dict(changed=False, plan=plan, cpu_map=cpumap.render_text(plan, params["topology"]))
+    # each plan warning also shown in the play, not only kept in the plan and the audit
+    return dict(changed=False, plan=plan, cpu_map=cpumap.render_text(plan, params["topology"]),
+                warnings=["npu_cpu_plan: %s" % text for text in plan.get("warnings") or []])
 
 
 def main():

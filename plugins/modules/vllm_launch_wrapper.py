@@ -337,6 +337,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import WrapperError
 from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import host_path
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules as host_rules
+from ansible_collections.npuops.fleet.plugins.module_utils.model.instances import module_option as instance_option
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app, units
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import (
@@ -442,18 +443,19 @@ def install(module):
 
 def main():
     run(dict(
-        name=dict(type="str", required=True),
+        # the per-instance options: the one instance schema (model/instances.py)
+        name=instance_option("name"),
         plan=dict(type="dict", required=True),
-        npus=dict(type="list", elements="int"),
-        command=dict(type="list", elements="str", required=True),
-        env=dict(type="dict", default={}),
-        dest=dict(type="path", default="/usr/local/lib/npuops"),
-        binding=dict(type="str", choices=["host", "vllm"], default="host"),
-        systemd=dict(type="bool", default=True),
-        unit_dir=dict(type="path", default="/etc/systemd/system"),
+        npus=instance_option("npus", required=False),
+        command=instance_option("command", required=True),
+        env=instance_option("env", default={}),
+        dest=instance_option("dest", type="path", default="/usr/local/lib/npuops"),
+        binding=instance_option("binding", default="host"),
+        systemd=instance_option("systemd", default=True),
+        unit_dir=instance_option("unit_dir", type="path", default="/etc/systemd/system"),
         bind_timeout=dict(type="int", default=900),
         ready_url=dict(type="str"),
-        migrate=dict(type="bool", default=True),
+        migrate=instance_option("migrate", default=True),
         reconcile=dict(type="bool", default=True),
         reconcile_interval=dict(type="str", default="5min"),
         metrics_dir=dict(type="path", default="/var/lib/prometheus/node-exporter"),

@@ -186,7 +186,7 @@ def problems(instances, devices=None, restricted=None, device_word="NPU", variab
             if not _is_int(npu):
                 continue
             if allowed is not None and npu not in allowed:
-                out.append("%s: %s %d %s" % (where, device_word, npu,
+                out.append("%s: %s %d is not usable: %s" % (where, device_word, npu,
                                              device_set_text(devices, restricted, device_word)))
             if npu in owner and owner[npu] != index:
                 out.append("%s: %s %d is also in %s[%d]; an %s serves one instance"
@@ -195,14 +195,14 @@ def problems(instances, devices=None, restricted=None, device_word="NPU", variab
     return out
 
 
-def device_set_text(devices, restricted, device_word="NPU"):
-    """``is not on this host, which has [0..15]`` or ``... npuops_npus restricts to [0, 1]``."""
+def device_set_text(devices, restricted, device_word="NPU", restrict_name="npuops_npus"):
+    """``this host has [0..15]`` or ``this host has [0..15], npuops_npus restricts to [0, 1]``."""
     have = sorted(set(devices or ()))
-    text = "is not usable: this host has %s" % _ids(have)
+    text = "this host has %s" % _ids(have)
     if restricted:
-        text += ", npuops_npus restricts to %s" % _ids(sorted(set(restricted)))
+        text += ", %s restricts to %s" % (restrict_name, _ids(sorted(set(restricted))))
     elif not have:
-        text = "is not usable: this host has no %s" % device_word
+        text = "this host has no %s" % device_word
     return text
 
 

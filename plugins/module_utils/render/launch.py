@@ -204,8 +204,11 @@ def check_env(env, source="env"):
                                          else "special"))
         if isinstance(value, bool):
             value = "1" if value else "0"
-        if value is None:
-            value = ""
+        if value is None or isinstance(value, (dict, list, tuple)):
+            # null would export NAME='' silently; a mapping or a list its Python repr
+            raise WrapperError("%s: %s: value must be a string, a number or a boolean, got %s "
+                               "(quote it; '' for an empty value)"
+                               % (source, key, "null" if value is None else type(value).__name__))
         value = str(value)
         if "\x00" in value:
             raise WrapperError("%s: %s contains a NUL byte" % (source, key))

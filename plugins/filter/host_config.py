@@ -41,7 +41,7 @@ def host_devices(topology):
 
 def instance_problems(instances, topology=None, npus=None, need_command=False, host_env=None):
     instances = to_plain(instances)
-    devices, word = (None, "NPU") if topology is None else host_devices(to_plain(topology))
+    devices, word = (None, None) if topology is None else host_devices(to_plain(topology))
     try:
         restricted = [int(n) for n in (to_plain(npus) or [])]
     except (TypeError, ValueError):

@@ -148,7 +148,7 @@ def env_problems(env, where):
     return out
 
 
-def problems(instances, devices=None, restricted=None, device_word="NPU", variable=VARIABLE,
+def problems(instances, devices=None, restricted=None, device_word=None, variable=VARIABLE,
              need_command=False):
     """Every problem of ``instances`` (a list of instance mappings), each naming ``variable``.
 
@@ -156,6 +156,8 @@ def problems(instances, devices=None, restricted=None, device_word="NPU", variab
     ``restricted``: ``npuops_npus`` when it keeps only some of them. ``need_command``: the
     instances are to be installed (role vllm_launch), so each needs its command.
     """
+    if device_word is None:
+        device_word = "device" if devices is None else "NPU"
     if instances is None:
         return []
     if isinstance(instances, dict) or isinstance(instances, str) or not isinstance(instances, (list, tuple)):
@@ -189,8 +191,8 @@ def problems(instances, devices=None, restricted=None, device_word="NPU", variab
                 out.append("%s: %s %d is not usable: %s" % (where, device_word, npu,
                                              device_set_text(devices, restricted, device_word)))
             if npu in owner and owner[npu] != index:
-                out.append("%s: %s %d is also in %s[%d]; an %s serves one instance"
-                           % (where, device_word, npu, variable, owner[npu], device_word))
+                out.append("%s: %s %d is also in %s[%d]; a device serves one instance only"
+                           % (where, device_word, npu, variable, owner[npu]))
             owner.setdefault(npu, index)
     return out
 

@@ -70,11 +70,13 @@ def unknown_variables(names, known=None, warn=False):
     return out
 
 
-def plan_instances(instances):
+def plan_instances(instances, binding=False):
     out = []
     for inst in to_plain(instances) or []:
         if isinstance(inst, dict):
             out.append({"name": inst.get("name"), "npus": inst.get("npus")})
+            if binding:
+                out[-1]["binding"] = inst.get("binding")
     return out
 
 

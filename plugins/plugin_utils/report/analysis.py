@@ -18,6 +18,7 @@ from collections import Counter, OrderedDict
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.drift import (
     drift_groups, drift_summary, summarize_binding)
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.applied import summarize_config
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.problems import group_problems, host_problems
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.gpu_rails import analyse_rails, rail_shapes
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import (
@@ -344,6 +345,8 @@ def analyse_host(name, entry):
         ("rails", _empty_rails()),
         # what vllm_binding_facts read back: is the binding still the plan? (report/drift.py)
         ("binding", summarize_binding(entry)),
+        # what site.yml applies here (the role variables): the findings never ask for it again
+        ("config", summarize_config(entry, facts)),
     ])
     host["facts_error_count"] = len(host["facts_errors"])
     return host

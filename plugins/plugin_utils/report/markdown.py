@@ -176,7 +176,7 @@ def render_markdown(report):
                       "facts errors", "binding", "shape"],
                      [[_hosts_cell(shape), h["arch"], h["vendor"], h["device_type"],
                        "%d/%d" % (h["cpus_allowed"], h["cpus_online"]), len(h["numa_nodes"]),
-                       h["npus"] + h["gpus"], h["health"]["healthy"] + h["gpus"],
+                       h["npus"] + h["gpus"], h["health"]["healthy"],
                        h["softshare"]["capacity"], _irqbalance_md(h),
                        {True: "yes", False: "MISSING"}.get(h["migratepages"], "unknown"),
                        h["rails"]["status"], len(h["facts_errors"]), _binding_md(h), shape["id"]]

@@ -155,6 +155,14 @@ def host_problems(host):
                             "%s: %s" % (err["source"], err["msg"]), _fix_for_source(err["source"])))
     for chip in host["health"]["unhealthy"]:
         severity = "warning" if rules.health_state(chip["health"]) == rules.HEALTH_WARNING else "error"
+        if host["vendor"] == "nvidia":
+            out.append(_problem(severity, name, "unhealthy_chip", "GPU not healthy",
+                                "GPU %s (%s) health %s: uncorrectable ECC errors since the driver "
+                                "loaded (nvidia-smi)" % (chip["logic_id"], chip["name"], chip["health"]),
+                                "drain the GPU, check `nvidia-smi -q -d ECC -i %s`, reset it; keep it "
+                                "out of npuops_vllm_instances until it counts no new errors"
+                                % chip["logic_id"]))
+            continue
         out.append(_problem(severity, name, "unhealthy_chip", "NPU not healthy",
                             "logic NPU %s (card %s chip %s, %s) health %s; soft-share capacity "
                             "is %d of %d" % (chip["logic_id"], chip["npu_id"], chip["chip_id"],

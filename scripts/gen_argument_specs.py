@@ -42,7 +42,10 @@ EXTRA_OPTIONS = {
         "type": "bool", "default": False,
         "description": ["Prepare the soft-share host paths (site.yml's softshare stage)."]},
 }
-EXTRA_KNOWN = ("npuops_plan", "npuops_audit_report", "npuops_demo_snapshot", "npuops_demo_dir")
+# facts the roles set, and the variables of this repository's demo and molecule inventories
+EXTRA_KNOWN = ("npuops_plan", "npuops_audit_report", "npuops_demo_snapshot", "npuops_demo_dir",
+               "npuops_standin_instances", "npuops_standin_plan", "npuops_chroot_base",
+               "npuops_chroot_dir", "npuops_chroot_snapshot_src")
 
 
 class _Dumper(yaml.SafeDumper):

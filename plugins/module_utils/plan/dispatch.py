@@ -60,8 +60,11 @@ def validate_instances(instances, known, host_ids=None, word="NPU"):
             raise PlanError("instances[%d] must be a dict with 'name' and 'npus', got %r"
                             % (index, inst))
         name = str(inst["name"])
-        if not name or name in seen_names:
-            raise PlanError("instances[%d]: name %r is empty or used twice" % (index, name))
+        if not name:
+            raise PlanError("instances[%d]: name is empty" % index)
+        if name in seen_names:
+            raise PlanError("instances[%d]: name %r is already used by another instance; instance "
+                            "names must be unique on a host" % (index, name))
         seen_names.add(name)
         ids = _int_list(inst["npus"], "instances[%d] (%s) npus" % (index, name))
         if not ids:

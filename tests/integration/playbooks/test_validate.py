@@ -116,7 +116,8 @@ def test_reuse_playbook_accepts_migrate_and_refuses_before_writing(tmp_path):
     good = run_playbook(str(playbook), inv)
     assert good.returncode == 0, good.stdout
     assert "Supported parameters include" not in good.stdout
-    # a mistake in the instances is refused by the binding role before the IRQs are pinned
+    # a mistake in the instances is refused by the binding role's planner before the IRQs are
+    # pinned (import npuops.fleet.validate first for every check and the variable's name)
     bad = tmp_path / "bad"
     bad.mkdir()
     inv = fleet(bad, {"npuops_vllm_instances": [inst("a"), inst("a", npus=[2, 3])]})
@@ -124,7 +125,7 @@ def test_reuse_playbook_accepts_migrate_and_refuses_before_writing(tmp_path):
     before = dict((h, tree(r)) for h, r in roots.items())
     proc = run_playbook(str(playbook), inv)
     assert proc.returncode != 0
-    assert proc.stdout.count("name 'a' is already used") >= 2, proc.stdout
+    assert proc.stdout.count("name 'a' is already used by another instance") >= 2, proc.stdout
     assert dict((h, tree(r)) for h, r in roots.items()) == before
 
 

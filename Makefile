@@ -8,10 +8,13 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 VENV ?= .venv
+# The tour's and the demo's light venv (ansible-core only); a VENV given on the command line wins.
+DEMO_VENV ?= $(if $(filter command line,$(origin VENV)),$(VENV),.venv-demo)
+export DEMO_VENV := $(abspath $(DEMO_VENV))
 PY := $(VENV)/bin/python
 export VENV := $(abspath $(VENV))
 
-.PHONY: help deps venv test check unit unit-fast py37 sanity lint systemd molecule docs changelog bench ee demo demo-clean clean
+.PHONY: help deps venv venv-demo test check unit unit-fast py37 sanity lint systemd molecule docs changelog bench ee demo demo-clean clean
 
 help: ## list targets
 	@grep -E '^[a-z][a-z0-9-]*:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -22,6 +25,10 @@ deps: ## system packages `make test` uses (apt): shellcheck, sshd, chromium, num
 venv: ## .venv from requirements-dev.txt (rebuilt when it changes) + collection link; no system package but python3-venv where missing
 	@scripts/install-system-deps.sh venv
 	@scripts/ensure-venv.sh
+
+venv-demo: ## light venv for the tour and make demo (.venv-demo: ansible-core from requirements-demo.txt, no dev toolchain)
+	@scripts/install-system-deps.sh venv
+	@VENV=$(DEMO_VENV) REQUIREMENTS=requirements-demo.txt scripts/ensure-venv.sh
 
 test: deps venv ## everything CI runs: py3.7 compile, module docs, pytest, ansible-test sanity, ansible-lint, real systemd, molecule
 	@scripts/check.sh py37 docs unit sanity lint systemd molecule
@@ -54,6 +61,7 @@ molecule: venv ## molecule scenarios default (local) and chroot (Debian bookworm
 
 docs: venv ## regenerate docs/modules/*.md from the modules' DOCUMENTATION/EXAMPLES/RETURN
 	@$(PY) scripts/gen_module_docs.py
+	@$(PY) scripts/gen_argument_specs.py
 
 changelog: venv ## lint fragments, regenerate CHANGELOG.rst preview
 	@scripts/changelog.sh
@@ -64,8 +72,8 @@ bench: venv ## run every bench/bench_*.py and print their tables (long: 256 host
 ee: venv ## execution-environment build context in .cache/ee/context (ansible-builder create; no image)
 	@scripts/ee-create.sh
 
-demo: venv ## simulated fleet: site.yml + audit report (scripts/demo.sh); needs only Python and pip
-	@scripts/demo.sh
+demo: venv-demo ## simulated fleet: site.yml + audit report (scripts/demo.sh) in the light venv; needs only Python and pip
+	@VENV=$(DEMO_VENV) scripts/demo.sh
 
 demo-clean: ## remove the demo sandbox
 	rm -rf .demo

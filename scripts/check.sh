@@ -18,7 +18,7 @@ gates=("$@")
 gate_cmd() {
     case "$1" in
         py37)   echo "scripts/compile-py37.sh" ;;
-        docs)   echo "$VENV/bin/python scripts/gen_module_docs.py --check" ;;
+        docs)   echo "scripts/check-docs.sh" ;;
         # one pytest run over both trees, so the closing "N passed" counts every test
         unit)   echo "$VENV/bin/python -m pytest tests/unit tests/integration -q -n ${PYTEST_WORKERS:-2} --durations=5 $PYTEST_ARGS" ;;
         sanity) echo "scripts/sanity.sh" ;;

@@ -19,7 +19,7 @@ INV="$REPO/inventories/demo/hosts.yml"
 LIMIT="${DEMO_LIMIT:-}"
 
 if [[ ! -x "$VENV/bin/ansible-playbook" ]]; then
-    echo "demo: $VENV/bin/ansible-playbook not found; run 'make venv' first" >&2
+    echo "demo: $VENV/bin/ansible-playbook not found; run 'make venv-demo' (or make venv) first" >&2
     exit 2
 fi
 if [[ ! -e "$REPO/.cache/collections/ansible_collections/npuops/fleet" ]]; then

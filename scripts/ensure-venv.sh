@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Create or refresh .venv from requirements-dev.txt, and link the collection for Ansible.
+# REQUIREMENTS=requirements-demo.txt builds the light venv of the tour and the demo instead
+# (make venv-demo: ansible-core only).
 #
-# Rebuild trigger: the sha256 of requirements-dev.txt differs from the stamp in .venv (or the
+# Rebuild trigger: the sha256 of the requirements file differs from the stamp in .venv (or the
 # venv is missing/broken). Quick no-op otherwise. Controller Python must be 3.11-3.13
 # (ansible-core 2.19); the first suitable python3.X on PATH wins.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 VENV=${VENV:-$REPO/.venv}
-REQ=$REPO/requirements-dev.txt
+REQ=$REPO/${REQUIREMENTS:-requirements-dev.txt}
+# the dev venv must also run the tests; the demo venv only ansible
+CHECK=ansible
+[[ "$(basename "$REQ")" == requirements-dev.txt ]] && CHECK="ansible, pytest"
 STAMP=$VENV/.requirements.sha256
 
 log() { printf 'venv: %s\n' "$*"; }
@@ -37,7 +42,7 @@ pick_python() {
 
 want=$(sha256sum "$REQ" | cut -d' ' -f1)
 if [[ -x "$VENV/bin/python" ]] && [[ -f "$STAMP" ]] && [[ "$(cat "$STAMP")" == "$want" ]] \
-    && "$VENV/bin/python" -c 'import ansible, pytest' 2>/dev/null; then
+    && "$VENV/bin/python" -c "import $CHECK" 2>/dev/null; then
     log "up to date ($VENV)"
     link_collection
     exit 0
@@ -48,7 +53,7 @@ if [[ ! -x "$VENV/bin/python" ]]; then
     log "creating $VENV with $python ($("$python" --version 2>&1))"
     "$python" -m venv "$VENV"
 fi
-log "installing requirements-dev.txt"
+log "installing $(basename "$REQ")"
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$REQ" </dev/null
 printf '%s\n' "$want" >"$STAMP"
 link_collection

@@ -32,13 +32,14 @@ class ParseError(InputError):
 
 
 class PlanError(NpuopsError):
-    """A CPU/GPU plan cannot be made. ``npu`` names the device (or None for the host).
+    """A CPU/GPU plan cannot be made. ``npu`` names the device (or None for the host),
+    ``word`` its kind (NPU, GPU on NVIDIA hosts).
 
     ``cpu_shortage``: the plan failed because too few CPUs are allowed, so a cpuset that
     cut the facts may be the cause (``plan.make_plan`` then says so with ``add_hint``).
     """
 
-    def __init__(self, reason, npu=None, cpu_shortage=False):
+    def __init__(self, reason, npu=None, cpu_shortage=False, word="NPU"):
         self.npu = npu
         self.reason = reason
         self.cpu_shortage = cpu_shortage
@@ -46,7 +47,7 @@ class PlanError(NpuopsError):
         if npu is None:
             text = reason
         else:
-            text = "NPU %s: %s" % (npu, reason)
+            text = "%s %s: %s" % (word, npu, reason)
         super(PlanError, self).__init__(text)
 
     def add_hint(self, hint):

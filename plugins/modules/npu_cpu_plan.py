@@ -78,6 +78,12 @@ options:
       - Default - every free CPU of the nodes nearest to the instance's devices, or, where no
         CPU is free, 2 + (number of devices) cores carved from its workers' main CPUs.
     type: int
+  show_warnings:
+    description:
+      - Also return each of the plan's C(warnings) as a task warning, shown during the play. The
+        fleet_audit role sets V(false) - it reports them as findings.
+    type: bool
+    default: true
 extends_documentation_fragment:
   - npuops.fleet.attributes
 attributes:
@@ -226,7 +232,10 @@ def plan_host(module):
         allowed_cpus=params["allowed_cpus"], reserved_cpus=params["reserved_cpus"],
         nics=params["nics"] if params["nics"] is not None else params["nics_regex"],
         frontend_cpus=params["frontend_cpus"], full_check=True)
-    return dict(changed=False, plan=plan, cpu_map=cpumap.render_text(plan, params["topology"]))
+    # each plan warning also shown in the play, not only kept in the plan and the audit
+    return dict(changed=False, plan=plan, cpu_map=cpumap.render_text(plan, params["topology"]),
+                warnings=["npu_cpu_plan: %s" % text for text in plan.get("warnings") or []
+                          if params["show_warnings"]])
 
 
 def main():
@@ -241,6 +250,7 @@ def main():
         nics=dict(type="list", elements="str"),
         nics_regex=dict(type="str"),
         frontend_cpus=dict(type="int"),
+        show_warnings=dict(type="bool", default=True),
     ), plan_host, prefix="npu_cpu_plan: ", mutually_exclusive=[("nics", "nics_regex")])
 
 

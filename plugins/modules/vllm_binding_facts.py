@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: vllm_binding_facts
 short_description: Read back what is really bound for each installed vLLM instance, and its drift
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - For every instance M(npuops.fleet.vllm_launch_wrapper) installed under O(dest) (its
     C(<name>.plan.json)), asks the instance's own binder in check mode

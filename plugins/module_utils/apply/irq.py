@@ -159,6 +159,7 @@ def _nic_targets(plan, topology, reader, wanted, warnings):
         if nic and nic not in claimed:
             claimed[nic] = key
     targets = []
+    crowded = []
     for nic, key in sorted(claimed.items(), key=lambda kv: int(kv[1])):
         label = "GPU%s/%s" % (key, nic)
         try:
@@ -173,8 +174,7 @@ def _nic_targets(plan, topology, reader, wanted, warnings):
         if spare:
             pool = spare  # completions on CPUs no worker runs on
         else:
-            warnings.append("%s: no spare CPU on the NIC's node; its completion IRQs share the "
-                            "GPU's pool" % label)
+            crowded.append(label)
         bus = _check_bdf(fact["bus_id"], label)
         irqs = interrupts.nic_irqs(reader.table(), bus, reader.msi(bus))
         if not irqs:
@@ -182,6 +182,15 @@ def _nic_targets(plan, topology, reader, wanted, warnings):
         for index, irq in enumerate(irqs):
             targets.append({"irq": irq_number(irq, label), "device": label,
                             "role": "comp%d" % index, "cpus": [pool[index % len(pool)]]})
+    if crowded:
+        # one warning per host, saying whether to act and what to change
+        warnings.append(
+            "%s: no spare CPU on the NIC's NUMA node, so its completion IRQs are pinned inside the "
+            "GPU's pool (every CPU of the node went to GPU pools and frontends). Nothing to do "
+            "unless RDMA traffic is heavy (NCCL over InfiniBand/RoCE) and the GPU workers jitter; "
+            "then leave CPUs spare for the IRQs: cap each instance's frontend with "
+            "npuops_frontend_cpus (npu_cpu_plan frontend_cpus; the rest goes to cpu_budget.spare) "
+            "and run site.yml again" % ", ".join(crowded))
     return targets
 
 

@@ -83,6 +83,9 @@ TOPOLOGY = (RECORD, {
         "numa_node": _NODE_ID,
         "affinity": _CPULIST,
         "links": _opt((MAP, STR, _TEXT)),
+        "model": _TEXT,
+        "memory_mb": _opt((INT,)),
+        "health": _TEXT,
     }))),
     "nics": _opt((LIST, (RECORD, {
         "name": (STR,),

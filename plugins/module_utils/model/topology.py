@@ -20,7 +20,8 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsE
 from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_facts, rules
 from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import (
-    cgroup, device_type, interrupts, irqbalance_conf, npu_smi, nvidia_topo, pci, rdma)
+    cgroup, device_type, interrupts, irqbalance_conf, npu_smi, nvidia_query, nvidia_topo, pci,
+    rdma)
 
 SCHEMA_VERSION = 2
 
@@ -32,6 +33,7 @@ COMMANDS = (
     ("lscpu_e", ["lscpu", "-e=CPU,NODE"]),
     ("nvidia_topo", ["nvidia-smi", "topo", "-m"]),
     ("nvidia_query", ["nvidia-smi", "--query-gpu=index,pci.bus_id", "--format=csv,noheader"]),
+    ("nvidia_gpus", nvidia_query.ARGV),  # model and health (absent from older snapshots)
     ("irqbalance", ["systemctl", "is-active", "irqbalance"]),
 )
 TOOLS = ("npu-smi", "nvidia-smi", "migratepages", "taskset", "systemctl")
@@ -195,6 +197,13 @@ def _interrupts(io, src):
         return {}
 
 
+def _gpu_model(found):
+    """The model fields of one GPU (None each when nvidia-smi's query did not answer)."""
+    found = found or {}
+    return {"model": found.get("model"), "memory_mb": found.get("memory_mb"),
+            "health": found.get("health")}
+
+
 def _gpus(io, src):
     warnings = []
     text = src.text("nvidia_topo")
@@ -206,6 +215,7 @@ def _gpus(io, src):
         src.error("nvidia-smi topo -m", err.msg)
         return [], [], warnings, None
     warnings.extend("nvidia-smi topo -m: %s" % w for w in parsed.get("warnings", []))
+    models = src.parse("nvidia_gpus", nvidia_query.parse) or {}
     buses = {}
     query = src.text("nvidia_query")
     for line in (query or "").splitlines():
@@ -223,6 +233,7 @@ def _gpus(io, src):
         gpus.append({"index": gpu["index"], "name": gpu["name"], "bus_id": bus,
                      "numa_node": numa_node, "affinity": gpu.get("affinity"),
                      "links": dict(gpu.get("links") or {})})
+        gpus[-1].update(_gpu_model(models.get(gpu["index"])))
     gpus.sort(key=lambda g: g["index"])
     legend = dict((n["name"], n["legend"]) for n in parsed.get("nics", []))
     return gpus, legend, warnings, bool(parsed.get("numa_off"))

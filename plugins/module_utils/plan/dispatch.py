@@ -15,6 +15,7 @@ __metaclass__ = type
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import nodemap
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules, schema
+from ansible_collections.npuops.fleet.plugins.module_utils.model.instances import device_set_text
 from ansible_collections.npuops.fleet.plugins.module_utils.parse.device_type import TYPES as DEVICE_TYPES
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import frontend as placement
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import gpu as gpu_plan
@@ -42,8 +43,11 @@ def _int_list(value, what):
     return out
 
 
-def validate_instances(instances, known):
-    """``[(name, [npu, ...])]`` from the ``instances`` option; raises PlanError on bad input."""
+def validate_instances(instances, known, host_ids=None, word="NPU"):
+    """``[(name, [npu, ...])]`` from the ``instances`` option; raises PlanError on bad input.
+
+    ``known``: the ids the plan keeps; ``host_ids``: all of the host's (when ``npus`` restricts
+    the plan, a message says both); ``word``: NPU or GPU, as the host's vendor says."""
     if instances is None:
         return None
     if not isinstance(instances, (list, tuple)):
@@ -56,19 +60,25 @@ def validate_instances(instances, known):
             raise PlanError("instances[%d] must be a dict with 'name' and 'npus', got %r"
                             % (index, inst))
         name = str(inst["name"])
-        if not name or name in seen_names:
-            raise PlanError("instances[%d]: name %r is empty or used twice" % (index, name))
+        if not name:
+            raise PlanError("instances[%d]: name is empty" % index)
+        if name in seen_names:
+            raise PlanError("instances[%d]: name %r is already used by another instance; instance "
+                            "names must be unique on a host" % (index, name))
         seen_names.add(name)
         ids = _int_list(inst["npus"], "instances[%d] (%s) npus" % (index, name))
         if not ids:
-            raise PlanError("instance %s has no NPUs" % name)
+            raise PlanError("instance %s has no %ss" % (name, word))
         for npu in ids:
             if npu not in known:
-                raise PlanError("instance %s: unknown NPU id %d; this host has %s"
-                                % (name, npu, sorted(known)), npu)
+                restricted = sorted(known) if host_ids is not None and set(host_ids) != set(known) \
+                    else None
+                raise PlanError("instance %s: unknown %s id %d; %s" % (
+                    name, word, npu, device_set_text(host_ids if restricted else known, restricted, word,
+                                          "npus (npuops_npus)")), npu, word=word)
             if npu in owner:
-                raise PlanError("NPU %d is in two instances: %s and %s" % (npu, owner[npu], name),
-                                npu)
+                raise PlanError("%s %d is in two instances: %s and %s" % (word, npu, owner[npu], name),
+                                npu, word=word)
             owner[npu] = name
         out.append((name, ids))
     return out
@@ -205,7 +215,7 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
         raise PlanError("unknown NPU id(s) %s; this host has logic ids %s" % (unknown, ids),
                         unknown[0])
     insts = None if instances is None else \
-        validate_instances(instances, set(requested if requested is not None else ids))
+        validate_instances(instances, set(requested if requested is not None else ids), ids)
     if requested is None and insts:
         requested = sorted(set(n for dummy, members in insts for n in members))
     if not allowed:
@@ -374,7 +384,7 @@ def _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics
     keep = requested if requested is not None else sorted(known)
     plan["env"] = dict(result.get("env") or {})
     plan["warnings"].extend(result.get("warnings") or [])
-    insts = validate_instances(instances, set(keep))
+    insts = validate_instances(instances, set(keep), sorted(known), "GPU")
     # the frontends and the budget, per the GPU's NUMA node and package
     node_cpus = _node_cpus(topology)
     if not allowed and allowed_cpus is None:

@@ -208,7 +208,9 @@ def check_env(env, source="env"):
         if isinstance(value, bool):
             value = "1" if value else "0"
         if value is None:
-            value = ""
+            # null would export NAME='' silently
+            raise WrapperError("%s: %s: value must be a string, a number or a boolean, got null "
+                               "(quote it; '' for an empty value)" % (source, key))
         if not isinstance(value, (str, int, float)):
             # str() would pass the Python repr ("['a', 'b']") to vLLM
             raise WrapperError("%s: %s must be a string or a number, got a %s (join a list "

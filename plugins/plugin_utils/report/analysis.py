@@ -18,8 +18,9 @@ from collections import Counter, OrderedDict
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.drift import (
     drift_groups, drift_summary, summarize_binding)
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.applied import summarize_config
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.problems import group_problems, host_problems
-from ansible_collections.npuops.fleet.plugins.plugin_utils.report.gpu_rails import analyse_rails, rail_shapes
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.gpu_rails import analyse_rails, gpu_model, rail_shapes
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.untrusted import guarded, screen_hosts
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import (
     analyse_once, compact_hosts, evidence_groups, group_shapes)
@@ -153,7 +154,10 @@ def summarize_plan(plan, error, policy, facts, applicable=True):
 
 
 def _health(facts):
-    chips = as_list(facts.get("npus"))
+    # NPUs from npu-smi; on NVIDIA hosts the GPUs (health from nvidia-smi's ECC counters)
+    chips = as_list(facts.get("npus")) or [
+        dict(g, logic_id=g.get("index"), npu_id=g.get("index"), chip_id=0, name=g.get("model"))
+        for g in as_list(facts.get("gpus")) if isinstance(g, dict)]
     unhealthy = []
     for npu in chips:
         if not isinstance(npu, dict):
@@ -319,7 +323,7 @@ def analyse_host(name, entry):
         ("facts_missing_reason", None if facts else (str(entry.get("facts_error") or "") or None)),
         ("arch", facts.get("arch")),
         ("vendor", vendor),
-        ("device_type", facts.get("device_type")),
+        ("device_type", facts.get("device_type") or (gpu_model(facts) if vendor == "nvidia" else None)),
         ("cpu_model", cpu.get("model")),
         ("cpus_online", len(online)),
         ("cpus_allowed", len(allowed) if allowed else len(online)),
@@ -346,6 +350,8 @@ def analyse_host(name, entry):
         ("rails", _empty_rails()),
         # what vllm_binding_facts read back: is the binding still the plan? (report/drift.py)
         ("binding", summarize_binding(entry)),
+        # what site.yml applies here (the role variables): the findings never ask for it again
+        ("config", summarize_config(entry, facts)),
     ])
     host["facts_error_count"] = len(host["facts_errors"])
     return host
@@ -418,7 +424,7 @@ def build_report(hosts, rails=None, screened=False):
             ("healthy", 0), ("capacity", 0), ("host_names", [])]))
         row["hosts"] += 1
         row["devices"] += host["npus"] + host["gpus"]
-        row["healthy"] += host["health"]["healthy"] + host["gpus"]
+        row["healthy"] += host["health"]["healthy"]
         row["capacity"] += host["softshare"]["capacity"]
         row["host_names"].append(host["name"])
     counts = Counter(p["severity"] for p in problems)

@@ -92,3 +92,13 @@ def analyse_rails(hosts, shapes, rails=None):
             host["rails"]["deviations"].append(_rail_deviation(
                 gpu, diff.get("actual"), diff.get("expected"), found.get("majority_hosts"),
                 found.get("group_hosts"), found.get("tie")))
+
+
+def gpu_model(facts):
+    """The GPU model of an NVIDIA host (``NVIDIA H100 80GB HBM3``; ``mixed: A, B``), or None
+    (facts without ``gpus[].model``: nvidia-smi's query did not answer, or an older snapshot)."""
+    models = sorted(set(str(g.get("model")) for g in (facts.get("gpus") or [])
+                        if isinstance(g, dict) and g.get("model")))
+    if not models:
+        return None
+    return models[0] if len(models) == 1 else "mixed: " + ", ".join(models)

@@ -16,6 +16,7 @@ __metaclass__ = type
 import html
 from collections import OrderedDict
 
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report import applied
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
     POLICIES, ROLES, one_line, plural)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import shapes_of
@@ -36,6 +37,14 @@ def _md_table(headers, rows):
     for row in rows:
         lines.append("| " + " | ".join(_md(c) for c in row) + " |")
     return lines
+
+
+def _vllm_effect_note(host):
+    """Whether the prediction applies: not where every instance runs with host binding."""
+    config = host.get("config") or {}
+    if config.get("known") and not config.get("vllm_bound"):
+        return applied.not_in_effect_note(config)
+    return ""
 
 
 def _plan_cell(plan, field):
@@ -168,7 +177,7 @@ def render_markdown(report):
                       "facts errors", "binding", "shape"],
                      [[_hosts_cell(shape), h["arch"], h["vendor"], h["device_type"],
                        "%d/%d" % (h["cpus_allowed"], h["cpus_online"]), len(h["numa_nodes"]),
-                       h["npus"] + h["gpus"], h["health"]["healthy"] + h["gpus"],
+                       h["npus"] + h["gpus"], h["health"]["healthy"],
                        h["softshare"]["capacity"], _irqbalance_md(h),
                        {True: "yes", False: "MISSING"}.get(h["migratepages"], "unknown"),
                        h["rails"]["status"], len(h["facts_errors"]), _binding_md(h), shape["id"]]
@@ -183,7 +192,7 @@ def render_markdown(report):
                      vl["mode"] if vl["status"] == "ok" else _plan_cell(vl, "status"),
                      _plan_cell(vl, "cpus_used"), _plan_cell(vl, "overlap_cpus"),
                      _plan_cell(vl, "cross_numa_count"),
-                     vl["reason"] or vl["error"] or ""])
+                     vl["reason"] or vl["error"] or _vllm_effect_note(h)])
     out += _md_table(["hosts", "strict mode", "CPUs used", "overlap CPUs", "cross-NUMA",
                       "vllm_ascend mode", "CPUs used", "overlap CPUs", "cross-NUMA", "note"], rows)
     out += ["", "## Pools per shape", ""]

@@ -16,6 +16,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.parse import cgroup
 
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
     FIX_VLLM, FIX_IRQBALANCE, FIX_MIGRATEPAGES, plural)
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report import applied
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import compact_ids
 
 
@@ -91,9 +92,51 @@ def _irqbalance_evidence(host):
                          % ", ".join(bans["unknown"]))
         text = "irqbalance is active; " + "; ".join(parts)
     vllm = host["plans"]["vllm_ascend"]
-    if vllm["applicable"] and vllm["status"] == "ok":
+    config = host.get("config") or {}
+    if vllm["applicable"] and vllm["status"] == "ok" and (
+            not config.get("known") or config.get("vllm_bound")):
         text += "; vllm-ascend stops it at start-up and never restarts it"
     return text
+
+
+def _vllm_findings(name, host, vllm):
+    """vllm-ascend's predicted overlaps and cross-NUMA pools: warnings for the devices where its
+    binding is in effect (an instance with binding vllm), a note for the others."""
+    config = host.get("config") or {"known": False}
+    out = []
+    overlaps_on, overlaps_off = [], []
+    for pair in vllm["overlaps"]:
+        on, _off = applied.vllm_in_effect(config, pair["devices"])
+        (overlaps_on if on else overlaps_off).append(pair)
+    cross_on, cross_off = [], []
+    for entry in vllm["cross_numa"]:
+        on, _off = applied.vllm_in_effect(config, [entry["device"]])
+        (cross_on if on else cross_off).append(entry)
+    if overlaps_on:
+        out.append(_problem("error", name, "vllm_overlap", "vllm-ascend pools overlap",
+                            "%s; %s shared" % (_pairs_text(overlaps_on), plural(vllm["overlap_cpus"], "CPU")),
+                            _fix_vllm(config)))
+    if cross_on:
+        out.append(_problem("warning", name, "vllm_cross_numa",
+                            "vllm-ascend pools off their NPU's NUMA node",
+                            _cross_text(cross_on), _fix_vllm(config)))
+    if overlaps_off or cross_off:
+        found = "; ".join(x for x in (_pairs_text(overlaps_off) if overlaps_off else "",
+                                      _cross_text(cross_off) if cross_off else "") if x)
+        out.append(_problem("info", name, "vllm_not_in_effect",
+                            "vllm-ascend's binding would overlap or leave the NUMA node (not in effect)",
+                            "%s; %s" % (found, applied.not_in_effect_note(config)),
+                            "nothing to do: keep binding host on these instances (the default, "
+                            "npuops_vllm_binding)"))
+    return out
+
+
+def _fix_vllm(config):
+    if config.get("known") and config.get("vllm_bound"):
+        return ("set binding: host on %s in npuops_vllm_instances (or npuops_vllm_binding: host): the "
+                "wrapper turns vllm-ascend's binding off and pins the strict plan"
+                % ", ".join(config["vllm_bound"]))
+    return FIX_VLLM
 
 
 def host_problems(host):
@@ -120,6 +163,14 @@ def host_problems(host):
                             "%s: %s" % (err["source"], err["msg"]), _fix_for_source(err["source"])))
     for chip in host["health"]["unhealthy"]:
         severity = "warning" if rules.health_state(chip["health"]) == rules.HEALTH_WARNING else "error"
+        if host["vendor"] == "nvidia":
+            out.append(_problem(severity, name, "unhealthy_chip", "GPU not healthy",
+                                "GPU %s (%s) health %s: uncorrectable ECC errors since the driver "
+                                "loaded (nvidia-smi)" % (chip["logic_id"], chip["name"], chip["health"]),
+                                "drain the GPU, check `nvidia-smi -q -d ECC -i %s`, reset it; keep it "
+                                "out of npuops_vllm_instances until it counts no new errors"
+                                % chip["logic_id"]))
+            continue
         out.append(_problem(severity, name, "unhealthy_chip", "NPU not healthy",
                             "logic NPU %s (card %s chip %s, %s) health %s; soft-share capacity "
                             "is %d of %d" % (chip["logic_id"], chip["npu_id"], chip["chip_id"],
@@ -169,18 +220,15 @@ def host_problems(host):
                                 vllm["reason"],
                                 "bind with the strict plan (npuops.fleet.cpu_binding role)"))
         elif vllm["status"] == "ok":
-            if vllm["overlaps"]:
-                out.append(_problem("error", name, "vllm_overlap",
-                                    "vllm-ascend pools overlap",
-                                    "%s; %s shared" % (_pairs_text(vllm["overlaps"]),
-                                                       plural(vllm["overlap_cpus"], "CPU")),
-                                    FIX_VLLM))
-            if vllm["cross_numa"]:
-                out.append(_problem("warning", name, "vllm_cross_numa",
-                                    "vllm-ascend pools off their NPU's NUMA node",
-                                    _cross_text(vllm["cross_numa"]), FIX_VLLM))
+            out.extend(_vllm_findings(name, host, vllm))
     bans = host["irqbalance_bans"]
-    if bans["state"] in ("unbanned", "unknown"):
+    known = applied.irqbalance_finding(host.get("config") or {"known": False}, bans)
+    if known is not None:
+        severity, title, irqs, fix = known
+        evidence = "irqbalance is active; %d of %d planned IRQs not banned in %s: %s" % (
+            len(irqs), bans["pinned_count"], bans["config"] or "its config", _irq_list(irqs))
+        out.append(_problem(severity, name, "irqbalance_running", title, evidence, fix))
+    elif bans["state"] in ("unbanned", "unknown"):
         out.append(_problem("warning", name, "irqbalance_running",
                             "irqbalance will undo IRQ affinity", _irqbalance_evidence(host),
                             FIX_IRQBALANCE))

@@ -33,7 +33,7 @@ ARTIFACT = "npuops-fleet-%s.tar.gz" % GALAXY["version"]
 SHIPPED = {"MANIFEST.json", "FILES.json", "README.md", "LICENSE", "CHANGELOG.rst", "changelogs",
            "docs", "meta", "playbooks", "plugins", "roles", "tests", "execution-environment.yml",
            "requirements.txt", "bindep.txt"}
-DEVELOPER = ["Makefile", ".ci", "scripts", "bench", "extensions", "requirements-dev.txt",
+DEVELOPER = ["Makefile", ".ci", "scripts", "bench", "extensions", "requirements-dev.txt", "requirements-demo.txt",
              "pytest.ini", ".ansible-lint", ".gitignore", "inventories", "docs/dev",
              "changelogs/fragments", "tests/unit", "tests/integration", "tests/lib",
              "tests/fixtures", "tests/conftest.py", "tests/config.yml", ".venv", ".cache",

@@ -37,7 +37,7 @@ def test_schema(policy):
     ({"instances": [{"name": "a", "npus": []}]}, "instance a has no NPUs"),
     ({"instances": [{"name": "a", "npus": [12]}]}, "NPU 12: instance a: unknown NPU id 12"),
     ({"instances": [{"name": "a"}]}, "instances[0] must be a dict with 'name' and 'npus'"),
-    ({"instances": [{"name": "a", "npus": [0]}, {"name": "a", "npus": [1]}]}, "name 'a' is empty or used twice"),
+    ({"instances": [{"name": "a", "npus": [0]}, {"name": "a", "npus": [1]}]}, "name 'a' is already used by another instance"),
     ({"npus": [0], "instances": [{"name": "a", "npus": [1]}]}, "instance a: unknown NPU id 1"),
     ({"allowed_cpus": "0-3", "reserved_cpus": "0-3"}, "no allowed CPUs left"),
     ({"allowed_cpus": "0-x"}, "allowed_cpus: invalid cpulist item"),

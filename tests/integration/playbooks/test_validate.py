@@ -1,0 +1,138 @@
+# -*- coding: utf-8 -*-
+"""Every configuration mistake is refused before anything is written (issue 22): site.yml and an
+"existing provisioning" playbook that imports the roles, on a recorded A3 (16 dies) and a recorded
+H100 host. Each case: refused, the message names the npuops_* variable, and both sandbox trees
+are unchanged (a recursive listing with the hash of every file, before and after)."""
+
+import hashlib
+import json
+import os
+
+import pytest
+
+from npuops_testing import REPO
+from npuops_testing.fleet import make_fleet, need, recap
+from npuops_testing.runner import run_playbook
+
+SITE = os.path.join(REPO, "playbooks", "site.yml")
+CMD = ["vllm", "serve", "/models/m"]
+HOSTS = {"a3": "a3-16die", "h100": "h100-numaoff"}
+REUSE = [{"name": "Existing provisioning", "hosts": "all", "gather_facts": False, "tasks": [
+    {"name": "Facts", "ansible.builtin.import_role": {"name": "npuops.fleet.npu_facts"}},
+    {"name": "Binding", "ansible.builtin.import_role": {"name": "npuops.fleet.cpu_binding"}},
+    {"name": "Launch", "ansible.builtin.import_role": {"name": "npuops.fleet.vllm_launch"}}]}]
+
+
+def tree(root):
+    """{relative path: sha256 or 'dir'} of everything under ``root``."""
+    out = {}
+    for dirpath, dirs, files in os.walk(root):
+        for name in dirs:
+            out[os.path.relpath(os.path.join(dirpath, name), root)] = "dir"
+        for name in files:
+            path = os.path.join(dirpath, name)
+            with open(path, "rb") as handle:
+                out[os.path.relpath(path, root)] = hashlib.sha256(handle.read()).hexdigest()
+    return out
+
+
+def fleet(tmp_path, extra):
+    need(*HOSTS.values())
+    hosts = {}
+    for name, snap in HOSTS.items():
+        hvars = {"npuops_softshare_enabled": name == "a3"}
+        hvars.update(extra(name) if callable(extra) else extra)
+        hosts[name] = (snap, hvars)
+    return make_fleet(tmp_path, hosts)
+
+
+def inst(name="a", **extra):
+    out = {"name": name, "npus": [0, 1], "command": CMD}
+    out.update(extra)
+    return dict((k, v) for k, v in out.items() if v is not Ellipsis)
+
+
+# (case, host vars, text every host's message holds)
+MISTAKES = [
+    ("duplicate names", {"npuops_vllm_instances": [inst("a"), inst("a", npus=[2, 3])]},
+     "npuops_vllm_instances[1] (a): name 'a' is already used by npuops_vllm_instances[0]"),
+    ("invalid name, a valid one after", {"npuops_vllm_instances": [inst("dsv3 a"), inst("b", npus=[2, 3])]},
+     "npuops_vllm_instances[0] (dsv3 a): name 'dsv3 a' must be"),
+    ("npus a string", {"npuops_vllm_instances": [inst(npus="0,1,2,3")]},
+     "npuops_vllm_instances[0] (a): npus must be a list of integers"),
+    ("env null", {"npuops_vllm_instances": [inst(env={"X": None})]},
+     "npuops_vllm_instances[0] (a): env.X: value must be a string"),
+    ("command a string", {"npuops_vllm_instances": [inst(command="vllm serve m")]},
+     "npuops_vllm_instances[0] (a): command must be a non-empty list"),
+    ("command missing", {"npuops_vllm_instances": [inst(command=Ellipsis)]},
+     "npuops_vllm_instances[0] (a): command is missing"),
+    ("unknown device id", {"npuops_vllm_instances": [inst(npus=[0, 99])]},
+     "npuops_vllm_instances[0] (a): "),
+    ("device in two instances", {"npuops_vllm_instances": [inst("a"), inst("b", npus=[1, 2])]},
+     "npuops_vllm_instances[1] (b): "),
+    ("policy not a choice", {"npuops_cpu_policy": "fast", "npuops_vllm_instances": [inst()]},
+     "npuops_cpu_policy"),
+    ("instance outside npuops_npus", {"npuops_npus": [0, 1, 2, 3], "npuops_vllm_instances": [inst(npus=[6])]},
+     "npuops_npus restricts to [0, 1, 2, 3]"),
+    # five more
+    ("name with a path", {"npuops_vllm_instances": [inst("../etc")]}, "name '../etc' must be"),
+    ("env value a mapping", {"npuops_vllm_instances": [inst(env={"X": {"y": 1}})]},
+     "env.X: value must be a string, a number or a boolean, got dict"),
+    ("binding not a choice", {"npuops_vllm_instances": [inst(binding="numa")]}, "npuops_vllm_instances"),
+    ("relative dest", {"npuops_vllm_instances": [inst(dest="opt/npuops")]},
+     "npuops_vllm_instances[0] (a): dest must be an absolute path"),
+    ("host env null", {"npuops_vllm_env": {"HF_HOME": None}, "npuops_vllm_instances": [inst()]},
+     "npuops_vllm_env.HF_HOME: value must be a string"),
+    ("irqbalance not a choice", {"npuops_irqbalance": "off", "npuops_vllm_instances": [inst()]},
+     "npuops_irqbalance"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case,extra,needle", MISTAKES, ids=[m[0] for m in MISTAKES])
+def test_site_refuses_the_mistake_and_writes_nothing(tmp_path, case, extra, needle):
+    inv = fleet(tmp_path, extra)
+    roots = dict((h, str(tmp_path / "demo" / h / "root")) for h in HOSTS)
+    before = dict((h, tree(r)) for h, r in roots.items())
+    proc = run_playbook(SITE, inv)
+    assert proc.returncode != 0, proc.stdout
+    rec = recap(proc.stdout)
+    for host in HOSTS:
+        assert rec[host]["failed"] == 1 and rec[host]["changed"] == 0, proc.stdout
+        assert tree(roots[host]) == before[host], case
+    assert proc.stdout.count(needle) >= 2, proc.stdout
+    if case == "unknown device id":
+        assert "NPU 99 is not usable: this host has [0..15]" in proc.stdout
+        assert "GPU 99 is not usable: this host has [0..7]" in proc.stdout
+    if case == "device in two instances":
+        assert proc.stdout.count("device 1 is also in npuops_vllm_instances[0]") >= 2
+
+
+@pytest.mark.slow
+def test_reuse_playbook_accepts_migrate_and_refuses_before_writing(tmp_path):
+    playbook = tmp_path / "reuse.yml"
+    playbook.write_text(json.dumps(REUSE))
+    inv = fleet(tmp_path, {"npuops_vllm_instances": [inst(migrate=False)]})
+    good = run_playbook(str(playbook), inv)
+    assert good.returncode == 0, good.stdout
+    assert "Supported parameters include" not in good.stdout
+    # a mistake in the instances is refused by the binding role's planner before the IRQs are
+    # pinned (import npuops.fleet.validate first for every check and the variable's name)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    inv = fleet(bad, {"npuops_vllm_instances": [inst("a"), inst("a", npus=[2, 3])]})
+    roots = dict((h, str(bad / "demo" / h / "root")) for h in HOSTS)
+    before = dict((h, tree(r)) for h, r in roots.items())
+    proc = run_playbook(str(playbook), inv)
+    assert proc.returncode != 0
+    assert proc.stdout.count("name 'a' is already used by another instance") >= 2, proc.stdout
+    assert dict((h, tree(r)) for h, r in roots.items()) == before
+
+
+@pytest.mark.slow
+def test_a_typo_in_a_variable_name_is_warned_with_the_nearest_name(tmp_path):
+    inv = fleet(tmp_path, {"npuops_vllm_instance": [inst()]})
+    proc = run_playbook(SITE, inv, ["--check"])
+    assert proc.returncode == 0, proc.stdout
+    assert ("npuops_vllm_instance is not a variable of npuops.fleet: no role reads it; did you "
+            "mean npuops_vllm_instances?") in proc.stdout

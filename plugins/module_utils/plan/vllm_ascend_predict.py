@@ -82,7 +82,7 @@ def _rank_npus(rules, members, visible, running):
 def _block(release, ranks):
     return {"version": release["version"], "source": release["source"],
             "group": release["group"], "migration": release["rules"]["migration"],
-            "ranks": ranks}
+            "warnings": list(release["warnings"]), "ranks": ranks}
 
 
 def predict(plan, topology, requested, insts, busy, affinity, node_cpus, allowed, dtype, cpu,

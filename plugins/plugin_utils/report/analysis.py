@@ -20,6 +20,7 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report.drift import (
     drift_groups, drift_summary, summarize_binding)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.problems import group_problems, host_problems
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.gpu_rails import analyse_rails, rail_shapes
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.vllm_ascend_release import summarize_release
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import (
     analyse_once, compact_hosts, evidence_groups, group_shapes)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
@@ -344,6 +345,8 @@ def analyse_host(name, entry):
         ("rails", _empty_rails()),
         # what vllm_binding_facts read back: is the binding still the plan? (report/drift.py)
         ("binding", summarize_binding(entry)),
+        # the vllm-ascend release predicted, rank by rank (report/vllm_ascend_release.py)
+        ("vllm_ascend_release", summarize_release(entry.get("plan_vllm_ascend"), facts)),
     ])
     host["facts_error_count"] = len(host["facts_errors"])
     return host

@@ -121,7 +121,7 @@ def release_markdown(shapes, md_table, hosts_cell):
         ranks = []
         for inst, entries in release["instances"].items():
             ranks.append("%s: %s" % (inst, ", ".join(
-                "r%s->%s %s" % (r["rank"], "NPU%s" % r["npu"] if r["npu"] is not None else "-",
+                "rank %s: %s %s" % (r["rank"], "NPU%s" % r["npu"] if r["npu"] is not None else "-",
                                 r["outcome"]) for r in entries)))
         rows.append([hosts_cell(shape), release["version"], release["source"], release["group"],
                      release["migration"], "; ".join(ranks) or release["skipped_reason"] or ""])

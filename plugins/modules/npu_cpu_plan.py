@@ -201,11 +201,12 @@ plan:
     log: {description: The plan log (vllm_ascend - the lines each worker would print)., type: list}
     vllm_ascend:
       description:
-        - C(policy=vllm_ascend), the prediction - C(version), C(source) (V(option), V(facts: ...) or
-          V(default)), C(group) (the release group), C(warnings) (about the version), C(migration) (V(thread), V(process),
-          V(process_or_off)) and C(ranks), one per local rank of each instance -
-          C({rank, npu, outcome, reason, instance, own_npu}); C(outcome) V(bound), V(skipped) or
-          V(error), C(reason) the release's own message or stage, C(own_npu) the rank's device.
+        - "C(policy=vllm_ascend), the prediction: C(version); C(source) (V(option), C(facts) and
+          where the facts read it, or V(default)); C(group) (the release group); C(warnings)
+          (about the version); C(migration) (V(thread), V(process), V(process_or_off)); C(ranks),
+          one per local rank of each instance, C({rank, npu, outcome, reason, instance,
+          own_npu}) - C(outcome) V(bound), V(skipped) or V(error), C(reason) the release's own
+          message or stage, C(own_npu) the rank's device."
       type: dict
       returned: policy vllm_ascend
       sample: {"version": "0.26.0rc1", "source": "option", "group": "0.26.0rc1",

@@ -385,23 +385,25 @@ def _rank_log(log, head, pools, running, ranks, roles_type, no_irq):
     """Per rank: the head lines with its rank, the plan header, its NPU's line (or the
     worker's warning where print_plan fails)."""
     templates = va_log.rank_templates(head)
-    if ranks is None:
-        ranks = list(enumerate(running))
-    bound = [npu for _rank, npu in ranks if npu is not None and npu in pools]
+    npus = running if ranks is None else [npu for _rank, npu in ranks]
+    bound = [npu for npu in npus if npu is not None and npu in pools]
     if no_irq:
         lines = [va_log.plan_line(npu, cpu_roles.split_roles(pools[npu], False, npu), None)
                  for npu in bound]
     else:
         lines = va_log.plan_lines(bound, pools, roles_type)
-    lines.reverse()
+    if len(bound) != len(npus):
+        # some rank fails in print_plan: its warning takes the place of its line
+        lines.reverse()
+        lines = [lines.pop() if npu is not None and npu in pools else
+                 bind_failure(rank, npu, pools) for rank, npu in enumerate(npus)]
     append = log.append
-    for rank, npu in ranks:
+    for rank, line in enumerate(lines):
         rank_text = _TEXT[rank] if rank < _SMALL else str(rank)
         for before, after in templates:
             append(before if after is None else before + rank_text + after)
         append(PLAN_HEADER)
-        failure = bind_failure(rank, npu, pools)
-        append(failure if failure is not None else lines.pop())
+        append(line)
 
 
 _TEXT = cpuset.DECIMAL

@@ -67,16 +67,15 @@ def release_failure(release, topology, device_type):
 def _rank_npus(rules, members, visible, running):
     """``[(rank, npu or None, own npu)]``: the NPU each local rank binds, and its own device."""
     count = len(members) if members is not None else len(running)
-    out = []
-    for rank in range(count):
-        own = visible[rank] if visible and rank < len(visible) else \
-            (members[rank] if members is not None else rank)
-        if rules["rank_npu"] == "visible":
-            npu = (visible[rank] if rank < len(visible) else None) if visible else rank
-        else:
-            npu = running[rank] if rank < len(running) else None
-        out.append((rank, npu, own))
-    return out
+    if visible:
+        owns = visible[:count] + [None] * (count - len(visible))
+    else:
+        owns = list(members) if members is not None else list(range(count))
+    if rules["rank_npu"] == "visible":
+        npus = owns if visible else list(range(count))
+    else:
+        npus = running[:count] + [None] * (count - len(running))
+    return list(zip(range(count), npus, owns))
 
 
 def _block(release, ranks):
@@ -155,16 +154,18 @@ def predict(plan, topology, requested, insts, busy, affinity, node_cpus, allowed
         cluster, reserve_irq = result["cluster_roles"], result["reserve_irq"]
         for npu, pool in result["pools"].items():
             pools.setdefault(npu, pool)
+        built = result["pools"]
         for rank, npu, own in rank_npus:
-            entry = {"rank": rank, "npu": npu, "outcome": "bound", "reason": None,
-                     "instance": name, "own_npu": own}
             if result["skipped"]:
-                entry.update(npu=None, outcome="skipped", reason=result["reason"])
+                entry = {"rank": rank, "npu": None, "outcome": "skipped",
+                         "reason": result["reason"], "instance": name, "own_npu": own}
+            elif npu is not None and npu in built:
+                entry = {"rank": rank, "npu": npu, "outcome": "bound", "reason": None,
+                         "instance": name, "own_npu": own}
             else:
-                failed = va.bind_failure(rank, npu, result["pools"])
-                if failed is not None:
-                    entry.update(npu=None, reason=failed,
-                                 outcome="error" if npu is None else "skipped")
+                entry = {"rank": rank, "npu": None, "reason": va.bind_failure(rank, npu, built),
+                         "outcome": "error" if npu is None else "skipped", "instance": name,
+                         "own_npu": own}
             ranks.append(entry)
     plan["vllm_ascend"] = _block(release, ranks)
     plan["warnings"].extend(release["warnings"])

@@ -94,6 +94,7 @@ def normalise(text):
 
 _KEYS = [(parse_version(v), v) for v in KNOWN_RELEASES]
 _GROUP_KEYS = [(parse_version(first), name, rules) for name, first, rules in GROUPS]
+_KNOWN = dict((k[:4], v) for k, v in _KEYS)
 
 
 def _group_of(key):
@@ -104,7 +105,21 @@ def _group_of(key):
     return found
 
 
+_SELECTED = {}  # (version, source) -> the selection (read only: every plan of a fleet asks)
+
+
 def select(version, source=None):
+    """``_select``, once per (version, source)."""
+    if not isinstance(version, (str, type(None))):
+        return _select(version, source)
+    key = (version, source)
+    found = _SELECTED.get(key)
+    if found is None:
+        found = _SELECTED[key] = _select(version, source)
+    return found
+
+
+def _select(version, source=None):
     """The release to predict: a dict ``version, source, group, rules, texts, warnings``.
 
     ``version`` None: the newest known release, with a warning. A known release: its group.
@@ -119,7 +134,7 @@ def select(version, source=None):
                         "vllm_ascend): predicted with the newest release known, %s" % NEWEST)
     key = parse_version(version)
     text = normalise(version)
-    known = dict((k[:4], v) for k, v in _KEYS)
+    known = _KNOWN
     if key[:4] in known and not key[4]:
         text = known[key[:4]]
     elif key > _KEYS[-1][0]:

@@ -155,6 +155,11 @@ def predict(plan, topology, requested, insts, busy, affinity, node_cpus, allowed
         for npu, pool in result["pools"].items():
             pools.setdefault(npu, pool)
         built = result["pools"]
+        if not result["skipped"] and all(npu in built for _r, npu, _o in rank_npus):
+            # every rank binds (the usual host)
+            ranks.extend([{"rank": rank, "npu": npu, "outcome": "bound", "reason": None,
+                           "instance": name, "own_npu": own} for rank, npu, own in rank_npus])
+            continue
         for rank, npu, own in rank_npus:
             if result["skipped"]:
                 entry = {"rank": rank, "npu": None, "outcome": "skipped",

@@ -21,6 +21,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.parse import python_d
 
 LIB_DIRS = ("/usr/local/lib", "/usr/lib", "/usr/lib64", "/opt/conda/lib", "/root/.local/lib")
 SITE_NAMES = ("site-packages", "dist-packages")
+PYTHONS = ("python3",) + tuple("python3.%d" % minor for minor in range(6, 16))
 MAX_PIDS = 8          # workers whose root is searched
 MAX_ENTRIES = 20000   # names of one directory looked at
 
@@ -30,14 +31,14 @@ def _join(*parts):
 
 
 def _site_dirs(io, lib):
-    """``<lib>/python3*/{site,dist}-packages`` that exist."""
+    """``<lib>/python3[.N]/{site,dist}-packages`` that exist (probed by name: listing ``lib``
+    itself would record every entry of /usr/lib in a snapshot)."""
     out = []
-    for name in (io.listdir(lib) or [])[:MAX_ENTRIES]:
-        if name.startswith("python3"):
-            for site in SITE_NAMES:
-                path = _join(lib, name, site)
-                if io.listdir(path) is not None:
-                    out.append(path)
+    for name in PYTHONS:
+        for site in SITE_NAMES:
+            path = _join(lib, name, site)
+            if io.listdir(path) is not None:
+                out.append(path)
     return out
 
 

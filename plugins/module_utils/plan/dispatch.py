@@ -138,8 +138,13 @@ def _release(topology, version):
         return vllm_ascend_releases.select(version, "option")
     found = topology.get("vllm_ascend")
     if isinstance(found, dict) and found.get("version"):
-        return vllm_ascend_releases.select(str(found["version"]),
-                                           "facts: %s" % (found.get("source") or "unknown"))
+        source = "facts: %s" % (found.get("source") or "unknown")
+        try:
+            return vllm_ascend_releases.select(str(found["version"]), source)
+        except PlanError as err:
+            raise PlanError("%s (the version of npu_topology.vllm_ascend, read from %s; pass "
+                            "vllm_ascend_version to predict another release)"
+                            % (err.reason, found.get("source")))
     return vllm_ascend_releases.select(None)
 
 

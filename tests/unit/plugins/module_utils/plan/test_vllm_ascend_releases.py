@@ -217,3 +217,11 @@ def test_lscpu_without_numa_ids_is_an_error_prediction():
                        "integers, got '0 -'"}]
     result = plan(topo, "0.30.0rc2")
     assert "CpuAlloc.build_cpu_node_map" in result["reason"] and result["npus"] == {}
+
+
+def test_unknown_version_in_the_facts_names_its_source():
+    topo = cpu_hosts.a3()
+    topo["vllm_ascend"] = {"version": "0.24.5", "source": "/v/METADATA"}
+    with pytest.raises(PlanError, match=r"0.24.5 is not a release .* read from /v/METADATA"):
+        plan_mod.make_plan(topo, "vllm_ascend")
+    assert plan(topo, "0.24.0rc1")["vllm_ascend"]["version"] == "0.24.0rc1"

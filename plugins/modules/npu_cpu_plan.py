@@ -43,6 +43,8 @@ options:
         warning. A build that is no release (C(.devN), C(+local)) or a version newer than the
         newest known is predicted with the rules of the newest release at or before it, with a
         warning; an older or unknown release, or a malformed string, fails with a message.
+      - The warnings are in the plan's C(warnings) and C(vllm_ascend.warnings); about a version
+        given here they are also task warnings.
     type: str
   npus:
     description:
@@ -250,8 +252,10 @@ def plan_host(module):
         nics=params["nics"] if params["nics"] is not None else params["nics_regex"],
         frontend_cpus=params["frontend_cpus"], full_check=True,
         vllm_ascend_version=params.get("vllm_ascend_version"))
-    # the release predicted, where it is not the one asked for (said once, as a task warning)
-    warnings = list((plan.get("vllm_ascend") or {}).get("warnings") or [])
+    # the release predicted where it is not the one asked for: a task warning; a default or a
+    # version from the facts is said in the plan's warnings (an audit warns about no host)
+    block = plan.get("vllm_ascend") or {}
+    warnings = list(block.get("warnings") or []) if block.get("source") == "option" else []
     return dict(changed=False, plan=plan, cpu_map=cpumap.render_text(plan, params["topology"]),
                 warnings=warnings)
 

@@ -26,9 +26,9 @@ from ansible_collections.npuops.fleet.plugins.module_utils.cpus import nodemap
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_a5 as va_a5
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_log as va_log
-from ansible_collections.npuops.fleet.plugins.module_utils.plan.vllm_ascend_log import (  # noqa: F401
+from ansible_collections.npuops.fleet.plugins.module_utils.plan.vllm_ascend_log import (  # noqa: F401 pylint: disable=unused-import
     NO_IRQ_BINDING_DEVICE_TYPES, allocate, check_pools, plan_line, plan_lines, pool_plan_line)
-from ansible_collections.npuops.fleet.plugins.module_utils.plan.vllm_ascend_a5 import (  # noqa: F401
+from ansible_collections.npuops.fleet.plugins.module_utils.plan.vllm_ascend_a5 import (  # noqa: F401 pylint: disable=unused-import
     A950_BAD_TPC, A950_INSUFFICIENT, A950_INVALID_AFFINITY, A950_NO_AFFINITY, A950_NO_UVB, uvb_pool)
 
 TOPO_AFFINITY_MODE = "topo_affinity"
@@ -167,7 +167,7 @@ def global_slice(running, allowed_cpus, total_logic_npus, npu_affinity, min_per_
                                        extra, allowed[:16], allowed[-16:]))
     if base < min_per_npu:
         raise PlanError(insufficient % (total_cpus, total, base, min_per_npu,
-                                              total * min_per_npu), cpu_shortage=True)
+                                        total * min_per_npu), cpu_shortage=True)
     cut = allowed.part if allowed.__class__ is cpuset.CpuSeq else (lambda a, b: allowed[a:b])
     # one run of allowed CPUs (the usual host): each slice is plain arithmetic
     first = allowed.runs[0][0] if allowed.__class__ is cpuset.CpuSeq and \

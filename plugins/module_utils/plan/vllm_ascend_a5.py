@@ -21,6 +21,7 @@ A950_INSUFFICIENT = ("[cpu_bind_ascend_950] insufficient CPU clusters. numa=%s, 
                      "npus=%s. action: skip worker CPU binding.")
 A950_NO_UVB = "[cpu_bind_ascend_950] no available NUMA0 CPUs for uvb_poll_window_thread."
 
+
 def uvb_pool(numa_to_cpu, allowed_cpus):
     """Ascend 950 UVB poll-thread pool: NUMA0's allowed CPUs minus CPU 0 (lscpu order)."""
     allowed_set = set(allowed_cpus)

@@ -36,14 +36,14 @@ _PRE_ORDER = {"a": 0, "b": 1, "rc": 2}
 GROUPS = (
     ("0.18.x", "0.18.0rc1", dict(hidden=False, parsers="positional", migration="thread",
                                  a5="generic", rank_npu="running", profile=False, texts="old")),
-    ("0.19.1rc1-0.21.0rc1", "0.19.1rc1", dict(hidden=True, parsers="positional",
-                                               migration="process", a5="generic",
-                                               rank_npu="running", profile=False, texts="old")),
+    ("0.19.1rc1-0.21.0rc1", "0.19.1rc1", dict(
+        hidden=True, parsers="positional", migration="process", a5="generic",
+        rank_npu="running", profile=False, texts="old")),
     ("0.22.1rc1", "0.22.1rc1", dict(hidden=True, parsers="header", migration="process",
                                     a5="global", rank_npu="running", profile=False, texts="new")),
-    ("0.23.0rc1-0.25.1rc1", "0.23.0rc1", dict(hidden=True, parsers="header",
-                                               migration="process", a5="cluster",
-                                               rank_npu="running", profile=False, texts="new")),
+    ("0.23.0rc1-0.25.1rc1", "0.23.0rc1", dict(
+        hidden=True, parsers="header", migration="process", a5="cluster",
+        rank_npu="running", profile=False, texts="new")),
     ("0.26.0rc1", "0.26.0rc1", dict(hidden=True, parsers="header", migration="process",
                                     a5="cluster", rank_npu="visible", profile=False,
                                     texts="new")),

@@ -120,9 +120,9 @@ def release_markdown(shapes, md_table, hosts_cell):
             continue
         ranks = []
         for inst, entries in release["instances"].items():
-            ranks.append("%s: %s" % (inst, ", ".join(
-                "rank %s: %s %s" % (r["rank"], "NPU%s" % r["npu"] if r["npu"] is not None else "-",
-                                r["outcome"]) for r in entries)))
+            cells = ["rank %s: %s %s" % (r["rank"], "-" if r["npu"] is None else "NPU%s" % r["npu"],
+                                         r["outcome"]) for r in entries]
+            ranks.append("%s: %s" % (inst, ", ".join(cells)))
         rows.append([hosts_cell(shape), release["version"], release["source"], release["group"],
                      release["migration"], "; ".join(ranks) or release["skipped_reason"] or ""])
     if not rows:

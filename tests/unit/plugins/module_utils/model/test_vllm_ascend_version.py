@@ -159,6 +159,6 @@ def test_recorded_a3_host_with_a_dist_info_predicts_its_release(tmp_path):
     block = dispatch.make_plan(facts, "vllm_ascend", full_check=True)["vllm_ascend"]
     assert block["version"] == "0.26.0rc1" and block["source"].startswith("facts: /usr/local")
     # the recorded host without it: no version, the newest release with a warning
-    plain = topology.gather(hostio.SnapshotHostIO(os.path.join(here, "..", "..", "..", "..",
-                                                                "snapshots", "a3-16die")))
+    recorded = os.path.join(here, "..", "..", "..", "..", "snapshots", "a3-16die")
+    plain = topology.gather(hostio.SnapshotHostIO(recorded))
     assert plain["vllm_ascend"] is None

@@ -34,6 +34,18 @@ options:
     type: str
     choices: [strict, vllm_ascend]
     default: strict
+  vllm_ascend_version:
+    description:
+      - C(policy=vllm_ascend), the vllm-ascend release to predict, for example V(0.23.0.post1) or
+        V(0.26.0rc1); each release group binds differently (C(docs/policies.md)).
+      - Default - the version in the facts (C(vllm_ascend.version), read from the host's Python
+        environments and running workers), else the newest release the collection knows, with a
+        warning. A build that is no release (C(.devN), C(+local)) or a version newer than the
+        newest known is predicted with the rules of the newest release at or before it, with a
+        warning; an older or unknown release, or a malformed string, fails with a message.
+      - The warnings are in the plan's C(warnings) and C(vllm_ascend.warnings); about a version
+        given here they are also task warnings.
+    type: str
   npus:
     description:
       - Logic NPU ids (GPU indices on NVIDIA hosts) to keep in the plan. The plan is always made
@@ -195,6 +207,19 @@ plan:
     env: {description: Node-wide launch environment (NVIDIA)., type: dict}
     uvb: {description: Ascend 950 CPUs for the UVB poll threads., type: str, returned: Ascend 950}
     log: {description: The plan log (vllm_ascend - the lines each worker would print)., type: list}
+    vllm_ascend:
+      description:
+        - "C(policy=vllm_ascend), the prediction: C(version); C(source) (V(option), C(facts) and
+          where the facts read it, or V(default)); C(group) (the release group); C(warnings)
+          (about the version); C(migration) (V(thread), V(process), V(process_or_off)); C(ranks),
+          one per local rank of each instance, C({rank, npu, outcome, reason, instance,
+          own_npu}) - C(outcome) V(bound), V(skipped) or V(error), C(reason) the release's own
+          message or stage, C(own_npu) the rank's device."
+      type: dict
+      returned: policy vllm_ascend
+      sample: {"version": "0.26.0rc1", "source": "option", "group": "0.26.0rc1",
+               "migration": "process", "ranks": [{"rank": 0, "npu": 8, "outcome": "bound",
+               "reason": null, "instance": "svc1", "own_npu": 8}]}
     warnings: {description: Things to look at., type: list}
 cpu_map:
   description:
@@ -231,11 +256,17 @@ def plan_host(module):
         instances=params["instances"], device_type=params["device_type"],
         allowed_cpus=params["allowed_cpus"], reserved_cpus=params["reserved_cpus"],
         nics=params["nics"] if params["nics"] is not None else params["nics_regex"],
-        frontend_cpus=params["frontend_cpus"], full_check=True)
-    # each plan warning also shown in the play, not only kept in the plan and the audit
+        frontend_cpus=params["frontend_cpus"], full_check=True,
+        vllm_ascend_version=params.get("vllm_ascend_version"))
+    # each plan warning also shown in the play, not only kept in the plan and the audit - but the
+    # release predicted by default or from the facts is said only in the plan (and the audit)
+    block = plan.get("vllm_ascend") or {}
+    asked = block.get("source") == "option"
+    quiet = () if asked else set(block.get("warnings") or [])
+    texts = [text for text in plan.get("warnings") or [] if text not in quiet]
+    texts += [text for text in block.get("warnings") or [] if asked and text not in texts]
     return dict(changed=False, plan=plan, cpu_map=cpumap.render_text(plan, params["topology"]),
-                warnings=["npu_cpu_plan: %s" % text for text in plan.get("warnings") or []
-                          if params["show_warnings"]])
+                warnings=["npu_cpu_plan: %s" % text for text in texts if params["show_warnings"]])
 
 
 def main():
@@ -251,6 +282,7 @@ def main():
         nics_regex=dict(type="str"),
         frontend_cpus=dict(type="int"),
         show_warnings=dict(type="bool", default=True),
+        vllm_ascend_version=dict(type="str"),
     ), plan_host, prefix="npu_cpu_plan: ", mutually_exclusive=[("nics", "nics_regex")])
 
 

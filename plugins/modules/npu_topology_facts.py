@@ -84,6 +84,19 @@ options:
       - A command that prints more than 8 MiB (stdout or stderr) is killed too and reported.
     type: int
     default: 30
+  vllm_ascend_paths:
+    description:
+      - Python environments (a venv or conda root, or a C(site-packages) directory) where
+        vllm-ascend may be installed; C(vllm_ascend) in the facts gives the version found and
+        where. Nothing is imported - the C(Version:) of C(vllm_ascend-*.dist-info/METADATA) (or
+        C(egg-info/PKG-INFO), or C(vllm_ascend/_version.py), which also names the commit of a
+        build from a checkout) is read.
+      - Searched after the root of every running NPU worker (C(/proc/<pid>/root), containers
+        included - its interpreter's environment, then the usual site-packages) and before the
+        host's usual C(site-packages) (C(/usr/local/lib), C(/usr/lib), C(/usr/lib64),
+        C(/opt/conda/lib), C(/root/.local/lib)).
+    type: list
+    elements: path
 extends_documentation_fragment:
   - npuops.fleet.attributes
   - npuops.fleet.attributes.facts
@@ -250,7 +263,7 @@ ansible_facts:
           C(device_type), C(device_type_evidence), C(cpu) (allowed, allowed_self, allowed_source,
           online, threads_per_core, numa_nodes, numa_source, model, numa_distance, packages,
           smt_siblings, isolated, nohz_full), C(npus), C(npu_map), C(gpus), C(numa_off), C(nics),
-          C(tools), C(irqbalance), C(visible_devices), C(softshare), C(cgroup), C(warnings),
+          C(tools), C(irqbalance), C(visible_devices), C(vllm_ascend), C(softshare), C(cgroup), C(warnings),
           C(errors).
         - C(kubernetes) - on a host with a kubelet, its configuration (file, drop-ins, the merged
           C(effective) one), C(cpu_manager_state), C(memory_manager_state) and the device-plugin
@@ -288,6 +301,7 @@ ansible_facts:
         irqbalance: {installed: true, active: true, config: null, banned_irqs: [],
                      banned_cpus: null}
         visible_devices: {ASCEND_RT_VISIBLE_DEVICES: null, CUDA_VISIBLE_DEVICES: null}
+        vllm_ascend: {version: 0.23.0.post1, source: /usr/local/lib/python3.11/site-packages/vllm_ascend-0.23.0.post1.dist-info/METADATA}
         softshare: {chips_total: 8, chips_healthy: 8, capacity: 800}
         cgroup: {version: null, cpuset_controller: null}
         warnings: []
@@ -321,7 +335,8 @@ def gather(module):
     if recorder is not None:  # refused before anything is read (check mode too)
         snapshot.check_destination(params['save_snapshot'], params['overwrite_snapshot'],
                                    recorder.replayed())
-    facts = topology.gather(recorder or source, timeout=params['timeout'])
+    facts = topology.gather(recorder or source, timeout=params['timeout'],
+                            vllm_ascend_paths=params['vllm_ascend_paths'])
     if recorder is not None and not module.check_mode:
         try:
             recorder.save(params['save_snapshot'], overwrite=params['overwrite_snapshot'])
@@ -339,6 +354,7 @@ def main():
         save_snapshot=dict(type='path'),
         overwrite_snapshot=dict(type='bool', default=False),
         timeout=dict(type='int', default=30),
+        vllm_ascend_paths=dict(type='list', elements='path'),
     ), gather)
 
 

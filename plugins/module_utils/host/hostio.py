@@ -117,8 +117,14 @@ class LiveHostIO(HostIO):
         """``(dir_fd, name, names)`` of host path ``path`` below host_root (see
         ``paths.resolve``), or None when a directory on the way does not resolve."""
         parts = check_components(path)
+        top = self.host_root
+        if top == "/" and len(parts) > 2 and parts[0] == "proc" and parts[1].isdigit() and \
+                parts[2] == "root":
+            # a process's root (a container's): the kernel follows the link, its readlink text
+            # would name this host's "/"; below it, paths resolve as chroot would see them
+            top, parts = "/proc/%s/root" % parts[1], parts[3:]
         try:
-            root = paths.open_root(self.host_root)
+            root = paths.open_root(top)
         except OSError:
             return None
         try:

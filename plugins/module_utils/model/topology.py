@@ -19,6 +19,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_facts, rules
 from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet
+from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_ascend_version
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import (
     cgroup, device_type, interrupts, irqbalance_conf, npu_smi, nvidia_query, nvidia_topo, pci,
     rdma)
@@ -335,7 +336,7 @@ def _irqbalance(io, src, active):
     return state
 
 
-def gather(io, timeout=30):
+def gather(io, timeout=30, vllm_ascend_paths=None):
     """Topology facts of the host behind ``io`` (schema_version 2).
 
     A source that fails lands in ``errors``; raises NpuopsError only when nothing usable was
@@ -374,6 +375,9 @@ def gather(io, timeout=30):
         "tools": tools,
         "irqbalance": _irqbalance(io, src, active),
         "visible_devices": dict((name, io.getenv(name)) for name in ENV),
+        "vllm_ascend": vllm_ascend_version.gather(io, vllm_ascend_paths, [
+            p.get("pid") for n in npus for p in n.get("processes") or []
+            if isinstance(p.get("pid"), int)], src.errors) if npus else None,
         "softshare": rules.softshare_capacity(npus, detected["device_type"]),
         "cgroup": cgroup.cgroup_mode(io.read_text("/proc/self/mounts"),
                                      io.read_text("/sys/fs/cgroup/cgroup.controllers")),

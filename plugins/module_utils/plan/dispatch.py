@@ -21,7 +21,8 @@ from ansible_collections.npuops.fleet.plugins.module_utils.plan import frontend 
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import gpu as gpu_plan
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import strict as policy_strict
-from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend as policy_vllm_ascend
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_predict as va_predict
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_releases
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
 
 POLICIES = ("strict", "vllm_ascend")
@@ -141,6 +142,22 @@ def _all_logic_npus(topology, ids):
     return sorted(found) if found else list(ids)
 
 
+def _release(topology, version):
+    """The release ``policy=vllm_ascend`` predicts: the option, else the facts' version."""
+    if version is not None:
+        return vllm_ascend_releases.select(version, "option")
+    found = topology.get("vllm_ascend")
+    if isinstance(found, dict) and found.get("version"):
+        source = "facts: %s" % (found.get("source") or "unknown")
+        try:
+            return vllm_ascend_releases.select(str(found["version"]), source)
+        except PlanError as err:
+            raise PlanError("%s (the version of npu_topology.vllm_ascend, read from %s; pass "
+                            "vllm_ascend_version to predict another release)"
+                            % (err.reason, found.get("source")))
+    return vllm_ascend_releases.select(None)
+
+
 def _empty_plan(policy, device_type, topology):
     # the host the facts were read from: the wrapper and IRQ modules refuse a plan for another
     nodes = (topology.get("cpu") or {}).get("numa_nodes") or {}
@@ -152,7 +169,7 @@ def _empty_plan(policy, device_type, topology):
 
 def make_plan(topology, policy="strict", npus=None, instances=None, device_type=None,
               allowed_cpus=None, reserved_cpus=None, nics=None, frontend_cpus=None,
-              full_check=False):
+              full_check=False, vllm_ascend_version=None):
     """The CPU plan of a host. Raises PlanError (or ParseError) with a message for the user.
 
     A plan that fails for lack of CPUs while ``allowed_cpus`` is not given and the facts'
@@ -161,13 +178,15 @@ def make_plan(topology, policy="strict", npus=None, instances=None, device_type=
     The topology is checked before use: the fields the planners read
     (``schema.check_planner_input``), or with ``full_check`` the whole facts
     (``schema.check_topology``, what a module does with the facts it is given).
+    ``vllm_ascend_version``: the release ``policy=vllm_ascend`` predicts (default the facts'
+    ``vllm_ascend.version``, else the newest release known, with a warning).
     """
     if frontend_cpus is not None and (isinstance(frontend_cpus, bool) or
                                       not isinstance(frontend_cpus, int) or frontend_cpus < 0):
         raise PlanError("frontend_cpus must be a non-negative integer, got %r" % (frontend_cpus,))
     try:
         return _make_plan(topology, policy, npus, instances, device_type, allowed_cpus,
-                          reserved_cpus, nics, frontend_cpus, full_check)
+                          reserved_cpus, nics, frontend_cpus, full_check, vllm_ascend_version)
     except PlanError as err:
         if err.cpu_shortage and allowed_cpus is None and err.hint is None:
             hint = rules.cpuset_hint(topology)
@@ -177,7 +196,7 @@ def make_plan(topology, policy="strict", npus=None, instances=None, device_type=
 
 
 def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, reserved_cpus,
-               nics, frontend_cpus, full_check):
+               nics, frontend_cpus, full_check, vllm_ascend_version=None):
     if not isinstance(topology, dict):
         raise PlanError("topology must be the npu_topology facts dict, got %r" % type(topology).__name__)
     # every field the planners read, before they read it
@@ -188,6 +207,7 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
         raise PlanError("unknown device_type %r; choose one of %s"
                         % (device_type, ", ".join(DEVICE_TYPES)))
     dtype = device_type or topology.get("device_type")
+    release = _release(topology, vllm_ascend_version) if policy == "vllm_ascend" else None
     plan = _empty_plan(policy, dtype, topology)
     cpu = topology.get("cpu") or {}
     allowed = cpuset.parse_option(allowed_cpus, "allowed_cpus")
@@ -229,7 +249,8 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
         if requested is None:
             # audit: the workers that run now; pre-launch (nothing runs): every NPU
             requested = busy or ids
-        _vllm_ascend(plan, topology, ids, requested, affinity, node_cpus, allowed, dtype, cpu)
+        _vllm_ascend(plan, topology, ids, requested, insts, busy, affinity, node_cpus, allowed,
+                     dtype, cpu, release)
     if insts:
         _instances(plan, insts, "ASCEND_RT_VISIBLE_DEVICES", fronts)
     return plan
@@ -313,31 +334,21 @@ def _place(plan, devices, pools, home_of, cpu_node, node_cpus, allowed, topology
     return fronts
 
 
-def _vllm_ascend(plan, topology, ids, requested, affinity, node_cpus, allowed, dtype, cpu):
-    env_value = (topology.get("visible_devices") or {}).get("ASCEND_RT_VISIBLE_DEVICES")
-    arch = topology.get("arch")
-    is_arm, dummy = policy_vllm_ascend.arm_check(arch)
-    running = policy_vllm_ascend.running_npus(requested, env_value) if is_arm else list(requested)
-    dropped = sorted(set(requested) - set(running))
-    if dropped:
-        plan["warnings"].append("NPU(s) %s are outside ASCEND_RT_VISIBLE_DEVICES=%s: vllm-ascend "
-                                "plans no pool for them" % (dropped, env_value))
-    # one node map for the policy and the entries' numa_nodes
-    cpu_node = nodemap.node_map(node_cpus)
-    result = policy_vllm_ascend.plan_vllm_ascend(
-        arch, dtype, allowed, node_cpus, _all_logic_npus(topology, ids), running, affinity,
-        cpu.get("threads_per_core"), env_value, cpu_node)
-    plan["mode"] = result["mode"]
-    plan["skipped"] = result["skipped"]
-    plan["reason"] = result["reason"]
-    plan["log"].extend(result["log"])
-    plan["warnings"].extend(result["warnings"])
-    if result["uvb"] is not None:
-        plan["uvb"] = cpuset.format(result["uvb"])
-    cluster = result["cluster_roles"]
+def _vllm_ascend(plan, topology, ids, requested, insts, busy, affinity, node_cpus, allowed,
+                 dtype, cpu, release):
+    pools, cluster, reserve_irq, cpu_node = va_predict.predict(
+        plan, topology, requested, insts, busy, affinity, node_cpus, allowed, dtype, cpu,
+        _all_logic_npus(topology, ids), release)
+    if plan.get("uvb") is not None:
+        plan["uvb"] = cpuset.format(plan["uvb"])
     entries = plan["npus"]
-    pools = result["pools"]
     npus = list(pools)
+    if not reserve_irq and not cluster:
+        # 0.22.1rc1 on Ascend 950: global slices without IRQ CPUs
+        for npu in npus:
+            entries[str(npu)] = cpu_roles.npu_entry(
+                pools[npu], cpu_roles.split_roles(pools[npu], False, npu), cpu_node)
+        return
     for npu, entry in zip(npus, cpu_roles.pool_entries(pools, npus, cpu_node, cluster)):
         entries[str(npu)] = entry
 
@@ -349,7 +360,8 @@ def _instances(plan, insts, env_name, fronts=None):
         for dev in members:
             entry = table.get(str(dev))
             if entry is None:
-                if plan["skipped"]:
+                if plan["skipped"] or "vllm_ascend" in plan:
+                    # (vllm_ascend: the ranks say why the release builds no pool for it)
                     continue
                 raise PlanError("instance %s: no CPU pool was planned for it" % name, dev)
             # the entries' cpulists as runs (cpuset), not one int per CPU

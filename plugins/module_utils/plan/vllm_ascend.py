@@ -24,6 +24,12 @@ from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import nodemap
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_a5 as va_a5
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_log as va_log
+from ansible_collections.npuops.fleet.plugins.module_utils.plan.vllm_ascend_log import (  # noqa: F401 pylint: disable=unused-import
+    NO_IRQ_BINDING_DEVICE_TYPES, allocate, check_pools, plan_line, plan_lines, pool_plan_line)
+from ansible_collections.npuops.fleet.plugins.module_utils.plan.vllm_ascend_a5 import (  # noqa: F401 pylint: disable=unused-import
+    A950_BAD_TPC, A950_INSUFFICIENT, A950_INVALID_AFFINITY, A950_NO_AFFINITY, A950_NO_UVB, uvb_pool)
 
 TOPO_AFFINITY_MODE = "topo_affinity"
 GLOBAL_SLICE_MODE = "global_slice"
@@ -31,7 +37,6 @@ ASCEND950_MODE = "ascend950"
 
 DEVICE_BINDING_MODE = {"A2": TOPO_AFFINITY_MODE, "A3": GLOBAL_SLICE_MODE,
                        "310P": TOPO_AFFINITY_MODE, "A5": TOPO_AFFINITY_MODE}
-NO_IRQ_BINDING_DEVICE_TYPES = ("A5",)
 
 NON_ARM_SKIP = "CPU binding skipped: non-ARM CPU detected."
 UNKNOWN_ARCH = "Unknown CPU architecture. arch=%s, action: disabling CPU binding."
@@ -43,15 +48,6 @@ INSUFFICIENT_SLICE = ("Insufficient CPUs for binding with CPU role reservations:
                       "total_allowed=%d, total_npus=%d, min_per_npu=%d (<%d). "
                       "Need at least %d CPUs in cpuset.")
 INVALID_NPU_ID = "Invalid NPU id %d, total_npus=%d."
-A950_NO_AFFINITY = ("[cpu_bind_ascend_950] NPU topo affinity not found. "
-                    "action: skip worker CPU binding.")
-A950_BAD_TPC = ("[cpu_bind_ascend_950] unsupported Thread(s) per core: %s. "
-                "action: skip worker CPU binding.")
-A950_INVALID_AFFINITY = ("[cpu_bind_ascend_950] invalid topo affinity. npu=%s, cpus=%s. "
-                         "action: skip worker CPU binding.")
-A950_INSUFFICIENT = ("[cpu_bind_ascend_950] insufficient CPU clusters. numa=%s, clusters=%s, "
-                     "npus=%s. action: skip worker CPU binding.")
-A950_NO_UVB = "[cpu_bind_ascend_950] no available NUMA0 CPUs for uvb_poll_window_thread."
 MODE_LOG = "[cpu_bind_mode] mode=%s rank=%s visible_npus=%s"
 PLAN_HEADER = "The CPU allocation plan is as follows:"
 GLOBAL_SLICE_LOG = ("[cpu_global_slice] rank:%s ASCEND_RT_VISIBLE_DEVICES=%s running_npu_list:%s "
@@ -148,8 +144,9 @@ def _nodes_of(cpu_node, cpus, npu):
 
 
 def global_slice(running, allowed_cpus, total_logic_npus, npu_affinity, min_per_npu=5,
-                 log=None, rank=0, env_value=None):
-    """Global slicing by logic id: remainder to the lowest ids, minimum checked on the base."""
+                 log=None, rank=0, env_value=None, insufficient=INSUFFICIENT_SLICE):
+    """Global slicing by logic id: remainder to the lowest ids, minimum checked on the base.
+    ``insufficient``: the release's text of the error (0.18-0.21 word it differently)."""
     pools = {}
     if not running:
         return pools
@@ -169,8 +166,8 @@ def global_slice(running, allowed_cpus, total_logic_npus, npu_affinity, min_per_
         log.append(GLOBAL_SLICE_LOG % (rank, env_value, list(running), total, total_cpus, base,
                                        extra, allowed[:16], allowed[-16:]))
     if base < min_per_npu:
-        raise PlanError(INSUFFICIENT_SLICE % (total_cpus, total, base, min_per_npu,
-                                              total * min_per_npu), cpu_shortage=True)
+        raise PlanError(insufficient % (total_cpus, total, base, min_per_npu,
+                                        total * min_per_npu), cpu_shortage=True)
     cut = allowed.part if allowed.__class__ is cpuset.CpuSeq else (lambda a, b: allowed[a:b])
     # one run of allowed CPUs (the usual host): each slice is plain arithmetic
     first = allowed.runs[0][0] if allowed.__class__ is cpuset.CpuSeq and \
@@ -229,15 +226,18 @@ def average_distribute(pools, npu_list):
     return result
 
 
-def candidate_npus(all_logic_npus, running, npu_affinity, allowed_set):
-    """Running NPUs plus hidden NPUs whose topo affinity overlaps the allowed CPUs."""
+def candidate_npus(all_logic_npus, running, npu_affinity, allowed_set, hidden=True):
+    """Running NPUs plus hidden NPUs whose topo affinity overlaps the allowed CPUs (PR #8792,
+    0.19.1rc1 on); ``hidden`` False: the running NPUs only, as 0.18.x."""
+    if not hidden:
+        return list(running)
     running_set = set(running)
     return [npu for npu in all_logic_npus
             if npu in running_set or cpuset.overlaps(npu_affinity.get(npu, []), allowed_set)]
 
 
 def topo_affinity(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node, numa_to_cpu,
-                  extend=extend_numa):
+                  extend=extend_numa, hidden=True):
     """Affinity pools: base = affinity on allowed CPUs, next-NUMA extension, grouping.
 
     ``numa_to_cpu`` is mutated exactly as the reference mutates its defaultdict. ``extend``
@@ -248,7 +248,7 @@ def topo_affinity(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node,
     # NPUs of one node share their affinity: its pool is made once while numa_to_cpu keeps its
     # size (a phantom node, added by a lookup, changes the modulus and so the key)
     extended = {} if extend is extend_numa else None
-    for npu in candidate_npus(all_logic_npus, running, npu_affinity, allowed_set):
+    for npu in candidate_npus(all_logic_npus, running, npu_affinity, allowed_set, hidden):
         affinity = npu_affinity.get(npu, [])
         if extended is not None and affinity.__class__ is cpuset.CpuSeq:
             key = (affinity.runs, len(numa_to_cpu))
@@ -282,137 +282,50 @@ def topo_affinity(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node,
     return result
 
 
-def uvb_pool(numa_to_cpu, allowed_cpus):
-    """Ascend 950 UVB poll-thread pool: NUMA0's allowed CPUs minus CPU 0 (lscpu order)."""
-    allowed_set = set(allowed_cpus)
-    return [c for c in numa_to_cpu.get(0, []) if c in allowed_set and c != 0]
-
-
 def ascend950(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node, numa_to_cpu,
               threads_per_core, uvb_cpus):
-    """Ascend 950 clusters. Returns ``(pools, warning)``; pools None means the worker skips."""
-    if not npu_affinity:
-        return None, A950_NO_AFFINITY
-    size = cpu_roles.cluster_size(threads_per_core)
-    if size is None:
-        return None, A950_BAD_TPC % (threads_per_core,)
-    allowed_set = set(allowed_cpus)
-    uvb_set = set(uvb_cpus)
-    numa_to_npus = {}
-    for npu in candidate_npus(all_logic_npus, running, npu_affinity, allowed_set):
-        base = [c for c in npu_affinity.get(npu, []) if c in allowed_set]
-        nodes = _nodes_of(cpu_node, base, npu)
-        if len(nodes) != 1:
-            return None, A950_INVALID_AFFINITY % (npu, base)
-        numa_to_npus.setdefault(nodes.pop(), []).append(npu)
-    final = {}
-    for node, npu_list in numa_to_npus.items():
-        cpus = [c for c in sorted(numa_to_cpu.get(node, []))
-                if c in allowed_set and c not in uvb_set]
-        clusters = [cpus[i:i + size] for i in range(0, len(cpus) - len(cpus) % size, size)]
-        npu_list = sorted(npu_list)
-        if len(clusters) < len(npu_list):
-            return None, A950_INSUFFICIENT % (node, len(clusters), npu_list)
-        for index, npu in enumerate(npu_list):
-            final[npu] = clusters[index]
-    pools = {}
-    for npu in running:
-        if npu not in final:
-            raise PlanError("NPU is not in 'npu-smi info -m' (vllm-ascend fails with KeyError)", npu)
-        pools[npu] = final[npu]
-    return pools, None
+    """Ascend 950 clusters (``vllm_ascend_a5.ascend950`` over this module's candidates)."""
+    candidates = candidate_npus(all_logic_npus, running, npu_affinity, set(allowed_cpus))
+    return va_a5.ascend950(running, candidates, npu_affinity, allowed_cpus, cpu_node, numa_to_cpu,
+                           threads_per_core, uvb_cpus, _nodes_of)
 
 
-def allocate(pools, device_type):
-    """Role split for every kept NPU (the minimum is checked on each, as the reference does)."""
-    roles = {}
-    if device_type in NO_IRQ_BINDING_DEVICE_TYPES:
-        for npu, pool in pools.items():
-            roles[npu] = cpu_roles.cluster_roles(pool)
-        return roles
-    for npu, pool in pools.items():
-        roles[npu] = cpu_roles.split_roles(pool, True, npu)
-    return roles
+CURRENT_RULES = {"hidden": True, "a5": "cluster"}
+BIND_FAILED = "Bind cpus failed in rank%s: %s Skip binding cpu."
 
 
-def plan_line(npu, roles, device_type):
-    """The per-NPU plan log line, formats as the reference (``release=[[N]]`` included)."""
-    main = cpuset.join_ids(roles["main"])
-    if device_type in NO_IRQ_BINDING_DEVICE_TYPES:
-        return "Ascend 950 NPU%s: worker=[%s]" % (npu, main)
-    acl = " ".join(map(str, roles["acl"]))
-    rel = str(roles["release"]) if roles["release"] else ""
-    return "NPU%s: main=[%s]  acl=[%s]  release=[%s]" % (npu, main, acl, rel)
-
-
-def pool_plan_line(npu, pool, device_type):
-    """``plan_line(npu, allocate({npu: pool}, device_type)[npu], device_type)``
-    (``plan_lines`` of one NPU)."""
-    return plan_lines([npu], {npu: pool}, device_type)[0]
-
-
-def plan_lines(npus, pools, device_type):
-    """``[pool_plan_line(npu, pools[npu], device_type) for npu in npus]``.
-
-    A CpuSeq pool (already checked by ``allocate``'s minimum) is formatted from its runs
-    without building the role lists (ids below 2048: their text is looked up): this runs once
-    per rank of every plan.
-    """
-    lines = []
-    append = lines.append
-    general = device_type in NO_IRQ_BINDING_DEVICE_TYPES
-    for npu in npus:
-        pool = pools[npu]
-        if general or pool.__class__ is not cpuset.CpuSeq:
-            append(plan_line(npu, allocate({npu: pool}, device_type)[npu], device_type))
-            continue
-        runs = pool.runs
-        if len(runs) == 1:
-            first, last = runs[0]
-            main = " ".join(_TEXT[first + 2:last - 1]) if 0 <= first and last < _SMALL else \
-                cpuset.join_run(first + 2, last - 2)
-            acl, release = last - 1, last
-        elif runs[0][1] - runs[0][0] >= 2 and runs[-1][1] - runs[-1][0] >= 2:
-            # pool[2:-2] cuts only the ends of the first and the last run
-            acl, release = runs[-1][1] - 1, runs[-1][1]
-            main = cpuset.join_runs(((runs[0][0] + 2, runs[0][1]),) + runs[1:-1] +
-                                    ((runs[-1][0], acl - 1),))
-        else:
-            main = cpuset.join_ids(pool[2:-2])
-            acl, release = pool.last_two()
-        # acl is printed as its ids, release as the repr of its one-CPU list
-        if 0 <= acl < _SMALL and 0 <= release < _SMALL and npu.__class__ is int and \
-                0 <= npu < _SMALL:
-            append("".join(("NPU", _TEXT[npu], ": main=[", main, "]  acl=[", _TEXT[acl],
-                            "]  release=[[", _TEXT[release], "]]")))
-        else:
-            append("NPU%s: main=[%s]  acl=[%d]  release=[[%d]]" % (npu, main, acl, release))
-    return lines
-
-
-_TEXT = cpuset.DECIMAL
-_SMALL = len(_TEXT)  # ids with a text in _TEXT
-
-
-def check_pools(pools, device_type):
-    """``allocate``'s checks without the role lists: every pool's minimum, in pool order."""
-    if device_type not in NO_IRQ_BINDING_DEVICE_TYPES:
-        cpu_roles.check_pool_sizes(pools)
+def bind_failure(rank, npu, pools):
+    """The worker's warning when rank ``rank`` (binding ``npu``, None when the running list has
+    no entry ``rank``) fails in print_plan, or None when it binds (KeyError / IndexError)."""
+    if npu is None:
+        return BIND_FAILED % (rank, "list index out of range")
+    if npu not in pools:
+        return BIND_FAILED % (rank, npu)
+    return None
 
 
 def plan_vllm_ascend(arch, device_type, allowed_cpus, node_cpus, all_logic_npus, running,
-                     npu_affinity, threads_per_core=None, env_value=None, cpu_node=None):
+                     npu_affinity, threads_per_core=None, env_value=None, cpu_node=None,
+                     rules=None, texts=None, ranks=None):
     """What vllm-ascend's binding computes for the workers of ``running`` (logic ids).
 
     Returns a dict: skipped, reason, mode, pools {npu: positional list}, cluster_roles (True:
     Ascend 950 clusters, ``cpu_roles.cluster_roles``; False: every pool has been checked for
-    ``cpu_roles.split_roles``), uvb, log, warnings. The log holds, per rank, the lines that
-    worker would print. ``cpu_node``: the caller's ``nodemap.node_map(node_cpus)``, if any.
+    ``cpu_roles.split_roles``), reserve_irq, uvb, log, warnings. The log holds, per rank, the
+    lines that worker would print. ``cpu_node``: the caller's ``nodemap.node_map(node_cpus)``,
+    if any. ``rules``/``texts``: a release's (``vllm_ascend_releases.select``; default the
+    current allocator). ``ranks``: ``[(rank, npu or None)]`` the log is written for (default
+    rank r binds ``running[r]``).
     """
+    rules = rules or CURRENT_RULES
+    texts = texts or {}
+    a5 = rules["a5"] if device_type == "A5" else None
     out = {"skipped": False, "reason": None, "mode": None, "pools": {},
-           "cluster_roles": device_type in NO_IRQ_BINDING_DEVICE_TYPES,
+           "cluster_roles": a5 == "cluster", "reserve_irq": a5 not in ("cluster", "global"),
            "uvb": None, "log": [], "warnings": []}
     is_arm, warning = arm_check(arch)
+    if warning and "unknown_arch" in texts:
+        warning = texts["unknown_arch"] % (arch or "").lower()
     if not is_arm:
         out["skipped"] = True
         out["reason"] = warning or NON_ARM_SKIP
@@ -421,8 +334,8 @@ def plan_vllm_ascend(arch, device_type, allowed_cpus, node_cpus, all_logic_npus,
         out["log"].append(out["reason"])
         return out
     cpu_node, numa_to_cpu = build_cpu_node_map(node_cpus, cpu_node)
-    mode = binding_mode(device_type)
-    is_950 = device_type == "A5"
+    mode = GLOBAL_SLICE_MODE if a5 == "global" else binding_mode(device_type)
+    is_950 = a5 == "cluster"
     out["mode"] = ASCEND950_MODE if is_950 else mode
     log = out["log"]
     head = [MODE_LOG % (mode, 0, list(running))]
@@ -430,8 +343,8 @@ def plan_vllm_ascend(arch, device_type, allowed_cpus, node_cpus, all_logic_npus,
         out["uvb"] = uvb_pool(numa_to_cpu, allowed_cpus)
         if not out["uvb"]:
             head.append(A950_NO_UVB)
-        pools, warning = ascend950(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node,
-                                   numa_to_cpu, threads_per_core, out["uvb"])
+        pools, warning = ascend950(running, all_logic_npus, npu_affinity, allowed_cpus,
+                                   cpu_node, numa_to_cpu, threads_per_core, out["uvb"])
         if pools is None:
             out["skipped"] = True
             out["reason"] = warning
@@ -441,51 +354,57 @@ def plan_vllm_ascend(arch, device_type, allowed_cpus, node_cpus, all_logic_npus,
             return out
     elif mode == GLOBAL_SLICE_MODE or not npu_affinity:
         if mode != GLOBAL_SLICE_MODE:
+            fallback = texts.get("fallback", TOPO_FALLBACK)
             out["mode"] = GLOBAL_SLICE_MODE
-            out["warnings"].append(TOPO_FALLBACK)
-            head.append(TOPO_FALLBACK)
+            out["warnings"].append(fallback)
+            head.append(fallback)
         slice_log = []
         pools = global_slice(running, allowed_cpus, len(all_logic_npus), npu_affinity,
-                             cpu_roles.MIN_CPUS_PER_NPU, slice_log, 0, env_value)
+                             cpu_roles.min_cpus_per_npu(out["reserve_irq"]), slice_log, 0,
+                             env_value, texts.get("slice", INSUFFICIENT_SLICE))
         head.extend(slice_log)
     else:
         pools = topo_affinity(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node,
-                              numa_to_cpu)
+                              numa_to_cpu, hidden=rules["hidden"])
     if not pools:
         # global_slice built nothing (empty cpuset): the reference then fails printing the plan.
         raise PlanError("no allowed CPUs: vllm-ascend builds no pool and fails with KeyError "
                         "when it prints the plan", cpu_shortage=True)
-    check_pools(pools, device_type)
+    roles_type = device_type if a5 == "cluster" else None
+    if a5 == "global":
+        for npu, pool in pools.items():
+            cpu_roles.split_roles(pool, False, npu)
+    else:
+        va_log.check_pools(pools, roles_type)
     out["pools"] = pools
-    templates = _rank_templates(head)
+    _rank_log(log, head, pools, running, ranks, roles_type, a5 == "global")
+    return out
+
+
+def _rank_log(log, head, pools, running, ranks, roles_type, no_irq):
+    """Per rank: the head lines with its rank, the plan header, its NPU's line (or the
+    worker's warning where print_plan fails)."""
+    templates = va_log.rank_templates(head)
+    npus = running if ranks is None else [npu for _rank, npu in ranks]
+    bound = [npu for npu in npus if npu is not None and npu in pools]
+    if no_irq:
+        lines = [va_log.plan_line(npu, cpu_roles.split_roles(pools[npu], False, npu), None)
+                 for npu in bound]
+    else:
+        lines = va_log.plan_lines(bound, pools, roles_type)
+    if len(bound) != len(npus):
+        # some rank fails in print_plan: its warning takes the place of its line
+        lines.reverse()
+        lines = [lines.pop() if npu is not None and npu in pools else
+                 bind_failure(rank, npu, pools) for rank, npu in enumerate(npus)]
     append = log.append
-    for rank, line in enumerate(plan_lines(running, pools, device_type)):
+    for rank, line in enumerate(lines):
         rank_text = _TEXT[rank] if rank < _SMALL else str(rank)
         for before, after in templates:
             append(before if after is None else before + rank_text + after)
         append(PLAN_HEADER)
         append(line)
-    return out
 
 
-def _rank_templates(head):
-    """The head lines as ``(before, after)``: rank r prints ``before + str(r) + after``.
-
-    Only the mode and slice lines carry a rank (rank 0 in ``head``); the others come back as
-    ``(line, None)`` and every rank prints them unchanged.
-    """
-    templates = []
-    for line in head:
-        cut = -1
-        if line.startswith("[cpu_bind_mode] "):
-            found = line.find(" rank=0 ")
-            if found >= 0:
-                cut = found + len(" rank=")
-        elif line.startswith("[cpu_global_slice] rank:0 "):
-            cut = len("[cpu_global_slice] rank:")
-        if cut < 0:
-            templates.append((line, None))
-        else:
-            # the "0" at ``cut`` is the rank
-            templates.append((line[:cut], line[cut + 1:]))
-    return templates
+_TEXT = cpuset.DECIMAL
+_SMALL = len(_TEXT)

@@ -22,6 +22,7 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report.applied import
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.problems import group_problems, host_problems
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.gpu_rails import analyse_rails, gpu_model, rail_shapes
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.untrusted import guarded, screen_hosts
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.vllm_ascend_release import summarize_release
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import (
     analyse_once, compact_hosts, evidence_groups, group_shapes)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
@@ -352,6 +353,8 @@ def analyse_host(name, entry):
         ("binding", summarize_binding(entry)),
         # what site.yml applies here (the role variables): the findings never ask for it again
         ("config", summarize_config(entry, facts)),
+        # the vllm-ascend release predicted, rank by rank (report/vllm_ascend_release.py)
+        ("vllm_ascend_release", summarize_release(entry.get("plan_vllm_ascend"), facts)),
     ])
     host["facts_error_count"] = len(host["facts_errors"])
     return host

@@ -20,6 +20,7 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report import applied
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
     POLICIES, ROLES, one_line, plural)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import shapes_of
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.vllm_ascend_release import release_markdown
 
 
 def _md(value):
@@ -195,6 +196,7 @@ def render_markdown(report):
                      vl["reason"] or vl["error"] or _vllm_effect_note(h)])
     out += _md_table(["hosts", "strict mode", "CPUs used", "overlap CPUs", "cross-NUMA",
                       "vllm_ascend mode", "CPUs used", "overlap CPUs", "cross-NUMA", "note"], rows)
+    out += release_markdown(shapes, _md_table, _hosts_cell)
     out += ["", "## Pools per shape", ""]
     for shape, h in shapes:
         out += ["### " + _md(_hosts_cell(shape)), ""]

@@ -18,6 +18,7 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import 
     FIX_VLLM, FIX_IRQBALANCE, FIX_MIGRATEPAGES, plural)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import applied
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import compact_ids
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.vllm_ascend_release import release_problems
 
 
 def _problem(severity, host, kind, title, evidence, fix):
@@ -267,6 +268,7 @@ def host_problems(host):
                                 "GPU NUMA affinity N/A"),
                             "enable NUMA (drop numa=off from the kernel command line, NPS/SNC "
                             "in BIOS) so pools can be NUMA-local"))
+    out.extend(release_problems(host))
     return out
 
 

@@ -357,7 +357,7 @@ def test_fallback_to_global_slice_without_affinity():  # upstream #23
     topo = cpu_hosts.a2()
     for npu in topo["npus"]:
         npu["affinity"] = None
-    plan = plan_mod.make_plan(topo, "vllm_ascend", npus=[1])
+    plan = plan_mod.make_plan(topo, "vllm_ascend", npus=[1], vllm_ascend_version="0.30.0rc2")
     assert plan["mode"] == "global_slice"
     assert plan["warnings"] == [va.TOPO_FALLBACK]
     assert plan["log"][1] == va.TOPO_FALLBACK

@@ -1,0 +1,177 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What one vllm-ascend release will do on a host, rank by rank (the plan's ``vllm_ascend``).
+
+The release's rules come from ``vllm_ascend_releases.select``; the pools from the allocator
+(vllm_ascend.py) run with those rules. Per instance (its ``ASCEND_RT_VISIBLE_DEVICES`` is its
+NPU list, in its order) or, without instances, for the workers the facts show: each local rank
+binds ``running_npu_list[rank]`` up to 0.25, ``ASCEND_RT_VISIBLE_DEVICES[rank]`` (``rank`` when
+unset) from 0.26 - skipped where that NPU has no pool. Where the release fails before it builds
+a pool (a parser that crashes on this host's output, an import that fails) every rank gets
+``outcome: error`` and the plan says why, instead of a plan the release will never make.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import nodemap
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend as va
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_releases as releases
+
+TOPO_SOURCE = "npu-smi info -t topo"
+STATUS_SOURCE = "/proc/self/status"
+LSCPU_E_SOURCE = "lscpu -e=CPU,NODE"
+FAIL_PREFIX = "vllm-ascend %s will fail to bind here, because "
+
+
+def _errors_of(topology, source):
+    return [e.get("msg") or "" for e in (topology.get("errors") or [])
+            if isinstance(e, dict) and e.get("source") == source]
+
+
+def release_failure(release, topology, device_type):
+    """``(stage, message)`` where ``release`` fails on this host before any pool, or None."""
+    rules = release["rules"]
+    if rules["profile"] and device_type not in releases.PROFILED_DEVICE_TYPES:
+        return ("import of vllm_ascend.device.hardware_profile (the worker does not start)",
+                "RuntimeError: No hardware profile is registered for device type: %s."
+                % (device_type,))
+    if rules["parsers"] == "positional":
+        if device_type == "A5":
+            return ("DeviceInfo.get_running_npus ('npu-smi info' process table)",
+                    "IndexError: list index out of range (the positional parser reads a Chip "
+                    "column that the Ascend 950 table '| NPU ID | Process id |' does not have)")
+        npus = topology.get("npus") or []
+        if npus and not _errors_of(topology, TOPO_SOURCE) and \
+                any(isinstance(n, dict) and not n.get("affinity") for n in npus):
+            return ("DeviceInfo.parse_topo_affinity ('npu-smi info -t topo')",
+                    "ValueError: invalid literal for int() with base 10 (the positional parser "
+                    "reads the last column of every NPU row as a CPU list; these rows have no "
+                    "CPU Affinity column)")
+    status = _errors_of(topology, STATUS_SOURCE)
+    if any("no Cpus_allowed_list" in msg for msg in status):
+        return ("DeviceInfo.parse_allowed_cpus (/proc/self/status)",
+                "RuntimeError: Can not found specific 'Cpus_allowed_list' in the "
+                "'/proc/self/status' file.")
+    for msg in _errors_of(topology, LSCPU_E_SOURCE):
+        if "no NUMA node" in msg:
+            return ("CpuAlloc.build_cpu_node_map (lscpu -e=CPU,NODE)",
+                    "RuntimeError: " + va.NO_NUMA_NODE)
+        return ("CpuAlloc.build_cpu_node_map (lscpu -e=CPU,NODE)",
+                "ValueError: a row is not two integers (%s)" % msg)
+    return None
+
+
+def _rank_npus(rules, members, visible, running):
+    """``[(rank, npu or None, own npu)]``: the NPU each local rank binds, and its own device."""
+    count = len(members) if members is not None else len(running)
+    if visible:
+        owns = visible[:count] + [None] * (count - len(visible))
+    else:
+        owns = list(members) if members is not None else list(range(count))
+    if rules["rank_npu"] == "visible":
+        npus = owns if visible else list(range(count))
+    else:
+        npus = running[:count] + [None] * (count - len(running))
+    return list(zip(range(count), npus, owns))
+
+
+def _block(release, ranks):
+    return {"version": release["version"], "source": release["source"],
+            "group": release["group"], "migration": release["rules"]["migration"],
+            "warnings": list(release["warnings"]), "ranks": ranks}
+
+
+def predict(plan, topology, requested, insts, busy, affinity, node_cpus, allowed, dtype, cpu,
+            all_logic, release):
+    """Fill ``plan`` (mode, skipped, reason, log, warnings, uvb, ``vllm_ascend``); returns
+    ``(pools {npu: pool}, cluster_roles, reserve_irq, cpu_node)`` of every NPU the release
+    builds a pool for (the first instance's where two build one)."""
+    failure = release_failure(release, topology, dtype)
+    env_facts = (topology.get("visible_devices") or {}).get("ASCEND_RT_VISIBLE_DEVICES")
+    if insts:
+        groups = [(name, list(members), ",".join(str(n) for n in members))
+                  for name, members in insts]
+        seen = set(busy) if busy else set(n for _name, members, _e in groups for n in members)
+    else:
+        groups = [(None, None, env_facts)]
+        seen = None
+    ranks = []
+    if failure is not None:
+        stage, message = failure
+        plan["skipped"] = True
+        plan["reason"] = (FAIL_PREFIX % release["version"]) + "%s fails: %s" % (stage, message)
+        plan["warnings"].append(plan["reason"])
+        for name, members, _env in groups:
+            for rank in range(len(members) if members is not None else len(requested)):
+                ranks.append({"rank": rank, "npu": None, "outcome": "error",
+                              "reason": "%s: %s" % (stage, message), "instance": name,
+                              "own_npu": members[rank] if members is not None else None})
+        plan["vllm_ascend"] = _block(release, ranks)
+        plan["warnings"].extend(release["warnings"])
+        return {}, False, True, None
+    cpu_node = nodemap.node_map(node_cpus)
+    arch = topology.get("arch")
+    is_arm = va.arm_check(arch)[0]
+    pools, cluster, reserve_irq = {}, False, True
+    for index, (name, members, env) in enumerate(groups):
+        visible = va.visible_devices(env)
+        if name is not None:
+            running = sorted(seen & set(visible))
+        else:
+            running = va.running_npus(requested, env) if is_arm else list(requested)
+            dropped = sorted(set(requested) - set(running))
+            if dropped:
+                plan["warnings"].append("NPU(s) %s are outside ASCEND_RT_VISIBLE_DEVICES=%s: "
+                                        "vllm-ascend plans no pool for them" % (dropped, env))
+        # without instances or a visible list in the facts, the workers of ``running`` are taken
+        # as one instance launched with ASCEND_RT_VISIBLE_DEVICES=<running>
+        rank_npus = _rank_npus(release["rules"], members,
+                               visible if visible is not None or name is not None else running,
+                               running)
+        if is_arm and not running:
+            for rank, _npu, own in rank_npus:
+                ranks.append({"rank": rank, "npu": None, "outcome": "error",
+                              "reason": "DeviceInfo.get_running_npus: RuntimeError: "
+                              + va.NO_RUNNING_NPU, "instance": name, "own_npu": own})
+            continue
+        result = va.plan_vllm_ascend(
+            arch, dtype, allowed, node_cpus, all_logic, running, affinity,
+            cpu.get("threads_per_core"), env, cpu_node, release["rules"], release["texts"],
+            [(rank, npu) for rank, npu, _own in rank_npus])
+        if index == 0 or plan["mode"] is None:
+            plan["mode"] = result["mode"]
+            plan["skipped"] = result["skipped"]
+            plan["reason"] = result["reason"]
+            if result["uvb"] is not None:
+                plan["uvb"] = result["uvb"]
+        plan["log"].extend(result["log"])
+        for warning in result["warnings"]:
+            if warning not in plan["warnings"]:
+                plan["warnings"].append(warning)
+        cluster, reserve_irq = result["cluster_roles"], result["reserve_irq"]
+        for npu, pool in result["pools"].items():
+            pools.setdefault(npu, pool)
+        built = result["pools"]
+        if not result["skipped"] and all(npu in built for _r, npu, _o in rank_npus):
+            # every rank binds (the usual host)
+            ranks.extend([{"rank": rank, "npu": npu, "outcome": "bound", "reason": None,
+                           "instance": name, "own_npu": own} for rank, npu, own in rank_npus])
+            continue
+        for rank, npu, own in rank_npus:
+            if result["skipped"]:
+                entry = {"rank": rank, "npu": None, "outcome": "skipped",
+                         "reason": result["reason"], "instance": name, "own_npu": own}
+            elif npu is not None and npu in built:
+                entry = {"rank": rank, "npu": npu, "outcome": "bound", "reason": None,
+                         "instance": name, "own_npu": own}
+            else:
+                entry = {"rank": rank, "npu": None, "reason": va.bind_failure(rank, npu, built),
+                         "outcome": "error" if npu is None else "skipped", "instance": name,
+                         "own_npu": own}
+            ranks.append(entry)
+    plan["vllm_ascend"] = _block(release, ranks)
+    plan["warnings"].extend(release["warnings"])
+    return pools, cluster, reserve_irq, cpu_node

@@ -23,8 +23,8 @@ venv: ## .venv from requirements-dev.txt (rebuilt when it changes) + collection 
 	@scripts/install-system-deps.sh venv
 	@scripts/ensure-venv.sh
 
-test: deps venv ## everything CI runs: py3.7 compile, module docs, pytest, ansible-test sanity, ansible-lint, molecule
-	@scripts/check.sh py37 docs unit sanity lint molecule
+test: deps venv ## everything CI runs: py3.7 compile, module docs, pytest, a real vLLM, ansible-test sanity, ansible-lint, molecule
+	@scripts/check.sh py37 docs unit realvllm sanity lint molecule
 
 check: ## the gates of `make test` without deps/venv (GATES="unit lint" to pick)
 	@scripts/check.sh $(GATES)

@@ -98,6 +98,7 @@ class Run(object):
         self.name = "tiny-" + key
         self.dir = workdir
         self.root = os.path.join(workdir, "root")
+        os.makedirs(self.root)
         self.checks = []
         self.lines = []
         self.times = {}

@@ -14,8 +14,9 @@ threads (``acl_thread`` / ``release_thread`` to theirs, the rest to the device's
 frontend processes (the main process, ``VLLM::EngineCore``, ``VLLM::APIServer``, tokenizers) to
 the instance's frontend CPUs, re-pin threads and processes that appear later, and once the
 server answers its health URL move each worker's private memory to its node. Only differing
-affinities are written. Exit codes: 0 done, 1 bad input or a failed bind, 2 some devices
-showed no worker in time.
+affinities are written. Exit codes: 0 done, 1 bad input or a failed bind, 2 the instance runs
+but some devices showed no worker in time, 3 the instance does not run (its unit is inactive or
+its main process is gone): nothing to bind. The metrics file is written in every case.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -35,22 +36,16 @@ from . import irqs, metrics, procs, smi, targets
 from .rules import BindError, format_cpulist
 
 LOG = logging.getLogger("npuops-bind")
-EXIT_OK, EXIT_ERROR, EXIT_MISSING = 0, 1, 2
+EXIT_OK, EXIT_ERROR, EXIT_MISSING, EXIT_DOWN = 0, 1, 2, 3
 
 
 class Binder(object):
     """The state of one binder run: which process is what, what was changed, what is left."""
 
     def __init__(self, doc, args, root=None):
-        self.doc = doc
         self.args = args
         self.root = root
-        info = doc["npuops_instance"]
-        self.vendor = info.get("vendor", "ascend")
-        self.devices = [int(d) for d in info.get("devices") or []]
-        self.device_targets = dict((d, targets.device_target(doc, d)) for d in self.devices)
-        self.frontend = targets.frontend_target(doc) if args.frontend else None
-        self.nodes = targets.all_nodes(doc)
+        self.prefix = procs.DEFAULT_PREFIX
         self.workers = {}      # pid -> device
         self.found_at = {}     # pid -> time its worker was found
         self.reports = {}      # pid -> report
@@ -59,53 +54,172 @@ class Binder(object):
         self.drift = {}        # (device label, role) -> [threads checked, threads off plan]
         self.unit_down = False  # --unit names a unit without a main process: bind nothing
         self.irq_rows = []
+        self.pending = set()   # processes whose role is not known yet: left alone for now
+        self.titles = {}
+        self.tool_homes = {}   # pid -> device, from npu-smi / nvidia-smi
+        self.ready_seen = False
+        self.late = False      # past --timeout
+        self.plan_seen = None
+        self.use_plan(doc)
+
+    def use_plan(self, doc):
+        """Take ``doc`` as the plan (validated: every target parses before any is used)."""
+        info = doc["npuops_instance"]
+        try:
+            devices = [int(d) for d in info.get("devices") or []]
+            device_targets = dict((d, targets.device_target(doc, d)) for d in devices)
+            frontend = targets.frontend_target(doc) if self.args.frontend else None
+        except (AttributeError, TypeError, ValueError) as err:
+            raise BindError("plan %s: not a plan vllm_launch_wrapper writes (%s)"
+                            % (self.args.plan, err))
+        self.doc, self.vendor, self.devices = doc, info.get("vendor", "ascend"), devices
+        self.device_targets, self.frontend = device_targets, frontend
+        self.nodes = targets.all_nodes(doc)
 
     # -- discovery ----------------------------------------------------------------------
     def tree(self):
+        """``(pids, parents)`` of the instance's tree (the --pid workers without a root)."""
         if self.root is not None:
-            return procs.descendants(self.root)
-        return sorted(self.workers)
+            return procs.tree(self.root)
+        return sorted(self.workers), {}
 
-    def discover(self, tree):
-        """Match workers to devices: the ``VLLM::Worker_TP<n>`` titles of the tree first (rank n
-        serves the n-th visible device; no tool call), then the tools' memory tables."""
-        for pid in tree:
-            rank = procs.worker_rank(procs.title(pid))
-            if rank is not None and rank < len(self.devices) and pid not in self.workers \
-                    and self.devices[rank] not in self.workers.values():
-                self.add_worker(pid, self.devices[rank])
+    def discover(self, pids, parents):
+        """Who is who in the tree, from its shape first: the main process's
+        ``<prefix>::EngineCore[_DP<r>]`` children are the engines (by DP rank, then start), and
+        an engine's children are its workers, never frontend: the i-th engine serves the i-th
+        share of the instance's devices, and a worker its local rank within it - from the title
+        (``pp*pcp*tp`` layout) once every worker of the engine carries its ranks, else its spawn
+        order (vLLM starts the workers in local-rank order, titled ``python3`` at first). An
+        engine without worker children is vLLM's uniproc executor (GPU TP=1): it is its
+        device's worker once that is certain (see ``uniproc``). A worker title anywhere else is
+        no worker (anything in the tree can set its own title). The tools' process tables fill
+        devices still missing."""
+        kids = {}
+        for pid in pids[1:]:
+            kids.setdefault(parents.get(pid), []).append(pid)
+        self.titles = dict((pid, procs.title(pid, self.prefix)) for pid in pids)
+        engines = [p for p in kids.get(self.root, [])
+                   if procs.engine_rank(self.titles[p], self.prefix) is not None]
+        engines.sort(key=lambda p: (procs.engine_rank(self.titles[p], self.prefix),
+                                    procs.start_ticks(p) or 0, p))
+        workers, pending = {}, set()
+        share = max(1, len(self.devices) // len(engines)) if engines else 0
+        for index, engine in enumerate(engines):
+            slots = self.devices[index * share:(index + 1) * share]
+            members = sorted(kids.get(engine, []), key=lambda p: (procs.start_ticks(p) or 0, p))
+            for pid, local in sorted(self.local_ranks(members, len(slots)).items()):
+                if local < len(slots) and slots[local] not in workers.values():
+                    workers[pid] = slots[local]
+            pending.update(p for p in members if p not in workers)
+            if not members and len(slots) == 1 and self.uniproc(engine):
+                workers[engine] = slots[0]
+            elif not slots or len(members) < len(slots):
+                pending.add(engine)  # its workers are still to come: they inherit its mask
+        if pending & set(engines) or (not engines and not self.spawned(self.root)):
+            pending.add(self.root)  # pinned once its engines' workers exist, so none inherits it
+        if self.late:  # past --timeout: what is still pending and not an engine's child is frontend
+            pending = set(p for p in pending if parents.get(p) not in engines)
+        self.pending = pending
+        for pid in [p for p in self.workers if p not in workers]:
+            if pid in self.tool_homes and pid in parents and self.workers[pid] not in \
+                    workers.values():
+                workers[pid] = self.workers[pid]
+        self.set_workers(workers)
         missing = [d for d in self.devices if d not in self.workers.values()]
-        if not missing:
-            return
-        in_tree = set(tree)
+        if missing:
+            self.from_tools(missing, parents)
+
+    def local_ranks(self, members, size):
+        """``{pid: local rank}`` of an engine's worker children: by their titles' ranks when
+        every one carries them and they make a ``pp x pcp x tp`` grid of ``size``, else by
+        spawn order."""
+        ranks = [procs.worker_ranks(self.titles.get(p), self.prefix) for p in members]
+        if len(members) == size and all(r is not None for r in ranks):
+            sizes = dict((part, max([r.get(part, 0) for r in ranks]) + 1)
+                         for part in ("PP", "PCP", "TP"))
+            if sizes["PP"] * sizes["PCP"] * sizes["TP"] == size:
+                local = [(r.get("PP", 0) * sizes["PCP"] + r.get("PCP", 0)) * sizes["TP"]
+                         + r.get("TP", 0) for r in ranks]
+                if len(set(local)) == size:
+                    return dict(zip(members, local))
+        return dict((pid, index) for index, pid in enumerate(members[:size]))
+
+    def uniproc(self, engine):
+        """True once an engine without worker children surely runs the model itself: the
+        device tools show it, the server answers its ready URL (workers exist before the model
+        loads), or it has run --uniproc-after seconds without spawning one."""
+        if engine in self.tool_homes or self.ready_seen:
+            return True
+        if self.args.ready_url and procs.ready(self.args.ready_url):
+            self.ready_seen = True
+            return True
+        return self.spawned(engine)
+
+    def spawned(self, pid):
+        """True once ``pid`` has run --uniproc-after seconds: what it spawns it has spawned."""
+        if pid is None:
+            return True
+        seconds = procs.age(pid)
+        return seconds is not None and seconds >= self.args.uniproc_after
+
+    def from_tools(self, missing, parents):
+        """Workers of ``missing`` devices from the tools' process tables (in the tree, not
+        below a worker); remembered while they live."""
         homes = smi.home_devices(smi.device_rows(self.vendor, self.args.tool_timeout))
-        for pid, device in sorted(homes.items()):
+        self.tool_homes = dict((pid, dev) for pid, dev in homes.items()
+                               if self.root is None or pid in parents)
+        for pid, device in sorted(self.tool_homes.items()):
             if device in missing and pid not in self.workers and \
-                    (self.root is None or pid in in_tree):
+                    (self.root is None or self.below_worker(pid, parents) is None):
+                self.add_worker(pid, device)
+                missing.remove(device)
+
+    def below_worker(self, pid, parents):
+        ancestor = parents.get(pid)
+        while ancestor is not None:
+            if ancestor in self.workers:
+                return ancestor
+            ancestor = parents.get(ancestor)
+        return None
+
+    def set_workers(self, workers):
+        for pid in [p for p in self.workers if p not in workers]:
+            del self.workers[pid]
+        for pid, device in workers.items():
+            if self.workers.get(pid) != device:
                 self.add_worker(pid, device)
 
     def add_worker(self, pid, device):
         self.workers[pid] = device
         self.found_at[pid] = time.time()
-        self.report(pid, device)
+        self.report(pid, device, "worker")
 
-    def report(self, pid, device, label=None):
-        if pid not in self.reports:
-            self.reports[pid] = {"device": device, "pid": pid, "role": label or "worker",
-                                 "title": procs.title(pid), "threads": 0, "changed": [],
-                                 "unchanged": 0, "acl": [], "release": [], "migrated": False}
-        return self.reports[pid]
+    def report(self, pid, device, label):
+        """The report entry of ``pid``, brought up to date: its role, device and title follow
+        the process (a worker is ``python3`` first, then ``<prefix>::Worker...``)."""
+        entry = self.reports.get(pid)
+        if entry is None:
+            entry = self.reports[pid] = {"pid": pid, "threads": 0, "changed": [], "unchanged": 0,
+                                         "acl": [], "release": [], "migrated": False}
+        entry["device"], entry["role"] = device, label
+        entry["title"] = self.titles.get(pid) or procs.title(pid, self.prefix)
+        return entry
 
     def target_of(self, pid, tree_parent):
         """The target of a process in the tree: its own (worker), its nearest worker ancestor's
-        main CPUs (a worker's helper process), else the frontend."""
+        main CPUs (a worker's helper process), None while its role is pending, else the
+        frontend."""
         if pid in self.workers:
             return self.device_targets[self.workers[pid]]
+        if pid in self.pending:
+            return None
         ancestor = tree_parent.get(pid)
         while ancestor is not None:
             if ancestor in self.workers:
                 base = self.device_targets[self.workers[ancestor]]
                 return dict(base, acl=[], release=[])
+            if ancestor in self.pending and ancestor != self.root:
+                return None
             ancestor = tree_parent.get(ancestor)
         return self.frontend
 
@@ -144,8 +258,7 @@ class Binder(object):
             LOG.info("[bind] %s pid=%d tid=%d (%s) %s -> %s", target["label"], pid, tid, role,
                      format_cpulist(current), format_cpulist(cpus))
 
-    def bind_all(self, tree):
-        parents = dict((pid, procs.parent_pid(pid)) for pid in tree)
+    def bind_all(self, tree, parents):
         for pid in tree if self.root is not None else sorted(self.workers):
             target = self.target_of(pid, parents)
             if target is not None:
@@ -224,6 +337,7 @@ class Binder(object):
                 out.append(("npuops_worker_remote_memory_ratio",
                             [("instance", name), ("device", self.device_targets[device]["label"])],
                             procs.remote_ratio(nodes, self.device_targets[device]["node"])))
+        out.append(("npuops_instance_up", [("instance", name)], int(not self.unit_down)))
         out.append(("npuops_instance_workers_missing", [("instance", name)], len(missing)))
         out.append(("npuops_binder_last_run_success", [("instance", name)], int(not failed)))
         out.append(("npuops_binder_last_run_timestamp_seconds", [("instance", name)],
@@ -234,23 +348,50 @@ class Binder(object):
         return not self.args.ready_url or procs.ready(self.args.ready_url)
 
     # -- the loop -----------------------------------------------------------------------
+    def plan_changed(self):
+        """In a --follow run: when the plan file changed (mtime, size, inode), read and validate
+        it again and bind to the new plan from now on; a bad new plan keeps the old one (said
+        once per version of the file). So the bind unit and the reconciler, which reads the
+        file at each run, never pin against each other after a plan change."""
+        signature = plan_signature(self.args.plan)
+        if signature is None or signature == self.plan_seen:
+            return False
+        self.plan_seen = signature
+        try:
+            doc = targets.load_plan(self.args.plan, self.args.instance)
+            self.use_plan(doc)
+        except BindError as err:
+            LOG.error("the plan changed but cannot be used; keeping the one in use: %s", err)
+            return False
+        LOG.info("the plan changed; binding to the new one")
+        for line in targets.plan_lines([self.device_targets[d] for d in self.devices] +
+                                       ([self.frontend] if self.frontend else [])):
+            LOG.info("%s", line)
+        self.workers, self.found_at = {}, {}
+        return True
+
     def run(self):
         start = time.time()
         deadline = start + self.args.timeout
         ready_deadline = start + self.args.ready_timeout
         settled_at = None
         missing = []
+        self.plan_seen = plan_signature(self.args.plan)
         while True:
             if self.unit_down:
                 self.reconcile_irqs()
                 return list(self.devices)
             if self.root is not None and not procs.alive(self.root):
                 LOG.info("the service's main process %d is gone; stopping", self.root)
+                self.unit_down = True
                 break
-            tree = self.tree()
+            if not self.args.once and self.root is not None and self.plan_changed():
+                settled_at = None
+            pids, parents = self.tree()
+            self.late = time.time() >= deadline
             if not self.args.pid:
-                self.discover(tree)
-            self.bind_all(tree)
+                self.discover(pids, parents)
+            self.bind_all(pids, parents)
             self.reconcile_irqs()
             now = time.time()
             missing = [d for d in self.devices if d not in self.workers.values()]
@@ -258,7 +399,8 @@ class Binder(object):
             complete = found_all and all(self.threads_complete(p) for p in self.workers)
             pending = [p for p in sorted(self.workers) if p not in self.migrated]
             if complete and pending and self.args.migrate:
-                if self.server_ready():
+                if self.ready_seen or self.server_ready():
+                    self.ready_seen = True
                     for pid in pending:
                         # memory moves with a worker's first binding only (re-runs are cheap)
                         if self.reports[pid]["changed"]:
@@ -269,14 +411,22 @@ class Binder(object):
                     LOG.warning("the server did not answer %s within %.0fs; memory not moved",
                                 self.args.ready_url, self.args.ready_timeout)
                     self.migrated.update(pending)
-            settled = complete and (not self.args.migrate or
-                                    all(p in self.migrated for p in self.workers))
+            settled = complete and (not self.pending or now >= deadline) and (
+                not self.args.migrate or all(p in self.migrated for p in self.workers))
             if settled and settled_at is None:
                 settled_at = now
             if self.args.once or (settled_at is not None and now - settled_at >= self.args.follow):
                 break
             time.sleep(self.args.interval)
         return missing
+
+
+def plan_signature(path):
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size, info.st_ino
 
 
 def unit_main_pid(unit, timeout):
@@ -306,6 +456,10 @@ def parse_args(argv):
         help="leave the frontend processes alone")
     add("--ready-url", help="http URL answering 200 once the server is ready (memory moves then)")
     add("--ready-timeout", type=float, default=1800.0, help="seconds to wait for --ready-url")
+    add("--uniproc-after", type=float, default=60.0,
+        help="an EngineCore with no worker child this long after it started runs the model "
+             "itself (vLLM's uniproc executor) and is bound as its device's worker; sooner when "
+             "--ready-url answers or the device tools show it (s)")
     add("--no-migrate", dest="migrate", action="store_false", help="never move memory")
     add("--migrate-shared", action="store_true",
         help="also move pages shared with other processes (migratepages with CAP_SYS_NICE)")
@@ -355,6 +509,12 @@ def main(argv=None):
             LOG.warning("process %d does not run: no process to bind", root)
         binder = Binder(doc, args, None if args.pid else root)
         binder.unit_down = unit_down
+        if binder.root is not None and not unit_down:
+            prefix = procs.process_prefix(binder.root)
+            if prefix is None:
+                LOG.warning("process %d: VLLM_PROCESS_NAME_PREFIX is no usable title prefix; "
+                            "reading titles with %r", binder.root, procs.DEFAULT_PREFIX)
+            binder.prefix = prefix or procs.DEFAULT_PREFIX
         if args.npu:
             binder.devices = list(args.npu)
         for line in targets.plan_lines([binder.device_targets[d] for d in binder.devices
@@ -365,12 +525,20 @@ def main(argv=None):
             if npu not in binder.device_targets:
                 binder.device_targets[npu] = targets.device_target(doc, npu)
             binder.add_worker(pid, npu)
+        started = time.time()
         result["missing"] = binder.run()
-        for device in result["missing"]:
-            LOG.warning("%s shows no worker process after %.0fs; not bound",
-                        binder.device_targets[device]["label"], args.timeout)
-        if result["missing"]:
-            code = EXIT_MISSING
+        if binder.unit_down:
+            result["unit_running"] = False
+            code = EXIT_DOWN
+        else:
+            for device in result["missing"]:
+                LOG.warning("%s shows no worker process after %.0fs; not bound",
+                            binder.device_targets[device]["label"], time.time() - started)
+            if result["missing"]:
+                code = EXIT_MISSING
+        for pid in [p for p in binder.reports if p not in binder.workers]:
+            if not procs.alive(pid):
+                del binder.reports[pid]  # a compiler or helper that came and went
         for pid, device in binder.workers.items():
             nodes = procs.memory_by_node(pid)
             if nodes is not None and pid in binder.reports:

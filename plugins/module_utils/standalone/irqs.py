@@ -18,17 +18,24 @@ import stat
 from .rules import BindError, format_cpulist, parse_cpulist
 
 PROC_IRQ = "/proc/irq"
+MAX_STATE_BYTES = 16 << 20
 
 
 def load_state(path, devices=None):
     """``[{irq, device, role, cpus}]`` from the IRQ state file, only for ``devices`` (None: all)."""
     try:
-        with open(path) as handle:
-            doc = json.load(handle)
+        with open(path, "rb") as handle:
+            text = handle.read(MAX_STATE_BYTES + 1)
     except (IOError, OSError) as err:
         if getattr(err, "errno", None) == errno.ENOENT:
             return []
         raise BindError("IRQ state %s: cannot read (%s)" % (path, err))
+    if len(text) > MAX_STATE_BYTES:
+        raise BindError("IRQ state %s: larger than %d bytes" % (path, MAX_STATE_BYTES))
+    try:
+        doc = json.loads(text.decode("utf-8"))
+    except RecursionError:
+        raise BindError("IRQ state %s: not valid JSON (nested too deep)" % path)
     except ValueError as err:
         raise BindError("IRQ state %s: not valid JSON (%s)" % (path, err))
     entries = []

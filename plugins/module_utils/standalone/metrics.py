@@ -11,9 +11,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import binascii
 import os
 import re
-import tempfile
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,200}\Z")
 
@@ -23,6 +23,7 @@ HELP = (
     ("npuops_irq_drift", "1 when the IRQ's affinity differed from the plan at the last run."),
     ("npuops_worker_remote_memory_ratio",
      "Share of a worker's resident memory outside its planned NUMA node."),
+    ("npuops_instance_up", "1 when the instance's main process runs, 0 when it is down."),
     ("npuops_instance_workers_missing", "Devices of the instance that showed no worker."),
     ("npuops_binder_last_run_success", "1 when the last binder run bound everything it found."),
     ("npuops_binder_last_run_timestamp_seconds", "Unix time the last binder run ended."),
@@ -54,20 +55,39 @@ def render(samples):
 
 
 def write(directory, instance, samples):
-    """Write ``npuops_<instance>.prom`` atomically; returns its path."""
+    """Write ``npuops_<instance>.prom`` atomically; returns its path. Everything acts on one
+    descriptor of ``directory`` (opened without following a link: a symlinked metrics dir is
+    refused) and on the temporary file's own descriptor (mode set with fchmod): whoever can
+    write the directory (node_exporter's user) cannot swap a path under the binder, which runs
+    as root."""
     if not _NAME_RE.match(instance or ""):
         raise ValueError("instance name %r cannot name a metrics file" % (instance,))
-    path = os.path.join(directory, "npuops_%s.prom" % instance)
-    fd, tmp = tempfile.mkstemp(prefix=".npuops_%s." % instance, suffix=".tmp", dir=directory)
+    name = "npuops_%s.prom" % instance
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(render(samples))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)
-        os.rename(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+        dir_fd = os.open(directory, flags)
+    except OSError as err:
+        if os.path.islink(directory):
+            raise ValueError("metrics dir %s is a symlink; refusing to write through it"
+                             % directory)
+        raise err
+    try:
+        tmp = ".npuops_%s.%s.tmp" % (instance, binascii.hexlify(os.urandom(6)).decode("ascii"))
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                     0o600, dir_fd=dir_fd)
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(render(samples))
+                handle.flush()
+                os.fchmod(handle.fileno(), 0o644)
+                os.fsync(handle.fileno())
+            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=dir_fd)
+            except OSError:
+                pass
+            raise
+    finally:
+        os.close(dir_fd)
+    return os.path.join(directory, name)

@@ -5,9 +5,14 @@
 Linux hosts it runs on): the process tree under the service's main process, each process's
 title and role, its threads and their names, CPU affinity, and memory migration.
 
-vLLM renames its processes with setproctitle: ``VLLM::APIServer`` (``_<n>``), ``VLLM::EngineCore``
-(``_DP<n>``), ``VLLM::Worker_TP<n>`` (``_PP``/``_DP`` variants), a DP coordinator. The title is
-the first word of ``/proc/<pid>/cmdline``; ``comm`` holds its first 15 bytes.
+vLLM titles its processes through setproctitle as ``<prefix>::<name>`` (prefix
+``$VLLM_PROCESS_NAME_PREFIX``, default ``VLLM``): ``APIServer_<i>``, ``EngineCore`` /
+``EngineCore_DP<r>``, ``DPCoordinator`` and the workers, ``Worker`` then
+``Worker[_DP<d>][_PP<p>][_PCP<c>][_TP<t>][_DCP<k>][_EP<e>]`` (each part only when that group is
+larger than 1; vllm/v1/executor/multiproc_executor.py). A worker is spawned as a plain
+multiprocessing child (``python3``) and keeps that title until vLLM renames it. The title is
+the first word of ``/proc/<pid>/cmdline``; ``comm`` holds its first 15 bytes. Every title and
+number read here has a length bound: a process can set any title it likes.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,21 +20,30 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ctypes
+import ipaddress
 import os
 import re
 
+import socket
+import ssl
+import threading
+import time
+
 try:
-    from http.client import HTTPConnection, HTTPSConnection
     from urllib.parse import urlsplit
 except ImportError:  # pragma: no cover - Python 2, which the binder does not support
-    HTTPConnection = HTTPSConnection = urlsplit = None
+    urlsplit = None
 
 COMM_LEN = 15  # TASK_COMM_LEN - 1: Linux cuts thread names to 15 characters
-# a plain tensor-parallel worker; with _PP/_DP parts the local index needs the sizes, so those
-# workers are matched by the tools' memory tables instead
-_WORKER_RE = re.compile(r"^VLLM::Worker_TP(\d+)\Z")
-_FRONTEND_PREFIXES = ("VLLM::APIServer", "VLLM::EngineCore", "VLLM::DPCoordinator",
-                      "VLLM::EngineCor", "VLLM::APIServ")
+DEFAULT_PREFIX = "VLLM"
+MAX_TITLE = 128     # longer first words of cmdline are no vLLM title
+MAX_RANK_DIGITS = 4  # ranks above 9999 are refused, never int()ed
+_PREFIX_RE = re.compile(r"^[A-Za-z0-9_.-]{1,32}\Z")
+_RANK = r"(?:_%s(\d{1,4}))?"
+# the parts in vLLM's order (multiproc_executor.py: DP, PP, PCP, TP, DCP, EP)
+WORKER_PARTS = ("DP", "PP", "PCP", "TP", "DCP", "EP")
+_WORKER_TAIL = "Worker" + "".join(_RANK % part for part in WORKER_PARTS) + r"\Z"
+_ENGINE_TAIL = r"EngineCore(?:_DP(\d{1,4}))?\Z"
 PR_CAPBSET_DROP = 24
 CAP_SYS_NICE = 23
 
@@ -62,21 +76,67 @@ def all_pids():
         return []
 
 
-def descendants(root):
-    """``root`` and every process below it, parents before children."""
-    children = {}
-    for pid in all_pids():
-        fields = stat_fields(pid)
-        if fields is not None:
-            children.setdefault(fields[0], []).append(pid)
-    out, queue = [], [root]
+def children(pid):
+    """Child pids of a process from ``/proc/<pid>/task/<tid>/children`` (CONFIG_PROC_CHILDREN),
+    in the kernel's order; None when the kernel has no such file (then the caller scans)."""
+    out = []
+    found = False
+    for tid in threads(pid):
+        text = read("/proc/%d/task/%d/children" % (pid, tid), 1 << 20)
+        if text is None:
+            continue
+        found = True
+        out.extend(int(c) for c in text.split() if c.isdigit() and len(c) < 12)
+    return out if found or not alive(pid) else None
+
+
+def tree(root):
+    """``(pids, parents)``: ``root`` and every process below it, parents before children, and
+    each one's parent. Walks the children files (cheap on a host of thousands of processes);
+    scans all of /proc only where the kernel has none."""
+    out, seen, parents, queue = [], set(), {root: None}, [root]
+    index = None
     while queue:
         pid = queue.pop(0)
-        if pid in out:
+        if pid in seen:
             continue
+        seen.add(pid)
         out.append(pid)
-        queue.extend(children.get(pid, []))
-    return out
+        kids = children(pid)
+        if kids is None:
+            if index is None:
+                index = {}
+                for other in all_pids():
+                    fields = stat_fields(other)
+                    if fields is not None:
+                        index.setdefault(fields[0], []).append(other)
+            kids = index.get(pid, [])
+        for kid in kids:
+            if kid not in parents:
+                parents[kid] = pid
+                queue.append(kid)
+    return out, dict((pid, parents.get(pid)) for pid in out)
+
+
+def descendants(root):
+    """``root`` and every process below it, parents before children."""
+    return tree(root)[0]
+
+
+def start_ticks(pid):
+    """When a process started (clock ticks after boot), or None when it is gone."""
+    fields = stat_fields(pid)
+    return fields[1] if fields else None
+
+
+def age(pid):
+    """Seconds since a process started, or None when it is gone."""
+    ticks = start_ticks(pid)
+    uptime = read("/proc/uptime", 256)
+    try:
+        return float(uptime.split()[0]) - float(ticks) / os.sysconf("SC_CLK_TCK")
+    except (AttributeError, IndexError, TypeError, ValueError, OSError):
+        return None
 
 
 def parent_pid(pid):
@@ -84,23 +144,60 @@ def parent_pid(pid):
     return fields[0] if fields else None
 
 
-def title(pid):
-    """The process title (setproctitle's first word of cmdline), else its comm."""
-    cmdline = read("/proc/%d/cmdline" % pid) or ""
+def title(pid, prefix=DEFAULT_PREFIX):
+    """The process title (setproctitle's first word of cmdline, when it carries the instance's
+    ``<prefix>::``), else its comm; at most MAX_TITLE characters."""
+    cmdline = read("/proc/%d/cmdline" % pid, 4096) or ""
     first = cmdline.split("\x00", 1)[0].strip()
-    if first.startswith("VLLM::"):
-        return first.split()[0]
-    return (read("/proc/%d/comm" % pid) or "").strip()
+    if first.startswith(prefix + "::"):
+        return _printable(first.split()[0][:MAX_TITLE + 1])
+    return _printable((read("/proc/%d/comm" % pid, 64) or "").strip())
 
 
-def worker_rank(name):
-    """TP rank of a ``VLLM::Worker..._TP<n>`` title, else None."""
-    match = _WORKER_RE.match(name or "")
-    return int(match.group(1)) if match else None
+def _printable(text):
+    """A title as reports show it: control characters (a ``\\r`` a process put in its own
+    comm) become ``?``."""
+    return "".join("?" if ord(ch) < 32 or ord(ch) == 127 else ch for ch in text)
 
 
-def is_frontend_title(name):
-    return (name or "").startswith(_FRONTEND_PREFIXES)
+def worker_ranks(name, prefix=DEFAULT_PREFIX):
+    """``{part: rank}`` of a worker title (``{}`` for a bare ``<prefix>::Worker``), else None.
+    Bounded: a title longer than MAX_TITLE or a rank of more than 4 digits is no worker's."""
+    if not name or len(name) > MAX_TITLE or not name.startswith(prefix + "::"):
+        return None
+    match = re.match(_WORKER_TAIL, name[len(prefix) + 2:])
+    if not match:
+        return None
+    return dict((part, int(value)) for part, value in zip(WORKER_PARTS, match.groups())
+                if value is not None)
+
+
+def engine_rank(name, prefix=DEFAULT_PREFIX):
+    """DP rank of an ``<prefix>::EngineCore[_DP<r>]`` title (0 without ``_DP``), else None."""
+    if not name or len(name) > MAX_TITLE or not name.startswith(prefix + "::"):
+        return None
+    match = re.match(_ENGINE_TAIL, name[len(prefix) + 2:])
+    if not match:
+        return None
+    return int(match.group(1) or 0)
+
+
+def worker_rank(name, prefix=DEFAULT_PREFIX):
+    """TP rank of a worker title (0 when it has no ``_TP`` part), else None."""
+    ranks = worker_ranks(name, prefix)
+    return None if ranks is None else ranks.get("TP", 0)
+
+
+def process_prefix(pid, limit=1 << 18):
+    """``VLLM_PROCESS_NAME_PREFIX`` from a process's environment (``/proc/<pid>/environ``, at
+    most ``limit`` bytes), DEFAULT_PREFIX when unset; None when it is set to something no
+    title could start with (the caller says so)."""
+    text = read("/proc/%d/environ" % pid, limit)
+    for item in (text or "").split("\x00"):
+        if item.startswith("VLLM_PROCESS_NAME_PREFIX="):
+            value = item.split("=", 1)[1]
+            return value if _PREFIX_RE.match(value) else None
+    return DEFAULT_PREFIX
 
 
 def threads(pid):
@@ -144,21 +241,100 @@ def drop_sys_nice(uid=None, gid=None):
         os.setresuid(uid, uid, uid)
 
 
+MAX_RESPONSE_HEAD = 1 << 16  # status line and headers of a health answer
+_RESOLVING = []  # the one name lookup that may still run past its deadline
+
+
+def _resolve(host, port, deadline):
+    """Addresses of ``host``: numeric ones and ``localhost`` without a lookup; any other name
+    through getaddrinfo in a daemon thread given what is left of the deadline (getaddrinfo
+    itself has no timeout). At most one lookup runs at a time: a wedged resolver costs one
+    thread, never one per poll."""
+    try:
+        ipaddress.ip_address(host)
+        return socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST)
+    except (socket.gaierror, UnicodeError, ValueError):
+        pass
+    if host == "localhost":
+        return socket.getaddrinfo("127.0.0.1", port, 0, socket.SOCK_STREAM)
+    if any(t.is_alive() for t in _RESOLVING):
+        return []
+    del _RESOLVING[:]
+    box = []
+
+    def lookup():
+        try:
+            box.append(socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM))
+        except (socket.error, UnicodeError, ValueError):
+            box.append([])
+
+    worker = threading.Thread(target=lookup, name="npuops-resolve")
+    worker.daemon = True
+    _RESOLVING.append(worker)
+    worker.start()
+    worker.join(max(0.0, deadline - time.time()))
+    return box[0] if box else []
+
+
+def _status(sock, deadline):
+    """The status code of the answer on ``sock``, reading at most MAX_RESPONSE_HEAD bytes of
+    status line and headers before ``deadline``; None when it does not come in time."""
+    head = b""
+    while b"\r\n\r\n" not in head and b"\n\n" not in head:
+        left = deadline - time.time()
+        if left <= 0 or len(head) >= MAX_RESPONSE_HEAD:
+            return None
+        sock.settimeout(left)
+        chunk = sock.recv(min(4096, MAX_RESPONSE_HEAD - len(head)))
+        if not chunk:
+            break
+        head += chunk
+    line = head.split(b"\n", 1)[0].split()
+    if len(line) >= 2 and line[0].startswith(b"HTTP/") and line[1].isdigit() and len(line[1]) == 3:
+        return int(line[1])
+    return None
+
+
 def ready(url, timeout=2.0):
-    """True when ``url`` (the server's http(s) health endpoint) answers 200. Plain http.client:
-    the binder runs without Ansible's own URL helpers."""
-    parts = urlsplit(url)
+    """True when ``url`` (the server's http(s) health endpoint) answers 200. One deadline,
+    ``timeout`` seconds, covers name lookup, connect, TLS, the request and the status line and
+    headers (at most MAX_RESPONSE_HEAD bytes): a server trickling bytes cannot keep it."""
+    deadline = time.time() + timeout
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return False
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return False
-    connection = (HTTPSConnection if parts.scheme == "https" else HTTPConnection)(
-        parts.hostname, parts.port, timeout=timeout)
-    try:
-        connection.request("GET", parts.path or "/")
-        return connection.getresponse().status == 200
-    except Exception:  # pylint: disable=broad-except
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    if any(ord(ch) <= 32 or ord(ch) >= 127 for ch in path + parts.hostname):
         return False
-    finally:
-        connection.close()
+    for family, kind, proto, _name, address in _resolve(parts.hostname, port, deadline)[:4]:
+        left = deadline - time.time()
+        if left <= 0:
+            return False
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(left)
+            sock.connect(address)
+            if parts.scheme == "https":
+                context = ssl.create_default_context()
+                sock.settimeout(max(0.001, deadline - time.time()))
+                sock = context.wrap_socket(sock, server_hostname=parts.hostname)
+            host = parts.hostname if ":" not in parts.hostname else "[%s]" % parts.hostname
+            request = ("GET %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n\r\n"
+                       % (path, host)).encode("ascii")
+            sock.settimeout(max(0.001, deadline - time.time()))
+            sock.sendall(request)
+            return _status(sock, deadline) == 200
+        except (socket.error, ssl.SSLError, ValueError):
+            continue
+        finally:
+            sock.close()
+    return False
 
 
 def memory_by_node(pid, limit=1 << 24):

@@ -19,12 +19,21 @@ RELEASE_THREAD = "release_thread"
 COMM_LEN = 15
 
 
+MAX_PLAN_BYTES = 4 << 20
+
+
 def load_plan(path, instance=None):
     try:
-        with open(path) as handle:
-            doc = json.load(handle)
+        with open(path, "rb") as handle:
+            text = handle.read(MAX_PLAN_BYTES + 1)
     except (IOError, OSError) as err:
         raise BindError("plan %s: cannot read (%s)" % (path, err))
+    if len(text) > MAX_PLAN_BYTES:
+        raise BindError("plan %s: larger than %d bytes" % (path, MAX_PLAN_BYTES))
+    try:
+        doc = json.loads(text.decode("utf-8"))
+    except RecursionError:
+        raise BindError("plan %s: not valid JSON (nested too deep)" % path)
     except ValueError as err:
         raise BindError("plan %s: not valid JSON (%s)" % (path, err))
     info = doc.get("npuops_instance") if isinstance(doc, dict) else None

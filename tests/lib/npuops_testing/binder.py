@@ -84,6 +84,7 @@ class _Worker(object):
         self.prefix = prefix
         self.pid = info["pid"]
         self.threads = info["threads"]
+        self.start_cpus = info.get("start_cpus")
 
     def late_tid(self, wait=10.0):
         deadline = time.time() + wait
@@ -96,8 +97,9 @@ class _Worker(object):
 
 
 class _Tree(object):
-    def __init__(self, main, engine, workers):
+    def __init__(self, main, engine, workers, engines=(), decoys=()):
         self.main, self.engine, self.workers = main, engine, workers
+        self.engines, self.decoys = list(engines), list(decoys)
 
 
 def _wait_file(path, proc, deadline):
@@ -107,31 +109,59 @@ def _wait_file(path, proc, deadline):
         time.sleep(0.05)
 
 
+def _read_int(path):
+    with open(path) as handle:
+        return int(handle.read())
+
+
 @contextlib.contextmanager
-def stand_in_tree(tmp_path, workers=2, late_thread_after=0.0):
-    """Start the stand-in tree in its own session; yields a _Tree; kills the session after."""
+def stand_in_tree(tmp_path, workers=2, late_thread_after=0.0, dp=1, decoys=0, env=None,
+                  wait=30):
+    """Start the stand-in tree in its own session; yields a _Tree (``workers`` workers per
+    engine, ``dp`` engines; ``env``: the stand-in's STAND_IN_* / VLLM_PROCESS_NAME_PREFIX
+    settings); kills the session after."""
     script = os.path.join(str(tmp_path), "vllm_stand_in.py")
     with open(script, "w") as handle:
         handle.write(STAND_IN)
     prefix = os.path.join(str(tmp_path), "tree")
+    environ = dict(os.environ, STAND_IN_PYTHON=sys.executable, STAND_IN_DP=str(dp),
+                   STAND_IN_DECOYS=str(decoys))
+    environ.update(env or {})
     proc = subprocess.Popen([sys.executable, script, "main", prefix, str(workers),
-                             str(late_thread_after)], start_new_session=True,
-                            env=dict(os.environ, STAND_IN_PYTHON=sys.executable))
+                             str(late_thread_after)], start_new_session=True, env=environ)
     try:
-        deadline = time.time() + 30
-        _wait_file(prefix + ".engine", proc, deadline)
-        with open(prefix + ".engine") as handle:
-            engine = int(handle.read())
+        deadline = time.time() + wait
+        names = [".engine"] if dp == 1 else [".engine%d" % r for r in range(dp)]
+        engines = []
+        for name in names:
+            _wait_file(prefix + name, proc, deadline)
+            engines.append(_read_int(prefix + name))
         found = []
-        for rank in range(workers):
+        count = 1 if environ.get("STAND_IN_UNIPROC") == "1" else workers * dp
+        for rank in range(count):
             path = "%s.%d" % (prefix, rank)
             _wait_file(path, proc, deadline)
             with open(path) as handle:
                 found.append(_Worker(path, json.load(handle)))
-        yield _Tree(proc.pid, engine, found)
+        found_decoys = []
+        for index in range(decoys):
+            path = "%s.decoy%d" % (prefix, index)
+            _wait_file(path, proc, deadline)
+            with open(path) as handle:
+                found_decoys.append(json.load(handle)["pid"])
+        yield _Tree(proc.pid, engines[0], found, engines, found_decoys)
     finally:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             pass
         proc.wait()
+
+
+def wait_final(tree, wait=30.0):
+    """Wait until every worker of ``tree`` carries its final title."""
+    deadline = time.time() + wait
+    for worker in tree.workers:
+        while not os.path.exists(worker.prefix + ".final"):
+            assert time.time() < deadline, "a stand-in worker never took its final title"
+            time.sleep(0.05)

@@ -1,0 +1,230 @@
+# -*- coding: utf-8 -*-
+"""The binder runs as root on a host where other users write: a health server that trickles
+its answer, a resolver that never answers, a metrics dir another uid can write (and race), a
+symlinked metrics dir, plan and IRQ state files nested 200,000 deep (issue 24)."""
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import threading
+import time
+
+import pytest
+
+from ansible_collections.npuops.fleet.plugins.module_utils.standalone import metrics, procs
+from npuops_testing.binder import BINDER_APP as BINDER, PLAN
+
+SAMPLES = [("npuops_instance_up", [("instance", "svc")], 1)]
+
+
+def _run(args, timeout=60):
+    proc = subprocess.run([BINDER, "--json"] + args, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout,
+                          env=dict(os.environ, PATH="/nonexistent"), check=False)
+    return proc.returncode, json.loads(proc.stdout), proc.stderr
+
+
+class _Trickle(object):
+    """A real server on 127.0.0.1 that answers every connection one byte every 0.2 s, a
+    status line and headers that never end."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.stop = threading.Event()
+        self.url = "http://127.0.0.1:%d/health" % self.sock.getsockname()[1]
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        self.sock.settimeout(0.2)
+        while not self.stop.is_set():
+            try:
+                conn, _addr = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self.trickle, args=(conn,), daemon=True).start()
+
+    def trickle(self, conn):
+        data = b"HTTP/1.1 200 OK\r\n" + b"X-Slow: " + b"a" * 10000
+        try:
+            for byte in data:
+                if self.stop.wait(0.2):
+                    break
+                conn.sendall(bytes([byte]))
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def close(self):
+        self.stop.set()
+        self.sock.close()
+
+
+@pytest.fixture
+def trickle():
+    server = _Trickle()
+    yield server
+    server.close()
+
+
+def test_a_trickling_health_server_cannot_hold_the_ready_check(trickle):
+    start = time.time()
+    assert procs.ready(trickle.url, timeout=1.0) is False
+    assert time.time() - start < 5  # bounded by the one deadline, not by the byte rate
+
+
+def test_an_answer_with_huge_headers_is_cut_at_the_size_bound():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1)
+
+    def serve():
+        conn, _addr = sock.accept()
+        try:
+            conn.sendall(b"HTTP/1.1 200 OK\r\n" + b"X: " + b"a" * (procs.MAX_RESPONSE_HEAD * 4))
+        except OSError:
+            pass
+        conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        assert procs.ready("http://127.0.0.1:%d/" % sock.getsockname()[1], 5.0) is False
+    finally:
+        sock.close()
+
+
+def test_a_healthy_server_is_ready():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1)
+
+    def serve():
+        conn, _addr = sock.accept()
+        conn.recv(1024)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        assert procs.ready("http://localhost:%d/health" % sock.getsockname()[1], 5.0) is True
+    finally:
+        sock.close()
+
+
+def test_a_resolver_that_never_answers_is_bounded(monkeypatch):
+    real = socket.getaddrinfo
+    calls = []
+
+    def slow(host, *args, **kwargs):
+        if host == "health.invalid":
+            calls.append(host)
+            time.sleep(5)
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow)
+    start = time.time()
+    assert procs.ready("http://health.invalid:8000/health", timeout=0.5) is False
+    assert procs.ready("http://health.invalid:8000/health", timeout=0.5) is False
+    assert time.time() - start < 3 and calls == ["health.invalid"]  # one lookup at a time
+
+
+def test_the_binder_with_a_trickling_ready_url_ends_by_its_deadlines(tmp_path, trickle):
+    plan = tmp_path / "svc.plan.json"
+    plan.write_text(json.dumps(PLAN))
+    worker = subprocess.Popen(["sleep", "60"])
+    try:
+        start = time.time()
+        code, result, log = _run(["--plan", str(plan), "--pid", str(worker.pid), "--npu", "0",
+                                  "--ready-url", trickle.url, "--ready-timeout", "2",
+                                  "--thread-wait", "0", "--interval", "0.2", "--check"])
+        assert time.time() - start < 20, log
+        assert code == 0 and "did not answer" in log, log
+    finally:
+        worker.kill()
+        worker.wait()
+
+
+def test_metrics_refuse_a_symlinked_dir(tmp_path):
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    link = tmp_path / "textfiles"
+    link.symlink_to(target)
+    with pytest.raises(ValueError, match="symlink"):
+        metrics.write(str(link), "svc", SAMPLES)
+    assert os.listdir(str(target)) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to race as another uid")
+def test_metrics_dir_writable_by_another_uid_cannot_make_root_chmod_a_file(tmp_path):
+    """Another uid that can write the metrics dir swaps every temporary file it sees for a
+    link to a root-only file while root writes 200 times: the file stays 0600."""
+    os.chmod(str(tmp_path), 0o755)
+    textfiles = tmp_path / "textfiles"
+    textfiles.mkdir()
+    os.chown(str(textfiles), 65534, 65534)
+    secret = tmp_path / "secret"
+    secret.write_text("root only\n")
+    os.chmod(str(secret), 0o600)
+    racer = subprocess.Popen(
+        ["python3", "-c", (
+            "import os, sys, time\n"
+            "os.setgid(65534); os.setuid(65534)\n"
+            "d, target, end = sys.argv[1], sys.argv[2], time.time() + 20\n"
+            "while time.time() < end:\n"
+            "    for name in os.listdir(d):\n"
+            "        if name.endswith('.tmp'):\n"
+            "            try:\n"
+            "                os.unlink(os.path.join(d, name))\n"
+            "                os.symlink(target, os.path.join(d, name))\n"
+            "            except OSError:\n"
+            "                pass\n"), str(textfiles), str(secret)])
+    try:
+        time.sleep(0.3)
+        for _ in range(200):
+            try:
+                metrics.write(str(textfiles), "svc", SAMPLES)
+            except OSError:
+                pass  # the racer removed our file: the write fails, nothing else happens
+    finally:
+        racer.kill()
+        racer.wait()
+    assert stat.S_IMODE(os.stat(str(secret)).st_mode) == 0o600
+    assert secret.read_text() == "root only\n"
+    written = textfiles / "npuops_svc.prom"
+    if written.exists() and not written.is_symlink():
+        assert stat.S_IMODE(os.stat(str(written)).st_mode) == 0o644
+
+
+@pytest.mark.parametrize("which", ["plan", "irq-state"])
+def test_files_nested_200000_deep_are_clean_errors(tmp_path, which):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200000 + "]" * 200000)
+    plan = tmp_path / "svc.plan.json"
+    plan.write_text(json.dumps(PLAN))
+    args = ["--plan", str(deep if which == "plan" else plan), "--once", "--pid", str(os.getpid()),
+            "--npu", "0", "--check", "--no-migrate"]
+    if which == "irq-state":
+        args += ["--irq-state", str(deep)]
+    code, result, log = _run(args)
+    assert code == 1 and "nested too deep" in result["failed"], log
+    assert "Traceback" not in log
+
+
+def test_the_missing_message_prints_the_time_really_waited(tmp_path):
+    plan = tmp_path / "svc.plan.json"
+    plan.write_text(json.dumps(PLAN))
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        code, result, log = _run(["--plan", str(plan), "--root-pid", str(sleeper.pid), "--once",
+                                  "--check", "--no-migrate", "--timeout", "900"])
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert code == 2 and result["missing"] == [0, 1]
+    assert "shows no worker process after 0s" in log and "900s" not in log

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # -*- coding: utf-8 -*-
 """Build, or reuse, the tiny random-weight Llama model the `realvllm` test tier serves.
 

@@ -3,8 +3,8 @@
 
 - ``tree(root)``: every process below ``root`` (itself included) read from /proc: pid, ppid,
   title (setproctitle's first word of cmdline), comm, and each thread's ``Cpus_allowed_list``
-- ``Sampler``: a background thread that records the main thread's mask and the title of every
-  process of the tree once a second while vLLM starts (the pre-title window)
+- ``Sampler``: a background thread that records the main thread's mask, the title and the
+  parent of every process of the tree once a second while vLLM starts (the pre-title window)
 - ``worker_device(proc, by_pid, sizes, devices)``: the test's own oracle of which device a real
   vLLM worker serves, from its title and its EngineCore's (independent of the binder's code)
 - ``kill_session(pid)``: SIGTERM then SIGKILL to a whole process group, and to any descendant
@@ -132,7 +132,7 @@ class Sampler(threading.Thread):
             for pid in descendants(self.root):
                 mask = allowed(pid, pid)
                 if mask is not None:
-                    self.samples.append((now, pid, title_of(pid), mask))
+                    self.samples.append((now, pid, title_of(pid), mask, ppid_of(pid)))
             self.halt.wait(self.interval)
 
     def stop(self):
@@ -140,7 +140,12 @@ class Sampler(threading.Thread):
         self.join(10)
 
     def history(self, pid):
-        return [(t, title, mask) for t, p, title, mask in self.samples if p == pid]
+        return [(t, title, mask) for t, p, title, mask, _ppid in self.samples if p == pid]
+
+    def children_before(self, parent, when):
+        """{pid: title} of the processes seen under ``parent`` up to ``when``."""
+        return dict((p, title) for t, p, title, _mask, ppid in self.samples
+                    if ppid == parent and t <= when)
 
 
 def kill_session(pid, grace=10.0):

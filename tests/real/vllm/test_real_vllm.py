@@ -263,6 +263,27 @@ def frontend_spell(samples):
     return longest, since if since is not None else 0.0
 
 
+def inherited(run, sampler, procs, root_pid):
+    """When the main process went to the frontend, and the mask each engine first had: an
+    engine spawned after that inherits the frontend (told, not failed: it belongs there, and the
+    workers it spawns are checked above; on vLLM CPU its ``auto`` OpenMP plan then sees only the
+    frontend's CPUs)."""
+    main = sampler.history(root_pid)
+    pinned = [t for t, _title, mask in main if cpuset(mask) == cpuset(FRONTEND)]
+    out = ["main process on the frontend from t=%s s" % ("%.0f" % pinned[0] if pinned else "-")]
+    if pinned:
+        before = sampler.children_before(root_pid, pinned[0])
+        out[0] += " (its children by then: %s)" % (", ".join(
+            "%s %d" % (title, pid) for pid, title in sorted(before.items())) or "none")
+    for proc in procs:
+        if rv.ENGINE_TITLE.match(proc["title"]) or proc["title"].endswith("::DPCoordinator"):
+            history = sampler.history(proc["pid"])
+            if history:
+                out.append("%s %d first seen at t=%.0f s on %s" % (proc["title"], proc["pid"],
+                                                                   history[0][0], history[0][2]))
+    run.lines.append("; ".join(out))
+
+
 def omp_plan(run):
     """vLLM's own CPU plan as its log states it (``ompmultiprocessing``): the CPUs each rank's
     OpenMP thread takes and those it reserves, computed from the worker's mask at init - where a
@@ -402,6 +423,7 @@ def test_real_vllm_tree_is_bound_as_planned(key):
         run.check("every thread of every process on its planned CPUs", rows and not bad,
                   "off plan: %s" % ", ".join(bad))
         pre_title_window(run, sampler, workers)
+        inherited(run, sampler, procs, server.pid)
         omp_plan(run)
         binder_out.seek(0)
         binder_report(run, code, binder_out.read().decode("utf-8", "replace"), workers)

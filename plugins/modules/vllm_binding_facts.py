@@ -107,7 +107,6 @@ ansible_facts:
             unit: vllm-svc0.service
             unit_state: active
             binding: host
-            vendor: ascend
             devices: [0, 1, 2, 3]
             checked: true
             report: {changed: true, workers: [], frontend: [], irqs: [], missing: []}

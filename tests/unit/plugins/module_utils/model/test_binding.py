@@ -47,23 +47,6 @@ def test_drift_rows_for_every_kind():
                                                 "report": _report()}}}) == []
 
 
-def test_gpu_instances_label_their_devices_gpu_as_the_binder_and_metrics_do():
-    report = _report(
-        workers=[{"role": "worker", "device": 1, "pid": 42, "title": "VLLM::Worker",
-                  "threads": 9, "remote_memory_ratio": 0.5,
-                  "changed": [{"tid": 42, "role": "main", "before": "0", "after": "1"}]}],
-        irqs=[{"irq": 300, "device": 1, "role": "nic", "drift": True, "before": "5",
-               "after": "1"}], missing=[0])
-    rows = binding.drift({"instances": {"g": {"unit": "vllm-g.service", "unit_state": "active",
-                                              "vendor": "nvidia", "report": report}}})
-    assert sorted((r["kind"], r["device"]) for r in rows) == [
-        ("irq_moved", "GPU1"), ("memory_remote", "GPU1"), ("threads_off_plan", "GPU1"),
-        ("worker_missing", "GPU0")]
-    ascend = binding.drift({"instances": {"a": {"unit": "vllm-a.service", "unit_state": "active",
-                                                "vendor": "ascend", "report": report}}})
-    assert sorted(r["device"] for r in ascend) == ["NPU0", "NPU1", "NPU1", "NPU1"]
-
-
 def test_gather_reads_plans_and_asks_each_binder_through_the_io_object():
     calls = []
 

@@ -39,7 +39,10 @@ FIX_IRQ = ("re-pin with npuops.fleet.npu_irq_affinity (the reconciler does it to
 FIX_MEMORY = ("memory moves with a worker's first binding only: restart the instance in a "
               "maintenance window, or run its binder once with --migrate-shared if shared pages moved")
 FIX_UNIT = "systemctl start vllm-%s.service (journalctl -u vllm-%s.service says why it stopped)"
-FIX_MISSING = "check that the instance's devices are healthy and that its workers started"
+FIX_MISSING = ("no process under the instance's EngineCore serves this device: if vLLM is still "
+               "starting (workers appear before the model loads), the next reconcile binds "
+               "them; else journalctl -u vllm-%s.service says whether a worker died, and the "
+               "device tools (npu-smi info / nvidia-smi) whether the device is up")
 FIX_IRQBALANCE = "set npuops_irqbalance: ban (or stop) and re-run the cpu_binding role"
 
 
@@ -122,6 +125,7 @@ def gather(io, dest=DEFAULT_DEST, irq_state=DEFAULT_IRQ_STATE, timeout=60, host_
         info = doc["npuops_instance"]
         unit = "vllm-%s.service" % name
         entry = {"unit": unit, "unit_state": None, "binding": info.get("binding"),
+                 "vendor": info.get("vendor") or "ascend",
                  "devices": info.get("devices") or [], "frontend": info.get("frontend"),
                  "plan_file": path, "report": None, "checked": True}
         if (root_pids or {}).get(name) is None:
@@ -149,13 +153,19 @@ def _row(instance, device, kind, evidence, fix):
     return {"instance": instance, "device": device, "kind": kind, "evidence": evidence, "fix": fix}
 
 
-def _thread_rows(name, report):
+def device_label(entry, device):
+    """The device as the binder and the metrics name it: ``GPU<n>`` on a GPU instance (the
+    plan's vendor ``nvidia``), else ``NPU<n>``."""
+    return "%s%s" % ("GPU" if (entry or {}).get("vendor") == "nvidia" else "NPU", device)
+
+
+def _thread_rows(name, report, entry=None):
     rows = []
     for proc in (report.get("workers") or []) + (report.get("frontend") or []):
         changed = proc.get("changed") or []
         if not changed:
             continue
-        device = "frontend" if proc.get("role") != "worker" else "NPU%s" % proc.get("device")
+        device = "frontend" if proc.get("role") != "worker" else device_label(entry, proc.get("device"))
         moved = ", ".join("tid %s (%s) on %s, planned %s"
                           % (c.get("tid"), c.get("role"), c.get("before"), c.get("after"))
                           for c in changed[:4])
@@ -179,20 +189,21 @@ def drift(state, irqbalance=None, limit=REMOTE_MEMORY_LIMIT):
         if report.get("unit_running") is False and entry.get("unit_state") is None:
             rows.append(_row(name, None, "unit_down", "%s has no main process" % entry["unit"],
                              FIX_UNIT % (name, name)))
-        rows.extend(_thread_rows(name, report))
+        rows.extend(_thread_rows(name, report, entry))
         for device in report.get("missing") or []:
             if report.get("unit_running") is not False:
-                rows.append(_row(name, "NPU%s" % device, "worker_missing",
-                                 "device %s shows no worker process" % device, FIX_MISSING))
+                rows.append(_row(name, device_label(entry, device), "worker_missing",
+                                 "device %s shows no worker process under the instance's "
+                                 "EngineCore" % device, FIX_MISSING % name))
         for worker in report.get("workers") or []:
             ratio = worker.get("remote_memory_ratio")
             if isinstance(ratio, (int, float)) and ratio > limit:
-                rows.append(_row(name, "NPU%s" % worker.get("device"), "memory_remote",
+                rows.append(_row(name, device_label(entry, worker.get("device")), "memory_remote",
                                  "%.0f%% of pid %s's resident memory is off its NUMA node"
                                  % (100.0 * ratio, worker.get("pid")), FIX_MEMORY))
         moved = [r for r in report.get("irqs") or [] if r.get("drift")]
         for irq in moved:
-            rows.append(_row(name, "NPU%s" % irq.get("device"), "irq_moved",
+            rows.append(_row(name, device_label(entry, irq.get("device")), "irq_moved",
                              "IRQ %s (%s) on CPUs %s, planned %s" % (irq.get("irq"), irq.get("role"),
                                                                      irq.get("before"), irq.get("after")),
                              FIX_IRQ))

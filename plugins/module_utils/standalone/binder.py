@@ -25,17 +25,39 @@ __metaclass__ = type
 
 import argparse
 import json
-import logging
 import os
-import shutil
-import subprocess
 import sys
 import time
 
 from . import irqs, metrics, procs, smi, targets
 from .rules import BindError, format_cpulist
 
-LOG = logging.getLogger("npuops-bind")
+
+
+class _Log(object):
+    """The binder's log lines on stderr (``LEVEL mm-dd HH:MM:SS [npuops-bind] message``): the
+    logging package would cost a reconcile run more CPU than its pass."""
+
+    stream = sys.stderr
+
+    def _line(self, level, msg, args):
+        text = msg % args if args else msg
+        self.stream.write("%s %s [npuops-bind] %s\n"
+                          % (level, time.strftime("%m-%d %H:%M:%S"), text))
+        self.stream.flush()
+
+    def info(self, msg, *args):
+        self._line("INFO", msg, args)
+
+    def warning(self, msg, *args):
+        self._line("WARNING", msg, args)
+
+    def error(self, msg, *args):
+        self._line("ERROR", msg, args)
+
+
+LOG = _Log()
+FULL_WALK_EVERY = 5
 EXIT_OK, EXIT_ERROR, EXIT_MISSING, EXIT_DOWN = 0, 1, 2, 3
 
 
@@ -60,6 +82,9 @@ class Binder(object):
         self.ready_seen = False
         self.late = False      # past --timeout
         self.plan_seen = None
+        self.passes = 0
+        self.comms = {}        # (pid, tid) -> (comm, passes seen with it)
+        self.memory = {}       # pid -> {node: bytes}, read once at the end of the run
         self.use_plan(doc)
 
     def use_plan(self, doc):
@@ -78,10 +103,15 @@ class Binder(object):
 
     # -- discovery ----------------------------------------------------------------------
     def tree(self):
-        """``(pids, parents)`` of the instance's tree (the --pid workers without a root)."""
-        if self.root is not None:
-            return procs.tree(self.root)
-        return sorted(self.workers), {}
+        """``(pids, parents)`` of the instance's tree (the --pid workers without a root). Every
+        FULL_WALK_EVERY-th pass, and while roles are pending, reads every thread's children;
+        the passes between read only the threads known to spawn (a process forked by another
+        thread inherits that thread's pinned CPUs meanwhile)."""
+        if self.root is None:
+            return sorted(self.workers), {}
+        full = self.passes % FULL_WALK_EVERY == 0 or bool(self.pending)
+        self.passes += 1
+        return procs.tree(self.root, full)
 
     def discover(self, pids, parents):
         """Who is who in the tree, from its shape first: the main process's
@@ -91,7 +121,10 @@ class Binder(object):
         (``pp*pcp*tp`` layout) once every worker of the engine carries its ranks, else its spawn
         order (vLLM starts the workers in local-rank order, titled ``python3`` at first). An
         engine without worker children is vLLM's uniproc executor (GPU TP=1): it is its
-        device's worker once that is certain (see ``uniproc``). A worker title anywhere else is
+        device's worker once that is certain (see ``uniproc``). The main process and an engine
+        whose workers are still to come are left alone (pending) until they exist or
+        --uniproc-after passed, so no worker inherits the frontend's mask. A worker title
+        anywhere else is
         no worker (anything in the tree can set its own title). The tools' process tables fill
         devices still missing."""
         kids = {}
@@ -113,7 +146,7 @@ class Binder(object):
             pending.update(p for p in members if p not in workers)
             if not members and len(slots) == 1 and self.uniproc(engine):
                 workers[engine] = slots[0]
-            elif not slots or len(members) < len(slots):
+            elif len(members) < len(slots) and not self.spawned(engine):
                 pending.add(engine)  # its workers are still to come: they inherit its mask
         if pending & set(engines) or (not engines and not self.spawned(self.root)):
             pending.add(self.root)  # pinned once its engines' workers exist, so none inherits it
@@ -234,8 +267,9 @@ class Binder(object):
         report = self.report(pid, target["device"], label)
         report["threads"] = len(tids)
         report["unchanged"] = 0
+        named = bool(target["acl"] or target["release"])  # else the name changes nothing
         for tid in tids:
-            cpus, role = targets.desired_cpus(procs.thread_comm(pid, tid), target)
+            cpus, role = targets.desired_cpus(self.comm(pid, tid) if named else "", target)
             if role != "main" and tid not in report[role]:
                 report[role].append(tid)
             counts = self.drift.setdefault((target["label"], role), [0, 0])
@@ -258,7 +292,24 @@ class Binder(object):
             LOG.info("[bind] %s pid=%d tid=%d (%s) %s -> %s", target["label"], pid, tid, role,
                      format_cpulist(current), format_cpulist(cpus))
 
+    def comm(self, pid, tid):
+        """A thread's name; read until it was the same on two passes (torch_npu names its
+        threads as they start), then kept."""
+        cached = self.comms.get((pid, tid))
+        if cached is not None and cached[1] >= 2:
+            return cached[0]
+        name = procs.thread_comm(pid, tid)
+        self.comms[(pid, tid)] = (name, cached[1] + 1 if cached and cached[0] == name else 1)
+        return name
+
+    def worker_memory(self, pid):
+        if pid not in self.memory:
+            self.memory[pid] = procs.memory_by_node(pid)
+        return self.memory[pid]
+
     def bind_all(self, tree, parents):
+        if len(self.comms) > 4 * sum(r["threads"] for r in self.reports.values()) + 1024:
+            self.comms = {}  # threads that ended
         for pid in tree if self.root is not None else sorted(self.workers):
             target = self.target_of(pid, parents)
             if target is not None:
@@ -282,6 +333,8 @@ class Binder(object):
         if target["node"] is None:
             LOG.warning("[migrate] NUMA node not found. npu=%s", target["label"])
             return
+        import shutil  # pylint: disable=import-outside-toplevel  # a reconcile run never migrates
+        import subprocess  # pylint: disable=import-outside-toplevel
         tool = shutil.which("migratepages")
         if tool is None:
             LOG.warning("The 'migratepages' command is not available, skipping memory binding. "
@@ -332,7 +385,7 @@ class Binder(object):
             out.append(("npuops_irq_drift", [("instance", name), ("device", label),
                                              ("irq", row["irq"])], int(row["drift"])))
         for pid, device in sorted(self.workers.items()):
-            nodes = procs.memory_by_node(pid)
+            nodes = self.worker_memory(pid)
             if nodes is not None:
                 out.append(("npuops_worker_remote_memory_ratio",
                             [("instance", name), ("device", self.device_targets[device]["label"])],
@@ -484,9 +537,7 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     irqs.PROC_IRQ = args.proc_irq
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
-                        format="%(levelname)s %(asctime)s [npuops-bind] %(message)s",
-                        datefmt="%m-%d %H:%M:%S")
+    LOG.stream = sys.stderr
     result = {"changed": False, "workers": [], "frontend": [], "irqs": [], "missing": [],
               "failed": None}
     code = EXIT_OK
@@ -540,7 +591,7 @@ def main(argv=None):
             if not procs.alive(pid):
                 del binder.reports[pid]  # a compiler or helper that came and went
         for pid, device in binder.workers.items():
-            nodes = procs.memory_by_node(pid)
+            nodes = binder.worker_memory(pid)
             if nodes is not None and pid in binder.reports:
                 binder.reports[pid]["memory_bytes"] = dict((str(n), b) for n, b in sorted(nodes.items()))
                 binder.reports[pid]["remote_memory_ratio"] = procs.remote_ratio(

@@ -19,14 +19,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import ctypes
-import ipaddress
 import os
 import re
 
-import socket
-import ssl
-import threading
 import time
 
 try:
@@ -76,24 +71,36 @@ def all_pids():
         return []
 
 
-def children(pid):
+_SPAWNERS = {}  # pid -> its threads seen with children at the last full walk
+
+
+def children(pid, full=True):
     """Child pids of a process from ``/proc/<pid>/task/<tid>/children`` (CONFIG_PROC_CHILDREN),
-    in the kernel's order; None when the kernel has no such file (then the caller scans)."""
+    in the kernel's order; None when the kernel has no such file (then the caller scans).
+    ``full=False`` reads only the main thread's file and those of the threads that had
+    children at the last full walk: a worker of 100 threads costs 1-2 reads, not 100."""
     out = []
     found = False
-    for tid in threads(pid):
+    tids = threads(pid) if full else sorted(set([pid]) | _SPAWNERS.get(pid, set()))
+    spawners = set()
+    for tid in tids:
         text = read("/proc/%d/task/%d/children" % (pid, tid), 1 << 20)
         if text is None:
             continue
         found = True
-        out.extend(int(c) for c in text.split() if c.isdigit() and len(c) < 12)
+        kids = [int(c) for c in text.split() if c.isdigit() and len(c) < 12]
+        if kids:
+            spawners.add(tid)
+            out.extend(kids)
+    if full:
+        _SPAWNERS[pid] = spawners
     return out if found or not alive(pid) else None
 
 
-def tree(root):
+def tree(root, full=True):
     """``(pids, parents)``: ``root`` and every process below it, parents before children, and
     each one's parent. Walks the children files (cheap on a host of thousands of processes);
-    scans all of /proc only where the kernel has none."""
+    scans all of /proc only where the kernel has none. ``full``: see ``children``."""
     out, seen, parents, queue = [], set(), {root: None}, [root]
     index = None
     while queue:
@@ -102,7 +109,7 @@ def tree(root):
             continue
         seen.add(pid)
         out.append(pid)
-        kids = children(pid)
+        kids = children(pid, full)
         if kids is None:
             if index is None:
                 index = {}
@@ -115,6 +122,9 @@ def tree(root):
             if kid not in parents:
                 parents[kid] = pid
                 queue.append(kid)
+    if full:
+        for gone in [p for p in _SPAWNERS if p not in seen]:
+            del _SPAWNERS[gone]
     return out, dict((pid, parents.get(pid)) for pid in out)
 
 
@@ -231,6 +241,7 @@ def drop_sys_nice(uid=None, gid=None):
     other capability across exec."""
     if os.geteuid() != 0:
         return  # without root there is no CAP_SYS_NICE to drop and no uid to change
+    import ctypes  # pylint: disable=import-outside-toplevel  # only here: a cheap reconcile run
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_CAPBSET_DROP, CAP_SYS_NICE, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP, CAP_SYS_NICE) failed")
@@ -242,6 +253,17 @@ def drop_sys_nice(uid=None, gid=None):
 
 
 MAX_RESPONSE_HEAD = 1 << 16  # status line and headers of a health answer
+_NUMERIC_HOST_RE = re.compile(r"^(?:[0-9.]+|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.%A-Za-z]*)\Z")
+# the network modules load only where a ready URL is polled (a reconcile run has none)
+socket = threading = None  # pylint: disable=invalid-name
+
+
+def _network():
+    global socket, threading  # pylint: disable=global-statement,invalid-name
+    if socket is None:
+        import socket as _socket  # pylint: disable=import-outside-toplevel
+        import threading as _threading  # pylint: disable=import-outside-toplevel
+        socket, threading = _socket, _threading
 _RESOLVING = []  # the one name lookup that may still run past its deadline
 
 
@@ -250,11 +272,12 @@ def _resolve(host, port, deadline):
     through getaddrinfo in a daemon thread given what is left of the deadline (getaddrinfo
     itself has no timeout). At most one lookup runs at a time: a wedged resolver costs one
     thread, never one per poll."""
-    try:
-        ipaddress.ip_address(host)
-        return socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST)
-    except (socket.gaierror, UnicodeError, ValueError):
-        pass
+    if _NUMERIC_HOST_RE.match(host):
+        try:
+            return socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM, 0,
+                                      socket.AI_NUMERICHOST)
+        except (socket.gaierror, UnicodeError, ValueError):
+            return []
     if host == "localhost":
         return socket.getaddrinfo("127.0.0.1", port, 0, socket.SOCK_STREAM)
     if any(t.is_alive() for t in _RESOLVING):
@@ -299,6 +322,7 @@ def ready(url, timeout=2.0):
     """True when ``url`` (the server's http(s) health endpoint) answers 200. One deadline,
     ``timeout`` seconds, covers name lookup, connect, TLS, the request and the status line and
     headers (at most MAX_RESPONSE_HEAD bytes): a server trickling bytes cannot keep it."""
+    _network()
     deadline = time.time() + timeout
     try:
         parts = urlsplit(url)
@@ -321,6 +345,7 @@ def ready(url, timeout=2.0):
             sock.settimeout(left)
             sock.connect(address)
             if parts.scheme == "https":
+                import ssl  # pylint: disable=import-outside-toplevel
                 context = ssl.create_default_context()
                 sock.settimeout(max(0.001, deadline - time.time()))
                 sock = context.wrap_socket(sock, server_hostname=parts.hostname)
@@ -330,7 +355,7 @@ def ready(url, timeout=2.0):
             sock.settimeout(max(0.001, deadline - time.time()))
             sock.sendall(request)
             return _status(sock, deadline) == 200
-        except (socket.error, ssl.SSLError, ValueError):
+        except (OSError, ValueError):  # socket.error, ssl.SSLError, ssl.CertificateError
             continue
         finally:
             sock.close()

@@ -12,8 +12,6 @@ __metaclass__ = type
 
 import os
 import re
-import signal
-import subprocess
 
 from .rules import normalise_bus_id
 
@@ -22,6 +20,8 @@ def run(argv, timeout=60):
     """(rc, stdout) of a command run by name from PATH; rc None when it is not installed.
     It runs in its own session: on timeout the whole group is killed, so a child left
     holding the output pipe cannot hang the binder."""
+    import signal  # pylint: disable=import-outside-toplevel  # only when a tool runs
+    import subprocess  # pylint: disable=import-outside-toplevel
     env = dict(os.environ, LC_ALL="C", LANG="C", LC_MESSAGES="C")
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,

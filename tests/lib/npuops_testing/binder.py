@@ -116,7 +116,7 @@ def _read_int(path):
 
 @contextlib.contextmanager
 def stand_in_tree(tmp_path, workers=2, late_thread_after=0.0, dp=1, decoys=0, env=None,
-                  wait=30):
+                  wait=90):
     """Start the stand-in tree in its own session; yields a _Tree (``workers`` workers per
     engine, ``dp`` engines; ``env``: the stand-in's STAND_IN_* / VLLM_PROCESS_NAME_PREFIX
     settings); kills the session after."""

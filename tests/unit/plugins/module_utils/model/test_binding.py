@@ -177,3 +177,34 @@ def test_every_live_drift_kind_is_read_recorded_and_replayed(tmp_path):
                             systemd=False, **kwargs)
     (row,) = [r for r in binding.drift(broken) if r["instance"] == "other"]
     assert row["kind"] == "binder_failed" and "svc" in row["evidence"]
+
+
+GPU_PLAN = {
+    "mode": "gpu_numa", "numa_nodes": {"0": "0-1"},
+    "gpus": {"0": {"pool": "1", "numa_node": 0}},
+    "npuops_instance": {"schema": 1, "name": "svc", "vendor": "nvidia", "devices": [0],
+                        "main": "1", "pool": "1", "frontend": "0", "binding": "host"},
+}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not {0, 1} <= set(os.sched_getaffinity(0)), reason="needs CPUs 0 and 1")
+def test_gpu_tp1_worker_off_plan_is_reported_as_such_with_gpu_labels(tmp_path):
+    """A GPU TP=1 instance on the multiprocess executor: its one worker is ``VLLM::Worker``.
+    Running off plan it is a threads_off_plan row of ``GPU0`` with its evidence, not a
+    worker_missing one."""
+    root, dest = install_instance(tmp_path, plan=GPU_PLAN)
+    with stand_in_tree(tmp_path, workers=1) as tree:
+        worker = tree.workers[0]
+        os.sched_setaffinity(worker.threads["worker_thread"], {0})
+        state = binding.gather(hostio.LiveHostIO(str(root)), DEST, host_root=str(root),
+                               root_pids={"svc": tree.main})
+        rows = [r for r in binding.drift(state) if r["device"] != "frontend"]
+    assert [(r["kind"], r["device"]) for r in rows] == [("threads_off_plan", "GPU0")], rows
+    assert "pid %d (VLLM::Worker)" % worker.pid in rows[0]["evidence"]
+    assert "tid %d (main) on 0, planned 1" % worker.threads["worker_thread"] in rows[0]["evidence"]
+    missing = binding.drift({"instances": {"svc": {
+        "unit": "vllm-svc.service", "unit_state": "active", "vendor": "nvidia",
+        "report": _report(missing=[0])}}})
+    assert [(r["kind"], r["device"]) for r in missing] == [("worker_missing", "GPU0")]
+    assert "EngineCore" in missing[0]["fix"] and "journalctl -u vllm-svc.service" in missing[0]["fix"]

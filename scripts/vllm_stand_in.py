@@ -78,10 +78,15 @@ def spawn(title, *args):
     return subprocess.Popen([title or python, __file__] + list(args) + [PAD], executable=python)
 
 
-def write_json(path, doc):
+def write_text(path, text):
+    """Write ``path`` whole or not at all (a reader polls for it)."""
     with open(path + ".tmp", "w") as handle:
-        json.dump(doc, handle)
+        handle.write(text)
     os.rename(path + ".tmp", path)
+
+
+def write_json(path, doc):
+    write_text(path, json.dumps(doc))
 
 
 def titles():
@@ -118,22 +123,19 @@ def worker(out, rank, count, late_after):
         set_title("%s::Worker" % TITLE_PREFIX)
         time.sleep(steps[1])
         set_title(final_title(rank, count))
-    with open(out + ".final", "w") as handle:
-        handle.write(final_title(rank, count))
+    write_text(out + ".final", final_title(rank, count))
     if late_after > 0:
         time.sleep(late_after)
         late = []
         threading.Thread(target=body, args=("late_worker", late), daemon=True).start()
         while not late:
             time.sleep(0.01)
-        with open(out + ".late", "w") as handle:
-            handle.write(str(late[0][1]))
+        write_text(out + ".late", str(late[0][1]))
     stop.wait(LIFETIME)
 
 
 def engine(prefix, index, count, late_after, dp_rank):
-    with open(prefix + ".engine%s" % ("" if dp_rank is None else dp_rank), "w") as handle:
-        handle.write(str(os.getpid()))
+    write_text(prefix + ".engine%s" % ("" if dp_rank is None else dp_rank), str(os.getpid()))
     if os.environ.get("STAND_IN_UNIPROC") == "1":
         worker("%s.%d" % (prefix, index), 0, 1, late_after)
         return

@@ -184,12 +184,18 @@ notes:
     cannot delay or stop the inference service. C(vllm-<name>-reconcile.timer) runs
     C(vllm-<name>-reconcile.service) (the binder, C(--once)) every O(reconcile_interval)."
   - "The binder finds the workers under the service's main process (C(systemctl show -p MainPID))
-    - by their C(VLLM::Worker_TP<n>) titles, else by the C(npu-smi) (C(nvidia-smi)) process table
-    (each pid belongs to the device where it holds the most memory) - within one deadline
-    (O(bind_timeout)) for all devices. The main process, C(VLLM::EngineCore),
-    C(VLLM::APIServer) and every other process not below a worker go to the frontend CPUs; a
-    worker's C(acl_thread)/C(release_thread) to their CPUs and its other threads to the device's
-    main CPUs. Threads that start later are bound too (it keeps watching for 10 minutes)."
+    by their place in the tree - the children of its C(<P>::EngineCore[_DP<r>]) children, by
+    their ranks (C(<P>::Worker[_DP][_PP][_PCP][_TP][_DCP][_EP]) titles, C(<P>) the instance's
+    C(VLLM_PROCESS_NAME_PREFIX)) or their spawn order while they are still C(python3) - an
+    EngineCore without workers (uniproc executor, GPU TP=1) being its device's worker, else by
+    the C(npu-smi) (C(nvidia-smi)) process table - within one deadline (O(bind_timeout)) for all
+    devices. A process titled like a worker elsewhere in the tree is no worker. The main process,
+    the EngineCores, C(VLLM::APIServer) and every other process not below a worker go to the
+    frontend CPUs, once their workers exist (no worker inherits the frontend's mask); a worker's
+    C(acl_thread)/C(release_thread) to their CPUs and its other threads to the device's main
+    CPUs. Threads that start later are bound too (it keeps watching for 10 minutes and re-reads
+    the plan file when it changes). Exit codes: 0 bound, 1 error, 2 the instance runs but a
+    device shows no worker, 3 the instance does not run; see C(docs/drift.md)."
   - "Memory moves once the server answers O(ready_url), with each worker's first binding only:
     C(migratepages) run with C(CAP_SYS_NICE) dropped and the worker's uid, so the kernel moves only
     the pages the worker maps alone - not vLLM's shared-memory rings or mapped model files, which
@@ -340,10 +346,10 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model import rules as
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app, units
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import (
-    binder, irqs, metrics, procs, rules, smi, targets)
+    binder, discovery, irqs, metrics, procs, rules, smi, targets)
 
 # every file of the binder package (imported here so that AnsiballZ ships them)
-STANDALONE_MODULES = (binder, irqs, metrics, procs, rules, smi, targets)
+STANDALONE_MODULES = (binder, discovery, irqs, metrics, procs, rules, smi, targets)
 MAX_BIND_TIMEOUT = 7 * 24 * 3600  # a week: TimeoutStartSec is bind_timeout + 60
 
 

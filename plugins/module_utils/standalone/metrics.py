@@ -15,7 +15,7 @@ import binascii
 import os
 import re
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,200}\Z")
+_NAME_RE = r"^[A-Za-z0-9_.@-]{1,200}\Z"
 
 HELP = (
     ("npuops_binding_drift_threads", "Threads found off their planned CPUs by the last binder run."),
@@ -60,7 +60,7 @@ def write(directory, instance, samples):
     refused) and on the temporary file's own descriptor (mode set with fchmod): whoever can
     write the directory (node_exporter's user) cannot swap a path under the binder, which runs
     as root."""
-    if not _NAME_RE.match(instance or ""):
+    if not re.match(_NAME_RE, instance or ""):
         raise ValueError("instance name %r cannot name a metrics file" % (instance,))
     name = "npuops_%s.prom" % instance
     flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)

@@ -24,16 +24,11 @@ import re
 
 import time
 
-try:
-    from urllib.parse import urlsplit
-except ImportError:  # pragma: no cover - Python 2, which the binder does not support
-    urlsplit = None
-
 COMM_LEN = 15  # TASK_COMM_LEN - 1: Linux cuts thread names to 15 characters
 DEFAULT_PREFIX = "VLLM"
 MAX_TITLE = 128     # longer first words of cmdline are no vLLM title
 MAX_RANK_DIGITS = 4  # ranks above 9999 are refused, never int()ed
-_PREFIX_RE = re.compile(r"^[A-Za-z0-9_.-]{1,32}\Z")
+_PREFIX_RE = r"^[A-Za-z0-9_.-]{1,32}\Z"
 _RANK = r"(?:_%s(\d{1,4}))?"
 # the parts in vLLM's order (multiproc_executor.py: DP, PP, PCP, TP, DCP, EP)
 WORKER_PARTS = ("DP", "PP", "PCP", "TP", "DCP", "EP")
@@ -206,15 +201,19 @@ def process_prefix(pid, limit=1 << 18):
     for item in (text or "").split("\x00"):
         if item.startswith("VLLM_PROCESS_NAME_PREFIX="):
             value = item.split("=", 1)[1]
-            return value if _PREFIX_RE.match(value) else None
+            return value if re.match(_PREFIX_RE, value) else None
     return DEFAULT_PREFIX
 
 
 def threads(pid):
     try:
-        return sorted(int(t) for t in os.listdir("/proc/%d/task" % pid) if t.isdigit())
+        names = os.listdir("/proc/%d/task" % pid)
     except OSError:
         return []
+    try:
+        return sorted(map(int, names))  # the kernel lists thread ids only
+    except ValueError:
+        return sorted(int(t) for t in names if t.isdigit())
 
 
 def thread_comm(pid, tid):
@@ -253,7 +252,7 @@ def drop_sys_nice(uid=None, gid=None):
 
 
 MAX_RESPONSE_HEAD = 1 << 16  # status line and headers of a health answer
-_NUMERIC_HOST_RE = re.compile(r"^(?:[0-9.]+|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.%A-Za-z]*)\Z")
+_NUMERIC_HOST_RE = r"^(?:[0-9.]+|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.%A-Za-z]*)\Z"
 # the network modules load only where a ready URL is polled (a reconcile run has none)
 socket = threading = None  # pylint: disable=invalid-name
 
@@ -272,7 +271,7 @@ def _resolve(host, port, deadline):
     through getaddrinfo in a daemon thread given what is left of the deadline (getaddrinfo
     itself has no timeout). At most one lookup runs at a time: a wedged resolver costs one
     thread, never one per poll."""
-    if _NUMERIC_HOST_RE.match(host):
+    if re.match(_NUMERIC_HOST_RE, host):
         try:
             return socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM, 0,
                                       socket.AI_NUMERICHOST)
@@ -323,6 +322,7 @@ def ready(url, timeout=2.0):
     ``timeout`` seconds, covers name lookup, connect, TLS, the request and the status line and
     headers (at most MAX_RESPONSE_HEAD bytes): a server trickling bytes cannot keep it."""
     _network()
+    from urllib.parse import urlsplit  # pylint: disable=import-outside-toplevel  # polls only
     deadline = time.time() + timeout
     try:
         parts = urlsplit(url)
@@ -362,6 +362,10 @@ def ready(url, timeout=2.0):
     return False
 
 
+_NODE_PAGES = r"\sN(\d{1,4})=(\d{1,15})"
+_PAGE_SIZE = r"\skernelpagesize_kB=(\d{1,9})"
+
+
 def memory_by_node(pid, limit=1 << 24):
     """``{node: bytes}`` of a process's resident pages, from ``/proc/<pid>/numa_maps`` (the
     ``N<node>=<pages>`` fields times ``kernelpagesize_kB``); None when it cannot be read."""
@@ -369,17 +373,14 @@ def memory_by_node(pid, limit=1 << 24):
     if text is None:
         return None
     nodes = {}
+    pages_re, size_re = re.compile(_NODE_PAGES), re.compile(_PAGE_SIZE)
     for line in text.splitlines():
-        page_kb = 4
-        counts = []
-        for field in line.split()[2:]:
-            key, _sep, value = field.partition("=")
-            if key == "kernelpagesize_kB" and value.isdigit():
-                page_kb = int(value)
-            elif key[:1] == "N" and key[1:].isdigit() and value.isdigit():
-                counts.append((int(key[1:]), int(value)))
-        for node, pages in counts:
-            nodes[node] = nodes.get(node, 0) + pages * page_kb * 1024
+        if " N" not in line:
+            continue  # nothing resident
+        size = size_re.search(line)
+        page = int(size.group(1)) * 1024 if size else 4096
+        for node, pages in pages_re.findall(line):
+            nodes[int(node)] = nodes.get(int(node), 0) + int(pages) * page
     return nodes
 
 

@@ -12,10 +12,11 @@ __metaclass__ = type
 
 import re
 
-_CPULIST_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*\Z")
-_BUS_RE = re.compile(r"^[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]\Z")
-_SHORT_BUS_RE = re.compile(r"^[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]\Z")
-_LONG_BUS_RE = re.compile(r"^0000[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]\Z")
+# patterns, compiled by re's own cache on first use: a reconcile run compiles only those it uses
+_CPULIST_RE = r"^\d+(-\d+)?(,\d+(-\d+)?)*\Z"
+_BUS_RE = r"^[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]\Z"
+_SHORT_BUS_RE = r"^[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]\Z"
+_LONG_BUS_RE = r"^0000[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]\Z"
 # the kernel's NR_CPUS ceiling on the architectures we run on: bounds what a plan may name
 MAX_CPU = 8191
 
@@ -31,7 +32,7 @@ def parse_cpulist(text, source="cpulist"):
     text = str(text if text is not None else "").replace(" ", "")
     if not text:
         return []
-    if not _CPULIST_RE.match(text):
+    if not re.match(_CPULIST_RE, text):
         raise BindError("%s: %r is not a cpulist" % (source, text))
     cpus = set()
     for part in text.split(","):
@@ -57,8 +58,8 @@ def format_cpulist(cpus):
 def normalise_bus_id(text):
     """Copy of parse/pci.normalise_bus_id: ``0000:c1:00.0`` form, 8-digit domain cut; else None."""
     text = (text or "").strip()
-    if _SHORT_BUS_RE.match(text):
+    if re.match(_SHORT_BUS_RE, text):
         text = "0000:" + text
-    elif _LONG_BUS_RE.match(text):
+    elif re.match(_LONG_BUS_RE, text):
         text = text[4:]
-    return text.lower() if _BUS_RE.match(text) else None
+    return text.lower() if re.match(_BUS_RE, text) else None

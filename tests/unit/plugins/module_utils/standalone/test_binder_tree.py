@@ -147,3 +147,13 @@ def test_binder_app_is_one_reproducible_file(tmp_path):
     out = subprocess.run([sys.executable, first, "--help"], stdout=subprocess.PIPE,
                          universal_newlines=True, check=False)
     assert out.returncode == 0 and "npuops-bind" in out.stdout
+
+
+def test_the_module_ships_every_file_of_the_binder_package():
+    """vllm_launch_wrapper builds the installed zipapp from STANDALONE_MODULES: a file of
+    standalone/ missing there would be missing on the host."""
+    from ansible_collections.npuops.fleet.plugins.modules import vllm_launch_wrapper
+    shipped = set(m.__name__.rsplit(".", 1)[1] + ".py"
+                  for m in vllm_launch_wrapper.STANDALONE_MODULES)
+    here = os.path.dirname(vllm_launch_wrapper.binder.__file__)
+    assert shipped == set(n for n in os.listdir(here) if n.endswith(".py") and n != "__init__.py")

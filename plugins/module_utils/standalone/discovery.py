@@ -42,8 +42,9 @@ class Discovery(object):
         order (vLLM starts the workers in local-rank order, titled ``python3`` at first). An
         engine without worker children is vLLM's uniproc executor (GPU TP=1): it is its
         device's worker once that is certain (see ``uniproc``). The main process and an engine
-        whose workers are still to come are left alone (pending) until they exist or
-        --uniproc-after passed, so no worker inherits the frontend's mask. A worker title
+        whose workers are still to come are left alone (pending) until they exist or it is
+        settled (``settled``: ready URL answers, else --uniproc-after), so no worker inherits
+        the frontend's mask. A worker title
         anywhere else is
         no worker (anything in the tree can set its own title). The tools' process tables fill
         devices still missing."""
@@ -68,9 +69,9 @@ class Discovery(object):
             pending.update(p for p in members if p not in workers)
             if not members and len(slots) == 1 and self.uniproc(engine):
                 workers[engine] = slots[0]
-            elif len(members) < len(slots) and not self.spawned(engine):
+            elif len(members) < len(slots) and not self.settled(engine):
                 pending.add(engine)  # its workers are still to come: they inherit its mask
-        if pending & set(engines) or (not engines and not self.spawned(self.root)):
+        if pending & set(engines) or (not engines and not self.settled(self.root)):
             pending.add(self.root)  # pinned once its engines' workers exist, so none inherits it
         if self.late:  # past --timeout: what is still pending and not an engine's child is frontend
             pending = set(p for p in pending if parents.get(p) not in engines)
@@ -109,6 +110,21 @@ class Discovery(object):
             self.ready_seen = True
             return True
         return self.spawned(engine)
+
+    def settled(self, pid):
+        """True once ``pid`` has spawned what it will: the server answers its ready URL (vLLM
+        starts its engines and their workers before it serves), or, without a ready URL, ``pid``
+        has run --uniproc-after seconds. A clock alone is not enough where a ready URL exists:
+        a loaded host took vLLM 77-152 s to spawn its EngineCore, which then inherited the
+        frontend mask from a main process pinned at 60 s."""
+        if pid is None or self.ready_seen:
+            return True
+        if self.args.ready_url:
+            if procs.ready(self.args.ready_url):
+                self.ready_seen = True
+                return True
+            return False
+        return self.spawned(pid)
 
     def spawned(self, pid):
         """True once ``pid`` has run --uniproc-after seconds: what it spawns it has spawned."""

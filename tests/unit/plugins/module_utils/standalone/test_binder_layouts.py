@@ -305,3 +305,50 @@ def test_follow_binds_to_a_changed_plan_and_keeps_it_over_a_bad_one(tmp_path, bi
         assert "the plan changed but cannot be used; keeping the one in use" in log
         _assert_workers_bound(tree, devices=(1, 0))
         assert json.loads(out)["missing"] == []
+
+
+def test_a_slow_engine_is_left_alone_past_uniproc_after_while_the_ready_url_is_silent(
+        tmp_path, binder):
+    """The real vLLM tier on a loaded host: EngineCore spawned its workers long after the
+    binder's --uniproc-after clock. With a ready URL that does not answer yet, the clock alone
+    does not settle the engine: it stays unpinned until its workers exist, so they inherit the
+    instance's mask (0-1), not the frontend's (0)."""
+    import socket
+    import threading
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there: the server is "still loading"
+    env = _env(tmp_path)
+    plan = _plan(tmp_path)
+    delayed = tmp_path / "slow"
+    delayed.mkdir()
+    results = {}
+
+    def bind(main_pid):
+        results["bind"] = _run(binder, ["--plan", plan, "--root-pid", str(main_pid),
+                                        "--interval", "0.2", "--follow", "2", "--no-migrate",
+                                        "--uniproc-after", "0.5", "--ready-timeout", "3",
+                                        "--ready-url", "http://127.0.0.1:%d/health" % port],
+                               env)
+
+    from npuops_testing import binder as helpers
+    original = helpers._wait_file
+    started = []
+
+    def wait_and_start(path, proc, deadline):
+        original(path, proc, deadline)
+        if not started:  # the engine exists: start the binder long before the workers do
+            started.append(threading.Thread(target=bind, args=(proc.pid,)))
+            started[0].start()
+
+    helpers._wait_file = wait_and_start
+    try:
+        with stand_in_tree(delayed, workers=2, env={"STAND_IN_SPAWN_DELAY": "4"}) as tree:
+            started[0].join(60)
+            _code, _result, log = results["bind"]
+            with open(str(delayed / "tree.spawn")) as handle:
+                assert json.load(handle)["cpus"] == [0, 1], log  # not the frontend's [0]
+            _assert_workers_bound(tree)
+    finally:
+        helpers._wait_file = original

@@ -277,7 +277,8 @@ snapshot_saved:
 '''
 
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, SnapshotError
+from ansible_collections.npuops.fleet.plugins.module_utils.apply import snapshot_save
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
 from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
 
@@ -286,22 +287,16 @@ def gather(module):
     params = module.params
     if params['timeout'] <= 0:
         raise NpuopsError("timeout must be a positive number of seconds, got %d" % params['timeout'])
-    # a snapshot written is a change (check mode: would be)
-    result = dict(changed=bool(params['save_snapshot']))
+    result = dict(changed=False)
     if params['snapshot']:
         source = hostio.SnapshotHostIO(params['snapshot'])
         if params['snapshot_overlay'] and params['snapshot_overlay'] != '/':
             source = hostio.OverlayHostIO(source, params['snapshot_overlay'])
     else:
         source = hostio.LiveHostIO()
-    recorder = hostio.RecordingHostIO(source) if params['save_snapshot'] else None
+    recorder = snapshot_save.recorder(source, params['save_snapshot'])
     facts = topology.gather(recorder or source, timeout=params['timeout'])
-    if recorder is not None and not module.check_mode:
-        try:
-            recorder.save(params['save_snapshot'])
-        except (IOError, OSError) as err:
-            raise SnapshotError("cannot write snapshot %s: %s" % (params['save_snapshot'], err))
-        result['snapshot_saved'] = params['save_snapshot']
+    snapshot_save.save(recorder, params['save_snapshot'], module.check_mode, result)
     result['ansible_facts'] = dict(npu_topology=facts)
     return result
 

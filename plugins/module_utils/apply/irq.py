@@ -29,7 +29,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import interrupts, irqbalance_conf
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import IrqError, ParseError, UnsafePathError
 from ansible_collections.npuops.fleet.plugins.module_utils.host.hostio import LiveHostIO
-from ansible_collections.npuops.fleet.plugins.module_utils.model import schema
+from ansible_collections.npuops.fleet.plugins.module_utils.model import schema, vendors
 
 # RHEL/openEuler/Kylin read the first, Debian/Ubuntu the second (EnvironmentFile of the unit).
 IRQBALANCE_CONFIGS = irqbalance_conf.CONFIG_PATHS
@@ -56,7 +56,7 @@ def _is_ascend950(plan):
 
 
 def _is_gpu(plan):
-    return plan.get("mode") == "gpu_numa" or bool(plan.get("gpus")) and not plan.get("npus")
+    return vendors.of_plan(plan).is_gpu
 
 
 class _Interrupts(object):

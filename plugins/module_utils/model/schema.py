@@ -157,6 +157,7 @@ PLAN = (RECORD, {
     }))),
     "env": _ENV,
     "uvb": _CPULIST,
+    "vendor": _TEXT,
 })
 
 

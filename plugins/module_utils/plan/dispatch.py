@@ -14,7 +14,7 @@ __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import nodemap
-from ansible_collections.npuops.fleet.plugins.module_utils.model import rules, schema
+from ansible_collections.npuops.fleet.plugins.module_utils.model import rules, schema, vendors
 from ansible_collections.npuops.fleet.plugins.module_utils.parse.device_type import TYPES as DEVICE_TYPES
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import frontend as placement
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import gpu as gpu_plan
@@ -137,7 +137,8 @@ def _empty_plan(policy, device_type, topology):
     return {"policy": policy, "hostname": topology.get("hostname"), "mode": None,
             "device_type": device_type, "skipped": False,
             "reason": None, "numa_nodes": dict(zip(map(str, nodes), nodes.values())),
-            "npus": {}, "instances": {}, "gpus": {}, "env": {}, "log": [], "warnings": []}
+            "npus": {}, "instances": {}, "gpus": {}, "env": {}, "log": [], "warnings": [],
+            "vendor": topology.get("vendor")}
 
 
 def make_plan(topology, policy="strict", npus=None, instances=None, device_type=None,
@@ -191,7 +192,7 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
     # the host's budget: every allowed CPU, reserved ones included
     budget = (allowed_all, reserved, frontend_cpus)
     vendor = topology.get("vendor")
-    if vendor == "nvidia":
+    if vendors.is_gpu_vendor(vendor):
         return _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics,
                          allowed, budget)
     ids, affinity, pci_nodes, busy = _npu_facts(topology)
@@ -221,7 +222,7 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
             requested = busy or ids
         _vllm_ascend(plan, topology, ids, requested, affinity, node_cpus, allowed, dtype, cpu)
     if insts:
-        _instances(plan, insts, "ASCEND_RT_VISIBLE_DEVICES", fronts)
+        _instances(plan, insts, vendors.VENDORS["ascend"].visibility[0], fronts)
     return plan
 
 
@@ -394,5 +395,5 @@ def _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics
         gpus[str(dev)] = dict(gpus[str(dev)], pool=cpuset.format(pools[dev]))
     plan["gpus"] = dict((str(k), gpus[str(k)]) for k in keep)
     if insts:
-        _instances(plan, insts, "CUDA_VISIBLE_DEVICES", fronts)
+        _instances(plan, insts, vendors.get(topology.get("vendor")).visibility[0], fronts)
     return plan

@@ -6,7 +6,9 @@ answer to community.general's ``ModuleTestCase``/``UTHelper``).
   with ``args`` (``ansible.module_utils.testing.patch_module_args``) and returns the result
   dict it would hand Ansible: ``exit_json``'s keys, or ``fail_json``'s with ``failed: true``. A
   traceback escaping the module is not caught: the test fails with it, as it should.
-- ``expand(value, tmp, **named)``: the data cases' placeholders, recursively - a string
+- ``run_main(main, args, check=False, diff=False)``: the same for any ``main`` callable (a
+  test's own body given to ``module_runner.run``)
+- ``expand(value, tmp)``: the data cases' placeholders, recursively - a string
   ``@snapshot:<host>`` is that recorded host's directory, ``@facts:<host>`` its facts,
   ``@plan:<host>`` / ``@plan:<host>:<policy>`` its whole-host plan, ``@tmp/<rel>`` a path in the
   case's temporary directory.
@@ -25,17 +27,32 @@ from npuops_testing import SNAPSHOTS
 MODULES = "ansible_collections.npuops.fleet.plugins.modules."
 
 
-def call_module(name, args, check=False, diff=False):
-    module = importlib.import_module(MODULES + name)
+def fresh_warnings():
+    """Forget the warnings and deprecations of earlier runs: ansible-core keeps them in a
+    process-wide table (one process per module run outside tests)."""
+    from ansible.module_utils.common import warnings
+    for name in ("_global_warnings", "_global_deprecations"):
+        table = getattr(warnings, name, None)
+        if table is not None:
+            table.clear()
+
+
+def run_main(main, args, check=False, diff=False):
+    """The result dict of ``main()`` (an AnsibleModule program) run with ``args``."""
     full = dict(args)
     full.update(_ansible_check_mode=check, _ansible_diff=diff)
     out = io.StringIO()
+    fresh_warnings()
     with patch_module_args(full), contextlib.redirect_stdout(out):
         try:
-            module.main()
+            main()
         except SystemExit:
             pass
     return json.loads(out.getvalue())
+
+
+def call_module(name, args, check=False, diff=False):
+    return run_main(importlib.import_module(MODULES + name).main, args, check, diff)
 
 
 def facts_of(host):

@@ -1,28 +1,15 @@
 # -*- coding: utf-8 -*-
 """apply/module_runner.run: the error shape, warnings and diff handling every module shares."""
 
-import contextlib
-import io
-import json
-
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import module_runner
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import InputError, PlanError
+from npuops_testing.module_harness import run_main
 
 SPEC = {"value": {"type": "int", "default": 1}}
 
 
 def _run(body, args=None, check=False, diff=False, **kwargs):
-    full = dict(args or {})
-    full.update(_ansible_check_mode=check, _ansible_diff=diff)
-    out = io.StringIO()
-    with patch_module_args(full), contextlib.redirect_stdout(out):
-        try:
-            module_runner.run(SPEC, body, **kwargs)
-        except SystemExit:
-            pass
-    return json.loads(out.getvalue())
+    return run_main(lambda: module_runner.run(SPEC, body, **kwargs), args or {}, check, diff)
 
 
 def test_result_passes_through():

@@ -18,12 +18,12 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model import rules, s
 from ansible_collections.npuops.fleet.plugins.module_utils.parse.device_type import TYPES as DEVICE_TYPES
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import frontend as placement
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import gpu as gpu_plan
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import layout
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import strict as policy_strict
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend as policy_vllm_ascend
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
 
-POLICIES = ("strict", "vllm_ascend")
 
 
 def _int_list(value, what):
@@ -190,11 +190,11 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
     if reserved:
         allowed = cpuset.subtract(allowed, reserved)
     # the host's budget: every allowed CPU, reserved ones included
-    budget = (allowed_all, reserved, frontend_cpus)
+    host = layout.HostCpus(topology, _node_cpus(topology), allowed, allowed_all, reserved,
+                           frontend_cpus)
     vendor = topology.get("vendor")
     if vendors.is_gpu_vendor(vendor):
-        return _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics,
-                         allowed, budget)
+        return _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics, host)
     ids, affinity, pci_nodes, busy = _npu_facts(topology)
     if vendor not in (None, "ascend") or not ids:
         plan["skipped"] = True
@@ -211,30 +211,20 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
         requested = sorted(set(n for dummy, members in insts for n in members))
     if not allowed:
         raise PlanError("no allowed CPUs left (allowed_cpus minus reserved_cpus is empty)")
-    node_cpus = _node_cpus(topology)
-    fronts = None
-    if policy == "strict":
-        fronts = _strict(plan, ids, requested, affinity, pci_nodes, node_cpus, allowed, dtype,
-                         cpu, topology, insts, budget)
-    else:
-        if requested is None:
-            # audit: the workers that run now; pre-launch (nothing runs): every NPU
-            requested = busy or ids
-        _vllm_ascend(plan, topology, ids, requested, affinity, node_cpus, allowed, dtype, cpu)
+    request = layout.NpuRequest(ids, requested, affinity, pci_nodes, busy, dtype)
+    fronts = POLICY_PLANNERS[policy](plan, request, host, insts)
     if insts:
         _instances(plan, insts, vendors.VENDORS["ascend"].visibility[0], fronts)
     return plan
 
 
-def _strict(plan, ids, requested, affinity, pci_nodes, node_cpus, allowed, dtype, cpu, topology,
-            insts, budget):
-    # one node map for the policy and the entries' numa_nodes
-    cpu_node = nodemap.node_map(node_cpus)
-    nearness = rules.Nearness.of(topology, node_cpus)
-    cores = rules.smt_cores(topology) or None
-    result = policy_strict.plan_strict(ids, affinity, pci_nodes, node_cpus, allowed, dtype,
-                                       cpu.get("threads_per_core"), requested, cpu_node,
-                                       nearness, cores)
+def _strict(plan, request, host, insts):
+    """The strict policy (ours): pools, roles, frontends and the budget."""
+    requested, cpu_node, nearness = request.requested, host.cpu_node, host.nearness
+    result = policy_strict.plan_strict(request.ids, request.affinity, request.pci_nodes,
+                                       host.node_cpus, host.allowed, request.device_type,
+                                       host.threads_per_core, requested, cpu_node,
+                                       nearness, host.cores)
     plan["mode"] = result["mode"]
     plan["warnings"].extend(result["warnings"])
     keep = requested if requested is not None else result["planned_over"]
@@ -243,9 +233,8 @@ def _strict(plan, ids, requested, affinity, pci_nodes, node_cpus, allowed, dtype
     cluster = result["cluster_roles"]
     planned = sorted(result["planned_over"])
     uvb = result["uvb"]
-    fronts = _place(plan, planned, pools, lambda npu: homes[npu][0], cpu_node,
-                    node_cpus, allowed, topology, insts, budget, nearness, cores,
-                    cluster and cpu_roles.cluster_size(cpu.get("threads_per_core")), uvb)
+    fronts = _place(plan, planned, pools, lambda npu: homes[npu][0], host, insts,
+                    cluster and cpu_roles.cluster_size(host.threads_per_core), uvb)
     entries = plan["npus"]
     for npu, entry in zip(keep, cpu_roles.pool_entries(pools, keep, cpu_node, cluster)):
         home, entry["locality"] = homes[npu]
@@ -263,12 +252,11 @@ def _strict(plan, ids, requested, affinity, pci_nodes, node_cpus, allowed, dtype
     return fronts
 
 
-def _place(plan, devices, pools, home_of, cpu_node, node_cpus, allowed, topology, insts, budget,
-           nearness, cores, cluster=None, uvb=None):
+def _place(plan, devices, pools, home_of, host, insts, cluster=None, uvb=None):
     """Frontends, carve-outs (``pools`` updated in place) and ``plan["cpu_budget"]``.
-    ``home_of``: device -> its home node or None."""
-    allowed_all, reserved, cap = budget
-    cpu = topology.get("cpu") or {}
+    ``home_of``: device -> its home node or None; ``host``: the plan's ``layout.HostCpus``."""
+    allowed, allowed_all, reserved = host.allowed, host.allowed_all, host.reserved
+    cpu = host.cpu
     if cluster:
         # Ascend 950 pools come as lists of whole clusters
         seqs = dict((dev, cpuset.CpuSeq.from_cpus(pools[dev])) for dev in devices)
@@ -281,10 +269,8 @@ def _place(plan, devices, pools, home_of, cpu_node, node_cpus, allowed, topology
         plan["cpu_budget"] = {"workers": cpuset.format(allowed_all), "frontend": "",
                               "reserved": "", "spare": ""}
         return {"instances": {}, "carved": {}}
-    isolated = placement.union([rules.cpu_fact(topology, "isolated"),
-                                rules.cpu_fact(topology, "nohz_full")])
-    fronts = placement.place(devices, seqs, home_of, cpu_node, node_cpus, allowed, insts,
-                             nearness, cores, cpu.get("threads_per_core"), isolated, cap,
+    isolated = host.isolated
+    fronts = placement.place(devices, seqs, home_of, host, insts,
                              None if cluster else (lambda dev: seqs[dev][2:-2]),
                              cluster or None, extra)
     workers = fronts["workers"]
@@ -302,6 +288,14 @@ def _place(plan, devices, pools, home_of, cpu_node, node_cpus, allowed, topology
     plan["cpu_budget"] = placement.budget(allowed_all, workers, frontend, reserved, isolated)
     plan["warnings"].extend(fronts["warnings"])
     return fronts
+
+
+def _vllm_ascend_policy(plan, request, host, insts):
+    """vllm-ascend's own allocator; with no NPU asked for, the workers that run now (an
+    audit), else, pre-launch, every NPU."""
+    requested = request.requested if request.requested is not None else (request.busy or request.ids)
+    _vllm_ascend(plan, host.topology, request.ids, requested, request.affinity, host.node_cpus,
+                 host.allowed, request.device_type, host.cpu)
 
 
 def _vllm_ascend(plan, topology, ids, requested, affinity, node_cpus, allowed, dtype, cpu):
@@ -362,8 +356,7 @@ def _instances(plan, insts, env_name, fronts=None):
                 "frontend_source": front.get("frontend_source") or "none"})
 
 
-def _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics, allowed,
-              budget):
+def _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics, host):
     plan["mode"] = "gpu_numa"
     result = gpu_plan.plan_gpus(topology, nics=nics, allowed=allowed_cpus, reserved=reserved_cpus)
     gpus = result.get("gpus") or {}
@@ -377,23 +370,25 @@ def _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics
     plan["warnings"].extend(result.get("warnings") or [])
     insts = validate_instances(instances, set(keep))
     # the frontends and the budget, per the GPU's NUMA node and package
-    node_cpus = _node_cpus(topology)
-    if not allowed and allowed_cpus is None:
+    if not host.allowed and allowed_cpus is None:
         # facts without cpu.allowed: plan_gpus planned over the NUMA nodes' CPUs
-        allowed = placement.union(list(node_cpus.values()))
-        budget = (allowed,) + tuple(budget[1:])
-        if budget[1]:
-            allowed = cpuset.subtract(allowed, budget[1])
+        allowed_all = placement.union(list(host.node_cpus.values()))
+        allowed = cpuset.subtract(allowed_all, host.reserved) if host.reserved else allowed_all
+        host = host.with_allowed(allowed, allowed_all)
     devices = sorted(known)
     pools = dict((k, cpuset.parse(gpus[str(k)]["pool"])) for k in devices)
-    nearness = rules.Nearness.of(topology, node_cpus)
-    fronts = _place(plan, devices, pools, lambda k: gpus[str(k)].get("numa_node"),
-                    nodemap.node_map(node_cpus), node_cpus, allowed,
-                    topology, insts, budget, nearness, rules.smt_cores(topology) or None)
-    plan["warnings"].extend(nearness.read_warnings())
+    fronts = _place(plan, devices, pools, lambda k: gpus[str(k)].get("numa_node"), host, insts)
+    plan["warnings"].extend(host.nearness.read_warnings())
     for dev in fronts["carved"]:
         gpus[str(dev)] = dict(gpus[str(dev)], pool=cpuset.format(pools[dev]))
     plan["gpus"] = dict((str(k), gpus[str(k)]) for k in keep)
     if insts:
         _instances(plan, insts, vendors.get(topology.get("vendor")).visibility[0], fronts)
     return plan
+
+
+# The policy registry: name -> planner(plan, request, host, instances) -> the frontends (or
+# None). A new policy is a planner here (its rules in its own plan/<policy>.py); the module's
+# choices, the report's columns and the docs' list read POLICIES.
+POLICY_PLANNERS = {"strict": _strict, "vllm_ascend": _vllm_ascend_policy}
+POLICIES = tuple(sorted(POLICY_PLANNERS))  # strict, vllm_ascend: the module's choices, in order

@@ -14,9 +14,10 @@ __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch
 
 REPORT_SCHEMA = 1
-POLICIES = ("strict", "vllm_ascend")
+POLICIES = dispatch.POLICIES  # the planner's registry: one list of policies
 ROLES = ("irq", "main", "acl", "release")
 SEVERITIES = ("error", "warning", "info")
 

@@ -23,6 +23,8 @@ __metaclass__ = type
 import json
 
 from ansible_collections.npuops.fleet.plugins.module_utils.model import schema
+from ansible_collections.npuops.fleet.plugins.module_utils.model.drift_kinds import (
+    FIX_IRQ, FIX_IRQBALANCE, FIX_MEMORY, FIX_MISSING, FIX_THREADS, FIX_UNIT)
 
 SCHEMA_VERSION = 1
 PLAN_SUFFIX = ".plan.json"
@@ -32,15 +34,6 @@ DEFAULT_IRQ_STATE = "/var/lib/npuops/irq-state.json"
 REMOTE_MEMORY_LIMIT = 0.10
 _NAME_RE = schema.INSTANCE_NAME  # the one instance-name rule (vllm_launch_wrapper's)
 MAX_PLAN_BYTES = 4 << 20
-
-FIX_THREADS = "run the instance's reconciler (systemctl start vllm-%s-reconcile.service) or re-run site.yml"
-FIX_IRQ = ("re-pin with npuops.fleet.npu_irq_affinity (the reconciler does it too) and keep "
-           "irqbalance from moving it (npuops_irqbalance: ban)")
-FIX_MEMORY = ("memory moves with a worker's first binding only: restart the instance in a "
-              "maintenance window, or run its binder once with --migrate-shared if shared pages moved")
-FIX_UNIT = "systemctl start vllm-%s.service (journalctl -u vllm-%s.service says why it stopped)"
-FIX_MISSING = "check that the instance's devices are healthy and that its workers started"
-FIX_IRQBALANCE = "set npuops_irqbalance: ban (or stop) and re-run the cpu_binding role"
 
 
 def _error(errors, source, msg):

@@ -15,6 +15,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from collections import namedtuple
+
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import nodemap
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus.cpuset import EMPTY
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
@@ -31,12 +33,8 @@ class HostCpus(object):
 
     def __init__(self, topology, node_cpus, allowed, allowed_all, reserved=None,
                  frontend_cap=None):
-        self.topology = topology
-        self.node_cpus = node_cpus
-        self.allowed = allowed
-        self.allowed_all = allowed_all
-        self.reserved = reserved
-        self.frontend_cap = frontend_cap
+        self.topology, self.node_cpus, self.frontend_cap = topology, node_cpus, frontend_cap
+        self.allowed, self.allowed_all, self.reserved = allowed, allowed_all, reserved
         self._cpu_node = self._nearness = self._cores = self._isolated = _UNSET
 
     @property
@@ -88,16 +86,6 @@ class HostCpus(object):
         return other
 
 
-class NpuRequest(object):
-    """The NPUs of one plan: ``ids`` (every logic id), ``requested`` (the ones asked for, or
-    None), ``affinity``/``pci_nodes``/``busy`` from the facts, ``device_type``."""
-
-    __slots__ = ("ids", "requested", "affinity", "pci_nodes", "busy", "device_type")
-
-    def __init__(self, ids, requested, affinity, pci_nodes, busy, device_type):
-        self.ids = ids
-        self.requested = requested
-        self.affinity = affinity
-        self.pci_nodes = pci_nodes
-        self.busy = busy
-        self.device_type = device_type
+# The NPUs of one plan: ``ids`` (every logic id), ``requested`` (the ones asked for, or None),
+# ``affinity`` / ``pci_nodes`` / ``busy`` from the facts, ``device_type``.
+NpuRequest = namedtuple("NpuRequest", "ids requested affinity pci_nodes busy device_type")

@@ -19,7 +19,9 @@ description:
   - "Commands, all run concurrently with C(LC_ALL=C) and no shell, each under O(timeout):
     C(npu-smi info), C(npu-smi info -m), C(npu-smi info -t topo), C(lscpu), C(lscpu -e=CPU,NODE),
     C(nvidia-smi topo -m), C(nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader),
-    C(systemctl is-active irqbalance). Only when needed - C(numactl -H) (no sysfs node distances),
+    C(systemctl is-active irqbalance), C(rocm-smi --showtopo), C(rocm-smi --showbus) (AMD
+    Instinct hosts; rocm-smi prints no NIC, so GPU<->NIC cells are C(NODE)/C(SYS) from the sysfs
+    NUMA nodes). Only when needed - C(numactl -H) (no sysfs node distances),
     C(npu-smi info -t board -i <npu>) (no Huawei PCI device id in sysfs)."
   - Files read are C(/proc/self/status) (C(Cpus_allowed_list)), the service cpuset
     (C(/sys/fs/cgroup/system.slice/cpuset.cpus.effective), else the root cpuset),
@@ -228,7 +230,7 @@ ansible_facts:
           added C(cpu.allowed_self), C(cpu.allowed_source), C(cpu.numa_distance),
           C(cpu.packages), C(cpu.smt_siblings), C(cpu.isolated), C(cpu.nohz_full) and the NIC
           port keys, and C(cpu.allowed) became the CPUs a service gets.
-        - Keys C(schema_version), C(hostname), C(arch), C(vendor) (ascend, nvidia, none),
+        - Keys C(schema_version), C(hostname), C(arch), C(vendor) (ascend, nvidia, amd, none),
           C(device_type), C(device_type_evidence), C(cpu) (allowed, allowed_self, allowed_source,
           online, threads_per_core, numa_nodes, numa_source, model, numa_distance, packages,
           smt_siblings, isolated, nohz_full), C(npus), C(npu_map), C(gpus), C(numa_off), C(nics),

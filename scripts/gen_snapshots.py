@@ -535,6 +535,46 @@ NODE DISTANCES ARE PAIRED, NOT CAPTURED: the real 2-socket EPYC NPS4 table (LKML
 within a socket, 32 across); the host's own table was not published."""
 
 
+AMD_COMMENT = """mi300x-8gpu: 8x AMD Instinct MI300X, 2x Xeon Platinum 8462Y+ (interleaved NUMA: even CPUs
+node 0, odd node 1). Real: rocm-smi --showtopo (ROCm 6.2) and the host's lscpu, both from one
+vLLM collect_env dump. Synthesised: rocm-smi --showbus (bus ids), GPU and NIC sysfs (4 ConnectX
+NICs per NUMA node, as GPUs 0-3 / 4-7), IRQs. rocm-smi reports no GPU<->NIC path: the facts
+derive NODE/SYS cells from the sysfs NUMA nodes."""
+
+
+def build_amd():
+    nodes = {"0": cpulist.format(range(0, 128, 2)), "1": cpulist.format(range(1, 128, 2))}
+    tools = dict((k, v) for k, v in TOOLS_ALL.items() if k != "npu-smi")
+    tools["rocm-smi"] = "/opt/rocm/bin/rocm-smi"
+    host = Host("mi300x-8gpu", "x86_64", nodes, "0-127", tools=tools, comment=AMD_COMMENT)
+    host.cpu_topology(**XEON_8462Y)
+    host.commands["lscpu"] = ok(fixture("cpu/mi300x-host_2x-xeon8462y+_interleaved-numa_128cpu_lscpu.txt"))
+    host.lscpu_e(nodes)
+    host.commands["rocm-smi --showtopo"] = ok(fixture("amd/mi300x-8gpu_rocm-smi-showtopo_rocm6.2.txt"))
+    gpu_buses = ["0000:%02x:00.0" % b for b in (0x05, 0x26, 0x46, 0x65, 0x85, 0xa6, 0xc6, 0xe5)]
+    host.commands["rocm-smi --showbus"] = ok(
+        "============================ ROCm System Management Interface ============================\n"
+        "======================================= PCI Bus ID =======================================\n" +
+        "".join("GPU[%d]\t\t: PCI Bus: %s\n" % (i, b) for i, b in enumerate(gpu_buses)) +
+        "================================== End of ROCm SMI Log ===================================\n")
+    for index, bus in enumerate(gpu_buses):
+        host.pci(bus, index // 4, "0x1002", "0x74a1")
+    for n in range(8):
+        bus = "0000:%02x:00.0" % (0x0c + 0x20 * n)
+        nic, node = "mlx5_%d" % n, n // 4
+        host.pci(bus, node, "0x15b3", "0x1021",
+                 ["mlx5_async@pci:" + bus] + ["mlx5_comp%d@pci:%s" % (c, bus) for c in range(4)])
+        dev = "/sys/class/infiniband/%s/device" % nic
+        host.links[dev] = "/sys/devices/pci0000:%s/%s" % (bus[5:7], bus)
+        host.files[dev + "/numa_node"] = "%d\n" % node
+        host.files[dev + "/net/ens%dnp0/ifindex" % (n + 1)] = "%d\n" % (10 + n)
+        port = "/sys/class/infiniband/%s/ports/1/" % nic
+        host.files[port + "state"] = "4: ACTIVE\n"
+        host.files[port + "rate"] = "400 Gb/sec (4X NDR)\n"
+        host.files[port + "link_layer"] = "InfiniBand\n"
+    host.finish()
+
+
 def build_none():
     nodes = {"0": cpulist.format(range(0, 128, 2)), "1": cpulist.format(range(1, 128, 2))}
     host = Host("x86-none", "x86_64", nodes, "0-127",
@@ -548,6 +588,7 @@ def build_none():
 def main():
     build_ascend()
     build_nvidia()
+    build_amd()
     build_none()
 
 

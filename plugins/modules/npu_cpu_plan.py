@@ -22,7 +22,8 @@ description:
     API server, EngineCore and tokenizer processes, on the nearest CPUs no worker holds (same
     package first, by the NUMA distance table), or carved from its workers' main CPUs where the
     workers hold every CPU (A3) - and accounts for every allowed CPU in C(cpu_budget).
-  - On NVIDIA hosts it plans a pool per GPU from its NUMA node and pairs GPUs with RDMA NICs.
+  - On GPU hosts (NVIDIA, AMD Instinct) it plans a pool per GPU from its NUMA node and pairs GPUs
+    with RDMA NICs. Every plan names the facts' C(vendor).
   - Pure computation, nothing on the host changes; C(changed) is always false.
 options:
   topology:

@@ -19,7 +19,9 @@ description:
   - "Commands, all run concurrently with C(LC_ALL=C) and no shell, each under O(timeout):
     C(npu-smi info), C(npu-smi info -m), C(npu-smi info -t topo), C(lscpu), C(lscpu -e=CPU,NODE),
     C(nvidia-smi topo -m), C(nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader),
-    C(systemctl is-active irqbalance). Only when needed - C(numactl -H) (no sysfs node distances),
+    C(systemctl is-active irqbalance), C(rocm-smi --showtopo), C(rocm-smi --showbus) (AMD
+    Instinct hosts; rocm-smi prints no NIC, so GPU<->NIC cells are C(NODE)/C(SYS) from the sysfs
+    NUMA nodes). Only when needed - C(numactl -H) (no sysfs node distances),
     C(npu-smi info -t board -i <npu>) (no Huawei PCI device id in sysfs)."
   - Files read are C(/proc/self/status) (C(Cpus_allowed_list)), the service cpuset
     (C(/sys/fs/cgroup/system.slice/cpuset.cpus.effective), else the root cpuset),
@@ -259,7 +261,7 @@ ansible_facts:
           added C(cpu.allowed_self), C(cpu.allowed_source), C(cpu.numa_distance),
           C(cpu.packages), C(cpu.smt_siblings), C(cpu.isolated), C(cpu.nohz_full) and the NIC
           port keys, and C(cpu.allowed) became the CPUs a service gets.
-        - Keys C(schema_version), C(hostname), C(arch), C(vendor) (ascend, nvidia, none),
+        - Keys C(schema_version), C(hostname), C(arch), C(vendor) (ascend, nvidia, amd, none),
           C(device_type), C(device_type_evidence), C(cpu) (allowed, allowed_self, allowed_source,
           online, threads_per_core, numa_nodes, numa_source, model, numa_distance, packages,
           smt_siblings, isolated, nohz_full), C(npus), C(npu_map), C(gpus), C(numa_off), C(nics),
@@ -314,8 +316,9 @@ snapshot_saved:
 '''
 
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, SnapshotError
-from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio, snapshot
+from ansible_collections.npuops.fleet.plugins.module_utils.apply import snapshot_save
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
+from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
 from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
 
 
@@ -323,26 +326,18 @@ def gather(module):
     params = module.params
     if params['timeout'] <= 0:
         raise NpuopsError("timeout must be a positive number of seconds, got %d" % params['timeout'])
-    # a snapshot written is a change (check mode: would be)
-    result = dict(changed=bool(params['save_snapshot']))
+    result = dict(changed=False)
     if params['snapshot']:
         source = hostio.SnapshotHostIO(params['snapshot'])
         if params['snapshot_overlay'] and params['snapshot_overlay'] != '/':
             source = hostio.OverlayHostIO(source, params['snapshot_overlay'])
     else:
         source = hostio.LiveHostIO()
-    recorder = hostio.RecordingHostIO(source) if params['save_snapshot'] else None
-    if recorder is not None:  # refused before anything is read (check mode too)
-        snapshot.check_destination(params['save_snapshot'], params['overwrite_snapshot'],
-                                   recorder.replayed())
+    recorder = snapshot_save.recorder(source, params['save_snapshot'], params['overwrite_snapshot'])
     facts = topology.gather(recorder or source, timeout=params['timeout'],
                             vllm_ascend_paths=params.get('vllm_ascend_paths'))
-    if recorder is not None and not module.check_mode:
-        try:
-            recorder.save(params['save_snapshot'], overwrite=params['overwrite_snapshot'])
-        except (IOError, OSError) as err:
-            raise SnapshotError("cannot write snapshot %s: %s" % (params['save_snapshot'], err))
-        result['snapshot_saved'] = params['save_snapshot']
+    snapshot_save.save(recorder, params['save_snapshot'], module.check_mode, result,
+                       params['overwrite_snapshot'])
     result['ansible_facts'] = dict(npu_topology=facts)
     return result
 

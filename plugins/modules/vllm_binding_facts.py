@@ -18,7 +18,7 @@ description:
     (C(<name>-bind --once --check --json)) which processes and threads are off their planned CPUs,
     which planned IRQs moved (the IRQ state file M(npuops.fleet.npu_irq_affinity) writes), how much
     of each worker's resident memory is off its NUMA node (C(/proc/<pid>/numa_maps)), and whether
-    its systemd unit runs. Nothing is changed.
+    its systemd unit runs. Nothing is changed but a snapshot written with O(save_snapshot).
   - Returns C(ansible_facts.npu_binding) with the state per instance and C(drift), one row per
     kind of drift and device, each with its evidence and its fix; the fleet audit reports them.
   - Works live and from a recorded host snapshot - the binder's report and the unit state are
@@ -54,6 +54,8 @@ options:
   save_snapshot:
     description:
       - Also record everything read into this new snapshot directory (0700, files 0600).
+        C(changed) is true when it is written, and in check mode, where it is not written,
+        when it would be.
       - An existing directory that holds anything is refused unless O(overwrite_snapshot) is
         true (checked before anything is read).
     type: path
@@ -129,8 +131,9 @@ snapshot_saved:
 '''
 
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, SnapshotError
-from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio, snapshot
+from ansible_collections.npuops.fleet.plugins.module_utils.apply import snapshot_save
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
+from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
 from ansible_collections.npuops.fleet.plugins.module_utils.model import binding
 
 
@@ -142,21 +145,13 @@ def read_binding(module):
         if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
             raise NpuopsError("root_pids[%s]: %r is not a process id" % (name, pid))
     source = hostio.SnapshotHostIO(p['snapshot']) if p['snapshot'] else hostio.LiveHostIO(p['host_root'])
-    recorder = hostio.RecordingHostIO(source) if p['save_snapshot'] else None
-    if recorder is not None:  # refused before anything is read (check mode too)
-        snapshot.check_destination(p['save_snapshot'], p['overwrite_snapshot'], None)
+    recorder = snapshot_save.recorder(source, p['save_snapshot'], p['overwrite_snapshot'])
     state = binding.gather(recorder or source, p['dest'], p['irq_state'], p['timeout'],
                            host_root=p['host_root'], root_pids=p['root_pids'],
                            proc_irq=p['proc_irq'])
     state['drift'] = binding.drift(state, ((p['topology'] or {}).get('irqbalance')))
     result = dict(changed=False, ansible_facts=dict(npu_binding=state))
-    if recorder is not None and not module.check_mode:
-        try:
-            recorder.save(p['save_snapshot'], overwrite=p['overwrite_snapshot'])
-        except (IOError, OSError) as err:
-            raise SnapshotError("cannot write snapshot %s: %s" % (p['save_snapshot'], err))
-        result['snapshot_saved'] = p['save_snapshot']
-        result['changed'] = True
+    snapshot_save.save(recorder, p['save_snapshot'], module.check_mode, result, p['overwrite_snapshot'])
     return result
 
 

@@ -30,7 +30,8 @@ from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import interrupts, irqbalance_conf
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import IrqError, ParseError, UnsafePathError
 from ansible_collections.npuops.fleet.plugins.module_utils.host.hostio import LiveHostIO
-from ansible_collections.npuops.fleet.plugins.module_utils.model import schema
+from ansible_collections.npuops.fleet.plugins.module_utils.model import schema, vendors
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import irq_pins
 
 # RHEL/openEuler/Kylin read the first, Debian/Ubuntu the second (EnvironmentFile of the unit).
 IRQBALANCE_CONFIGS = irqbalance_conf.CONFIG_PATHS
@@ -52,12 +53,8 @@ def irq_number(value, source):
     raise IrqError("%s: %r is not an IRQ number" % (source, value))
 
 
-def _is_ascend950(plan):
-    return plan.get("mode") == "ascend950" or plan.get("device_type") == "A5"
-
-
 def _is_gpu(plan):
-    return plan.get("mode") == "gpu_numa" or bool(plan.get("gpus")) and not plan.get("npus")
+    return vendors.of_plan(plan).is_gpu
 
 
 class _Interrupts(object):
@@ -118,8 +115,7 @@ def _npu_targets(plan, topology, reader, wanted, warnings):
             warnings.append("%s: the plan has no IRQ CPUs; its IRQs are left alone" % label)
             continue
         fact = facts.get(key) or {}
-        known = fact.get("irqs") or {}
-        sq, cqs = known.get("sq"), known.get("cq_all") or ([known["cq"]] if known.get("cq") is not None else [])
+        sq, cqs = irq_pins.npu_known_irqs(fact.get("irqs"))
         if sq is None and not cqs:
             if not fact:
                 warnings.append("%s: not in the topology facts; its IRQs cannot be found" % label)
@@ -138,29 +134,21 @@ def _npu_targets(plan, topology, reader, wanted, warnings):
         # the device's completion vectors, not only the first
         if sq is None:
             warnings.append("%s: %s not found" % (label, interrupts.SQ_NAME))
-        else:
-            targets.append({"irq": irq_number(sq, "%s sq IRQ" % label), "device": label,
-                            "role": "sq", "cpus": [cpus[0]]})
         if not cqs:
             warnings.append("%s: %s not found" % (label, interrupts.CQ_NAME))
-        for index, cq in enumerate(cqs):
-            targets.append({"irq": irq_number(cq, "%s cq IRQ" % label), "device": label,
-                            "role": "cq" if index == 0 else "cq%d" % index,
-                            "cpus": [cpus[1 % len(cpus)]]})
+        for irq, role, cpu in irq_pins.npu_roles(sq, cqs, cpus):
+            targets.append({"irq": irq_number(irq, "%s %s IRQ" % (label, role[:2])),
+                            "device": label, "role": role, "cpus": [cpu]})
     return targets
 
 
 def _nic_targets(plan, topology, reader, wanted, warnings):
     nics = dict((n.get("name"), n) for n in (topology or {}).get("nics") or []
                 if isinstance(n, dict))
-    claimed = {}
-    for key in wanted:  # a NIC shared by several GPUs follows the lowest GPU's pool
-        nic = plan["gpus"][key].get("nic")
-        if nic and nic not in claimed:
-            claimed[nic] = key
     targets = []
     crowded = []
-    for nic, key in sorted(claimed.items(), key=lambda kv: int(kv[1])):
+    # a NIC shared by several GPUs follows the lowest GPU's pool
+    for nic, key in irq_pins.nic_claims(plan, wanted):
         label = "GPU%s/%s" % (key, nic)
         try:
             pool = cpulist.parse(str(plan["gpus"][key].get("pool") or ""), "plan gpus %s" % key)
@@ -256,7 +244,7 @@ def plan_targets(plan, topology=None, host_root="/", npus=None, io=None):
         schema.check_topology(topology)
     if plan.get("skipped"):
         return [], "plan skipped: %s" % (plan.get("reason"),), []
-    if _is_ascend950(plan):
+    if not irq_pins.has_irq_step(plan):
         return [], "IRQ binding skipped on Ascend 950 (no IRQ roles in its plan)", []
     table_key = "gpus" if _is_gpu(plan) else "npus"
     table = plan.get(table_key) or {}

@@ -26,6 +26,8 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import InputEr
 from ansible_collections.npuops.fleet.plugins.module_utils.model import schema
 from ansible_collections.npuops.fleet.plugins.module_utils.model.spec import (
     ANY, BOOL, INT, LIST, MAP, NUM, OPT, RECORD, SCALAR, STR, check, compile_spec)
+from ansible_collections.npuops.fleet.plugins.module_utils.model.drift_kinds import (
+    FIX_IRQ, FIX_IRQBALANCE, FIX_MEMORY, FIX_MISSING, FIX_THREADS, FIX_UNIT)
 
 SCHEMA_VERSION = 1
 PLAN_SUFFIX = ".plan.json"
@@ -36,17 +38,6 @@ REMOTE_MEMORY_LIMIT = 0.10
 _NAME_RE = schema.INSTANCE_NAME  # the one instance-name rule (vllm_launch_wrapper's)
 MAX_PLAN_BYTES = 4 << 20
 
-FIX_THREADS = "run the instance's reconciler (systemctl start vllm-%s-reconcile.service) or re-run site.yml"
-FIX_IRQ = ("re-pin with npuops.fleet.npu_irq_affinity (the reconciler does it too) and keep "
-           "irqbalance from moving it (npuops_irqbalance: ban)")
-FIX_MEMORY = ("memory moves with a worker's first binding only: restart the instance in a "
-              "maintenance window, or run its binder once with --migrate-shared if shared pages moved")
-FIX_UNIT = "systemctl start vllm-%s.service (journalctl -u vllm-%s.service says why it stopped)"
-FIX_MISSING = ("no process under the instance's EngineCore serves this device: if vLLM is still "
-               "starting (workers appear before the model loads), the next reconcile binds "
-               "them; else journalctl -u vllm-%s.service says whether a worker died, and the "
-               "device tools (npu-smi info / nvidia-smi) whether the device is up")
-FIX_IRQBALANCE = "set npuops_irqbalance: ban (or stop) and re-run the cpu_binding role"
 FIX_SHAPE = ("reinstall the instance's binder with vllm_launch_wrapper (its report is not what "
              "this collection reads) and check the host is not compromised")
 

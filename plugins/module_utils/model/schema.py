@@ -165,6 +165,7 @@ PLAN = (RECORD, {
     }))),
     "env": _ENV,
     "uvb": _CPULIST,
+    "vendor": _TEXT,
 })
 
 

@@ -59,6 +59,17 @@ def _path(where):
     return parent + fmt % (_short(key) if fmt == "[%s]" else key)
 
 
+def _container_problem(value, cls, noun, where, problems):
+    """True (the problem added) unless ``value`` is a ``cls`` of at most ``MAX_ITEMS`` entries."""
+    if not isinstance(value, cls):
+        problems.append("%s: expected %s, got %s" % (_path(where), noun, kind_name(value)))
+    elif len(value) > MAX_ITEMS:
+        problems.append("%s: more than %d entries" % (_path(where), MAX_ITEMS))
+    else:
+        return False
+    return True
+
+
 def _check(value, spec, where, problems):
     kind = spec[0]
     if kind == OPT:
@@ -98,21 +109,13 @@ def _check(value, spec, where, problems):
             problems.append("%s: expected a cpulist such as \"0-3,8\", got %s"
                             % (_path(where), _short(value)))
     elif kind == LIST:
-        if not isinstance(value, list):
-            problems.append("%s: expected a list, got %s" % (_path(where), kind_name(value)))
-        elif len(value) > MAX_ITEMS:
-            problems.append("%s: more than %d entries" % (_path(where), MAX_ITEMS))
-        else:
+        if not _container_problem(value, list, "a list", where, problems):
             for index, item in enumerate(value):
                 _check(item, spec[1], (where, "[%d]", index), problems)
                 if problems:
                     return
     elif kind == MAP:
-        if not isinstance(value, dict):
-            problems.append("%s: expected a mapping, got %s" % (_path(where), kind_name(value)))
-        elif len(value) > MAX_ITEMS:
-            problems.append("%s: more than %d entries" % (_path(where), MAX_ITEMS))
-        else:
+        if not _container_problem(value, dict, "a mapping", where, problems):
             for key, item in value.items():
                 if not isinstance(key, str) or (spec[1] == DIGITS and not (
                         key.isdigit() and key.isascii() and len(key) <= 9)):

@@ -22,7 +22,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_ascend_version
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import (
     cgroup, device_type, interrupts, irqbalance_conf, npu_smi, nvidia_query, nvidia_topo, pci,
-    rdma)
+    rdma, rocm_smi)
 
 SCHEMA_VERSION = 2
 
@@ -36,6 +36,8 @@ COMMANDS = (
     ("nvidia_query", ["nvidia-smi", "--query-gpu=index,pci.bus_id", "--format=csv,noheader"]),
     ("nvidia_gpus", nvidia_query.ARGV),  # model and health (absent from older snapshots)
     ("irqbalance", ["systemctl", "is-active", "irqbalance"]),
+    ("rocm_topo", ["rocm-smi", "--showtopo"]),
+    ("rocm_bus", ["rocm-smi", "--showbus"]),
 )
 TOOLS = ("npu-smi", "nvidia-smi", "migratepages", "taskset", "systemctl")
 ENV = ("ASCEND_RT_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
@@ -240,6 +242,33 @@ def _gpus(io, src):
     return gpus, legend, warnings, bool(parsed.get("numa_off"))
 
 
+def _amd_gpus(io, src):
+    """AMD Instinct GPUs from ``rocm-smi --showtopo`` (NUMA node, XGMI links) and
+    ``--showbus`` (bus ids); the NUMA node from sysfs when rocm-smi prints none."""
+    parsed = src.parse("rocm_topo", rocm_smi.parse_showtopo)
+    if parsed is None:
+        return [], []
+    buses = src.parse("rocm_bus", rocm_smi.parse_showbus) or {}
+    gpus = []
+    for gpu in parsed["gpus"]:
+        bus = buses.get(gpu["index"])
+        node = gpu["numa_node"] if gpu["numa_node"] is not None else gpu["numa_affinity"]
+        if node is None and bus:
+            node = cpu_facts.int_file(io, PCI + bus + "/numa_node")
+        gpus.append({"index": gpu["index"], "name": gpu["name"], "bus_id": bus,
+                     "numa_node": node, "affinity": None, "links": dict(gpu["links"])})
+    return gpus, list(parsed["warnings"])
+
+
+def nic_links_by_numa(gpus, nics):
+    """GPU -> NIC cells where the tool prints none (rocm-smi): ``NODE`` on the GPU's NUMA
+    node, ``SYS`` on another; no cell when either node is unknown."""
+    for gpu in gpus:
+        for nic in nics:
+            if isinstance(gpu.get("numa_node"), int) and isinstance(nic.get("numa_node"), int):
+                gpu["links"][nic["name"]] = "NODE" if gpu["numa_node"] == nic["numa_node"] else "SYS"
+
+
 def _ports(io, base, errors):
     """``[{port, state, rate, link_layer}]`` of ``<base>/ports/<n>/`` in port order."""
     names = [n for n in (io.listdir(base + "/ports") or []) if re.match(r"^[0-9]{1,4}\Z", n)]
@@ -348,7 +377,14 @@ def gather(io, timeout=30, vllm_ascend_paths=None):
     npus, raw_map, detected = _npus(io, src, timeout)
     gpus, legend, warnings, numa_off = _gpus(io, src)
     warnings[:0] = cpu_warnings + detected.get("warnings", [])
+    amd = []
+    if not gpus:
+        amd, amd_warnings = _amd_gpus(io, src)
+        warnings.extend(amd_warnings)
     nics = _nics(io, src, legend)
+    if amd:
+        nic_links_by_numa(amd, nics)
+        gpus = amd
     if cpu["allowed_source"] is None and not (npus or gpus or nics):
         raise NpuopsError("nothing usable could be read from this host: no CPU information, "
                           "no NPU, no GPU (%s)" % ("; ".join(
@@ -358,7 +394,7 @@ def gather(io, timeout=30, vllm_ascend_paths=None):
     active = None
     if not irq_state.missing and not irq_state.timed_out:
         active = irq_state.stdout.strip() == "active"
-    vendor = "ascend" if npus else ("nvidia" if gpus else "none")
+    vendor = "ascend" if npus else ("amd" if amd else ("nvidia" if gpus else "none"))
     facts = {
         "schema_version": SCHEMA_VERSION,
         "hostname": io.hostname,

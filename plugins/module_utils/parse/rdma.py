@@ -19,24 +19,24 @@ _STATE = re.compile(r"^\s*\d+\s*:\s*([A-Z_]+)\s*\Z")
 _RATE = re.compile(r"^\s*([0-9]{1,9}(?:\.[0-9]{1,9})?)\s*Gb/sec\b")
 
 
-def parse_port_state(text, source):
-    """``"4: ACTIVE"`` -> ``"ACTIVE"`` (``DOWN``, ``INIT``, ``ARMED``, ``ACTIVE_DEFER``...)."""
+def _match(pattern, text, source, expected):
+    """The match of ``pattern`` at the start of ``text``, else ParseError naming ``expected``."""
     if not isinstance(text, str):
         raise ParseError(source, "expected text")
-    match = _STATE.match(text)
+    match = pattern.match(text)
     if not match:
-        raise ParseError(source, "expected '<n>: <STATE>', got %r" % text.strip()[:40])
-    return match.group(1)
+        raise ParseError(source, "expected %s, got %r" % (expected, text.strip()[:40]))
+    return match
+
+
+def parse_port_state(text, source):
+    """``"4: ACTIVE"`` -> ``"ACTIVE"`` (``DOWN``, ``INIT``, ``ARMED``, ``ACTIVE_DEFER``...)."""
+    return _match(_STATE, text, source, "'<n>: <STATE>'").group(1)
 
 
 def parse_port_rate(text, source):
     """``"200 Gb/sec (4X HDR)"`` -> ``200``; ``"2.5 Gb/sec (1X SDR)"`` -> ``2.5`` (Gb/s)."""
-    if not isinstance(text, str):
-        raise ParseError(source, "expected text")
-    match = _RATE.match(text)
-    if not match:
-        raise ParseError(source, "expected '<n> Gb/sec ...', got %r" % text.strip()[:40])
-    value = float(match.group(1))
+    value = float(_match(_RATE, text, source, "'<n> Gb/sec ...'").group(1))
     return int(value) if value == int(value) else value
 
 

@@ -24,6 +24,7 @@ import math
 import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
+from ansible_collections.npuops.fleet.plugins.module_utils.model import vendors
 
 # nvidia-smi matrix cell -> cost (smaller is closer). NCCL has no NODE class (it folds NODE
 # into PHB, "same NUMA node, through the CPU"); ranking NODE after PHB keeps the order
@@ -34,13 +35,16 @@ UNKNOWN_COST = 100  # X (self), blank, or a cell the parser could not read
 
 
 def link_cost(cell):
-    """Cost of one matrix cell: NV#/PIX 1, PXB 2, PHB 3, NODE 4, SYS 5, anything else 100."""
+    """Cost of one matrix cell: NV#/XGMI/PIX 1, PXB 2, PHB 3, NODE 4, SYS 5, anything else 100."""
     if not isinstance(cell, str):
         return UNKNOWN_COST
     cell = cell.strip().upper()
     if re.match(r"^NV\d+\Z", cell):
         return NVLINK_COST
-    return LINK_COSTS.get(cell, UNKNOWN_COST)
+    if cell in LINK_COSTS:
+        return LINK_COSTS[cell]
+    extra = vendors.link_cost_extra(cell)  # another vendor's fabric (XGMI) ranks as NV#
+    return UNKNOWN_COST if extra is None else extra
 
 
 def _check_matrix(cost_matrix):

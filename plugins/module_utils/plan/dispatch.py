@@ -14,18 +14,18 @@ __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import nodemap
-from ansible_collections.npuops.fleet.plugins.module_utils.model import rules, schema
+from ansible_collections.npuops.fleet.plugins.module_utils.model import rules, schema, vendors
 from ansible_collections.npuops.fleet.plugins.module_utils.model.instances import device_set_text
 from ansible_collections.npuops.fleet.plugins.module_utils.parse.device_type import TYPES as DEVICE_TYPES
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import frontend as placement
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import gpu as gpu_plan
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import layout
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import strict as policy_strict
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_predict as va_predict
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_releases
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
 
-POLICIES = ("strict", "vllm_ascend")
 
 
 def _int_list(value, what):
@@ -142,6 +142,16 @@ def _all_logic_npus(topology, ids):
     return sorted(found) if found else list(ids)
 
 
+def _empty_plan(policy, device_type, topology):
+    # the host the facts were read from: the wrapper and IRQ modules refuse a plan for another
+    nodes = (topology.get("cpu") or {}).get("numa_nodes") or {}
+    return {"policy": policy, "hostname": topology.get("hostname"), "mode": None,
+            "device_type": device_type, "skipped": False,
+            "reason": None, "numa_nodes": dict(zip(map(str, nodes), nodes.values())),
+            "npus": {}, "instances": {}, "gpus": {}, "env": {}, "log": [], "warnings": [],
+            "vendor": topology.get("vendor")}
+
+
 def _release(topology, version):
     """The release ``policy=vllm_ascend`` predicts: the option, else the facts' version."""
     if version is not None:
@@ -156,15 +166,6 @@ def _release(topology, version):
                             "vllm_ascend_version to predict another release)"
                             % (err.reason, found.get("source")))
     return vllm_ascend_releases.select(None)
-
-
-def _empty_plan(policy, device_type, topology):
-    # the host the facts were read from: the wrapper and IRQ modules refuse a plan for another
-    nodes = (topology.get("cpu") or {}).get("numa_nodes") or {}
-    return {"policy": policy, "hostname": topology.get("hostname"), "mode": None,
-            "device_type": device_type, "skipped": False,
-            "reason": None, "numa_nodes": dict(zip(map(str, nodes), nodes.values())),
-            "npus": {}, "instances": {}, "gpus": {}, "env": {}, "log": [], "warnings": []}
 
 
 def make_plan(topology, policy="strict", npus=None, instances=None, device_type=None,
@@ -207,8 +208,8 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
         raise PlanError("unknown device_type %r; choose one of %s"
                         % (device_type, ", ".join(DEVICE_TYPES)))
     dtype = device_type or topology.get("device_type")
-    release = _release(topology, vllm_ascend_version) if policy == "vllm_ascend" else None
     plan = _empty_plan(policy, dtype, topology)
+    release = _release(topology, vllm_ascend_version) if policy == "vllm_ascend" else None
     cpu = topology.get("cpu") or {}
     allowed = cpuset.parse_option(allowed_cpus, "allowed_cpus")
     if allowed is None:
@@ -219,11 +220,11 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
     if reserved:
         allowed = cpuset.subtract(allowed, reserved)
     # the host's budget: every allowed CPU, reserved ones included
-    budget = (allowed_all, reserved, frontend_cpus)
+    host = layout.HostCpus(topology, _node_cpus(topology), allowed, allowed_all, reserved,
+                           frontend_cpus)
     vendor = topology.get("vendor")
-    if vendor == "nvidia":
-        return _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics,
-                         allowed, budget)
+    if vendors.is_gpu_vendor(vendor):
+        return _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics, host)
     ids, affinity, pci_nodes, busy = _npu_facts(topology)
     if vendor not in (None, "ascend") or not ids:
         plan["skipped"] = True
@@ -240,31 +241,20 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
         requested = sorted(set(n for dummy, members in insts for n in members))
     if not allowed:
         raise PlanError("no allowed CPUs left (allowed_cpus minus reserved_cpus is empty)")
-    node_cpus = _node_cpus(topology)
-    fronts = None
-    if policy == "strict":
-        fronts = _strict(plan, ids, requested, affinity, pci_nodes, node_cpus, allowed, dtype,
-                         cpu, topology, insts, budget)
-    else:
-        if requested is None:
-            # audit: the workers that run now; pre-launch (nothing runs): every NPU
-            requested = busy or ids
-        _vllm_ascend(plan, topology, ids, requested, insts, busy, affinity, node_cpus, allowed,
-                     dtype, cpu, release)
+    request = layout.NpuRequest(ids, requested, affinity, pci_nodes, busy, dtype)
+    fronts = POLICY_PLANNERS[policy](plan, request, host, insts, release)
     if insts:
-        _instances(plan, insts, "ASCEND_RT_VISIBLE_DEVICES", fronts)
+        _instances(plan, insts, vendors.VENDORS["ascend"].visibility[0], fronts)
     return plan
 
 
-def _strict(plan, ids, requested, affinity, pci_nodes, node_cpus, allowed, dtype, cpu, topology,
-            insts, budget):
-    # one node map for the policy and the entries' numa_nodes
-    cpu_node = nodemap.node_map(node_cpus)
-    nearness = rules.Nearness.of(topology, node_cpus)
-    cores = rules.smt_cores(topology) or None
-    result = policy_strict.plan_strict(ids, affinity, pci_nodes, node_cpus, allowed, dtype,
-                                       cpu.get("threads_per_core"), requested, cpu_node,
-                                       nearness, cores)
+def _strict(plan, request, host, insts, release=None):
+    """The strict policy (ours): pools, roles, frontends and the budget."""
+    requested, cpu_node, nearness = request.requested, host.cpu_node, host.nearness
+    result = policy_strict.plan_strict(request.ids, request.affinity, request.pci_nodes,
+                                       host.node_cpus, host.allowed, request.device_type,
+                                       host.threads_per_core, requested, cpu_node,
+                                       nearness, host.cores)
     plan["mode"] = result["mode"]
     plan["warnings"].extend(result["warnings"])
     keep = requested if requested is not None else result["planned_over"]
@@ -273,9 +263,8 @@ def _strict(plan, ids, requested, affinity, pci_nodes, node_cpus, allowed, dtype
     cluster = result["cluster_roles"]
     planned = sorted(result["planned_over"])
     uvb = result["uvb"]
-    fronts = _place(plan, planned, pools, lambda npu: homes[npu][0], cpu_node,
-                    node_cpus, allowed, topology, insts, budget, nearness, cores,
-                    cluster and cpu_roles.cluster_size(cpu.get("threads_per_core")), uvb)
+    fronts = _place(plan, planned, pools, lambda npu: homes[npu][0], host, insts,
+                    cluster and cpu_roles.cluster_size(host.threads_per_core), uvb)
     entries = plan["npus"]
     for npu, entry in zip(keep, cpu_roles.pool_entries(pools, keep, cpu_node, cluster)):
         home, entry["locality"] = homes[npu]
@@ -293,12 +282,11 @@ def _strict(plan, ids, requested, affinity, pci_nodes, node_cpus, allowed, dtype
     return fronts
 
 
-def _place(plan, devices, pools, home_of, cpu_node, node_cpus, allowed, topology, insts, budget,
-           nearness, cores, cluster=None, uvb=None):
+def _place(plan, devices, pools, home_of, host, insts, cluster=None, uvb=None):
     """Frontends, carve-outs (``pools`` updated in place) and ``plan["cpu_budget"]``.
-    ``home_of``: device -> its home node or None."""
-    allowed_all, reserved, cap = budget
-    cpu = topology.get("cpu") or {}
+    ``home_of``: device -> its home node or None; ``host``: the plan's ``layout.HostCpus``."""
+    allowed, allowed_all, reserved = host.allowed, host.allowed_all, host.reserved
+    cpu = host.cpu
     if cluster:
         # Ascend 950 pools come as lists of whole clusters
         seqs = dict((dev, cpuset.CpuSeq.from_cpus(pools[dev])) for dev in devices)
@@ -311,10 +299,8 @@ def _place(plan, devices, pools, home_of, cpu_node, node_cpus, allowed, topology
         plan["cpu_budget"] = {"workers": cpuset.format(allowed_all), "frontend": "",
                               "reserved": "", "spare": ""}
         return {"instances": {}, "carved": {}}
-    isolated = placement.union([rules.cpu_fact(topology, "isolated"),
-                                rules.cpu_fact(topology, "nohz_full")])
-    fronts = placement.place(devices, seqs, home_of, cpu_node, node_cpus, allowed, insts,
-                             nearness, cores, cpu.get("threads_per_core"), isolated, cap,
+    isolated = host.isolated
+    fronts = placement.place(devices, seqs, home_of, host, insts,
                              None if cluster else (lambda dev: seqs[dev][2:-2]),
                              cluster or None, extra)
     workers = fronts["workers"]
@@ -332,6 +318,15 @@ def _place(plan, devices, pools, home_of, cpu_node, node_cpus, allowed, topology
     plan["cpu_budget"] = placement.budget(allowed_all, workers, frontend, reserved, isolated)
     plan["warnings"].extend(fronts["warnings"])
     return fronts
+
+
+def _vllm_ascend_policy(plan, request, host, insts, release):
+    """vllm-ascend's own allocator, as ``release`` has it; with no NPU asked for, the workers
+    that run now (an audit), else, pre-launch, every NPU."""
+    requested = request.requested if request.requested is not None else (request.busy or request.ids)
+    _vllm_ascend(plan, host.topology, request.ids, requested, insts, request.busy,
+                 request.affinity, host.node_cpus, host.allowed, request.device_type, host.cpu,
+                 release)
 
 
 def _vllm_ascend(plan, topology, ids, requested, insts, busy, affinity, node_cpus, allowed,
@@ -383,8 +378,7 @@ def _instances(plan, insts, env_name, fronts=None):
                 "frontend_source": front.get("frontend_source") or "none"})
 
 
-def _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics, allowed,
-              budget):
+def _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics, host):
     plan["mode"] = "gpu_numa"
     result = gpu_plan.plan_gpus(topology, nics=nics, allowed=allowed_cpus, reserved=reserved_cpus)
     gpus = result.get("gpus") or {}
@@ -398,23 +392,25 @@ def _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics
     plan["warnings"].extend(result.get("warnings") or [])
     insts = validate_instances(instances, set(keep), sorted(known), "GPU")
     # the frontends and the budget, per the GPU's NUMA node and package
-    node_cpus = _node_cpus(topology)
-    if not allowed and allowed_cpus is None:
+    if not host.allowed and allowed_cpus is None:
         # facts without cpu.allowed: plan_gpus planned over the NUMA nodes' CPUs
-        allowed = placement.union(list(node_cpus.values()))
-        budget = (allowed,) + tuple(budget[1:])
-        if budget[1]:
-            allowed = cpuset.subtract(allowed, budget[1])
+        allowed_all = placement.union(list(host.node_cpus.values()))
+        allowed = cpuset.subtract(allowed_all, host.reserved) if host.reserved else allowed_all
+        host = host.with_allowed(allowed, allowed_all)
     devices = sorted(known)
     pools = dict((k, cpuset.parse(gpus[str(k)]["pool"])) for k in devices)
-    nearness = rules.Nearness.of(topology, node_cpus)
-    fronts = _place(plan, devices, pools, lambda k: gpus[str(k)].get("numa_node"),
-                    nodemap.node_map(node_cpus), node_cpus, allowed,
-                    topology, insts, budget, nearness, rules.smt_cores(topology) or None)
-    plan["warnings"].extend(nearness.read_warnings())
+    fronts = _place(plan, devices, pools, lambda k: gpus[str(k)].get("numa_node"), host, insts)
+    plan["warnings"].extend(host.nearness.read_warnings())
     for dev in fronts["carved"]:
         gpus[str(dev)] = dict(gpus[str(dev)], pool=cpuset.format(pools[dev]))
     plan["gpus"] = dict((str(k), gpus[str(k)]) for k in keep)
     if insts:
-        _instances(plan, insts, "CUDA_VISIBLE_DEVICES", fronts)
+        _instances(plan, insts, vendors.get(topology.get("vendor")).visibility[0], fronts)
     return plan
+
+
+# The policy registry: name -> planner(plan, request, host, instances) -> the frontends (or
+# None). A new policy is a planner here (its rules in its own plan/<policy>.py); the module's
+# choices, the report's columns and the docs' list read POLICIES.
+POLICY_PLANNERS = {"strict": _strict, "vllm_ascend": _vllm_ascend_policy}
+POLICIES = tuple(sorted(POLICY_PLANNERS))  # strict, vllm_ascend: the module's choices, in order

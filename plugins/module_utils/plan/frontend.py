@@ -214,24 +214,24 @@ def _by_node(cpus, node_cpus, cpu_node):
     return out
 
 
-def place(devices, pools, home_of, cpu_node, node_cpus, allowed, instances, nearness, cores,
-          threads_per_core=None, isolated=EMPTY, cap=None, mains=None, cluster=None, extra=EMPTY):
+def place(devices, pools, home_of, host, instances, mains=None, cluster=None, extra=EMPTY):
     """Frontends of ``instances`` and the free shares of every device.
 
-    ``devices``: every planned device (sorted ids); ``pools``: device -> pool CpuSeq;
-    ``home_of``: device -> home node or None; ``cpu_node``: NodeMap of ``node_cpus`` (node ->
-    sorted CpuSeq); ``allowed``: the CPUs the plan may use (reserved removed), sorted CpuSeq;
-    ``instances``: ``[(name, [device, ...])]`` or None; ``nearness``: ``rules.Nearness``;
-    CPU sets are CpuSeq (``pools`` disjoint, inside ``allowed``);
-    ``cores``: ``rules.smt_cores`` or None; ``isolated``: isolated / nohz_full CPUs; ``cap``:
-    ``frontend_cpus``; ``mains``: a function device -> its main CPUs in positional order (the
-    carve source; default the pool); ``cluster``: the 950 cluster size (carve whole
-    clusters); ``extra``: other worker CPUs (UVB).
+    ``devices``: every planned device (sorted ids); ``pools``: device -> pool CpuSeq
+    (disjoint, inside the allowed CPUs); ``home_of``: device -> home node or None; ``host``:
+    the ``layout.HostCpus`` of the plan (its NUMA nodes and NodeMap, the allowed CPUs with
+    reserved removed, the nearness order, SMT cores, isolated / nohz_full CPUs, the
+    ``frontend_cpus`` cap); ``instances``: ``[(name, [device, ...])]`` or None; ``mains``: a
+    function device -> its main CPUs in positional order (the carve source; default the pool);
+    ``cluster``: the 950 cluster size (carve whole clusters); ``extra``: other worker CPUs (UVB).
 
     Returns ``{"instances": {name: {frontend, frontend_nodes, frontend_source}},
     "carved": {device: CpuSeq}, "device_frontend": {device: CpuSeq}, "capped": CpuSeq,
     "workers": CpuSeq (before carving), "warnings": [...]}``.
     """
+    cpu_node, node_cpus, allowed = host.cpu_node, host.node_cpus, host.allowed
+    nearness, cores, isolated, cap = host.nearness, host.cores, host.isolated, host.frontend_cap
+    threads_per_core = host.threads_per_core
     warnings = []
     if sum([pools[dev].size for dev in devices]) + extra.size == allowed.size:
         # the pools (disjoint, inside the allowed CPUs) hold every allowed CPU: nothing free

@@ -23,7 +23,7 @@ import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset, smt
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import GpuPlanError, ParseError
-from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
+from ansible_collections.npuops.fleet.plugins.module_utils.model import rules, vendors
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import assignment
 
 # Links at most this costly keep GPUDirect RDMA (NCCL's default GDR level is PXB).
@@ -102,7 +102,8 @@ def _select_nics(candidates, nics):
 def _gpu_list(topology):
     gpus = topology.get("gpus")
     if not isinstance(gpus, list) or not gpus:
-        raise GpuPlanError("the topology lists no GPUs (nvidia-smi missing or unreadable?)")
+        tool = (vendors.get(topology.get("vendor")) or vendors.VENDORS["nvidia"]).tool
+        raise GpuPlanError("the topology lists no GPUs (%s missing or unreadable?)" % tool)
     seen = {}
     for num, gpu in enumerate(gpus):
         if not isinstance(gpu, dict) or isinstance(gpu.get("index"), bool) or \
@@ -339,6 +340,12 @@ def _pair(topology, gpus, nics_option, numa_off, warnings):
         warnings.append("the matrix shows %s as near GPUs on another NUMA node; costed as SYS "
                         "for those GPUs" % ", ".join(_nic_order(sorted(crossed), nic_bus)))
     pairing = assignment.pair(costs, [gpu["index"] for gpu in gpus], chosen)
+    vendor = vendors.get(topology.get("vendor"))
+    if vendor is not None and vendor.nic_links == "numa":
+        # the tool prints no GPU<->NIC path (rocm-smi): the cells are NUMA nodes, not PCIe
+        warnings.append("%s reports no GPU<->NIC PCIe path: NICs paired by NUMA node; check on "
+                        "the host that each pair is PXB or closer for GPUDirect RDMA" % vendor.tool)
+        return pairing, link_cells, nic_bus
     for gpu in gpus:
         nic = pairing[gpu["index"]]
         if links[(gpu["index"], nic)] > GDR_MAX_COST:

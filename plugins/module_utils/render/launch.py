@@ -22,7 +22,7 @@ import shlex
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import WrapperError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import yaml_subset
-from ansible_collections.npuops.fleet.plugins.module_utils.model import schema
+from ansible_collections.npuops.fleet.plugins.module_utils.model import schema, vendors
 
 NAME_RE = schema.INSTANCE_NAME
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -75,9 +75,7 @@ def check_dir(path, option):
 
 
 def _vendor(plan):
-    if plan.get("mode") == "gpu_numa" or (plan.get("gpus") and not plan.get("npus")):
-        return "nvidia"
-    return "ascend"
+    return vendors.of_plan(plan).name
 
 
 def _cpus(value, source):
@@ -101,8 +99,9 @@ def instance_view(plan, name, npus=None):
     schema.check_plan(plan)
     if plan.get("skipped"):
         raise WrapperError("plan: skipped (%s); nothing to launch with" % (plan.get("reason"),))
-    vendor = _vendor(plan)
-    table_key = "gpus" if vendor == "nvidia" else "npus"
+    row = vendors.of_plan(plan)
+    vendor = row.name
+    table_key = row.device_key
     table = plan.get(table_key) or {}
     if not isinstance(table, dict) or not table:
         raise WrapperError("plan: has no %s" % table_key)
@@ -128,28 +127,30 @@ def instance_view(plan, name, npus=None):
                                % (table_key[:-1].upper(), dev, ", ".join(sorted(table))))
         source = "plan %s %d" % (table_key, dev)
         dev_pool = _cpus(entry.get("pool"), source + " pool")
-        dev_main = _cpus(entry.get("main"), source + " main") if vendor == "ascend" else dev_pool
+        dev_main = dev_pool if row.is_gpu else _cpus(entry.get("main"), source + " main")
         if not dev_main:
             raise WrapperError("%s: no main CPUs" % source)
         main.update(dev_main)
         pool.update(dev_pool or dev_main)
-        if vendor == "nvidia":
+        if row.is_gpu:
             if entry.get("numa_node") is not None:
                 nodes.add(int(entry["numa_node"]))
             gpu_entries.append({"nic": entry.get("nic"), "numa_node": entry.get("numa_node"),
                                 "pool": sorted(dev_pool or dev_main)})
         else:
             nodes.update(int(n) for n in entry.get("numa_nodes") or [])
-    var = visibility_var(vendor)
     env = {}
     for source, extra in (("plan env", plan.get("env")),
                           ("plan instance %s env" % name, instance.get("env"))):
         if extra:
             # npu_cpu_plan writes the visibility variable into each instance's env: accepted
             # when it names the devices derived here (the wrapper exports that value itself).
-            env.update(drop_visibility(check_env(extra, source), var, devices, source,
-                                       "npus must name the planned devices; leave npus out "
-                                       "to use the plan instance's"))
+            extra = check_env(extra, source)
+            for var in row.visibility:
+                extra = drop_visibility(extra, var, devices, source,
+                                        "npus must name the planned devices; leave npus out "
+                                        "to use the plan instance's")
+            env.update(extra)
     frontend = _cpus(instance.get("frontend"), "plan instance %s frontend" % name)
     return {"name": name, "vendor": vendor, "devices": devices, "main": sorted(main),
             "pool": sorted(pool), "numa_nodes": sorted(nodes), "env": env,
@@ -158,8 +159,8 @@ def instance_view(plan, name, npus=None):
 
 
 def visibility_var(vendor):
-    """The device visibility variable of a vendor's runtime."""
-    return "CUDA_VISIBLE_DEVICES" if vendor == "nvidia" else "ASCEND_RT_VISIBLE_DEVICES"
+    """The device visibility variable of a vendor's runtime (the first of its table row)."""
+    return (vendors.get(vendor) or vendors.VENDORS["ascend"]).visibility[0]
 
 
 def _device_ids(value):
@@ -309,7 +310,7 @@ def launch_argv(view, command, binding="host"):
         if overridden:
             warnings.append("command: enable_cpu_binding in --additional-config was set to false "
                             "because binding=host (our binder pins the workers)")
-    if binding == "vllm" and view["vendor"] == "nvidia":
+    if binding == "vllm" and vendors.get(view["vendor"]) and vendors.get(view["vendor"]).numa_bind:
         argv, note = numa_bind_args(view, argv)
         warnings.extend(note)
     if binding == "host":
@@ -342,9 +343,10 @@ def numa_bind_args(view, argv):
 def gpu_env(view):
     """Launch environment a GPU instance gets from its plan: devices numbered in PCI order (the
     plan's indexes are nvidia-smi's, which are PCI order) and UCX on the instance's NICs."""
-    if view["vendor"] != "nvidia":
+    row = vendors.get(view["vendor"])
+    if row is None or not row.is_gpu:
         return {}
-    env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    env = dict(row.launch_env)
     nics = []
     for gpu in view.get("gpus") or []:
         if gpu.get("nic") and gpu["nic"] not in nics:
@@ -367,10 +369,15 @@ def quote_always(value):
 def render_wrapper(view, command, env=None, binding="host"):
     """Bash launch wrapper text for one instance. ``view`` comes from ``instance_view``."""
     argv, _warnings = launch_argv(view, command, binding)
-    var, devices = visibility_env(view)
+    devices = visibility_env(view)[1]
+    row = vendors.get(view["vendor"]) or vendors.VENDORS["ascend"]
     merged_env = gpu_env(view)
-    merged_env.update(drop_visibility(view.get("env") or {}, var, view["devices"], "plan env"))
-    merged_env.update(drop_visibility(check_env(env or {}, "env"), var, view["devices"], "env"))
+    plan_env, env = view.get("env") or {}, check_env(env or {}, "env")
+    for name in row.visibility:
+        plan_env = drop_visibility(plan_env, name, view["devices"], "plan env")
+        env = drop_visibility(env, name, view["devices"], "env")
+    merged_env.update(plan_env)
+    merged_env.update(env)
     lines = [
         "#!/usr/bin/env bash",
         "# vLLM instance %s, generated by npuops.fleet vllm_launch_wrapper; do not edit." % view["name"],
@@ -380,8 +387,13 @@ def render_wrapper(view, command, env=None, binding="host"):
         "# shellcheck disable=SC1003,SC2016",
         "set -euo pipefail",
         "",
-        "export %s=%s" % (var, shlex.quote(devices)),
     ]
+    lines.extend("export %s=%s" % (name, shlex.quote(devices)) for name in row.visibility)
+    lines.extend("unset %s" % name for name in row.clear)
+    for name in row.clear:
+        if name in merged_env:
+            raise WrapperError("env: %s would renumber the devices under %s; the wrapper unsets "
+                               "it" % (name, "/".join(row.visibility)))
     for key in sorted(merged_env):
         lines.append("export %s=%s" % (key, quote_always(merged_env[key])))
     lines.append("")

@@ -16,6 +16,7 @@ import marshal
 from collections import Counter, OrderedDict
 
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import irq_pins
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.drift import (
     drift_groups, drift_summary, summarize_binding)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.applied import summarize_config
@@ -188,54 +189,12 @@ def _irqbalance(facts):
 
 
 def _pinned_irqs(facts, plan):
-    """The IRQs the strict plan pins (what npu_irq_affinity sets): ``(pinned, unknown)``.
-
-    ``pinned``: ``[{irq, device, role}]`` - each planned NPU with IRQ CPUs: its facts'
-    ``irqs.sq`` / ``irqs.cq``; GPU plans: the paired NIC's ``mlx5_comp*`` IRQs (facts
-    ``nics[].irqs``; a NIC shared by GPUs counts once, for the lowest GPU). An IRQ two devices
-    resolve to is listed once. ``unknown``: labels of planned devices whose IRQs are not in the
-    facts. Ascend 950 plans have no IRQ roles: nothing is pinned.
-    """
-    pinned, unknown, seen = [], [], set()
-
-    def add(irq, device, role):
-        if irq not in seen:
-            seen.add(irq)
-            pinned.append(OrderedDict([("irq", irq), ("device", device), ("role", role)]))
-
-    if plan.get("mode") == "ascend950" or plan.get("device_type") == "A5":
-        return pinned, unknown
-    npu_facts = dict((str(n.get("logic_id")), n) for n in as_list(facts.get("npus"))
-                     if isinstance(n, dict) and n.get("logic_id") is not None)
-    for key in sorted(as_dict(plan.get("npus")), key=key_sort):
-        if not cpu_ids(as_dict(plan["npus"][key]).get("irq")):
-            continue
-        label = "NPU%s" % key
-        irqs = as_dict(as_dict(npu_facts.get(str(key))).get("irqs"))
-        for role in ("sq", "cq"):
-            number = int_or_none(irqs.get(role))
-            if number is None:
-                if label not in unknown:
-                    unknown.append(label)
-            else:
-                add(number, label, role)
-    nic_facts = dict((n.get("name"), n) for n in as_list(facts.get("nics")) if isinstance(n, dict))
-    claimed = set()
-    for key in sorted(as_dict(plan.get("gpus")), key=key_sort):
-        nic = as_dict(plan["gpus"][key]).get("nic")
-        if not nic or nic in claimed:
-            continue
-        claimed.add(nic)
-        label = "GPU%s/%s" % (key, nic)
-        irqs = as_dict(nic_facts.get(nic)).get("irqs")
-        if not isinstance(irqs, list):
-            unknown.append(label)
-            continue
-        for index, irq in enumerate(irqs):
-            number = int_or_none(irq)
-            if number is not None:
-                add(number, label, "comp%d" % index)
-    return pinned, unknown
+    """The IRQs the strict plan pins (what npu_irq_affinity sets, ``plan/irq_pins``):
+    ``(pinned, unknown)``; ``pinned``: ``[{irq, device, role}]``, each IRQ once; ``unknown``:
+    labels of planned devices whose IRQs are not in the facts."""
+    pinned, unknown = irq_pins.pinned_from_facts(plan, facts)
+    return [OrderedDict([("irq", irq), ("device", label), ("role", role)])
+            for irq, label, role in pinned], unknown
 
 
 def irqbalance_bans(facts, plan, status, accel):

@@ -15,20 +15,13 @@ __metaclass__ = type
 
 from collections import OrderedDict
 
+from ansible_collections.npuops.fleet.plugins.module_utils.model import drift_kinds
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import as_dict, as_list
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import compact_hosts
 
-# the drift kinds vllm_binding_facts reports (model/binding.py), in the order the section lists
-# them, with the title each row gets; a kind not listed here keeps its own name as its title
-KINDS = OrderedDict([
-    ("unit_down", "instance unit not running"),
-    ("binder_failed", "binder could not read or apply the plan"),
-    ("worker_missing", "device without a worker process"),
-    ("threads_off_plan", "threads off their planned CPUs"),
-    ("irq_moved", "planned IRQ moved"),
-    ("irqbalance_undoing", "irqbalance can undo the IRQ pins"),
-    ("memory_remote", "worker memory off its NUMA node"),
-])
+# the drift kinds vllm_binding_facts reports, in the order the section lists them, with the
+# title each row gets (model/drift_kinds); a kind not listed keeps its own name as its title
+KINDS = drift_kinds.KINDS
 EVIDENCE_SHOWN = 3  # evidence lines per row when the rows' evidence differs
 
 

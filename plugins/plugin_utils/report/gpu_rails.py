@@ -11,6 +11,7 @@ __metaclass__ = type
 
 from collections import OrderedDict
 
+from ansible_collections.npuops.fleet.plugins.module_utils.model import vendors
 from ansible_collections.npuops.fleet.plugins.plugin_utils import rails as rail_vote
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
     as_dict, as_list, key_sort)
@@ -48,7 +49,7 @@ def analyse_rails(hosts, shapes, rails=None):
     """
     groups = OrderedDict()
     for host in hosts:
-        if host["vendor"] != "nvidia" or host["plans"]["strict"]["status"] != "ok":
+        if not vendors.is_gpu_vendor(host["vendor"]) or host["plans"]["strict"]["status"] != "ok":
             continue
         mapping = OrderedDict((d["id"], d.get("nic")) for d in host["plans"]["strict"]["devices"]
                               if d["kind"] == "gpu")

@@ -11,7 +11,7 @@ __metaclass__ = type
 
 from collections import OrderedDict
 
-from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
+from ansible_collections.npuops.fleet.plugins.module_utils.model import rules, vendors
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import cgroup
 
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
@@ -41,8 +41,9 @@ def _fix_for_source(source):
     if "npu-smi" in text:
         return ("check the Ascend driver and npu-smi on the host (run `%s` by hand); without it "
                 "the plan falls back to sysfs NUMA data where it can" % source)
-    if "nvidia-smi" in text:
-        return "check the NVIDIA driver: run `%s` by hand on the host" % source
+    for row in vendors.VENDORS.values():
+        if row.is_gpu and row.tool in text:
+            return "check the %s driver: run `%s` by hand on the host" % (row.driver, source)
     if "lscpu" in text or "numa" in text or "/sys/" in text:
         return "check util-linux (lscpu) and /sys/devices/system/node on the host"
     return "run or read `%s` by hand on the host, fix what it reports, re-run the audit" % source
@@ -260,7 +261,7 @@ def host_problems(host):
                             "host's own plan (plan env) rather than one fleet-wide value"))
     unknown = [d for d in host["plans"]["strict"]["devices"]
                if d["kind"] == "gpu" and not d["home_nodes"]]
-    if host["vendor"] == "nvidia" and host["gpus"] and (
+    if vendors.is_gpu_vendor(host["vendor"]) and host["gpus"] and (
             len(unknown) == host["gpus"] or len(host["numa_nodes"]) <= 1):
         out.append(_problem("warning", name, "numa_unknown", "GPU NUMA affinity unknown",
                             "%s, %s: every GPU pool spans all CPUs" % (

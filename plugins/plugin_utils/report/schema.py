@@ -16,16 +16,17 @@ import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
+from ansible_collections.npuops.fleet.plugins.module_utils.model import drift_kinds
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch
 
 REPORT_SCHEMA = 1
-POLICIES = ("strict", "vllm_ascend")
+POLICIES = dispatch.POLICIES  # the planner's registry: one list of policies
 ROLES = ("irq", "main", "acl", "release")
 SEVERITIES = ("error", "warning", "info")
 
 FIX_VLLM = ("use policy strict: set enable_cpu_binding false in vLLM's additional_config and "
             "bind with the npuops.fleet.cpu_binding role (npuops_cpu_policy: strict)")
-FIX_IRQBALANCE = ("set npuops_irqbalance: ban (the planned IRQs are banned in irqbalance's "
-                  "config) or stop and disable irqbalance")
+FIX_IRQBALANCE = drift_kinds.FIX_IRQBALANCE
 FIX_MIGRATEPAGES = "install numactl (provides migratepages)"
 
 

@@ -15,6 +15,8 @@
 - ``npuops_testing.report_fleet``: hand-built and real-snapshot fleets for the fleet report
 - ``npuops_testing.sandbox``: sandbox host trees (``irq_sandbox``)
 - ``npuops_testing.hostile``: hostile inputs for the fuzz suite (mutated texts, facts, plans)
+- ``npuops_testing.module_harness``: ``call_module`` runs a module's ``main()`` in-process (unit
+  tier), ``expand`` the contract cases' placeholders
 - ``npuops_testing.runner``: ``run_module`` / ``run_playbook`` through a real
   ``ansible-playbook`` (integration tests only)
 - ``npuops_testing.fleet``: inventories of recorded hosts with sandbox roots, PLAY RECAP parsing,

@@ -78,7 +78,7 @@ def plan_entry(facts, banned=True):
 
 
 def demo_entries():
-    """``{demo host: audit entry}`` for the 13 demo hosts."""
+    """``{demo host: audit entry}`` for the demo hosts."""
     entries = {}
     for host, snap in demo_hosts():
         facts = topology.gather(hostio.SnapshotHostIO(os.path.join(SNAPSHOTS, snap)))

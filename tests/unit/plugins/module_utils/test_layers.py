@@ -1,11 +1,22 @@
 # -*- coding: utf-8 -*-
-"""The house rules of plugins/module_utils, read from the source (ast), not from imports.
+"""The house rules of plugins/, read from the source (ast), not from imports.
 
-- every file lives in a layer folder (only ``errors.py`` sits at the base);
+An import is every ``import x``/``from x import y``, absolute or relative (``from ..plan import
+dispatch`` is resolved against the file's package), and every ``importlib.import_module("x")`` /
+``__import__("x")`` with a literal name; a string import whose name is not a literal cannot be
+checked and is refused as such.
+
+- every module_utils file lives in a layer folder (only ``errors.py`` sits at the base);
 - a layer imports only from the layers below it (and ``errors``): cpus < host < parse < model <
   plan, softshare < render < apply; plan and softshare are one level and may not import each
-  other's code except where a rule below allows it;
-- ``standalone/`` imports nothing from the collection (it runs on hosts without it);
+  other's code;
+- ``standalone/`` imports only itself (it runs on hosts without the collection);
+- module_utils imports nothing from modules/, filter/, plugin_utils/ or doc_fragments/;
+- ``modules/`` may import any module_utils layer, never plugin_utils/ (controller side),
+  filter/ or another module;
+- ``plugin_utils/`` may import module_utils and itself, never filter/ or modules/;
+- ``filter/`` is a thin adapter: plugin_utils/ and module_utils, never another filter or a module;
+- ``doc_fragments/`` import nothing from the collection;
 - every exception class of module_utils is defined in ``errors.py`` and derives from
   ``NpuopsError`` (the binder's ``BindError`` in standalone/rules.py is the one exception);
 - no file under plugins/ is over 500 lines.
@@ -18,98 +29,240 @@ import pytest
 
 from npuops_testing import REPO
 
-MODULE_UTILS = os.path.join(REPO, "plugins", "module_utils")
-PREFIX = "ansible_collections.npuops.fleet.plugins.module_utils"
+PLUGINS = os.path.join(REPO, "plugins")
+MODULE_UTILS = os.path.join(PLUGINS, "module_utils")
+ROOT = "ansible_collections.npuops.fleet.plugins"
 RANK = {"errors": -1, "cpus": 0, "host": 1, "parse": 2, "model": 3, "plan": 4, "softshare": 4,
         "render": 5, "apply": 6}
 LAYERS = sorted(RANK) + ["standalone"]
+AREAS = ("module_utils", "modules", "filter", "plugin_utils", "doc_fragments")
+STRING_IMPORTS = ("import_module", "__import__")
 
 
-def _files():
+def _files(base=PLUGINS):
     out = []
-    for dirpath, dirnames, files in os.walk(MODULE_UTILS):
+    for dirpath, dirnames, files in os.walk(base):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         for name in sorted(files):
             if name.endswith(".py"):
-                out.append(os.path.relpath(os.path.join(dirpath, name), MODULE_UTILS))
+                out.append(os.path.relpath(os.path.join(dirpath, name), base).replace(os.sep, "/"))
     return out
 
 
-def _layer(rel):
-    head = rel.split(os.sep)[0]
-    return "errors" if head == "errors.py" else head
+def _area(rel):
+    """The rule area of a file under plugins/: ``module_utils/<layer>`` or the plugin folder."""
+    parts = rel.split("/")
+    if parts[0] == "module_utils" and len(parts) > 1:
+        return "module_utils/" + ("errors" if parts[1] == "errors.py" else parts[1])
+    return parts[0]
 
 
-def _imported_layers(rel, base=MODULE_UTILS):
-    """(layer, line) of every collection import in a file (``<outside>``: not module_utils)."""
-    with open(os.path.join(base, rel)) as handle:
-        tree = ast.parse(handle.read(), rel)
+def _package(rel):
+    """The dotted package of a file under plugins/ (``x/__init__.py`` is package ``x``)."""
+    parts = [ROOT] + rel[:-3].split("/")
+    return ".".join(parts[:-1])
+
+
+def _resolve(rel, module, level):
+    if not level:
+        return module or ""
+    base = _package(rel).split(".")
+    if level - 1 >= len(base):
+        return "<beyond the top>"
+    base = base[:len(base) - (level - 1)]
+    return ".".join(base + ([module] if module else []))
+
+
+def _string_import(node):
+    """The name a call ``import_module(...)`` / ``__import__(...)`` imports; "" for another call,
+    None when the name is not a literal."""
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if name not in STRING_IMPORTS:
+        return ""
+    if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+        target = node.args[0].value
+        if not target.startswith("."):
+            return target
+        package = node.args[1].value if len(node.args) > 1 and \
+            isinstance(node.args[1], ast.Constant) else None
+        if not isinstance(package, str):
+            return None
+        level = len(target) - len(target.lstrip("."))
+        base = package.split(".")[:len(package.split(".")) - (level - 1)]
+        return ".".join(base + ([target.lstrip(".")] if target.lstrip(".") else []))
+    return None
+
+
+def imports_of(rel, source):
+    """(dotted name, line) of every import in ``source`` (a file at ``rel`` under plugins/)."""
+    tree = ast.parse(source, rel)
     found = []
     for node in ast.walk(tree):
-        names = []
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names = [node.module + "." + alias.name for alias in node.names]
+        if isinstance(node, ast.ImportFrom):
+            module = _resolve(rel, node.module, node.level)
+            found.extend((module + "." + alias.name, node.lineno) for alias in node.names)
         elif isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        for name in names:
-            if name.startswith("ansible_collections.npuops.fleet.plugins."):
-                rest = name[len(PREFIX) + 1:] if name.startswith(PREFIX + ".") else "<outside>"
-                found.append((rest.split(".")[0], node.lineno))
+            found.extend((alias.name, node.lineno) for alias in node.names)
+        elif isinstance(node, ast.Call):
+            target = _string_import(node)
+            if target is None:
+                found.append(("<not a literal>", node.lineno))
+            elif target:
+                found.append((target, node.lineno))
     return found
 
 
-def test_every_file_is_in_a_layer_folder():
-    stray = [rel for rel in _files() if os.sep not in rel and rel not in ("errors.py", "__init__.py")]
-    assert stray == []
-    unknown = sorted(set(_layer(rel) for rel in _files()) - set(LAYERS) - {"__init__.py"})
-    assert unknown == []
+def _target_area(name):
+    """The area an imported name points at; None outside this collection."""
+    if name.startswith("<"):
+        return name
+    if name == "ansible_collections" or name.startswith("ansible_collections."):
+        if not (name + ".").startswith(ROOT + "."):
+            return "<another collection>" if name.count(".") >= 2 else "<outside>"
+        rest = name[len(ROOT) + 1:].split(".")
+        if not rest[0]:
+            return "<outside>"
+        if rest[0] == "module_utils":
+            return "module_utils/" + rest[1] if len(rest) > 1 else "<outside>"
+        return rest[0]
+    return None
 
 
-def _violations(mine, imports):
-    """The imports of a file in layer ``mine`` that do not point downwards."""
+def _allowed(mine, target):
+    if target.startswith("<"):
+        return False
+    if mine.startswith("module_utils/"):
+        layer = mine.split("/")[1]
+        if not target.startswith("module_utils/"):
+            return False
+        other = target.split("/")[1]
+        if other == layer:
+            return True
+        if layer == "standalone" or other == "standalone":
+            return False
+        return RANK.get(other, 99) < RANK.get(layer, -99)
+    if mine == "modules":
+        return target.startswith("module_utils/")
+    if mine == "plugin_utils":
+        return target.startswith("module_utils/") and target != "module_utils/standalone" \
+            or target == "plugin_utils"
+    if mine == "filter":
+        return (target.startswith("module_utils/") and target != "module_utils/standalone") \
+            or target == "plugin_utils"
+    return False
+
+
+def violations(rel, source):
+    """The imports of the file at ``rel`` (under plugins/) that break the rules."""
+    mine = _area(rel)
     bad = []
-    for layer, line in imports:
-        if layer == mine:
-            continue
-        if layer in ("<outside>", "standalone") or RANK.get(layer, 99) >= RANK[mine]:
-            bad.append((layer, line))
+    for name, line in imports_of(rel, source):
+        target = _target_area(name)
+        if target is not None and not _allowed(mine, target):
+            bad.append((name, line))
     return bad
 
 
-@pytest.mark.parametrize("rel", [r for r in _files() if _layer(r) in RANK])
-def test_layers_import_only_downwards(rel):
-    bad = _violations(_layer(rel), _imported_layers(rel))
-    assert bad == [], "%s (layer %s) imports upward or sideways: %s" % (rel, _layer(rel), bad)
+def _read(rel):
+    with open(os.path.join(PLUGINS, rel)) as handle:
+        return handle.read()
 
 
-@pytest.mark.parametrize("rel", [r for r in _files() if _layer(r) == "standalone"])
-def test_standalone_imports_nothing_from_the_collection(rel):
-    assert _imported_layers(rel) == []
+def test_every_file_is_in_a_layer_folder():
+    utils = [rel[len("module_utils/"):] for rel in _files() if rel.startswith("module_utils/")]
+    stray = [rel for rel in utils if "/" not in rel and rel not in ("errors.py", "__init__.py")]
+    assert stray == []
+    unknown = sorted(set(rel.split("/")[0] for rel in utils if "/" in rel) - set(LAYERS))
+    assert unknown == []
+    assert sorted(set(rel.split("/")[0] for rel in _files() if "/" in rel)) == sorted(AREAS)
 
 
-@pytest.mark.parametrize("layer,target,allowed", [
-    ("parse", "plan", False), ("model", "softshare", False), ("plan", "softshare", False),
-    ("softshare", "plan", False), ("host", "apply", False), ("render", "standalone", False),
-    ("plan", "model", True), ("apply", "host", True), ("parse", "cpus", True),
-])
-def test_the_direction_check_itself(tmp_path, layer, target, allowed):
-    folder = tmp_path / layer
-    folder.mkdir()
-    (folder / "probe.py").write_text("from %s.%s import something\n" % (PREFIX, target))
-    bad = _violations(layer, _imported_layers(os.path.join(layer, "probe.py"), str(tmp_path)))
-    assert (bad == []) is allowed
+@pytest.mark.parametrize("rel", _files())
+def test_every_plugin_file_imports_by_the_rules(rel):
+    bad = violations(rel, _read(rel))
+    assert bad == [], "%s (%s) imports against the rules: %s" % (rel, _area(rel), bad)
+
+
+# The self-test: each rule flags a synthetic file that breaks it, and lets the legal form pass.
+U = ROOT + ".module_utils"
+SELF_TEST = [
+    # (file under plugins/, source, flagged?)
+    ("module_utils/model/x.py", "from ..plan import dispatch\n", True),
+    ("module_utils/model/x.py", "from ...module_utils.plan import dispatch\n", True),
+    ("module_utils/model/x.py", "from . import rules\n", False),
+    ("module_utils/model/x.py", "from ..cpus import cpulist\n", False),
+    ("module_utils/model/x.py", "from .. import errors\n", False),
+    ("module_utils/model/x.py", "from %s.plan import dispatch\n" % U, True),
+    ("module_utils/model/x.py", "import %s.render.launch\n" % U, True),
+    ("module_utils/model/x.py", "import importlib\nimportlib.import_module('%s.plan.dispatch')\n" % U, True),
+    ("module_utils/model/x.py", "from importlib import import_module\nimport_module('%s.apply.irq')\n" % U, True),
+    ("module_utils/model/x.py", "import_module('..plan.dispatch', '%s.model')\n" % U, True),
+    ("module_utils/model/x.py", "__import__('%s.softshare.scheduler')\n" % U, True),
+    ("module_utils/model/x.py", "import importlib\nimportlib.import_module(NAME)\n", True),
+    ("module_utils/model/x.py", "importlib.import_module('%s.parse.pci')\n" % U, False),
+    ("module_utils/model/x.py", "import ansible_collections.other.coll.plugins.module_utils.x\n", True),
+    ("module_utils/parse/x.py", "from %s.plan import dispatch\n" % U, True),
+    ("module_utils/plan/x.py", "from %s.softshare import scheduler\n" % U, True),
+    ("module_utils/softshare/x.py", "from %s.plan import gpu\n" % U, True),
+    ("module_utils/host/x.py", "from %s.apply import fileops\n" % U, True),
+    ("module_utils/render/x.py", "from %s.standalone import rules\n" % U, True),
+    ("module_utils/plan/x.py", "from %s.model import rules\n" % U, False),
+    ("module_utils/apply/x.py", "from %s.host import paths\n" % U, False),
+    ("module_utils/cpus/x.py", "from %s import errors\n" % U, False),
+    ("module_utils/standalone/x.py", "from . import rules\n", False),
+    ("module_utils/standalone/x.py", "from ..cpus import cpulist\n", True),
+    ("module_utils/standalone/x.py", "from %s.cpus import cpulist\n" % U, True),
+    ("module_utils/apply/x.py", "from %s.plugin_utils.report import analysis\n" % ROOT, True),
+    ("module_utils/render/x.py", "from ...filter import report\n", True),
+    ("module_utils/apply/x.py", "from %s.modules import npu_cpu_plan\n" % ROOT, True),
+    ("modules/x.py", "from %s.apply import module_runner\n" % U, False),
+    ("modules/x.py", "from %s.standalone import binder\n" % U, False),
+    ("modules/x.py", "from %s.plugin_utils.report import analysis\n" % ROOT, True),
+    ("modules/x.py", "from %s.modules import npu_cpu_plan\n" % ROOT, True),
+    ("modules/x.py", "from ..filter import report\n", True),
+    ("modules/x.py", "from ansible.module_utils.basic import AnsibleModule\n", False),
+    ("plugin_utils/report/x.py", "from .schema import as_dict\n", False),
+    ("plugin_utils/report/x.py", "from %s.model import rules\n" % U, False),
+    ("plugin_utils/report/x.py", "from %s.filter import report\n" % ROOT, True),
+    ("plugin_utils/report/x.py", "from ...modules import npu_cpu_plan\n", True),
+    ("plugin_utils/x.py", "importlib.import_module('%s.filter.rails')\n" % ROOT, True),
+    ("filter/x.py", "from %s.plugin_utils import rails\n" % ROOT, False),
+    ("filter/x.py", "from %s.filter import rails\n" % ROOT, True),
+    ("filter/x.py", "from . import softshare\n", True),
+    ("filter/x.py", "from %s.modules import npu_cpu_plan\n" % ROOT, True),
+    ("filter/x.py", "from %s.softshare import scheduler\n" % U, False),
+    ("doc_fragments/x.py", "from %s import errors\n" % U, True),
+    ("module_utils/model/x.py", "from ...... import x\n", True),
+]
+
+
+@pytest.mark.parametrize("rel,source,flagged", SELF_TEST)
+def test_the_rule_check_itself(rel, source, flagged):
+    assert bool(violations(rel, source)) is flagged, (rel, source, violations(rel, source))
+
+
+def test_relative_imports_resolve_against_the_package():
+    assert imports_of("module_utils/model/x.py", "from ..plan import dispatch\n") == \
+        [(U + ".plan.dispatch", 1)]
+    assert imports_of("module_utils/model/__init__.py", "from . import rules\n") == \
+        [(U + ".model.rules", 1)]
+    assert imports_of("filter/x.py", "from ..plugin_utils.report import analysis\n") == \
+        [(ROOT + ".plugin_utils.report.analysis", 1)]
+    assert imports_of("module_utils/model/x.py", "import_module('..plan.gpu', '%s.model')\n" % U) \
+        == [(U + ".plan.gpu", 1)]
+    assert imports_of("module_utils/model/x.py", "import_module('.x')\n") == [("<not a literal>", 1)]
 
 
 def test_exceptions_live_in_errors_and_share_one_base():
     from ansible_collections.npuops.fleet.plugins.module_utils import errors
     outside = []
-    for rel in _files():
-        with open(os.path.join(MODULE_UTILS, rel)) as handle:
-            tree = ast.parse(handle.read(), rel)
+    for rel in _files(MODULE_UTILS):
+        tree = ast.parse(_read("module_utils/" + rel), rel)
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef) and node.name.endswith("Error") and rel != "errors.py":
                 outside.append("%s:%s" % (rel, node.name))
-    assert outside == ["standalone%srules.py:BindError" % os.sep]
+    assert outside == ["standalone/rules.py:BindError"]
     classes = [obj for obj in vars(errors).values()
                if isinstance(obj, type) and issubclass(obj, Exception) and obj.__module__ == errors.__name__]
     assert len(classes) >= 9
@@ -117,14 +270,6 @@ def test_exceptions_live_in_errors_and_share_one_base():
 
 
 def test_no_plugin_file_over_500_lines():
-    long_files = []
-    for dirpath, dirnames, files in os.walk(os.path.join(REPO, "plugins")):
-        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-        for name in files:
-            if name.endswith(".py"):
-                path = os.path.join(dirpath, name)
-                with open(path) as handle:
-                    count = sum(1 for _line in handle)
-                if count > 500:
-                    long_files.append((os.path.relpath(path, REPO), count))
+    long_files = [(rel, _read(rel).count("\n")) for rel in _files()
+                  if _read(rel).count("\n") > 500]
     assert long_files == []

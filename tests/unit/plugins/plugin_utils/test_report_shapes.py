@@ -130,7 +130,7 @@ def test_problem_groups_by_evidence_and_shape(demo):
 def test_pages_grow_with_shapes_not_hosts(demo):
     small = fr.build_report(dict((k, dict(v, facts=dict(v["facts"], hostname=k + "-001")))
                                  for k, v in demo.items()))
-    big_fleet, dummy = synthetic_fleet(13 * 40, rate=0.0, base=demo)
+    big_fleet, dummy = synthetic_fleet(len(demo) * 40, rate=0.0, base=demo)
     big = fr.build_report(big_fleet)
     assert len(big["shapes"]) == len(small["shapes"])
     extra = len(big_fleet) - len(demo)

@@ -32,6 +32,7 @@ HOSTS = {
     "h100-cgroup": ("x86_64", "nvidia", None, "1", 2, 1, 0, 8, 6, 0, []),
     "pcie-8gpu": ("x86_64", "nvidia", None, "0-127", 2, 2, 0, 8, 0, 0, [NO_DIST, NO_PKG, NO_SMT]),
     "x86-none": ("x86_64", "none", None, "0-127", 2, 2, 0, 0, 0, 0, [NO_DIST]),
+    "mi300x-8gpu": ("x86_64", "amd", None, "0-127", 2, 2, 0, 8, 8, 0, [NO_DIST]),
 }
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan_mod
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, PlanError
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import GpuPlanError, NpuopsError, PlanError
 from npuops_testing import SNAPSHOTS, cpu_hosts
 
 
@@ -81,11 +81,19 @@ def test_allowed_cpus_override_and_list_form():
     assert plan["npus"]["0"]["pool"] == "144-167"
 
 
-@pytest.mark.parametrize("vendor", ["none", "amd"])
+@pytest.mark.parametrize("vendor", ["none", "intel"])
 def test_no_npu_skipped(vendor):
     topo = cpu_hosts.host([], {0: "0-7"}, "0-7", vendor=vendor, device_type=None)
     plan = plan_mod.make_plan(topo)
     assert plan["skipped"] is True and "CPU binding does not apply" in plan["reason"]
+    assert plan["vendor"] == vendor
+
+
+@pytest.mark.parametrize("vendor,tool", [("nvidia", "nvidia-smi"), ("amd", "rocm-smi")])
+def test_gpu_vendor_without_gpus_names_its_tool(vendor, tool):
+    topo = cpu_hosts.host([], {0: "0-7"}, "0-7", vendor=vendor, device_type=None)
+    with pytest.raises(GpuPlanError, match="lists no GPUs \\(%s missing" % tool):
+        plan_mod.make_plan(topo)
 
 
 def gpu_host():

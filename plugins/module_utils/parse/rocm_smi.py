@@ -1,0 +1,137 @@
+# -*- coding: utf-8 -*-
+# Copyright: npuops.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``rocm-smi --showtopo`` and ``rocm-smi --showbus`` text -> AMD Instinct GPU data.
+
+``--showtopo`` prints fixed-width matrices under ``===== <title> =====`` banners ("Weight
+between two GPUs", "Hops between two GPUs", "Link Type between two GPUs") and a "Numa Nodes"
+block of ``GPU[n]<TAB><TAB>: (Topology) Numa Node: 0`` lines. It says nothing about NICs (the
+facts take NICs from sysfs) and "Hops" is not a hop count (1 for every XGMI peer). A block
+that cannot be read is reported in ``warnings``; ``ParseError`` only when no GPU is found.
+
+Pure functions, standard library only, importable on Python 3.7.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import pci
+
+SOURCE = "rocm-smi --showtopo"
+MAX_GPUS = 1024
+_BANNER = re.compile(r"^=+\s*(.*?)\s*=+\s*\Z")
+_HEADER = re.compile(r"^\s*(GPU\d{1,4}\s+)*GPU\d{1,4}\s*\Z")
+_ROW = re.compile(r"^\s*GPU(\d{1,4})\s+(.*)\Z")
+_NUMA = re.compile(r"^\s*GPU\[(\d{1,4})\]\s*:\s*\(Topology\)\s*Numa (Node|Affinity)\s*:\s*(-?\d{1,4})\s*\Z")
+_BUS = re.compile(r"^\s*GPU\[(\d{1,4})\]\s*:\s*PCI Bus\s*:\s*(\S+)\s*\Z")
+_SECTIONS = {"weight between two gpus": "weight", "hops between two gpus": "hops",
+             "link type between two gpus": "link"}
+_INT = re.compile(r"^\d{1,9}\Z")
+_LINK = re.compile(r"^[A-Z][A-Z0-9]{0,15}\Z")
+
+
+def _matrix(lines, kind, warnings):
+    """{row index: {column index: cell}} of one matrix block."""
+    header = None
+    out = {}
+    for line in lines:
+        if not line.strip():
+            continue
+        if header is None:
+            if _HEADER.match(line):
+                header = [int(t[3:]) for t in line.split()]
+            continue
+        row = _ROW.match(line)
+        if not row:
+            warnings.append("%s: %s matrix: unreadable line %r" % (SOURCE, kind, line.strip()[:80]))
+            continue
+        cells = row.group(2).split()
+        if len(cells) != len(header):
+            warnings.append("%s: %s matrix: GPU%s has %d cells for %d columns"
+                            % (SOURCE, kind, row.group(1), len(cells), len(header)))
+            continue
+        out[int(row.group(1))] = dict(zip(header, cells))
+    return out
+
+
+def _blocks(text):
+    """[(title, [lines])] in order: the banner titles lower-cased."""
+    blocks = []
+    current = None
+    for line in text.splitlines():
+        banner = _BANNER.match(line.strip())
+        if banner:
+            current = (banner.group(1).lower(), [])
+            blocks.append(current)
+        elif current is not None:
+            current[1].append(line.expandtabs(8))
+    return blocks
+
+
+def parse_showtopo(text, source=SOURCE):
+    """``{gpus: [{index, name, numa_node, numa_affinity, links, weights}], warnings}``.
+
+    ``links``: peer name (``GPU3``) -> link type (``XGMI``, ``PCIE``); ``weights``: peer ->
+    weight (15 = one XGMI hop); ``numa_node`` None when rocm-smi prints -1 or nothing.
+    """
+    if not isinstance(text, str):
+        raise ParseError(source, "expected text")
+    warnings = []
+    matrices = {}
+    numa = {}
+    for title, lines in _blocks(text):
+        kind = _SECTIONS.get(title)
+        if kind:
+            matrices[kind] = _matrix(lines, kind, warnings)
+        elif title == "numa nodes":
+            for line in lines:
+                found = _NUMA.match(line)
+                if found:
+                    value = int(found.group(3))
+                    numa.setdefault(int(found.group(1)), {})[found.group(2).lower()] = \
+                        value if value >= 0 else None
+                elif line.strip():
+                    warnings.append("%s: Numa Nodes: unreadable line %r" % (source, line.strip()[:80]))
+    indexes = set(numa)
+    for rows in matrices.values():
+        indexes.update(rows)
+    if not indexes:
+        raise ParseError(source, "no GPU found (not rocm-smi --showtopo output?)")
+    if len(indexes) > MAX_GPUS or max(indexes) >= MAX_GPUS:
+        raise ParseError(source, "more than %d GPUs" % MAX_GPUS)
+    gpus = []
+    for index in sorted(indexes):
+        links, weights = {}, {}
+        for peer, cell in sorted((matrices.get("link") or {}).get(index, {}).items()):
+            if peer != index and _LINK.match(cell):
+                links["GPU%d" % peer] = cell
+        for peer, cell in sorted((matrices.get("weight") or {}).get(index, {}).items()):
+            if peer != index and _INT.match(cell):
+                weights["GPU%d" % peer] = int(cell)
+        node = numa.get(index, {})
+        gpus.append({"index": index, "name": "GPU%d" % index, "numa_node": node.get("node"),
+                     "numa_affinity": node.get("affinity"), "links": links, "weights": weights})
+    if "link" not in matrices:
+        warnings.append("%s: no Link Type matrix" % source)
+    if not numa:
+        warnings.append("%s: no Numa Nodes block" % source)
+    return {"gpus": gpus, "warnings": warnings}
+
+
+def parse_showbus(text, source="rocm-smi --showbus"):
+    """``GPU[n] : PCI Bus: 0000:05:00.0`` lines -> {index: normalised bus id}."""
+    if not isinstance(text, str):
+        raise ParseError(source, "expected text")
+    buses = {}
+    for line in text.splitlines():
+        found = _BUS.match(line)
+        if found:
+            bus = pci.normalise_bus_id(found.group(2))
+            if bus is None:
+                raise ParseError(source, "GPU[%s]: %r is not a PCI bus id" % (found.group(1), found.group(2)))
+            buses[int(found.group(1))] = bus
+    return buses

@@ -1,0 +1,57 @@
+# -*- coding: utf-8 -*-
+"""cpus/nodemap.NodeMap: which node a CPU is on, answered per run, against a plain dict."""
+
+from hypothesis import given, strategies as st
+
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus.nodemap import (
+    NodeMap, node_counts, nodes_of)
+
+NODES = {"0": [0, 1, 2, 3, 8, 9], "1": [4, 5, 6, 7], "2": []}
+
+
+def test_lookup_and_membership():
+    nm = NodeMap(NODES)
+    assert nm[0] == "0" and nm[9] == "0" and nm[5] == "1"
+    assert nm.get(10) is None and nm.get(10, "x") == "x"
+    assert 7 in nm and 10 not in nm
+
+
+def test_runs_spanning_nodes():
+    nm = NodeMap(NODES)
+    assert nm.nodes([3, 4, 100]) == {"0", "1"}
+    assert nm.run_node(4, 7) == "1" and nm.run_node(3, 4) is None and nm.run_node(10, 11) is None
+    assert nm.node_list([(4, 5)]) == ["1"] and nm.node_list([(2, 9)]) == ["0", "1"]
+    assert nm.counts([0, 1, 4, 9]) == {"0": 3, "1": 1}
+    assert nm.first_missing([0, 4, 10, 11]) == 10 and nm.first_missing([0, 5]) is None
+
+
+def test_a_cpu_on_two_nodes_belongs_to_the_later():
+    nm = NodeMap({"0": [0, 1, 2], "1": [2, 3]})
+    assert nm[2] == "1" and nm[1] == "0"
+    assert nm.counts([0, 1, 2, 3]) == {"0": 2, "1": 2}
+
+
+def test_nodes_listed_by_first_cpu():
+    assert list(NodeMap({"1": [4, 5], "0": [0, 1]}).node_runs) == ["0", "1"]
+
+
+@given(st.dictionaries(st.sampled_from("0123"), st.lists(st.integers(0, 40), max_size=12),
+                       max_size=4),
+       st.lists(st.integers(0, 45), max_size=15))
+def test_agrees_with_the_plain_dict(node_cpus, cpus):
+    plain = {}
+    for node, ids in node_cpus.items():
+        plain.update(dict.fromkeys(ids, node))
+    nm = NodeMap(node_cpus)
+    assert [nm.get(c) for c in cpus] == [plain.get(c) for c in cpus]
+    assert nm.nodes(cpus) == set(plain[c] for c in cpus if c in plain)
+    assert nodes_of(plain, cpus) == nm.nodes(cpus)
+    want = {}
+    for c in cpus:
+        if c in plain:
+            want[plain[c]] = want.get(plain[c], 0) + 1
+    assert node_counts(plain, cpus) == want
+    missing = [c for c in cpus if c not in plain]
+    first = nm.first_missing(cpus)
+    assert (first is None) is (not missing) and (first is None or first in missing)
+    assert nm.counts(cpus) == want

@@ -177,3 +177,40 @@ def kubernetes_audit(facts, plan=None, profile=None):
             "device_pods": len(pods), "misaligned_pods": sum(1 for f in findings
                                                              if f["kind"] == "pod_cpus_off_devices_node")}
     return {"node": node, "pods": pods, "findings": findings}
+
+
+# kind -> (severity, title, fix) of the fleet report's problem rows
+FINDING_ROWS = {
+    "pod_cpus_off_devices_node": (
+        "warning", "pod CPUs off its devices' NUMA node",
+        "apply the kubelet profile (site.yml with npuops_k8s_node: true, role k8s_node: "
+        "static CPU Manager, Topology Manager scope pod) and recreate the pod"),
+    "pod_shared_cpus": (
+        "warning", "device pod without exclusive CPUs",
+        "give the pod Guaranteed QoS with whole-CPU requests equal to its limits, so the static "
+        "CPU Manager gives it exclusive CPUs"),
+    "profile_not_in_effect": (
+        "warning", "kubelet CPU/Topology Manager profile not in effect",
+        "run site.yml with npuops_k8s_node: true (role k8s_node; a policy change drains the "
+        "node and resets the kubelet's state files, docs/kubernetes.md)"),
+    "irq_cpus_not_reserved": (
+        "warning", "IRQ CPUs not in reservedSystemCPUs",
+        "run the k8s_node role: reservedSystemCPUs takes every planned IRQ CPU, so no pod gets "
+        "them exclusively"),
+    "device_plugin_no_numa": (
+        "info", "device plugin reports no NUMA topology",
+        "upgrade the Ascend device plugin to a MindCluster release that reports TopologyInfo "
+        "per NPU, so the Topology Manager gets device hints"),
+}
+
+
+def kubernetes_rows(host):
+    """``(severity, kind, title, evidence, fix)`` per finding of a host's ``kubernetes`` audit
+    (``host`` as ``analyse_host`` makes it); nothing on hosts without a kubelet."""
+    audit = host.get("kubernetes")
+    rows = []
+    for finding in (audit or {}).get("findings") or []:
+        severity, title, fix = FINDING_ROWS.get(finding.get("kind"),
+                                                ("info", str(finding.get("kind")), "-"))
+        rows.append((severity, str(finding.get("kind")), title, str(finding.get("msg")), fix))
+    return rows

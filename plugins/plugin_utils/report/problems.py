@@ -19,6 +19,7 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import 
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import applied
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import compact_ids
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.vllm_ascend_release import release_problems
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubernetes import kubernetes_rows
 
 
 def _problem(severity, host, kind, title, evidence, fix):
@@ -270,6 +271,8 @@ def host_problems(host):
                             "enable NUMA (drop numa=off from the kernel command line, NPS/SNC "
                             "in BIOS) so pools can be NUMA-local"))
     out.extend(release_problems(host))
+    out.extend(_problem(severity, name, kind, title, evidence, fix)
+               for severity, kind, title, evidence, fix in kubernetes_rows(host))
     return out
 
 

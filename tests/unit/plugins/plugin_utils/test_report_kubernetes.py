@@ -98,3 +98,21 @@ def test_kubernetes_facts_recorded_and_replayed(tmp_path):
 def test_host_without_kubelet_has_no_audit():
     facts = topology.gather(hostio.SnapshotHostIO(os.path.join(SNAPSHOTS, "a2-910b3x8")))
     assert facts["kubernetes"] is None and kubernetes_audit(facts) is None
+
+
+def test_fleet_report_carries_the_node_audit_and_a_problem_per_misaligned_pod(tmp_path):
+    """build_report: the host's ``kubernetes`` block and one warning row naming the pod UID."""
+    from ansible_collections.npuops.fleet.plugins.plugin_utils.report.analysis import build_report
+    plan, profile, text = profiled()
+    facts = topology.gather(hostio.SnapshotHostIO(k8s_snapshot(tmp_path, text)))
+    report = build_report({"k8s-a2": {"facts": facts, "plan_strict": plan}})
+    host = report["hosts"][0]
+    assert host["kubernetes"]["node"]["misaligned_pods"] == 1
+    rows = [p for p in report["problems"] if p["kind"] == "pod_cpus_off_devices_node"]
+    assert len(rows) == 1 and rows[0]["severity"] == "warning"
+    assert MISALIGNED in rows[0]["evidence"] and "k8s_node" in rows[0]["fix"]
+    plain = build_report({"a2": {"facts": topology.gather(hostio.SnapshotHostIO(
+        os.path.join(SNAPSHOTS, "a2-910b3x8"))), "plan_strict": plan}})
+    assert plain["hosts"][0]["kubernetes"] is None
+    assert not [p for p in plain["problems"] if p["kind"] in
+                ("pod_cpus_off_devices_node", "profile_not_in_effect")]

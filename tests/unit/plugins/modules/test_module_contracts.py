@@ -8,6 +8,7 @@ import re
 import pytest
 import yaml
 
+from npuops_testing import fixture_text
 from npuops_testing.module_harness import call_module, expand
 from npuops_testing.sandbox import irq_sandbox
 
@@ -47,6 +48,13 @@ def _setup(kind, tmp_path):
         (root / "etc" / "default" / "irqbalance").write_text("IRQBALANCE_ARGS=\"--journal\"\n")
     elif kind == "empty_host":
         (root / "etc").mkdir(parents=True)
+    elif kind == "kubelet_host":  # kubeadm's kubelet config and unit drop-in (real formats)
+        (root / "var/lib/kubelet").mkdir(parents=True)
+        (root / "var/lib/kubelet/config.yaml").write_text(
+            fixture_text("kubernetes/kubeadm_var-lib-kubelet_config.yaml"))
+        unit_dir = root / "usr/lib/systemd/system/kubelet.service.d"
+        unit_dir.mkdir(parents=True)
+        (unit_dir / "10-kubeadm.conf").write_text(fixture_text("kubernetes/10-kubeadm.conf"))
 
 
 def _tree(path):

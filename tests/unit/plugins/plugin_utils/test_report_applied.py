@@ -21,8 +21,8 @@ def a2():
 def _irqs_of(entry, npus):
     out = []
     for npu in entry["facts"]["npus"]:
-        if npu["logic_id"] in npus:
-            out += [npu["irqs"]["sq"], npu["irqs"]["cq"]]
+        if npu["logic_id"] in npus:  # what npu_irq_affinity pins and bans: every cq vector
+            out += [npu["irqs"]["sq"]] + list(npu["irqs"].get("cq_all") or [npu["irqs"]["cq"]])
     return out
 
 

@@ -23,13 +23,14 @@ from ansible.errors import AnsibleFilterError
 from ansible.utils.display import Display
 
 from ansible_collections.npuops.fleet.plugins.module_utils.model import instances as instance_schema
+from ansible_collections.npuops.fleet.plugins.module_utils.model import vendors
 from ansible_collections.npuops.fleet.plugins.plugin_utils.ansible_data import to_plain
 
 
 def host_devices(topology):
     """(device ids, device word) of a host's ``npu_topology`` facts."""
     topology = topology or {}
-    if topology.get("vendor") == "nvidia":
+    if vendors.is_gpu_vendor(topology.get("vendor")):
         return sorted(int(g["index"]) for g in topology.get("gpus") or [] if "index" in g), "GPU"
     ids = []
     for npu in topology.get("npus") or []:

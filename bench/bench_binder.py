@@ -88,10 +88,10 @@ def main():
                 threads = sum(len(os.listdir("/proc/%d/task" % w.pid)) for w in tree.workers)
                 base = [binder, "--plan", plan, "--root-pid", str(tree.main), "--no-migrate",
                         "--json"]
-                python = min(cpu_of([sys.executable, "-c", "pass"])[0] for _ in range(ROUNDS))
+                python = min(cpu_of([sys.executable, "-c", "pass"])[0] for dummy in range(ROUNDS))
                 first, _wall, out, code = cpu_of(base + ["--once"], env)
                 assert code == 0, out
-                passes = [cpu_of(base + ["--once"], env) for _ in range(ROUNDS)]
+                passes = [cpu_of(base + ["--once"], env) for dummy in range(ROUNDS)]
                 reconcile = min(p[0] for p in passes)
                 assert all(p[3] == 0 and not json.loads(p[2])["changed"] for p in passes)
                 follow, wall, out, code = cpu_of(base + ["--follow", str(FOLLOW), "--interval",

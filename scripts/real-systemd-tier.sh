@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317  # the check functions run indirectly (check "desc" fn ..., traps)
 # The `systemd` test tier: the collection's units and the vllm_launch role against a real systemd
 # (252, PID 1 of a `systemd-nspawn -b` container booted from the Debian rootfs nspawn-setup.sh
 # caches), and Debian's irqbalance on the environment file the collection writes.
@@ -285,7 +286,7 @@ role() {  # role LOG EXTRA-VARS...
     timeout 600 "$PLAYBOOK" -i "$WORK/inventory.ini" "$HERE/role.yml" -e "repo=$REPO" "$@" >"$log" 2>&1
     local rc=$?
     [[ $rc -eq 0 ]] || { echo "  role run failed (rc=$rc), $log:"; tail -25 "$log" | sed 's/^/  /'; }
-    return $rc
+    return "$rc"
 }
 environ_has() { E cat "/proc/$1/environ" 2>/dev/null | tr '\0' '\n' | grep -qx "$2"; }
 
@@ -360,6 +361,7 @@ if cfg=$("$VENV/bin/python" "$HERE/irqbalance_check.py" render "$ROOT" "$envfile
     # Debian's unit (its EnvironmentFile= lines, $IRQBALANCE_ARGS) in one pass; irqbalance may
     # not change this VM's IRQs from inside the test: every path read-only
     mkdir -p "$ROOT/etc/systemd/system/irqbalance.service.d"
+    # shellcheck disable=SC2016  # $IRQBALANCE_ARGS is for systemd to expand, not bash
     printf '[Unit]\nConditionVirtualization=\n[Service]\nType=oneshot\nExecStart=\nExecStart=/usr/sbin/irqbalance --oneshot --debug --interval=1 $IRQBALANCE_ARGS\nReadWritePaths=\nReadOnlyPaths=/proc/irq\n' \
         >"$ROOT/etc/systemd/system/irqbalance.service.d/tier.conf"
     E systemctl daemon-reload

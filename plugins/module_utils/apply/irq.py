@@ -222,7 +222,7 @@ def merge_state(document, current, npus):
     except (ValueError, RecursionError, AttributeError):
         rows = None
     if not isinstance(rows, list) or not all(
-            isinstance(r, dict) and type(r.get("irq")) is int for r in rows):
+            isinstance(r, dict) and isinstance(r.get("irq"), int) and not isinstance(r.get("irq"), bool) for r in rows):
         return document, "not an IRQ state file (replaced by this run's IRQs)"
     new_irqs = set(r["irq"] for r in document["irqs"])
     new_labels = set(r["label"] for r in document["irqs"])

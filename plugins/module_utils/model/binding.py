@@ -25,7 +25,7 @@ import json
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import InputError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import schema
 from ansible_collections.npuops.fleet.plugins.module_utils.model.spec import (
-    ANY, BOOL, INT, LIST, MAP, NUM, OPT, RECORD, SCALAR, STR, check, compile_spec)
+    ANY, BOOL, INT, LIST, NUM, OPT, RECORD, SCALAR, STR, check, compile_spec)
 from ansible_collections.npuops.fleet.plugins.module_utils.model.drift_kinds import (
     FIX_IRQ, FIX_IRQBALANCE, FIX_MEMORY, FIX_MISSING, FIX_THREADS, FIX_UNIT)
 

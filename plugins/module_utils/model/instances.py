@@ -188,8 +188,8 @@ def problems(instances, devices=None, restricted=None, device_word=None, variabl
             if not _is_int(npu):
                 continue
             if allowed is not None and npu not in allowed:
-                out.append("%s: %s %d is not usable: %s" % (where, device_word, npu,
-                                             device_set_text(devices, restricted, device_word)))
+                out.append("%s: %s %d is not usable: %s" % (
+                    where, device_word, npu, device_set_text(devices, restricted, device_word)))
             if npu in owner and owner[npu] != index:
                 out.append("%s: %s %d is also in %s[%d]; a device serves one instance only"
                            % (where, device_word, npu, variable, owner[npu]))

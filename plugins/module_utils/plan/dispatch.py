@@ -13,7 +13,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
-from ansible_collections.npuops.fleet.plugins.module_utils.cpus import nodemap
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules, schema, vendors
 from ansible_collections.npuops.fleet.plugins.module_utils.model.instances import device_set_text
 from ansible_collections.npuops.fleet.plugins.module_utils.parse.device_type import TYPES as DEVICE_TYPES
@@ -25,7 +24,6 @@ from ansible_collections.npuops.fleet.plugins.module_utils.plan import strict as
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_predict as va_predict
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_releases
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
-
 
 
 def _int_list(value, what):
@@ -75,8 +73,8 @@ def validate_instances(instances, known, host_ids=None, word="NPU"):
                 restricted = sorted(known) if host_ids is not None and set(host_ids) != set(known) \
                     else None
                 raise PlanError("instance %s: unknown %s id %d; %s" % (
-                    name, word, npu, device_set_text(host_ids if restricted else known, restricted, word,
-                                          "npus (npuops_npus)")), npu, word=word)
+                    name, word, npu, device_set_text(host_ids if restricted else known, restricted,
+                                                     word, "npus (npuops_npus)")), npu, word=word)
             if npu in owner:
                 raise PlanError("%s %d is in two instances: %s and %s" % (word, npu, owner[npu], name),
                                 npu, word=word)

@@ -33,7 +33,6 @@ from . import discovery, irqs, metrics, procs, smi, targets
 from .rules import BindError, format_cpulist
 
 
-
 class _Log(object):
     """The binder's log lines on stderr (``LEVEL mm-dd HH:MM:SS [npuops-bind] message``): the
     logging package would cost a reconcile run more CPU than its pass."""

@@ -263,6 +263,8 @@ def _network():
         import socket as _socket  # pylint: disable=import-outside-toplevel
         import threading as _threading  # pylint: disable=import-outside-toplevel
         socket, threading = _socket, _threading
+
+
 _RESOLVING = []  # the one name lookup that may still run past its deadline
 
 

@@ -17,11 +17,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import marshal
+import math
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import schema
 from ansible_collections.npuops.fleet.plugins.module_utils.model.spec import (
-    ANY, BOOL, INT, LIST, MAP, NUM, OPT, RECORD, SCALAR, STR, check, compile_spec)
+    ANY, BOOL, INT, LIST, MAP, OPT, RECORD, SCALAR, STR, check, compile_spec)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.ansible_data import to_plain
 
 UNUSABLE = "facts_unusable"
@@ -72,7 +73,7 @@ def _float_problem(value, where=""):
     stack = [(value, where)]
     while stack:
         item, path = stack.pop()
-        if isinstance(item, float) and (item != item or item in (_INF, -_INF)):
+        if isinstance(item, float) and (math.isnan(item) or item in (_INF, -_INF)):
             return "%s: %r is not a finite number" % (path or "value", item)
         if isinstance(item, dict):
             stack.extend((v, "%s.%s" % (path, k) if path else str(k)) for k, v in item.items())

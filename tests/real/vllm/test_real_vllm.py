@@ -56,8 +56,9 @@ FOLLOW_SECONDS = 15
 READY_SECONDS = 600       # cold inductor compile on 2 loaded cores: up to ~200 s measured
 RUN_SECONDS = 900         # hard deadline of one configuration: the watchdog kills the session
 BINDER_AFTER_READY = 90   # the binder settles, migrates and follows within this after /health
-GRACE_SECONDS = 6         # a worker still titled python3 may sit on the frontend this long at
-                          # a time (3 binder intervals: a binder that re-binds it at once passes)
+# a worker still titled python3 may sit on the frontend this long at a time (3 binder
+# intervals: a binder that re-binds it at once passes)
+GRACE_SECONDS = 6
 
 CONFIGS = {
     "tp2": {"label": "TP=2", "devices": [0, 1], "sizes": {"tp": 2}, "omp": "0|1",
@@ -209,7 +210,7 @@ def read_back(run, root_pid):
         ok = all(cpuset(m) == cpuset(mask) for _t, _c, m in proc["threads"])
         what = "GPU%d" % device if device is not None else "frontend"
         rows.append({"process": "%s %d" % (role if role != "worker" else "worker " + what,
-                                            proc["pid"]),
+                                           proc["pid"]),
                      "title": proc["title"] + ("" if proc["title"] == proc["comm"]
                                                else " (comm %s)" % proc["comm"]),
                      "threads": len(proc["threads"]), "read_back": rv.mask_counts(proc["threads"]),

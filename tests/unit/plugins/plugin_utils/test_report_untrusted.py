@@ -125,12 +125,10 @@ def _string_paths(value, prefix=()):
         yield prefix
     elif isinstance(value, dict):
         for key in value:
-            for path in _string_paths(value[key], prefix + (key,)):
-                yield path
+            yield from _string_paths(value[key], prefix + (key,))
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            for path in _string_paths(item, prefix + (index,)):
-                yield path
+            yield from _string_paths(item, prefix + (index,))
 
 
 def _injected(text):

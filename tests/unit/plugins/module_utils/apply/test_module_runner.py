@@ -59,7 +59,8 @@ def test_warnings_are_emitted_and_removed_from_the_result(monkeypatch):
 
 
 def test_diff_dropped_outside_diff_mode_kept_in_it():
-    body = lambda m: {"changed": True, "diff": [{"before": "a", "after": "b"}]}  # noqa: E731
+    def body(module):
+        return {"changed": True, "diff": [{"before": "a", "after": "b"}]}
     assert "diff" not in _run(body)
     assert _run(body, diff=True)["diff"] == [{"before": "a", "after": "b"}]
 

@@ -59,7 +59,7 @@ def test_outside_the_subset_is_refused_with_the_line(text, where):
 
 def test_depth_bound():
     deep = "x"
-    for _ in range(yaml_subset.MAX_DEPTH + 1):
+    for dummy in range(yaml_subset.MAX_DEPTH + 1):
         deep = [deep]
     with pytest.raises(SnapshotError, match="deep|nest|depth"):
         yaml_subset.check_depth({"a": deep}, "facts")

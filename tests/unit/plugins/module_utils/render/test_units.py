@@ -42,7 +42,7 @@ def test_a_crash_loop_reaches_the_start_limit():
     """systemd's default limit (5 starts in 10 s) can never be hit with RestartSec=10: the unit
     sets one a crash loop reaches, in [Unit] where systemd 252 reads it."""
     text = units.service_unit(VIEW, WRAPPER)
-    unit_section = text.split("[Service]")[0]
+    unit_section = text.split("[Service]", maxsplit=1)[0]
     assert "StartLimitIntervalSec=" in unit_section and "StartLimitBurst=" in unit_section
     interval = int(_setting(text, "StartLimitIntervalSec"))
     burst = int(_setting(text, "StartLimitBurst"))

@@ -186,7 +186,7 @@ def test_metrics_dir_writable_by_another_uid_cannot_make_root_chmod_a_file(tmp_p
             "                pass\n"), str(textfiles), str(secret)])
     try:
         time.sleep(0.3)
-        for _ in range(200):
+        for dummy in range(200):
             try:
                 metrics.write(str(textfiles), "svc", SAMPLES)
             except OSError:

@@ -196,6 +196,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner i
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import IrqError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import command
+from ansible_collections.npuops.fleet.plugins.module_utils.model import instance_files
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules as host_rules
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import kubelet_profile
 
@@ -310,7 +311,7 @@ def main():
         topology=dict(type="dict"),
         npus=dict(type="list", elements="int"),
         irqbalance=dict(type="str", choices=["ban", "stop", "ignore"], default="ban"),
-        irq_state=dict(type="path", default="/var/lib/npuops/irq-state.json"),
+        irq_state=dict(type="path", default=instance_files.DEFAULT_IRQ_STATE),
         reserved_cpus=dict(type="str"),
         allow_foreign_plan=dict(type="bool", default=False),
         host_root=dict(type="path", default="/"),

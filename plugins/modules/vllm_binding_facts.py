@@ -134,7 +134,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner i
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import snapshot_save
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
-from ansible_collections.npuops.fleet.plugins.module_utils.model import binding
+from ansible_collections.npuops.fleet.plugins.module_utils.model import binding, instance_files
 
 
 def read_binding(module):
@@ -157,8 +157,8 @@ def read_binding(module):
 
 def main():
     run(dict(
-        dest=dict(type='path', default=binding.DEFAULT_DEST),
-        irq_state=dict(type='path', default=binding.DEFAULT_IRQ_STATE),
+        dest=dict(type='path', default=instance_files.DEFAULT_DEST),
+        irq_state=dict(type='path', default=instance_files.DEFAULT_IRQ_STATE),
         topology=dict(type='dict'),
         root_pids=dict(type='dict'),
         timeout=dict(type='int', default=60),

@@ -199,6 +199,8 @@ from ansible_collections.npuops.fleet.plugins.module_utils.host import command
 from ansible_collections.npuops.fleet.plugins.module_utils.model import instance_files
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules as host_rules
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import kubelet_profile
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import irqbalance_conf
+from ansible_collections.npuops.fleet.plugins.module_utils.render import irqbalance
 
 
 def irqbalance_step(p, irqs, check_mode, warnings=None):
@@ -211,8 +213,8 @@ def irqbalance_step(p, irqs, check_mode, warnings=None):
     workers = (p["plan"].get("cpu_budget") or {}).get("workers") or None
     if p.get("reserved_cpus"):
         workers = on_reserved_banned(p)
-    text = irq.render_irqbalance_config(current, irqs, keep_previous=p["npus"] is not None,
-                                        source=path, banned_cpus=workers, warnings=warnings)
+    text = irqbalance.render_irqbalance_config(current, irqs, keep_previous=p["npus"] is not None,
+                                               source=path, banned_cpus=workers, warnings=warnings)
     return path, fileops.ensure_file(p["host_root"], path, text, check_mode=check_mode,
                                      create_parents=True)
 
@@ -232,7 +234,7 @@ def unit_files(p):
         return None
     result = command.run(["systemctl", "show", "-p", "EnvironmentFiles", "--value",
                           "irqbalance.service"], timeout=30)
-    return irq.unit_environment_files(result.stdout) if result.ok else None
+    return irqbalance_conf.unit_environment_files(result.stdout) if result.ok else None
 
 
 def state_file(p, targets, check_mode, warnings):
@@ -241,7 +243,7 @@ def state_file(p, targets, check_mode, warnings):
     if not targets or not p["irq_state"]:
         return None
     current = fileops.read_host_text(p["host_root"], p["irq_state"]) if p["npus"] is not None else None
-    document, problem = irq.merge_state(irq.state_document(targets), current, p["npus"])
+    document, problem = irqbalance.merge_state(irqbalance.state_document(targets), current, p["npus"])
     if problem:
         warnings.append("%s: %s" % (p["irq_state"], problem))
     text = json.dumps(document, indent=1, sort_keys=True) + "\n"

@@ -79,6 +79,8 @@ options:
         writes none.
       - With O(npus) (one instance's devices) the IRQs the file records for other devices are
         kept, so each instance's call adds its own; without it the file holds this plan's IRQs.
+      - Runs that rewrite it at the same time take turns (an exclusive lock on C(.<name>.lock)
+        beside it; a lock held over 60 s fails the task, naming the lock file).
     type: path
     default: /var/lib/npuops/irq-state.json
   allow_foreign_plan:
@@ -242,6 +244,14 @@ def state_file(p, targets, check_mode, warnings):
     With ``npus`` (one instance's devices) the IRQs recorded for other devices are kept."""
     if not targets or not p["irq_state"]:
         return None
+    if check_mode:
+        return merge_state_file(p, targets, True, warnings)
+    # another instance's run may merge into the same file at the same time: one at a time
+    with fileops.exclusive(p["host_root"], p["irq_state"]):
+        return merge_state_file(p, targets, False, warnings)
+
+
+def merge_state_file(p, targets, check_mode, warnings):
     current = fileops.read_host_text(p["host_root"], p["irq_state"]) if p["npus"] is not None else None
     document, problem = irqbalance.merge_state(irqbalance.state_document(targets), current, p["npus"])
     if problem:

@@ -64,8 +64,12 @@ printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\n' "$version" >"$shim
 : >"$shim/RECORD"
 # the venv's scripts name their interpreter by absolute path (shebangs, activate*, pyvenv.cfg):
 # fix them for the final location
-grep -lZ -F "$VENV.partial" "$VENV.partial"/bin/* "$VENV.partial/pyvenv.cfg" 2>/dev/null \
-    | xargs -0 -r sed -i "s|${VENV//./\\.}\\.partial|$VENV|g"
+# (regular files only: a package may leave a bin/__pycache__/ directory)
+while IFS= read -r -d '' file; do
+    if grep -qF "$VENV.partial" "$file"; then
+        sed -i "s|${VENV//./\\.}\\.partial|$VENV|g" "$file"
+    fi
+done < <(find "$VENV.partial/bin" "$VENV.partial/pyvenv.cfg" -maxdepth 1 -type f -print0)
 rm -rf "$VENV"
 mv "$VENV.partial" "$VENV"
 printf '%s\n' "$WANT" >"$STAMP"

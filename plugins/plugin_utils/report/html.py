@@ -415,8 +415,8 @@ def _host_article(host, index, shape=None, report=None):
     for policy in POLICIES:
         plan = host["plans"][policy]
         pbase = base + "plans/%s/" % policy
-        out.append('<figure id="fig-%d-%s"><figcaption>%s' % (index, policy,
-                                                               _e(policy_caption(policy))))
+        out.append('<figure id="fig-%d-%s"><figcaption>%s' % (
+            index, policy, _e(policy_caption(policy))))
         if not plan["applicable"]:
             out.append(' \u2014 <span class="muted">n/a (not an Ascend host)</span></figcaption>')
         elif plan["status"] != "ok":

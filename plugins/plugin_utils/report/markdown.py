@@ -234,7 +234,7 @@ def render_markdown(report):
                                         " CROSS-NUMA" if d["cross_numa"] else ""),
                         (roles + extra).strip()]
             rows.append(row)
-        out += _md_table(["device"] + ["%s %s" % (p, c) for p in POLICIES for c in ("pool", "roles")],
-                         rows)
+        out += _md_table(
+            ["device"] + ["%s %s" % (p, c) for p in POLICIES for c in ("pool", "roles")], rows)
         out.append("")
     return "\n".join(out).rstrip() + "\n"

@@ -98,6 +98,7 @@ attributes:
     support: full
     details: Shows every IRQ's affinity list before and after, and the irqbalance file's diff.
 extends_documentation_fragment:
+  - npuops.fleet.module
   - npuops.fleet.attributes
   - npuops.fleet.host_root
 notes:
@@ -116,8 +117,6 @@ notes:
 seealso:
   - module: npuops.fleet.npu_cpu_plan
   - module: npuops.fleet.npu_topology_facts
-author:
-  - npuops.fleet contributors (@npuops)
 '''
 
 EXAMPLES = r'''

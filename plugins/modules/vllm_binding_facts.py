@@ -23,8 +23,6 @@ description:
     kind of drift and device, each with its evidence and its fix; the fleet audit reports them.
   - Works live and from a recorded host snapshot - the binder's report and the unit state are
     commands, recorded and replayed like the others (O(save_snapshot), O(snapshot)).
-author:
-  - npuops.fleet contributors (@npuops)
 options:
   dest:
     description: Directory holding the instances' plan JSON and binder (the wrapper's O(dest)).
@@ -69,6 +67,7 @@ options:
         when O(host_root) is a sandbox root.
     type: path
 extends_documentation_fragment:
+  - npuops.fleet.module
   - npuops.fleet.attributes
   - npuops.fleet.attributes.facts
   - npuops.fleet.attributes.info_module

@@ -159,6 +159,7 @@ attributes:
     support: full
     details: Returns C(diff), one entry per changed file.
 extends_documentation_fragment:
+  - npuops.fleet.module
   - npuops.fleet.attributes
   - npuops.fleet.host_root
 notes:
@@ -214,8 +215,6 @@ notes:
   - "See C(docs/drift.md) for the reconciler, its metrics and M(npuops.fleet.vllm_binding_facts)."
 seealso:
   - module: npuops.fleet.npu_cpu_plan
-author:
-  - npuops.fleet contributors (@npuops)
 '''
 
 EXAMPLES = r'''

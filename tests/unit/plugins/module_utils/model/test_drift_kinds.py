@@ -5,7 +5,7 @@ titles and orders it), and the report reads the same table and the same irqbalan
 import ast
 import inspect
 
-from ansible_collections.npuops.fleet.plugins.module_utils.model import binding, drift_kinds
+from ansible_collections.npuops.fleet.plugins.module_utils.model import binding, drift_kinds, instance_files
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import drift as report_drift
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import schema as report_schema
 
@@ -45,6 +45,6 @@ def test_drift_rows_use_the_fix_texts():
         "irqs": [{"irq": 7, "role": "sq", "device": 0, "drift": True, "before": "0", "after": "3"}]}}}}
     rows = binding.drift(state, {"active": True, "banned_irqs": []})
     by_kind = dict((r["kind"], r["fix"]) for r in rows)
-    assert by_kind[drift_kinds.UNIT_DOWN] == drift_kinds.FIX_UNIT % ("svc", "svc")
+    assert by_kind[drift_kinds.UNIT_DOWN] == drift_kinds.FIX_UNIT % instance_files.unit_names("svc")
     assert by_kind[drift_kinds.IRQ_MOVED] == drift_kinds.FIX_IRQ
     assert by_kind[drift_kinds.IRQBALANCE_UNDOING] == drift_kinds.FIX_IRQBALANCE

@@ -363,19 +363,32 @@ from ansible_collections.npuops.fleet.plugins.module_utils.render import launch 
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app, units
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import (
     binder, discovery, irqs, metrics, procs, rules, smi, targets)
+from ansible_collections.npuops.fleet.plugins.module_utils import errors
+from ansible_collections.npuops.fleet.plugins.module_utils.host import command, paths
+from ansible_collections.npuops.fleet.plugins.module_utils.model import vendors
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import npu_smi, pci, rocm_smi
 
-# every file of the binder package (imported here so that AnsiballZ ships them)
-STANDALONE_MODULES = (binder, discovery, irqs, metrics, procs, rules, smi, targets)
+# every module the binder zipapp holds (binder_app.closure of standalone/binder.py), imported
+# here so that AnsiballZ ships its file; a test checks the two sets are equal
+BINDER_MODULES = (binder, discovery, irqs, metrics, procs, rules, smi, targets, errors,
+                  cpulist, command, paths, vendors, npu_smi, pci, rocm_smi)
 # a week: the binder's own deadline (the bind unit is Type=simple, no start timeout covers it)
 MAX_BIND_TIMEOUT = 7 * 24 * 3600
 
 
+def _module_source(name):
+    package, _dot, leaf = name.rpartition(".")
+    data = pkgutil.get_data(package, leaf + ".py")
+    if data is None:
+        raise WrapperError("binder source %s cannot be read" % name)
+    return data
+
+
 def binder_script():
-    """The binder: the tested ``standalone`` package itself, as one zipapp behind this host's
-    interpreter. Importing its modules is what puts their files into the module's payload."""
-    package = binder.__name__.rsplit(".", 1)[0]
-    names = ["__init__"] + [module.__name__.rsplit(".", 1)[1] for module in STANDALONE_MODULES]
-    sources = dict((name + ".py", pkgutil.get_data(package, name + ".py")) for name in names)
+    """The binder: the tested ``standalone`` package and the module_utils files it imports, as
+    one zipapp behind this host's interpreter (``binder_app``). Importing them (BINDER_MODULES)
+    is what puts their files into the module's payload."""
+    sources = binder_app.closure(_module_source)
     python = sys.executable if re.match(r"^/[A-Za-z0-9_./+-]+\Z", sys.executable or "") \
         else "/usr/bin/env python3"
     return binder_app.render(sources, python)

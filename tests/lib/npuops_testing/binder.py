@@ -32,18 +32,21 @@ PLAN = {
 }
 
 
+def read_module(name):
+    """Source bytes of module_utils module ``name`` (dotted), from this checkout."""
+    rel = name[len("ansible_collections.npuops.fleet.plugins."):].replace(".", os.sep) + ".py"
+    with open(os.path.join(REPO, "plugins", rel), "rb") as handle:
+        return handle.read()
+
+
 def build_binder(directory):
-    """Write the zipapp exactly as vllm_launch_wrapper installs it; returns its path."""
+    """Write the zipapp exactly as vllm_launch_wrapper installs it (binder_app.closure of
+    standalone/binder.py, rendered); returns its path."""
     directory = str(directory)
     os.makedirs(directory, exist_ok=True)
-    sources = {}
-    for name in sorted(os.listdir(STANDALONE)):
-        if name.endswith(".py"):
-            with open(os.path.join(STANDALONE, name), "rb") as handle:
-                sources[name] = handle.read()
     path = os.path.join(directory, "npuops-bind")
     with open(path, "wb") as handle:
-        handle.write(binder_app.render(sources, sys.executable))
+        handle.write(binder_app.render(binder_app.closure(read_module), sys.executable))
     os.chmod(path, 0o755)
     return path
 

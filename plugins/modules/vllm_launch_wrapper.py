@@ -345,7 +345,6 @@ units:
   sample: [vllm-qwen3-8b.service, vllm-qwen3-8b-bind.service, vllm-qwen3-8b-reconcile.timer]
 '''
 
-import pkgutil
 import re
 import socket
 import sys
@@ -377,11 +376,14 @@ MAX_BIND_TIMEOUT = 7 * 24 * 3600
 
 
 def _module_source(name):
-    package, _dot, leaf = name.rpartition(".")
-    data = pkgutil.get_data(package, leaf + ".py")
-    if data is None:
-        raise WrapperError("binder source %s cannot be read" % name)
-    return data
+    """Source bytes of module ``name`` as this module's payload holds it (its loader: a file, or
+    AnsiballZ's zip); only a module imported here can be shipped."""
+    module = sys.modules.get(name)
+    spec = getattr(module, "__spec__", None)
+    if module not in BINDER_MODULES or spec is None or not hasattr(spec.loader, "get_data"):
+        raise WrapperError("binder source %s is not imported by vllm_launch_wrapper "
+                           "(BINDER_MODULES): it would be missing on the host" % name)
+    return spec.loader.get_data(spec.origin)
 
 
 def binder_script():

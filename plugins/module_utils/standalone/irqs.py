@@ -60,7 +60,7 @@ def write(irq, cpus):
                                 (format_cpulist(cpus) + "\n").encode("ascii"),
                                 _affinity_path(irq))
     except UnsafePathError as err:
-        raise BindError("IRQ %d: %s" % (irq, err))
+        raise BindError(str(err))
     finally:
         os.close(dir_fd)
 

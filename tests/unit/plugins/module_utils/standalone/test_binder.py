@@ -191,7 +191,7 @@ def test_thread_role_uses_kernel_comm_truncation():
 
 @pytest.mark.parametrize("text", ["0-", "a", "1,,2", "$(id)"])
 def test_bad_cpulists_rejected(text):
-    with pytest.raises(rules.BindError, match="not a cpulist"):
+    with pytest.raises(rules.BindError, match="NPU0 main: invalid cpulist item"):
         rules.parse_cpulist(text, "NPU0 main")
 
 

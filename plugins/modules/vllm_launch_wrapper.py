@@ -353,44 +353,29 @@ from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import WrapperError
-from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
+from ansible_collections.npuops.fleet.plugins.module_utils.host import command, hostio, paths
 from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import host_path
-from ansible_collections.npuops.fleet.plugins.module_utils.parse import cgroup
-from ansible_collections.npuops.fleet.plugins.module_utils.model import rules as host_rules
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import cgroup, npu_smi, pci, rocm_smi
+from ansible_collections.npuops.fleet.plugins.module_utils.model import rules as host_rules, vendors
 from ansible_collections.npuops.fleet.plugins.module_utils.model.instances import module_option as instance_option
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app, units
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import (
     binder, discovery, irqs, metrics, procs, rules, smi, targets)
 from ansible_collections.npuops.fleet.plugins.module_utils import errors
-from ansible_collections.npuops.fleet.plugins.module_utils.host import command, paths
-from ansible_collections.npuops.fleet.plugins.module_utils.model import vendors
-from ansible_collections.npuops.fleet.plugins.module_utils.parse import npu_smi, pci, rocm_smi
 
-# every module the binder zipapp holds (binder_app.closure of standalone/binder.py), imported
-# here so that AnsiballZ ships its file; a test checks the two sets are equal
+# every module the binder zipapp holds (its closure), imported so that AnsiballZ ships it
 BINDER_MODULES = (binder, discovery, irqs, metrics, procs, rules, smi, targets, errors,
                   cpulist, command, paths, vendors, npu_smi, pci, rocm_smi)
 # a week: the binder's own deadline (the bind unit is Type=simple, no start timeout covers it)
 MAX_BIND_TIMEOUT = 7 * 24 * 3600
 
 
-def _module_source(name):
-    """Source bytes of module ``name`` as this module's payload holds it (its loader: a file, or
-    AnsiballZ's zip); only a module imported here can be shipped."""
-    module = sys.modules.get(name)
-    spec = getattr(module, "__spec__", None)
-    if module not in BINDER_MODULES or spec is None or not hasattr(spec.loader, "get_data"):
-        raise WrapperError("binder source %s is not imported by vllm_launch_wrapper "
-                           "(BINDER_MODULES): it would be missing on the host" % name)
-    return spec.loader.get_data(spec.origin)
-
-
 def binder_script():
     """The binder: the tested ``standalone`` package and the module_utils files it imports, as
     one zipapp behind this host's interpreter (``binder_app``). Importing them (BINDER_MODULES)
     is what puts their files into the module's payload."""
-    sources = binder_app.closure(_module_source)
+    sources = binder_app.closure(binder_app.reader(BINDER_MODULES))
     python = sys.executable if re.match(r"^/[A-Za-z0-9_./+-]+\Z", sys.executable or "") \
         else "/usr/bin/env python3"
     return binder_app.render(sources, python)

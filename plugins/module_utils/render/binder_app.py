@@ -144,6 +144,21 @@ def closure(read, entry=ENTRY):
     return found
 
 
+def reader(modules):
+    """``read(name)`` for ``closure``: the source bytes of module ``name`` as its loader holds
+    it (a file, or AnsiballZ's zip), only for one of ``modules`` (what a module imports is
+    what AnsiballZ ships; another would be missing on the host)."""
+    by_name = dict((module.__name__, module) for module in modules)
+
+    def read(name):
+        spec = getattr(by_name.get(name), "__spec__", None)
+        if spec is None or not hasattr(spec.loader, "get_data"):
+            raise WrapperError("binder source %s is not among the modules the module imports: "
+                               "it would be missing on the host" % name)
+        return spec.loader.get_data(spec.origin)
+    return read
+
+
 def archive_sources(modules):
     """{archive path: bytes} of ``modules`` ({dotted name: source}) and an empty
     ``__init__.py`` for every package on their way."""

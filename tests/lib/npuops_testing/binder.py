@@ -9,9 +9,11 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app
@@ -30,6 +32,29 @@ PLAN = {
     "npuops_instance": {"schema": 1, "name": "svc", "vendor": "ascend", "devices": [0, 1],
                         "main": "0-1", "pool": "0-1", "frontend": "0", "binding": "host"},
 }
+
+
+def gpu_plan(vendor):
+    """The plan JSON of a two-GPU instance of ``vendor``: GPU0 on CPU 0, GPU1 on CPU 1."""
+    return {"mode": "gpu_numa", "vendor": vendor, "numa_nodes": {"0": "0-1"},
+            "gpus": {"0": {"pool": "0", "numa_node": 0}, "1": {"pool": "1", "numa_node": 0}},
+            "npuops_instance": {"schema": 1, "name": "svc", "vendor": vendor, "devices": [0, 1],
+                                "main": "0-1", "pool": "0-1", "frontend": "0-1",
+                                "binding": "host"}}
+
+
+# rocm-smi --showpidgpus as rocm_smi_lib's python_smi_tools/rocm_smi.py prints it
+# (showGpusByPid + printListLog): no real capture of this command is in tests/fixtures/real
+SHOWPIDGPUS = "\n".join([
+    "============================ ROCm System Management Interface ============================",
+    "================================== GPUs Indexed by PID ===================================",
+    "PID %(w0)d is using 1 DRM device(s):", "1 ",
+    "PID %(w1)d is using 1 DRM device(s):", "0 ",
+    "PID %(both)d is using 2 DRM device(s):", "0 1 ",
+    "PID %(idle)d is using 0 DRM device(s)",
+    "==========================================================================================",
+    "================================== End of ROCm SMI Log ===================================",
+    ""])
 
 
 def read_module(name):
@@ -119,10 +144,11 @@ def _read_int(path):
 
 @contextlib.contextmanager
 def stand_in_tree(tmp_path, workers=2, late_thread_after=0.0, dp=1, decoys=0, env=None,
-                  wait=90):
+                  wait=90, on_engine=None):
     """Start the stand-in tree in its own session; yields a _Tree (``workers`` workers per
     engine, ``dp`` engines; ``env``: the stand-in's STAND_IN_* / VLLM_PROCESS_NAME_PREFIX
-    settings); kills the session after."""
+    settings); kills the session after. ``on_engine(main pid)`` is called once the engines
+    exist, before their workers are waited for."""
     script = os.path.join(str(tmp_path), "vllm_stand_in.py")
     with open(script, "w") as handle:
         handle.write(STAND_IN)
@@ -139,6 +165,8 @@ def stand_in_tree(tmp_path, workers=2, late_thread_after=0.0, dp=1, decoys=0, en
         for name in names:
             _wait_file(prefix + name, proc, deadline)
             engines.append(_read_int(prefix + name))
+        if on_engine is not None:
+            on_engine(proc.pid)
         found = []
         count = 1 if environ.get("STAND_IN_UNIPROC") == "1" else workers * dp
         for rank in range(count):
@@ -168,3 +196,58 @@ def wait_final(tree, wait=30.0):
         while not os.path.exists(worker.prefix + ".final"):
             assert time.time() < deadline, "a stand-in worker never took its final title"
             time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def binder_at_engine_start(tmp_path, run, workers=2, env=None):
+    """The stand-in tree in ``tmp_path`` with ``run(main pid)`` (a binder run) started in a
+    thread the moment its EngineCore exists, before the workers do; yields ``(tree, what run
+    returned)`` once that run ended."""
+    results, threads = {}, []
+
+    def start(main_pid):
+        thread = threading.Thread(target=lambda: results.update(bind=run(main_pid)))
+        thread.start()
+        threads.append(thread)
+
+    with stand_in_tree(tmp_path, workers=workers, env=env, on_engine=start) as tree:
+        threads[0].join(60)
+        assert "bind" in results, "the binder run did not end"
+        yield tree, results["bind"]
+
+
+@contextlib.contextmanager
+def tcp_server(answer):
+    """A real server on 127.0.0.1: each connection is given to ``answer(conn, stop)`` in its
+    own thread (``stop``: a threading.Event set when the server closes; the connection is
+    closed after); yields the base URL ``http://127.0.0.1:<port>``."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    sock.settimeout(0.2)
+    stop = threading.Event()
+
+    def handle(conn):
+        try:
+            answer(conn, stop)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _addr = sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=handle, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield "http://127.0.0.1:%d" % sock.getsockname()[1]
+    finally:
+        stop.set()
+        sock.close()

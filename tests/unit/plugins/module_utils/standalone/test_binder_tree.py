@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import WrapperError
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app
 from npuops_testing.binder import BINDER_APP, PLAN, allowed, build_binder, read_module, stand_in_tree
 
@@ -165,7 +166,10 @@ def test_the_module_imports_exactly_what_the_zipapp_holds():
     assert set("%s.%s" % (package, n[:-3]) for n in os.listdir(here)
                if n.endswith(".py") and n != "__init__.py") <= needed
     # the module's own reader (pkgutil, as under AnsiballZ) gives the same bytes
-    assert binder_app.closure(vllm_launch_wrapper._module_source) == binder_app.closure(read_module)
+    read = binder_app.reader(vllm_launch_wrapper.BINDER_MODULES)
+    assert binder_app.closure(read) == binder_app.closure(read_module)
+    with pytest.raises(WrapperError, match="missing on the host"):
+        binder_app.closure(binder_app.reader(vllm_launch_wrapper.BINDER_MODULES[1:]))
 
 
 def test_the_installed_binder_is_the_module_s_own_zipapp():

@@ -13,7 +13,6 @@ __metaclass__ = type
 import os
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import UnsafePathError
-from ansible_collections.npuops.fleet.plugins.module_utils.host import paths
 
 from .rules import BindError, format_cpulist, parse_cpulist, read_json
 
@@ -53,6 +52,8 @@ def write(irq, cpus):
     """Write ``cpus`` to the IRQ's affinity (``host/paths.write_in_place_at``, the writer
     ``apply/irq`` uses too): the IRQ's directory opened without following a link, and then a
     regular single-link file only."""
+    # imported here: only an IRQ that moved is written
+    from ansible_collections.npuops.fleet.plugins.module_utils.host import paths  # pylint: disable=import-outside-toplevel
     directory = os.path.dirname(_affinity_path(irq))
     dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:

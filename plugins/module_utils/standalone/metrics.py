@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Prometheus textfile metrics of one binder run, for node_exporter's textfile collector:
 ``<dir>/npuops_<instance>.prom``, written to a temporary file in the same directory
-(``.npuops-<hex>.tmp``, which the textfile collector skips) and renamed, so a scrape never reads half a file. Every metric is a gauge with ``# HELP`` and
-``# TYPE`` lines, snake_case with its unit (``promtool check metrics`` is clean).
+(``.npuops-<hex>.tmp``, which the textfile collector skips) and renamed, so a scrape never
+reads half a file. Every metric is a gauge with ``# HELP`` and ``# TYPE`` lines, snake_case with its unit (``promtool check metrics`` is clean).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -13,8 +13,6 @@ __metaclass__ = type
 
 import os
 import re
-
-from ansible_collections.npuops.fleet.plugins.module_utils.host import paths
 
 _NAME_RE = r"^[A-Za-z0-9_.@-]{1,200}\Z"
 
@@ -61,6 +59,8 @@ def write(directory, instance, samples):
     link: a symlinked metrics dir is refused) and on the temporary file's own descriptor (mode
     set with fchmod): whoever can write the directory (node_exporter's user) cannot swap a
     path under the binder, which runs as root."""
+    # imported here: a run without --metrics-dir writes nothing
+    from ansible_collections.npuops.fleet.plugins.module_utils.host import paths  # pylint: disable=import-outside-toplevel
     if not re.match(_NAME_RE, instance or ""):
         raise ValueError("instance name %r cannot name a metrics file" % (instance,))
     name = "npuops_%s.prom" % instance

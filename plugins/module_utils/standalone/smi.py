@@ -15,15 +15,18 @@ __metaclass__ = type
 import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
-from ansible_collections.npuops.fleet.plugins.module_utils.host import command
-from ansible_collections.npuops.fleet.plugins.module_utils.parse import npu_smi, rocm_smi
 
 from .rules import normalise_bus_id
+
+# The runner and the tools' parsers are imported where a tool runs: a reconcile pass whose
+# workers the tree names runs no tool, and importing subprocess alone would cost it ~3 ms.
+# pylint: disable=import-outside-toplevel
 
 
 def run(argv, timeout=60):
     """(rc, stdout) of a command run by name from PATH (``host/command.run``, without its
     /proc scans: a reconcile pass must stay cheap); rc None when it is not installed."""
+    from ansible_collections.npuops.fleet.plugins.module_utils.host import command
     result = command.run(argv, timeout, track=False)
     if result.missing:
         return None, ""
@@ -33,6 +36,7 @@ def run(argv, timeout=60):
 def parse_npu_map(text):
     """``npu-smi info -m`` -> {npu_id: {chip_id: logic_id}} (ints; ``parse/npu_smi.parse_map``,
     Mcu rows skipped); {} when the text is not a map."""
+    from ansible_collections.npuops.fleet.plugins.module_utils.parse import npu_smi
     try:
         raw = npu_smi.parse_map(text or "")["map"]
     except ParseError:
@@ -44,6 +48,7 @@ def parse_npu_map(text):
 def parse_npu_processes(text):
     """``npu-smi info`` process table -> [(npu_id, chip_id or None, pid, memory_mb)]
     (``parse/npu_smi.parse_info``); [] when the text holds no table."""
+    from ansible_collections.npuops.fleet.plugins.module_utils.parse import npu_smi
     try:
         rows = npu_smi.parse_info(text or "")["processes"]
     except ParseError:
@@ -149,6 +154,7 @@ def _nvidia_rows(row, timeout):
 def _rocm_rows(row, timeout):
     """rocm-smi names each process's GPUs (its indexes: the facts' and the plan's) but not
     their memory: a process on one GPU is that GPU's, one on several is left to the tree."""
+    from ansible_collections.npuops.fleet.plugins.module_utils.parse import rocm_smi
     _rc, text = run(list(row.process_query), timeout)
     try:
         pids = rocm_smi.parse_showpidgpus(text or "")

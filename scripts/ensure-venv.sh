@@ -28,17 +28,8 @@ link_collection() {
     fi
 }
 
-pick_python() {
-    local candidate
-    for candidate in ${PYTHON:-} python3.11 python3.12 python3.13 python3; do
-        if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c \
-            'import sys, venv; sys.exit(not ((3, 11) <= sys.version_info[:2] <= (3, 13)))' 2>/dev/null; then
-            command -v "$candidate"
-            return 0
-        fi
-    done
-    return 1
-}
+# shellcheck source-path=SCRIPTDIR source=lib/python.sh
+. "$REPO/scripts/lib/python.sh"
 
 want=$(sha256sum "$REQ" | cut -d' ' -f1)
 if [[ -x "$VENV/bin/python" ]] && [[ -f "$STAMP" ]] && [[ "$(cat "$STAMP")" == "$want" ]] \
@@ -49,7 +40,7 @@ if [[ -x "$VENV/bin/python" ]] && [[ -f "$STAMP" ]] && [[ "$(cat "$STAMP")" == "
 fi
 
 if [[ ! -x "$VENV/bin/python" ]]; then
-    python=$(pick_python) || { log "need Python 3.11-3.13 for ansible-core 2.19 (set PYTHON=...)" >&2; exit 2; }
+    python=$(pick_python 3.11 3.13) || { log "need Python 3.11-3.13 for ansible-core 2.19 (set PYTHON=...)" >&2; exit 2; }
     log "creating $VENV with $python ($("$python" --version 2>&1))"
     "$python" -m venv "$VENV"
 fi

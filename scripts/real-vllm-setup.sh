@@ -34,18 +34,10 @@ if [[ -f $STAMP && "$(cat "$STAMP")" == "$WANT" && -x $VENV/bin/vllm ]]; then
     exit 0
 fi
 
-pick_python() {
-    local candidate
-    for candidate in ${PYTHON:-} python3.11 python3.12 python3; do
-        if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c \
-            'import sys; sys.exit(not ((3, 10) <= sys.version_info[:2] <= (3, 12)))' 2>/dev/null; then
-            command -v "$candidate"
-            return 0
-        fi
-    done
-    return 1
-}
-python=$(pick_python) || { echo "SKIPPED: no Python 3.10-3.12 for vLLM"; exit $SKIP; }
+# shellcheck source-path=SCRIPTDIR source=lib/python.sh
+. "$(dirname "$0")/lib/python.sh"
+# 3.11 first: the machine's local torch 2.13.0 CPU wheel is for Python 3.11
+python=$(pick_python 3.11 3.12) || { echo "SKIPPED: no Python 3.11-3.12 for vLLM"; exit $SKIP; }
 
 mkdir -p "$(dirname "$VENV")"
 rm -rf "$VENV.partial"
@@ -64,8 +56,12 @@ printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\n' "$version" >"$shim
 : >"$shim/RECORD"
 # the venv's scripts name their interpreter by absolute path (shebangs, activate*, pyvenv.cfg):
 # fix them for the final location
-grep -lZ -F "$VENV.partial" "$VENV.partial"/bin/* "$VENV.partial/pyvenv.cfg" 2>/dev/null \
-    | xargs -0 -r sed -i "s|${VENV//./\\.}\\.partial|$VENV|g"
+# (regular files only: a package may leave a bin/__pycache__/ directory)
+while IFS= read -r -d '' file; do
+    if grep -qF "$VENV.partial" "$file"; then
+        sed -i "s|${VENV//./\\.}\\.partial|$VENV|g" "$file"
+    fi
+done < <(find "$VENV.partial/bin" "$VENV.partial/pyvenv.cfg" -maxdepth 1 -type f -print0)
 rm -rf "$VENV"
 mv "$VENV.partial" "$VENV"
 printf '%s\n' "$WANT" >"$STAMP"

@@ -30,9 +30,9 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report.untrusted impo
 
 def fleet_report(hosts, rails=None):
     if not isinstance(hosts, dict):
-        raise AnsibleFilterError("fleet_report expects a mapping of host name -> "
-                                 "{facts, plan_strict, plan_vllm_ascend}, got %s"
-                                 % type(hosts).__name__)
+        raise AnsibleFilterError(
+            "fleet_report expects a mapping of host name -> {facts, %s}, got %s"
+            % (", ".join("plan_" + p for p in _report.POLICIES), type(hosts).__name__))
     if rails is not None and not isinstance(rails, dict):
         raise AnsibleFilterError("fleet_report: rails must be the rail_check result (a mapping)")
     hosts = screen_hosts(hosts)  # plain data; a host the report cannot read: its own row

@@ -93,6 +93,7 @@ attributes:
     support: full
     details: The file's text before and after.
 extends_documentation_fragment:
+  - npuops.fleet.module
   - npuops.fleet.attributes
   - npuops.fleet.host_root
 notes:
@@ -102,8 +103,6 @@ notes:
 seealso:
   - module: npuops.fleet.npu_cpu_plan
   - module: npuops.fleet.npu_irq_affinity
-author:
-  - npuops.fleet contributors (@npuops)
 '''
 
 EXAMPLES = r'''

@@ -63,12 +63,11 @@ attributes:
   diff_mode:
     support: none
 extends_documentation_fragment:
+  - npuops.fleet.module
   - npuops.fleet.attributes
   - npuops.fleet.host_root
 seealso:
   - module: npuops.fleet.kubelet_cpu_profile
-author:
-  - npuops.fleet contributors (@npuops)
 '''
 
 EXAMPLES = r'''

@@ -98,6 +98,7 @@ options:
     type: bool
     default: true
 extends_documentation_fragment:
+  - npuops.fleet.module
   - npuops.fleet.attributes
 attributes:
   check_mode:
@@ -124,8 +125,6 @@ seealso:
   - module: npuops.fleet.npu_topology_facts
   - module: npuops.fleet.npu_irq_affinity
   - module: npuops.fleet.vllm_launch_wrapper
-author:
-  - npuops.fleet contributors (@npuops)
 '''
 
 EXAMPLES = r'''

@@ -79,6 +79,8 @@ options:
         writes none.
       - With O(npus) (one instance's devices) the IRQs the file records for other devices are
         kept, so each instance's call adds its own; without it the file holds this plan's IRQs.
+      - Runs that rewrite it at the same time take turns (an exclusive lock on C(.<name>.lock)
+        beside it; a lock held over 60 s fails the task, naming the lock file).
     type: path
     default: /var/lib/npuops/irq-state.json
   allow_foreign_plan:
@@ -96,6 +98,7 @@ attributes:
     support: full
     details: Shows every IRQ's affinity list before and after, and the irqbalance file's diff.
 extends_documentation_fragment:
+  - npuops.fleet.module
   - npuops.fleet.attributes
   - npuops.fleet.host_root
 notes:
@@ -114,8 +117,6 @@ notes:
 seealso:
   - module: npuops.fleet.npu_cpu_plan
   - module: npuops.fleet.npu_topology_facts
-author:
-  - npuops.fleet contributors (@npuops)
 '''
 
 EXAMPLES = r'''
@@ -196,8 +197,11 @@ from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner i
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import IrqError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import command
+from ansible_collections.npuops.fleet.plugins.module_utils.model import instance_files
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules as host_rules
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import kubelet_profile
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import irqbalance_conf
+from ansible_collections.npuops.fleet.plugins.module_utils.render import irqbalance
 
 
 def irqbalance_step(p, irqs, check_mode, warnings=None):
@@ -210,8 +214,8 @@ def irqbalance_step(p, irqs, check_mode, warnings=None):
     workers = (p["plan"].get("cpu_budget") or {}).get("workers") or None
     if p.get("reserved_cpus"):
         workers = on_reserved_banned(p)
-    text = irq.render_irqbalance_config(current, irqs, keep_previous=p["npus"] is not None,
-                                        source=path, banned_cpus=workers, warnings=warnings)
+    text = irqbalance.render_irqbalance_config(current, irqs, keep_previous=p["npus"] is not None,
+                                               source=path, banned_cpus=workers, warnings=warnings)
     return path, fileops.ensure_file(p["host_root"], path, text, check_mode=check_mode,
                                      create_parents=True)
 
@@ -231,7 +235,7 @@ def unit_files(p):
         return None
     result = command.run(["systemctl", "show", "-p", "EnvironmentFiles", "--value",
                           "irqbalance.service"], timeout=30)
-    return irq.unit_environment_files(result.stdout) if result.ok else None
+    return irqbalance_conf.unit_environment_files(result.stdout) if result.ok else None
 
 
 def state_file(p, targets, check_mode, warnings):
@@ -239,8 +243,16 @@ def state_file(p, targets, check_mode, warnings):
     With ``npus`` (one instance's devices) the IRQs recorded for other devices are kept."""
     if not targets or not p["irq_state"]:
         return None
+    if check_mode:
+        return merge_state_file(p, targets, True, warnings)
+    # another instance's run may merge into the same file at the same time: one at a time
+    with fileops.exclusive(p["host_root"], p["irq_state"]):
+        return merge_state_file(p, targets, False, warnings)
+
+
+def merge_state_file(p, targets, check_mode, warnings):
     current = fileops.read_host_text(p["host_root"], p["irq_state"]) if p["npus"] is not None else None
-    document, problem = irq.merge_state(irq.state_document(targets), current, p["npus"])
+    document, problem = irqbalance.merge_state(irqbalance.state_document(targets), current, p["npus"])
     if problem:
         warnings.append("%s: %s" % (p["irq_state"], problem))
     text = json.dumps(document, indent=1, sort_keys=True) + "\n"
@@ -310,7 +322,7 @@ def main():
         topology=dict(type="dict"),
         npus=dict(type="list", elements="int"),
         irqbalance=dict(type="str", choices=["ban", "stop", "ignore"], default="ban"),
-        irq_state=dict(type="path", default="/var/lib/npuops/irq-state.json"),
+        irq_state=dict(type="path", default=instance_files.DEFAULT_IRQ_STATE),
         reserved_cpus=dict(type="str"),
         allow_foreign_plan=dict(type="bool", default=False),
         host_root=dict(type="path", default="/"),

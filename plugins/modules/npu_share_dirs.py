@@ -76,6 +76,7 @@ attributes:
     support: full
     details: One C(diff) entry per path created or changed, and per directory removed by O(prune).
 extends_documentation_fragment:
+  - npuops.fleet.module
   - npuops.fleet.attributes
   - npuops.fleet.host_root
 notes:
@@ -86,8 +87,6 @@ notes:
     plugin requires it."
 seealso:
   - module: npuops.fleet.npu_topology_facts
-author:
-  - npuops.fleet contributors (@npuops)
 '''
 
 EXAMPLES = r'''

@@ -41,8 +41,6 @@ description:
     strongest first - Huawei PCI device ids, chip names, dies per NPU, the C(Phy-ID) column;
     C(device_type_evidence) says why and a warning names evidence that disagrees (rules in the
     notes).
-author:
-  - npuops.fleet contributors (@npuops)
 options:
   snapshot:
     description:
@@ -100,6 +98,7 @@ options:
     type: list
     elements: path
 extends_documentation_fragment:
+  - npuops.fleet.module
   - npuops.fleet.attributes
   - npuops.fleet.attributes.facts
 attributes:

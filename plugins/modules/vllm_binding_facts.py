@@ -23,8 +23,6 @@ description:
     kind of drift and device, each with its evidence and its fix; the fleet audit reports them.
   - Works live and from a recorded host snapshot - the binder's report and the unit state are
     commands, recorded and replayed like the others (O(save_snapshot), O(snapshot)).
-author:
-  - npuops.fleet contributors (@npuops)
 options:
   dest:
     description: Directory holding the instances' plan JSON and binder (the wrapper's O(dest)).
@@ -69,6 +67,7 @@ options:
         when O(host_root) is a sandbox root.
     type: path
 extends_documentation_fragment:
+  - npuops.fleet.module
   - npuops.fleet.attributes
   - npuops.fleet.attributes.facts
   - npuops.fleet.attributes.info_module
@@ -134,7 +133,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner i
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import snapshot_save
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
-from ansible_collections.npuops.fleet.plugins.module_utils.model import binding
+from ansible_collections.npuops.fleet.plugins.module_utils.model import binding, instance_files
 
 
 def read_binding(module):
@@ -157,8 +156,8 @@ def read_binding(module):
 
 def main():
     run(dict(
-        dest=dict(type='path', default=binding.DEFAULT_DEST),
-        irq_state=dict(type='path', default=binding.DEFAULT_IRQ_STATE),
+        dest=dict(type='path', default=instance_files.DEFAULT_DEST),
+        irq_state=dict(type='path', default=instance_files.DEFAULT_IRQ_STATE),
         topology=dict(type='dict'),
         root_pids=dict(type='dict'),
         timeout=dict(type='int', default=60),

@@ -159,6 +159,7 @@ attributes:
     support: full
     details: Returns C(diff), one entry per changed file.
 extends_documentation_fragment:
+  - npuops.fleet.module
   - npuops.fleet.attributes
   - npuops.fleet.host_root
 notes:
@@ -214,8 +215,6 @@ notes:
   - "See C(docs/drift.md) for the reconciler, its metrics and M(npuops.fleet.vllm_binding_facts)."
 seealso:
   - module: npuops.fleet.npu_cpu_plan
-author:
-  - npuops.fleet contributors (@npuops)
 '''
 
 EXAMPLES = r'''
@@ -243,7 +242,7 @@ EXAMPLES = r'''
 - name: Start it (the unit pulls in its binder; the timer runs the reconciler)
   ansible.builtin.systemd_service:
     name: "{{ item }}"
-    state: "{{ 'started' if not item.endswith('-bind.service') else omit }}"
+    state: "{{ 'started' if item != launch.bind_unit else omit }}"
     enabled: true
     daemon_reload: "{{ launch.unit_changed }}"
   loop: "{{ launch.units }}"
@@ -323,6 +322,16 @@ unit_name:
   returned: always
   type: str
   sample: vllm-qwen3-8b.service
+plan_file:
+  description: Path of the instance's plan JSON (what the binder and M(npuops.fleet.vllm_binding_facts) read).
+  returned: always
+  type: str
+  sample: /usr/local/lib/npuops/qwen3-8b.plan.json
+bind_unit:
+  description: Name of the instance's bind unit (its binder), or null without O(systemd) or without host binding.
+  returned: always
+  type: str
+  sample: vllm-qwen3-8b-bind.service
 unit_changed:
   description: The unit file changed; run C(systemctl daemon-reload).
   returned: always
@@ -356,6 +365,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import Wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.host import command, hostio, paths
 from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import host_path
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import cgroup, npu_smi, pci, rocm_smi
+from ansible_collections.npuops.fleet.plugins.module_utils.model import instance_files
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules as host_rules, vendors
 from ansible_collections.npuops.fleet.plugins.module_utils.model.instances import module_option as instance_option
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
@@ -386,9 +396,8 @@ def build_files(p):
     base = wrapper.check_dir(p["dest"], "dest").rstrip("/")
     unit_dir = wrapper.check_dir(p["unit_dir"], "unit_dir").rstrip("/")
     view = wrapper.instance_view(p["plan"], name, p["npus"])
-    names = units.unit_names(name)
-    paths = {"wrapper": "%s/%s-launch" % (base, name), "plan": "%s/%s.plan.json" % (base, name),
-             "binder": "%s/%s-bind" % (base, name)}
+    names = instance_files.unit_names(name)
+    paths = instance_files.file_paths(base, name)
     paths.update((kind, "%s/%s" % (unit_dir, unit)) for kind, unit in names.items())
     files = [(paths["wrapper"], wrapper.render_wrapper(view, p["command"], p["env"], p["binding"]),
               0o755),
@@ -420,20 +429,6 @@ def build_files(p):
     return view, paths, files, warnings
 
 
-def enabled_units(p):
-    """The units to enable, in order: the service pulls in its bind unit; the timer runs the
-    reconciler."""
-    if not p["systemd"]:
-        return []
-    names = units.unit_names(p["name"])
-    out = [names["service"]]
-    if p["binding"] == "host":
-        out.append(names["bind"])
-        if p["reconcile"]:
-            out.append(names["timer"])
-    return out
-
-
 def install(module):
     p = module.params
     if not 1 <= p["bind_timeout"] <= MAX_BIND_TIMEOUT:
@@ -445,6 +440,8 @@ def install(module):
     if foreign and not p["allow_foreign_plan"]:
         raise WrapperError(foreign)
     view, paths, files, warnings = build_files(p)
+    names = instance_files.unit_names(p["name"])
+    enabled = instance_files.enabled_units(p["name"], p["systemd"], p["binding"] == "host", p["reconcile"])
     # Refuse unsafe paths before anything is written.
     for path, _content, _mode in files:
         host_path(p["host_root"], path)
@@ -459,10 +456,12 @@ def install(module):
         files=[{"path": r["path"], "changed": r["changed"]} for r in results],
         wrapper=paths["wrapper"],
         unit=paths["service"] if p["systemd"] else None,
-        unit_name=units.unit_names(p["name"])["service"],
+        unit_name=names["service"],
+        plan_file=paths["plan"],
+        bind_unit=names["bind"] if names["bind"] in enabled else None,
         unit_changed=any(r["changed"] for r in results if r["path"].startswith(
             wrapper.check_dir(p["unit_dir"], "unit_dir").rstrip("/") + "/")),
-        units=enabled_units(p),
+        units=enabled,
         main_cpus=cpulist.format(view["main"]),
         frontend_cpus=cpulist.format(view["frontend"]),
         warnings=warnings,
@@ -478,17 +477,17 @@ def main():
         npus=instance_option("npus", required=False),
         command=instance_option("command", required=True),
         env=instance_option("env", default={}),
-        dest=instance_option("dest", type="path", default="/usr/local/lib/npuops"),
+        dest=instance_option("dest", type="path", default=instance_files.DEFAULT_DEST),
         binding=instance_option("binding", default="host"),
         systemd=instance_option("systemd", default=True),
-        unit_dir=instance_option("unit_dir", type="path", default="/etc/systemd/system"),
+        unit_dir=instance_option("unit_dir", type="path", default=instance_files.DEFAULT_UNIT_DIR),
         bind_timeout=dict(type="int", default=900),
         ready_url=dict(type="str"),
         migrate=instance_option("migrate", default=True),
         reconcile=dict(type="bool", default=True),
         reconcile_interval=dict(type="str", default="5min"),
         metrics_dir=dict(type="path", default="/var/lib/prometheus/node-exporter"),
-        irq_state=dict(type="path", default="/var/lib/npuops/irq-state.json"),
+        irq_state=dict(type="path", default=instance_files.DEFAULT_IRQ_STATE),
         allow_foreign_plan=dict(type="bool", default=False),
         host_root=dict(type="path", default="/"),
     ), install)

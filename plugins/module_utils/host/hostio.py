@@ -3,10 +3,12 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """HostIO: the one object through which every read of a host goes.
 
-Three implementations share one interface:
+Four implementations share one interface:
 - ``LiveHostIO``      reads the real host (files under ``host_root``, commands via subprocess);
 - ``SnapshotHostIO``  replays a recorded host snapshot directory (``snapshot.py``);
-- ``RecordingHostIO`` wraps a live one and remembers everything read, to save a snapshot.
+- ``RecordingHostIO`` wraps a live one and remembers everything read, to save a snapshot;
+- ``OverlayHostIO``   a sandbox root's files over a snapshot.
+The first two read a directory tree through fds, written once in ``TreeHostIO``.
 
 Parsers never see a HostIO: they take text. ``topology.gather(io)`` is the only consumer
 that walks a host.
@@ -101,7 +103,77 @@ class HostIO(abc.ABC):
         return results
 
 
-class LiveHostIO(HostIO):
+def _read_file(dir_fd, name, st):
+    """``paths.read_at`` of a file; a directory reads as absent."""
+    return (None, None) if stat.S_ISDIR(st.st_mode) else paths.read_at(dir_fd, name)
+
+
+class TreeHostIO(HostIO):
+    """A host whose files are a directory tree read through directory fds (a live root, a
+    snapshot's ``fs/``): ``read_text``, ``listdir`` and ``exists`` are written once here; a
+    subclass says where a path is (``_locate``), how a refused file (``_refused``) and an
+    OSError (``_unreadable``) are reported and how on-disk names read (``_entries``)."""
+
+    @abc.abstractmethod
+    def _locate(self, path, follow=True):
+        """``(dir_fd, name, lstat)`` of host path ``path``, or None when it is absent;
+        ``name`` is None for ``/`` (``dir_fd`` is then the root itself). With ``follow``
+        false the last component is not followed (a dangling link is found). The caller
+        closes ``dir_fd``."""
+
+    @abc.abstractmethod
+    def _refused(self, path, problem):
+        """A file ``paths.read_at`` refused (``problem``): raise, or return None (absent)."""
+
+    @abc.abstractmethod
+    def _unreadable(self, err):
+        """An OSError while reading: raise, or return None (absent)."""
+
+    def _entries(self, names):
+        """The host names of a directory's on-disk ``names``, sorted."""
+        return sorted(names)
+
+    def _at(self, path, action):
+        """``action(dir_fd, name, lstat)`` of the path located (``dir_fd`` closed after), None
+        when it is absent; an OSError goes to ``_unreadable``."""
+        found = self._locate(path)
+        if found is None:
+            return None
+        try:
+            return action(*found)
+        except OSError as err:
+            return self._unreadable(err)
+        finally:
+            os.close(found[0])
+
+    def read_text(self, path):
+        data, problem = self._at(path, _read_file) or (None, None)
+        if problem is not None:
+            return self._refused(path, problem)
+        return None if data is None else data.decode("utf-8", "replace")
+
+    def listdir(self, path):
+        return self._at(path, self._list)
+
+    def _list(self, dir_fd, name, st):
+        if not stat.S_ISDIR(st.st_mode):
+            return None
+        fd = os.dup(dir_fd) if name is None else os.open(name, paths.DIR_FLAGS | paths.NOFOLLOW,
+                                                         dir_fd=dir_fd)
+        try:
+            return self._entries(os.listdir(fd))
+        finally:
+            os.close(fd)
+
+    def exists(self, path):
+        found = self._locate(path, follow=False)
+        if found is None:
+            return False
+        os.close(found[0])
+        return True
+
+
+class LiveHostIO(TreeHostIO):
     """The real host. ``host_root`` prefixes file reads (tests point it at a sandbox): every
     path is resolved below it as if it were ``/`` (symlinks included), a FIFO or device is
     never opened for reading and no file is read past ``paths.MAX_FILE_BYTES``. Commands
@@ -134,61 +206,45 @@ class LiveHostIO(HostIO):
         finally:
             os.close(root)
 
-    def read_text(self, path):
-        found = self._resolve(path)
-        if found is None:
-            return None
-        dir_fd, name, _names = found
-        try:
-            if name is None:
-                return None
-            data, problem = paths.read_at(dir_fd, name)
-        except OSError:
-            return None
-        finally:
-            os.close(dir_fd)
-        if problem is not None and problem.startswith("is larger"):
-            raise InputError(path, problem)
-        return None if data is None else data.decode("utf-8", "replace")
-
-    def listdir(self, path):
-        found = self._resolve(path)
-        if found is None:
-            return None
-        dir_fd, name, _names = found
-        try:
-            if name is None:
-                return sorted(os.listdir(dir_fd))
-            fd = os.open(name, paths.DIR_FLAGS | paths.NOFOLLOW, dir_fd=dir_fd)
-            try:
-                return sorted(os.listdir(fd))
-            finally:
-                os.close(fd)
-        except OSError:
-            return None
-        finally:
-            os.close(dir_fd)
-
-    def exists(self, path):
-        """True when the path exists (a dangling link counts)."""
+    def _locate(self, path, follow=True):
         parts = check_components(path)
-        if not parts:
-            return os.path.isdir(self.host_root)
-        parent = self._resolve("/" + "/".join(parts[:-1]))
-        if parent is None:
-            return False
-        dir_fd, name, _names = parent
+        if follow or not parts:
+            dir_fd, name = (self._resolve(path) or (None, None))[:2]
+        else:
+            dir_fd, name = self._parent_fd(parts[:-1]), parts[-1]
+        if dir_fd is None:
+            return None
         try:
-            if name is not None:
-                try:
-                    fd = os.open(name, paths.DIR_FLAGS | paths.NOFOLLOW, dir_fd=dir_fd)
-                except OSError:
-                    return False
-                os.close(dir_fd)
-                dir_fd = fd
-            return paths.lstat_at(dir_fd, parts[-1]) is not None
+            st = os.fstat(dir_fd) if name is None else paths.lstat_at(dir_fd, name)
+        except OSError:
+            st = None
+        if st is None:
+            os.close(dir_fd)
+            return None
+        return dir_fd, name, st
+
+    def _parent_fd(self, parts):
+        """fd of the directory ``parts`` resolves to, or None."""
+        found = self._resolve("/" + "/".join(parts))
+        if found is None:
+            return None
+        dir_fd, name, _names = found
+        if name is None:
+            return dir_fd
+        try:
+            return os.open(name, paths.DIR_FLAGS | paths.NOFOLLOW, dir_fd=dir_fd)
+        except OSError:
+            return None
         finally:
             os.close(dir_fd)
+
+    def _refused(self, path, problem):
+        if problem.startswith("is larger"):
+            raise InputError(path, problem)
+        return None  # a symlink, FIFO or device under the root reads as absent
+
+    def _unreadable(self, err):
+        return None
 
     def realpath(self, path):
         found = self._resolve(path)
@@ -227,7 +283,7 @@ def _normalise(path):
     return "/" + "/".join(check_components(path))
 
 
-class SnapshotHostIO(HostIO):
+class SnapshotHostIO(TreeHostIO):
     """Replays a recorded host snapshot directory (format: ``snapshot.py``).
 
     Files come from ``<dir>/fs/<host path>`` (absent = absent on that host; names escaped as
@@ -244,10 +300,9 @@ class SnapshotHostIO(HostIO):
         self.hostname = self.data["hostname"]
         self.arch = self.data["arch"]
 
-    def _find(self, path):
-        """``(dir_fd, name, lstat)`` of host path ``path`` in the snapshot, None when absent;
-        ``name`` is None for ``/`` (then ``dir_fd`` is ``fs/`` itself). The caller closes
-        dir_fd."""
+    def _locate(self, path, follow=True):
+        """See ``TreeHostIO._locate``; ``dir_fd`` of ``/`` is ``fs/``. Nothing is followed: a
+        symlink in the snapshot raises SnapshotError."""
         parts = check_components(path)
         escaped = [snapshot.fs_name(p) for p in parts]
         candidates = [escaped] if escaped == parts else [escaped, parts]
@@ -278,48 +333,14 @@ class SnapshotHostIO(HostIO):
         finally:
             paths.close(fs_fd)
 
-    def read_text(self, path):
-        found = self._find(path)
-        if found is None:
-            return None
-        dir_fd, name, st = found
-        try:
-            if stat.S_ISDIR(st.st_mode):
-                return None
-            data, problem = paths.read_at(dir_fd, name)
-        finally:
-            os.close(dir_fd)
-        if problem is not None:
-            raise snapshot.SnapshotError("%s%s: %s (refused)" % (self.fs_root, path, problem))
-        return None if data is None else data.decode("utf-8", "replace")
+    def _refused(self, path, problem):
+        raise snapshot.SnapshotError("%s%s: %s (refused)" % (self.fs_root, path, problem))
 
-    def listdir(self, path):
-        found = self._find(path)
-        if found is None:
-            return None
-        dir_fd, name, st = found
-        try:
-            if not stat.S_ISDIR(st.st_mode):
-                return None
-            if name is None:
-                names = os.listdir(dir_fd)
-            else:
-                fd = paths.open_dirs(dir_fd, [name], path, error=snapshot._error,
-                                     prefix=self.fs_root + "/")
-                try:
-                    names = os.listdir(fd)
-                finally:
-                    os.close(fd)
-        finally:
-            os.close(dir_fd)
+    def _unreadable(self, err):
+        raise err
+
+    def _entries(self, names):
         return sorted(set(snapshot.host_name(n) for n in names if not snapshot.hidden(n)))
-
-    def exists(self, path):
-        found = self._find(path)
-        if found is None:
-            return False
-        os.close(found[0])
-        return True
 
     def realpath(self, path):
         path = _normalise(path)

@@ -23,16 +23,16 @@ __metaclass__ = type
 import json
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import InputError
-from ansible_collections.npuops.fleet.plugins.module_utils.model import schema
+from ansible_collections.npuops.fleet.plugins.module_utils.model import instance_files, schema
+from ansible_collections.npuops.fleet.plugins.module_utils.model.instance_files import unit_names
 from ansible_collections.npuops.fleet.plugins.module_utils.model.spec import (
     ANY, BOOL, INT, LIST, NUM, OPT, RECORD, SCALAR, STR, check, compile_spec)
 from ansible_collections.npuops.fleet.plugins.module_utils.model.drift_kinds import (
     FIX_IRQ, FIX_IRQBALANCE, FIX_MEMORY, FIX_MISSING, FIX_THREADS, FIX_UNIT)
 
 SCHEMA_VERSION = 1
-PLAN_SUFFIX = ".plan.json"
-DEFAULT_DEST = "/usr/local/lib/npuops"
-DEFAULT_IRQ_STATE = "/var/lib/npuops/irq-state.json"
+DEFAULT_DEST = instance_files.DEFAULT_DEST
+DEFAULT_IRQ_STATE = instance_files.DEFAULT_IRQ_STATE
 # a worker with more than this share of its resident memory off its node is drifted
 REMOTE_MEMORY_LIMIT = 0.10
 _NAME_RE = schema.INSTANCE_NAME  # the one instance-name rule (vllm_launch_wrapper's)
@@ -89,10 +89,9 @@ def _instances(io, dest, errors):
         return {}
     found = {}
     for entry in sorted(names):
-        if entry.endswith(PLAN_SUFFIX):
-            name = entry[:-len(PLAN_SUFFIX)]
-            if _NAME_RE.match(name):
-                found[name] = "%s/%s" % (dest.rstrip("/"), entry)
+        name = instance_files.name_of_plan_file(entry)
+        if name is not None and _NAME_RE.match(name):
+            found[name] = instance_files.file_paths(dest, name)["plan"]
     return found
 
 
@@ -154,7 +153,7 @@ def gather(io, dest=DEFAULT_DEST, irq_state=DEFAULT_IRQ_STATE, timeout=60, host_
         if doc is None:
             continue
         info = doc["npuops_instance"]
-        unit = "vllm-%s.service" % name
+        unit = unit_names(name)["service"]
         entry = {"unit": unit, "unit_state": None, "binding": info.get("binding"),
                  "vendor": info.get("vendor") or "ascend",
                  "devices": info.get("devices") or [], "frontend": info.get("frontend"),
@@ -165,7 +164,7 @@ def gather(io, dest=DEFAULT_DEST, irq_state=DEFAULT_IRQ_STATE, timeout=60, host_
                 state["instances"][name] = entry
                 continue
             entry["unit_state"] = _unit_state(io, unit, timeout)
-        binder = "%s/%s-bind" % (dest.rstrip("/"), name)
+        binder = instance_files.file_paths(dest, name)["binder"]
         if info.get("binding") == "host" and io.exists(binder):
             argv = ["--plan", prefix + path, "--instance", name, "--once", "--check", "--json",
                     "--no-migrate", "--irq-state", prefix + irq_state]
@@ -204,7 +203,7 @@ def _thread_rows(name, report, entry=None):
         rows.append(_row(name, device, "threads_off_plan",
                          "pid %s (%s): %d of %d threads off their planned CPUs: %s%s"
                          % (proc.get("pid"), proc.get("title"), len(changed), proc.get("threads"),
-                            moved, more), FIX_THREADS % name))
+                            moved, more), FIX_THREADS % unit_names(name)))
     return rows
 
 
@@ -229,17 +228,17 @@ def drift(state, irqbalance=None, limit=REMOTE_MEMORY_LIMIT):
             continue
         if entry.get("unit_state") not in (None, "active"):
             rows.append(_row(name, None, "unit_down", "%s is %s" % (entry["unit"], entry["unit_state"]),
-                             FIX_UNIT % (name, name)))
+                             FIX_UNIT % unit_names(name)))
         report = entry.get("report") or {}
         if report.get("unit_running") is False and entry.get("unit_state") is None:
             rows.append(_row(name, None, "unit_down", "%s has no main process" % entry["unit"],
-                             FIX_UNIT % (name, name)))
+                             FIX_UNIT % unit_names(name)))
         rows.extend(_thread_rows(name, report, entry))
         for device in report.get("missing") or []:
             if report.get("unit_running") is not False:
                 rows.append(_row(name, device_label(entry, device), "worker_missing",
                                  "device %s shows no worker process under the instance's "
-                                 "EngineCore" % device, FIX_MISSING % name))
+                                 "EngineCore" % device, FIX_MISSING % unit_names(name)))
         for worker in report.get("workers") or []:
             ratio = worker.get("remote_memory_ratio")
             if isinstance(ratio, (int, float)) and ratio > limit:
@@ -260,5 +259,5 @@ def drift(state, irqbalance=None, limit=REMOTE_MEMORY_LIMIT):
                              "irqbalance runs and does not ban pinned IRQs %s"
                              % ", ".join(str(i) for i in unbanned[:8]), FIX_IRQBALANCE))
         if report.get("failed"):
-            rows.append(_row(name, None, "binder_failed", report["failed"], FIX_THREADS % name))
+            rows.append(_row(name, None, "binder_failed", report["failed"], FIX_THREADS % unit_names(name)))
     return rows

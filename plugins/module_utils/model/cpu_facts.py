@@ -89,7 +89,7 @@ def _distances(io, src, ids, timeout):
             return cpu_topology.distance_table(rows, NODE_DIR + "/node*/distance")
         except ParseError as err:
             failed = "%s: %s" % (err.source, err.msg)
-    res = io.run(["numactl", "-H"], timeout=timeout)
+    res = io.run(list(cpu_topology.NUMACTL_ARGV), timeout=timeout)
     if res.ok:
         try:
             return cpu_topology.parse_numactl_distances(res.stdout)
@@ -97,8 +97,8 @@ def _distances(io, src, ids, timeout):
             fallback = err.msg
     else:
         fallback = "not installed" if res.missing else res.failure()
-    src.error("cpu.numa_distance", "%s; numactl -H: %s" % (
-        failed or "no NUMA node in %s" % NODE_DIR, fallback))
+    src.error("cpu.numa_distance", "%s; %s: %s" % (
+        failed or "no NUMA node in %s" % NODE_DIR, cpu_topology.SRC_NUMACTL, fallback))
     return None
 
 
@@ -168,8 +168,9 @@ def gather_cpu(io, src, timeout, warnings):
     """``(cpu facts, parsed lscpu or None)``. ``src``: the command results of the gather
     (``parse(name, parser)``, ``error(source, msg)``, ``errors``); ``warnings`` is appended to."""
     errors = src.errors
-    allowed_self = read_file(io, "/proc/self/status", cpu_topology.parse_status, errors)
-    online = read_file(io, "/sys/devices/system/cpu/online", cpu_topology.parse_cpulist_file, errors)
+    allowed_self = read_file(io, cpu_topology.SRC_STATUS, cpu_topology.parse_status, errors)
+    online = read_file(io, cpu_topology.SRC_ONLINE, cpu_topology.parse_cpulist_file,
+                       errors)
     lscpu = src.parse("lscpu", cpu_topology.parse_lscpu)
     nodes, source = {}, "none"
     ids = cpu_topology.node_ids(io.listdir(NODE_DIR))

@@ -34,15 +34,16 @@ KINDS = OrderedDict([
     (MEMORY_REMOTE, "worker memory off its NUMA node"),
 ])
 
-FIX_THREADS = "run the instance's reconciler (systemctl start vllm-%s-reconcile.service) or re-run site.yml"
+# the fix texts name an instance's units: format them with instance_files.unit_names(name)
+FIX_THREADS = "run the instance's reconciler (systemctl start %(reconcile)s) or re-run site.yml"
 FIX_IRQ = ("re-pin with npuops.fleet.npu_irq_affinity (the reconciler does it too) and keep "
            "irqbalance from moving it (npuops_irqbalance: ban)")
 FIX_MEMORY = ("memory moves with a worker's first binding only: restart the instance in a "
               "maintenance window, or run its binder once with --migrate-shared if shared pages moved")
-FIX_UNIT = "systemctl start vllm-%s.service (journalctl -u vllm-%s.service says why it stopped)"
+FIX_UNIT = "systemctl start %(service)s (journalctl -u %(service)s says why it stopped)"
 FIX_MISSING = ("no process under the instance's EngineCore serves this device: if vLLM is still "
                "starting (workers appear before the model loads), the next reconcile binds "
-               "them; else journalctl -u vllm-%s.service says whether a worker died, and the "
+               "them; else journalctl -u %(service)s says whether a worker died, and the "
                "device tools (npu-smi info / nvidia-smi) whether the device is up")
 # the one irqbalance fix: for a drift row and for the audit's "irqbalance will undo" problem
 FIX_IRQBALANCE = ("set npuops_irqbalance: ban (the planned IRQs are banned in irqbalance's "

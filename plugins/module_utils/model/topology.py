@@ -21,17 +21,17 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_fact
 from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_ascend_version
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import (
-    cgroup, device_type, interrupts, irqbalance_conf, npu_smi, nvidia_query, nvidia_topo, pci,
-    rdma, rocm_smi)
+    cgroup, cpu_topology, device_type, interrupts, irqbalance_conf, npu_smi, nvidia_query,
+    nvidia_topo, pci, rdma, rocm_smi)
 
 SCHEMA_VERSION = 2
 
 COMMANDS = (
-    ("npu_info", ["npu-smi", "info"]),
-    ("npu_map", ["npu-smi", "info", "-m"]),
-    ("npu_topo", ["npu-smi", "info", "-t", "topo"]),
-    ("lscpu", ["lscpu"]),
-    ("lscpu_e", ["lscpu", "-e=CPU,NODE"]),
+    ("npu_info", npu_smi.INFO_ARGV),
+    ("npu_map", npu_smi.MAP_ARGV),
+    ("npu_topo", npu_smi.TOPO_ARGV),
+    ("lscpu", cpu_topology.LSCPU_ARGV),
+    ("lscpu_e", cpu_topology.LSCPU_E_ARGV),
     ("nvidia_topo", ["nvidia-smi", "topo", "-m"]),
     ("nvidia_query", ["nvidia-smi", "--query-gpu=index,pci.bus_id", "--format=csv,noheader"]),
     ("nvidia_gpus", nvidia_query.ARGV),  # model and health (absent from older snapshots)
@@ -171,7 +171,7 @@ def _npus(io, src, timeout):
 
 def _board(io, src, npu_id, timeout):
     """``npu-smi info -t board -i <npu>`` parsed, or None (a failure noted unless missing)."""
-    argv = ["npu-smi", "info", "-t", "board", "-i", str(npu_id)]
+    argv = list(npu_smi.BOARD_ARGV) + ["-i", str(npu_id)]
     res = io.run(argv, timeout=timeout)
     if not res.ok:
         if not res.missing:

@@ -18,10 +18,13 @@ import re
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, nodemap
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 
+# the files and commands these parsers read (``model/cpu_facts`` reads them), the sources of
+# their errors
 SRC_STATUS = "/proc/self/status"
 SRC_ONLINE = "/sys/devices/system/cpu/online"
-SRC_LSCPU = "lscpu"
-SRC_LSCPU_E = "lscpu -e=CPU,NODE"
+LSCPU_ARGV = ("lscpu",)
+LSCPU_E_ARGV = ("lscpu", "-e=CPU,NODE")
+SRC_LSCPU, SRC_LSCPU_E = " ".join(LSCPU_ARGV), " ".join(LSCPU_E_ARGV)
 
 _NODE_LINE = re.compile(r"^NUMA node(\d+) CPU\(s\):\s*(.*)\Z")
 _NODE_DIR = re.compile(r"^node([0-9]{1,4})\Z")
@@ -133,7 +136,8 @@ def parse_lscpu(text, source=SRC_LSCPU):
     }
 
 
-SRC_NUMACTL = "numactl -H"
+NUMACTL_ARGV = ("numactl", "-H")
+SRC_NUMACTL = " ".join(NUMACTL_ARGV)
 _NUMACTL_ROW = re.compile(r"^\s*(\d+):\s*(.*)\Z")
 
 

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """irqbalance's environment file (``/etc/sysconfig/irqbalance``, ``/etc/default/irqbalance``):
 text -> data. One parser for both readers: ``topology.gather`` (which IRQs are banned: the
-facts' ``irqbalance.banned_irqs``) and ``irq.render_irqbalance_config`` (which rewrites
+facts' ``irqbalance.banned_irqs``) and ``render/irqbalance.render_irqbalance_config`` (which rewrites
 ``IRQBALANCE_ARGS``).
 
 The unit runs ``irqbalance --foreground $IRQBALANCE_ARGS`` with this file as its
@@ -140,3 +140,11 @@ def _banned_cpus(cpu_lines, source):
                              "%s: %s" % (err.source, err.msg))
         return cpulist.format(ids), name
     return None, None
+
+
+_ENV_FILE_RE = re.compile(r"(/[^\s()]+) \(ignore_errors=(?:yes|no)\)")
+
+
+def unit_environment_files(text):
+    """The files of ``systemctl show -p EnvironmentFiles --value <unit>``, in order."""
+    return _ENV_FILE_RE.findall(text or "")

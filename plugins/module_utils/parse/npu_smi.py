@@ -24,10 +24,14 @@ from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import pci
 
-SRC_INFO = "npu-smi info"
-SRC_MAP = "npu-smi info -m"
-SRC_TOPO = "npu-smi info -t topo"
-SRC_BOARD = "npu-smi info -t board"
+# the commands these parsers read (``model/topology`` runs them; board: + ``-i N [-c C]``) and
+# the sources their errors name
+INFO_ARGV = ("npu-smi", "info")
+MAP_ARGV = INFO_ARGV + ("-m",)
+TOPO_ARGV = INFO_ARGV + ("-t", "topo")
+BOARD_ARGV = INFO_ARGV + ("-t", "board")
+SRC_INFO, SRC_MAP, SRC_TOPO, SRC_BOARD = (
+    " ".join(argv) for argv in (INFO_ARGV, MAP_ARGV, TOPO_ARGV, BOARD_ARGV))
 
 # ASCII digits, bounded for int(): a longer number is not a value npu-smi prints
 _PAIR = re.compile(r"(?<![0-9])([0-9]{1,12})\s*/\s*([0-9]{1,12})(?![0-9])")

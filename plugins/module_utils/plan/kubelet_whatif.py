@@ -33,6 +33,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanErr
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
 
 MAX_MASK_NODES = 16  # 2^16 masks at most, as the kubelet's own limit keeps it small
+LEVELS = {"core": 0, "socket": 1, "numa": 2}  # a level's index in a CPU's (core, socket, numa)
 
 
 class Topo(object):
@@ -75,11 +76,11 @@ class Topo(object):
                              dict((str(k), v) for k, v in packages.items()) if packages else None)
 
     def cpus_in(self, free, level, unit):
-        index = {"core": 0, "socket": 1, "numa": 2}[level]
+        index = LEVELS[level]
         return set(c for c in free if self.info[c][index] == unit)
 
     def units(self, free, level, within=None):
-        index = {"core": 0, "socket": 1, "numa": 2}[level]
+        index = LEVELS[level]
         return sorted(set(self.info[c][index] for c in free if within is None or within(c)))
 
 
@@ -91,31 +92,29 @@ class _Acc(object):
         units = self.topo.units(self.free, level, within)
         return sorted(units, key=lambda u: (len(self.topo.cpus_in(self.free, level, u)), u))
 
+    def _nested(self, level, outer, outer_units):
+        """The ``level`` units sorted within each of ``outer_units`` (units of ``outer``) in
+        turn: the kubelet's sort of NUMA nodes within sockets, and the reverse."""
+        index = LEVELS[outer]
+        out = []
+        for unit in outer_units:
+            out.extend(self._sorted(level, lambda c, u=unit: self.topo.info[c][index] == u))
+        return out
+
     def numas(self):
         if self.topo.numa_first:
             return self._sorted("numa")
-        out = []
-        for socket in self.sockets():
-            out.extend(self._sorted("numa", lambda c, s=socket: self.topo.info[c][1] == s))
-        return out
+        return self._nested("numa", "socket", self.sockets())
 
     def sockets(self):
         if not self.topo.numa_first:
             return self._sorted("socket")
-        out = []
-        for numa in self.numas():
-            out.extend(self._sorted("socket", lambda c, n=numa: self.topo.info[c][2] == n))
-        return out
+        return self._nested("socket", "numa", self.numas())
 
     def cores(self):
-        out = []
         if self.topo.numa_first:
-            for socket in self.sockets():
-                out.extend(self._sorted("core", lambda c, s=socket: self.topo.info[c][1] == s))
-        else:
-            for numa in self.numas():
-                out.extend(self._sorted("core", lambda c, n=numa: self.topo.info[c][2] == n))
-        return out
+            return self._nested("core", "socket", self.sockets())
+        return self._nested("core", "numa", self.numas())
 
     def cpus(self):
         out = []

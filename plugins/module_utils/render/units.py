@@ -32,6 +32,7 @@ import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import WrapperError
+from ansible_collections.npuops.fleet.plugins.module_utils.model.instance_files import unit_names
 from ansible_collections.npuops.fleet.plugins.module_utils.render.launch import (
     PATH_CHARS_RE, systemd_quote)
 
@@ -48,12 +49,6 @@ START_LIMIT_INTERVAL_SEC = 1800
 # the binder's --once exit codes that are a state to report, not a failure of the reconciler:
 # 2 the instance runs but a device shows no worker (yet), 3 the instance is not running
 RECONCILE_SUCCESS_EXIT = (2, 3)
-
-
-def unit_names(name):
-    base = "vllm-%s" % name
-    return {"service": base + ".service", "bind": base + "-bind.service",
-            "reconcile": base + "-reconcile.service", "timer": base + "-reconcile.timer"}
 
 
 def _plain(path, what):

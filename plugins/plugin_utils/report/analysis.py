@@ -2,7 +2,7 @@
 # Copyright: npuops.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The fleet audit report's analysis: ``build_report`` turns, per host, the topology facts and
-the two plans (``strict`` and ``vllm_ascend``) into one JSON-serialisable dict: fleet tables,
+a plan of every policy (``schema.POLICIES``) into one JSON-serialisable dict: fleet tables,
 per-host summaries, CPU-map drawing data, GPU rail consistency and the problems (``problems``).
 ``render_json`` is its JSON text; the Markdown and HTML renderers only format the dict.
 """
@@ -28,7 +28,7 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubernetes imp
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import (
     analyse_once, compact_hosts, evidence_groups, group_shapes)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
-    REPORT_SCHEMA, POLICIES, ROLES, SEVERITIES, cpu_ids, fmt, int_or_none, key_sort, as_dict, as_list, numa_map, nodes_of)
+    REPORT_SCHEMA, POLICIES, ROLES, VLLM, SEVERITIES, cpu_ids, fmt, int_or_none, key_sort, as_dict, as_list, numa_map, nodes_of)
 
 
 def _devices_from_facts(facts, numa):
@@ -314,7 +314,7 @@ def analyse_host(name, entry):
         # what site.yml applies here (the role variables): the findings never ask for it again
         ("config", summarize_config(entry, facts)),
         # the vllm-ascend release predicted, rank by rank (report/vllm_ascend_release.py)
-        ("vllm_ascend_release", summarize_release(entry.get("plan_vllm_ascend"), facts)),
+        ("vllm_ascend_release", summarize_release(entry.get("plan_" + VLLM), facts)),
         # Kubernetes nodes: where the pods' CPUs landed (report/kubernetes.py); None elsewhere
         ("kubernetes", kubernetes_audit(facts, entry.get("plan_strict"))),
     ])
@@ -400,9 +400,9 @@ def build_report(hosts, rails=None, screened=False):
         ("unhealthy", sum(len(h["health"]["unhealthy"]) for h in summaries)),
         ("softshare_capacity", sum(h["softshare"]["capacity"] for h in summaries)),
         ("vllm_overlap_hosts", sum(1 for h in summaries
-                                   if h["plans"]["vllm_ascend"]["overlap_cpus"])),
+                                   if h["plans"][VLLM]["overlap_cpus"])),
         ("vllm_cross_numa_hosts", sum(1 for h in summaries
-                                      if h["plans"]["vllm_ascend"]["cross_numa_count"])),
+                                      if h["plans"][VLLM]["cross_numa_count"])),
         ("irqbalance_running", sum(1 for h in summaries if h["irqbalance"] == "running")),
         # running and able to move some IRQ the strict plan pins (the irqbalance_running finding)
         ("irqbalance_unbanned", sum(1 for h in summaries

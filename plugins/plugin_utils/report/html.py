@@ -21,7 +21,8 @@ from collections import OrderedDict
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
-    POLICIES, ROLES, SEVERITIES, cpu_ids, plural)
+    COMPARED, POLICIES, ROLES, SEVERITIES, comparison_title, cpu_ids, plural, policy_caption,
+    policy_heading)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_base import Ptr as _Ptr, escape as _e
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_drift import binding_cell, drift_html
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_filter import (
@@ -196,11 +197,13 @@ def _hosts_html(report):
 
 
 def _binding_html(report):
-    out = ['<table id="binding-table"><thead><tr><th rowspan="2">shape: hosts</th>'
-           '<th colspan="4">strict (ours)</th><th colspan="5">vllm_ascend (in-process)</th></tr>'
-           '<tr><th>mode</th><th>CPUs used</th><th>overlap CPUs</th><th>cross-NUMA pools</th>'
-           '<th>mode</th><th>CPUs used</th><th>overlap CPUs</th><th>cross-NUMA pools</th>'
-           '<th>note</th></tr></thead><tbody>']
+    """Every policy's columns side by side, a note after each policy compared with ours."""
+    columns = "<th>mode</th><th>CPUs used</th><th>overlap CPUs</th><th>cross-NUMA pools</th>"
+    out = ['<table id="binding-table"><thead><tr><th rowspan="2">shape: hosts</th>%s</tr>'
+           '<tr>%s</tr></thead><tbody>' % (
+               "".join('<th colspan="%d">%s</th>' % (4 + (p in COMPARED), _e(policy_heading(p)))
+                       for p in POLICIES),
+               "".join(columns + ("<th>note</th>" if p in COMPARED else "") for p in POLICIES))]
     for k, shape in enumerate(shapes_of(report)):
         i = shape["host"]
         h = report["hosts"][i]
@@ -222,8 +225,8 @@ def _binding_html(report):
                     if plan[field]:
                         cell = cell.replace('class="n"', 'class="n bad"', 1)
                     cells.append(cell)
-        vl = h["plans"]["vllm_ascend"]
-        cells.append("<td>%s</td>" % _e(vl["reason"] or vl["error"] or ""))
+            if policy in COMPARED:
+                cells.append("<td>%s</td>" % _e(plan["reason"] or plan["error"] or ""))
         out.append('<tr id="binding-row-%s" data-shape="%s">%s</tr>' % (
             _e(shape["id"]), _e(shape["id"]), "".join(cells)))
     out.append("</tbody></table>")
@@ -412,9 +415,8 @@ def _host_article(host, index, shape=None, report=None):
     for policy in POLICIES:
         plan = host["plans"][policy]
         pbase = base + "plans/%s/" % policy
-        title = {"strict": "strict plan (ours)",
-                 "vllm_ascend": "vllm-ascend in-process binding"}[policy]
-        out.append('<figure id="fig-%d-%s"><figcaption>%s' % (index, policy, _e(title)))
+        out.append('<figure id="fig-%d-%s"><figcaption>%s' % (
+            index, policy, _e(policy_caption(policy))))
         if not plan["applicable"]:
             out.append(' \u2014 <span class="muted">n/a (not an Ascend host)</span></figcaption>')
         elif plan["status"] != "ok":
@@ -449,8 +451,9 @@ def render_html(report):
              '<section id="drift"><h2>Binding drift (read back vs plan)</h2>%s</section>'
              % drift_html(report, shape_of),
              '<section id="fleet"><h2>Device types</h2>%s<h2>Hosts by shape</h2>%s'
-             "<h2>vllm-ascend in-process binding vs the strict plan</h2>%s</section>" % (
-                 _types_html(report), _hosts_html(report), _binding_html(report)),
+             "<h2>%s</h2>%s</section>" % (
+                 _types_html(report), _hosts_html(report), _e(comparison_title()),
+                 _binding_html(report)),
              '<section id="maps"><h2>CPU maps, one per host shape</h2>%s' % _legend_html()]
     for shape in shapes_of(report):
         parts.append(_host_article(report["hosts"][shape["host"]], shape["host"], shape, report))

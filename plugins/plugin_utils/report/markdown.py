@@ -18,7 +18,7 @@ from collections import OrderedDict
 
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import applied
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
-    POLICIES, ROLES, one_line, plural)
+    COMPARED, POLICIES, ROLES, VLLM, comparison_title, one_line, plural)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import shapes_of
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.vllm_ascend_release import release_markdown
 
@@ -40,12 +40,32 @@ def _md_table(headers, rows):
     return lines
 
 
-def _vllm_effect_note(host):
-    """Whether the prediction applies: not where every instance runs with host binding."""
+def _effect_note(host, policy):
+    """Whether vllm-ascend's predicted binding applies: not where every instance runs with host
+    binding ("" for another policy)."""
     config = host.get("config") or {}
-    if config.get("known") and not config.get("vllm_bound"):
+    if policy == VLLM and config.get("known") and not config.get("vllm_bound"):
         return applied.not_in_effect_note(config)
     return ""
+
+
+def _comparison_md(shapes):
+    """Every policy's mode, CPUs used, overlap and cross-NUMA pools side by side, a note after
+    each policy compared with the strict plan."""
+    headers, rows = ["hosts"], []
+    for policy in POLICIES:
+        headers += ["%s mode" % policy, "CPUs used", "overlap CPUs", "cross-NUMA"]
+        headers += ["note"] if policy in COMPARED else []
+    for shape, h in shapes:
+        row = [_hosts_cell(shape)]
+        for policy in POLICIES:
+            plan = h["plans"][policy]
+            row += [plan["mode"] if plan["status"] == "ok" else _plan_cell(plan, "status")]
+            row += [_plan_cell(plan, f) for f in ("cpus_used", "overlap_cpus", "cross_numa_count")]
+            if policy in COMPARED:
+                row.append(plan["reason"] or plan["error"] or _effect_note(h, policy))
+        rows.append(row)
+    return ["", "## " + comparison_title(), ""] + _md_table(headers, rows)
 
 
 def _plan_cell(plan, field):
@@ -183,19 +203,7 @@ def render_markdown(report):
                        {True: "yes", False: "MISSING"}.get(h["migratepages"], "unknown"),
                        h["rails"]["status"], len(h["facts_errors"]), _binding_md(h), shape["id"]]
                       for shape, h in shapes])
-    out += ["", "## vllm-ascend in-process binding vs the strict plan", ""]
-    rows = []
-    for shape, h in shapes:
-        st, vl = h["plans"]["strict"], h["plans"]["vllm_ascend"]
-        rows.append([_hosts_cell(shape), st["mode"] if st["status"] == "ok" else st["status"],
-                     _plan_cell(st, "cpus_used"), _plan_cell(st, "overlap_cpus"),
-                     _plan_cell(st, "cross_numa_count"),
-                     vl["mode"] if vl["status"] == "ok" else _plan_cell(vl, "status"),
-                     _plan_cell(vl, "cpus_used"), _plan_cell(vl, "overlap_cpus"),
-                     _plan_cell(vl, "cross_numa_count"),
-                     vl["reason"] or vl["error"] or _vllm_effect_note(h)])
-    out += _md_table(["hosts", "strict mode", "CPUs used", "overlap CPUs", "cross-NUMA",
-                      "vllm_ascend mode", "CPUs used", "overlap CPUs", "cross-NUMA", "note"], rows)
+    out += _comparison_md(shapes)
     out += release_markdown(shapes, _md_table, _hosts_cell)
     out += ["", "## Pools per shape", ""]
     for shape, h in shapes:
@@ -226,7 +234,7 @@ def render_markdown(report):
                                         " CROSS-NUMA" if d["cross_numa"] else ""),
                         (roles + extra).strip()]
             rows.append(row)
-        out += _md_table(["device", "strict pool", "strict roles", "vllm_ascend pool",
-                          "vllm_ascend roles"], rows)
+        out += _md_table(
+            ["device"] + ["%s %s" % (p, c) for p in POLICIES for c in ("pool", "roles")], rows)
         out.append("")
     return "\n".join(out).rstrip() + "\n"

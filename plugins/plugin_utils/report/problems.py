@@ -15,7 +15,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model import rules, v
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import cgroup
 
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
-    FIX_VLLM, FIX_IRQBALANCE, FIX_MIGRATEPAGES, plural)
+    FIX_VLLM, FIX_IRQBALANCE, FIX_MIGRATEPAGES, VLLM, plural)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import applied
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import compact_ids
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.vllm_ascend_release import release_problems
@@ -94,7 +94,7 @@ def _irqbalance_evidence(host):
             parts.append("IRQs of %s not in the facts (cannot tell whether they are banned)"
                          % ", ".join(bans["unknown"]))
         text = "irqbalance is active; " + "; ".join(parts)
-    vllm = host["plans"]["vllm_ascend"]
+    vllm = host["plans"][VLLM]
     config = host.get("config") or {}
     if vllm["applicable"] and vllm["status"] == "ok" and (
             not config.get("known") or config.get("vllm_bound")):
@@ -211,7 +211,7 @@ def host_problems(host):
         for warning in strict["warnings"]:
             out.append(_problem("info", name, "plan_warning", "strict plan warning", warning,
                                 "read the warning; the plan is still applied"))
-    vllm = host["plans"]["vllm_ascend"]
+    vllm = host["plans"][VLLM]
     if vllm["applicable"]:
         if vllm["status"] == "failed":
             out.append(_problem("error", name, "vllm_fails",

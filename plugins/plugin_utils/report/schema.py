@@ -21,6 +21,14 @@ from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch
 
 REPORT_SCHEMA = 1
 POLICIES = dispatch.POLICIES  # the planner's registry: one list of policies
+BASELINE = "strict"  # our plan: the pages compare every other policy's binding with it
+COMPARED = tuple(p for p in POLICIES if p != BASELINE)
+# the policy that predicts vllm-ascend's own in-process binding (an instance's binding: vllm);
+# its findings, the fleet summary's vllm_* counts and the release prediction read its plan
+VLLM = "vllm_ascend"
+# how the pages name a policy: (table heading, map caption); one not listed, by its name
+_TITLES = {BASELINE: ("strict (ours)", "strict plan (ours)"),
+           VLLM: ("vllm_ascend (in-process)", "vllm-ascend in-process binding")}
 ROLES = ("irq", "main", "acl", "release")
 SEVERITIES = ("error", "warning", "info")
 
@@ -90,6 +98,21 @@ def numa_map(facts):
 def nodes_of(cpus, numa):
     wanted = set(cpus)
     return sorted(node for node, node_cpus in numa.items() if wanted.intersection(node_cpus))
+
+
+def policy_heading(policy):
+    """A policy's heading over its columns in the comparison table."""
+    return _TITLES.get(policy, (policy, None))[0]
+
+
+def policy_caption(policy):
+    """A policy's name over its CPU map."""
+    return _TITLES.get(policy, (None, policy + " plan"))[1]
+
+
+def comparison_title():
+    """The comparison section's title: ``vllm-ascend in-process binding vs the strict plan``."""
+    return "%s vs the %s plan" % (", ".join(policy_caption(p) for p in COMPARED), BASELINE)
 
 
 def plural(count, word):

@@ -24,6 +24,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model import schema
 from ansible_collections.npuops.fleet.plugins.module_utils.model.spec import (
     ANY, BOOL, INT, LIST, MAP, OPT, RECORD, SCALAR, STR, check, compile_spec)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.ansible_data import to_plain
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import POLICIES
 
 UNUSABLE = "facts_unusable"
 MAX_WHY = 300  # characters of the reason kept (the reason quotes the host's own values)
@@ -92,7 +93,7 @@ def entry_problem(entry):
         if facts is not None:
             schema.check_topology(facts, "facts")
             _check(facts, REPORT_FACTS, "facts")
-        for policy in ("strict", "vllm_ascend"):
+        for policy in POLICIES:
             plan = entry.get("plan_" + policy)
             if plan is not None:
                 schema.check_plan(plan, "plan_" + policy)

@@ -7,7 +7,7 @@
 
 ``render`` writes the environment file irqbalance's unit reads last (``irq.irqbalance_config_path``
 on ``systemctl show -p EnvironmentFiles``) with the collection's own renderer
-(``irq.render_irqbalance_config``, what npu_irq_affinity writes): ``--banirq=N`` for the first
+(``irqbalance.render_irqbalance_config``, what npu_irq_affinity writes): ``--banirq=N`` for the first
 numeric IRQs of the real ``/proc/interrupts`` of this machine (the container sees the VM's), a
 user's own ``-i N`` ban kept, and ``IRQBALANCE_BANNED_CPULIST=CPUS``.
 
@@ -24,10 +24,11 @@ import sys
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import irq
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import interrupts, irqbalance_conf
+from ansible_collections.npuops.fleet.plugins.module_utils.render import irqbalance
 
 
 def render(root, envfiles_text, cpus):
-    path = irq.irqbalance_config_path(root, irq.unit_environment_files(envfiles_text))
+    path = irq.irqbalance_config_path(root, irqbalance_conf.unit_environment_files(envfiles_text))
     with open("/proc/interrupts") as handle:
         table = interrupts.parse_interrupts(handle.read())
     numbers = sorted(table)  # numeric rows only
@@ -40,8 +41,8 @@ def render(root, envfiles_text, cpus):
     # the operator's own ban, in irqbalance's short form, stays
     current += '\nIRQBALANCE_ARGS="-i %d"\n' % user
     warnings = []
-    text = irq.render_irqbalance_config(current, ours, source=path, banned_cpus=cpus,
-                                        warnings=warnings)
+    text = irqbalance.render_irqbalance_config(current, ours, source=path, banned_cpus=cpus,
+                                               warnings=warnings)
     with open(host_path, "w") as handle:
         handle.write(text)
     for line in warnings:

@@ -4,7 +4,12 @@
 """The doc fragments read as YAML (their merge into module docs by ansible-doc runs in
 tests/integration/doc_fragments/test_doc_fragments.py)."""
 
+import glob
+import os
+
 import pytest
+
+from npuops_testing import REPO
 
 
 @pytest.mark.parametrize("variant, attributes", [
@@ -35,3 +40,19 @@ def test_host_root_doc_fragment_matches_the_argument_spec():
     assert "refused" in " ".join(description)  # the rule paths.check_host_root applies
     # the modules declare host_root=dict(type="path", default="/")
     assert (option["type"], option["default"]) == ("path", "/")
+
+
+def test_every_module_takes_its_author_from_the_module_fragment():
+    yaml = pytest.importorskip("yaml")
+    from ansible_collections.npuops.fleet.plugins.doc_fragments.module import ModuleDocFragment
+    assert yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["author"] == [
+        "npuops.fleet contributors (@npuops)"]
+    paths = sorted(glob.glob(os.path.join(REPO, "plugins", "modules", "*.py")))
+    assert paths
+    for path in paths:
+        with open(path) as handle:
+            text = handle.read()
+        doc = yaml.safe_load(text.split("DOCUMENTATION = r'''", 1)[1].split("'''", 1)[0])
+        # validate-modules requires an author once the fragments are merged
+        assert "npuops.fleet.module" in doc["extends_documentation_fragment"], path
+        assert "author" not in doc, path

@@ -8,6 +8,7 @@ import copy
 import pytest
 
 from ansible_collections.npuops.fleet.plugins.module_utils.model import binding as model_binding
+from ansible_collections.npuops.fleet.plugins.module_utils.model import instance_files
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import analysis, drift
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import html as report_html
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import markdown as report_markdown
@@ -74,8 +75,8 @@ def test_rows_group_by_kind_and_fix_across_hosts_in_kind_order():
 
 
 def test_an_instance_named_fix_keeps_its_own_row():
-    fix_a = model_binding.FIX_THREADS % "a"
-    fix_b = model_binding.FIX_THREADS % "b"
+    fix_a = model_binding.FIX_THREADS % instance_files.unit_names("a")
+    fix_b = model_binding.FIX_THREADS % instance_files.unit_names("b")
     hosts = {"h1": entry(facts([row("threads_off_plan", "x", instance="a", fix=fix_a)], ("a",))),
              "h2": entry(facts([row("threads_off_plan", "x", instance="b", fix=fix_b)], ("b",)))}
     groups = analysis.build_report(hosts)["drift"]

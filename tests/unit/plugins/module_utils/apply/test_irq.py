@@ -9,6 +9,8 @@ from npuops_testing.sandbox import irq_sandbox
 
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import irq
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import irqbalance_conf
+from ansible_collections.npuops.fleet.plugins.module_utils.render import irqbalance
 
 NPU0_BUS, NPU1_BUS, NIC_BUS = "0000:c1:00.0", "0000:01:00.0", "0000:1a:00.0"
 
@@ -239,41 +241,6 @@ def test_nic_irqs_round_robin_over_gpu_pool_without_spare_cpus(tmp_path):
 
 # irqbalance config ------------------------------------------------------------------------
 
-DEBIAN_DEFAULT = """# irqbalance is a daemon process that distributes interrupts across
-# CPUS on SMP systems.
-#IRQBALANCE_ONESHOT=
-#IRQBALANCE_BANNED_CPULIST=
-#IRQBALANCE_ARGS=
-"""
-
-
-def test_irqbalance_ban_added_keeping_lines():
-    text = irq.render_irqbalance_config(DEBIAN_DEFAULT, [102, 100])
-    assert text.startswith(DEBIAN_DEFAULT)
-    assert text.endswith("# npuops.fleet banned IRQs: 100 102\n"
-                         'IRQBALANCE_ARGS="--banirq=100 --banirq=102"\n')
-    assert irq.render_irqbalance_config(text, [100, 102]) == text
-
-
-def test_irqbalance_keeps_user_options_and_unbans_stale():
-    current = ('IRQBALANCE_ONESHOT=0\nIRQBALANCE_ARGS="--policyscript=/x.sh --banirq=5"\n'
-               "OTHER=1\n")
-    first = irq.render_irqbalance_config(current, [100])
-    assert ('IRQBALANCE_ARGS="--policyscript=/x.sh --banirq=5 --banirq=100"') in first
-    assert "IRQBALANCE_ONESHOT=0\n" in first and "OTHER=1\n" in first
-    second = irq.render_irqbalance_config(first, [200])
-    assert 'IRQBALANCE_ARGS="--policyscript=/x.sh --banirq=5 --banirq=200"' in second
-    assert "--banirq=100" not in second  # ours, no longer wanted
-    kept = irq.render_irqbalance_config(first, [200], keep_previous=True)
-    assert "--banirq=100 --banirq=200" in kept
-
-
-def test_irqbalance_unsafe_user_args_refused():
-    with pytest.raises(NpuopsError, match="cannot be rewritten safely"):
-        irq.render_irqbalance_config("IRQBALANCE_ARGS='--x=$(id)'\n", [1])
-    with pytest.raises(NpuopsError, match="cannot be parsed"):
-        irq.render_irqbalance_config('IRQBALANCE_ARGS="--x\n', [1])
-
 
 def test_irqbalance_config_path(tmp_path):
     root = tmp_path / "r"
@@ -365,7 +332,7 @@ def test_every_completion_vector_of_the_driver_layout_is_pinned(tmp_path):
 def test_the_file_edited_is_the_one_the_unit_reads(tmp_path):
     upstream = ("/usr/share/irqbalance/irqbalance.env (ignore_errors=no) "
                 "/etc/default/irqbalance (ignore_errors=yes)\n")
-    files = irq.unit_environment_files(upstream)
+    files = irqbalance_conf.unit_environment_files(upstream)
     assert files == ["/usr/share/irqbalance/irqbalance.env", "/etc/default/irqbalance"]
     root = str(tmp_path)
     os.makedirs(os.path.join(root, "etc", "sysconfig"))
@@ -373,7 +340,7 @@ def test_the_file_edited_is_the_one_the_unit_reads(tmp_path):
         handle.write("IRQBALANCE_ARGS=\n")
     # systemd says the unit reads /etc/default/irqbalance: a stray sysconfig file is not it
     assert irq.irqbalance_config_path(root, files) == "/etc/default/irqbalance"
-    rhel = irq.unit_environment_files("/etc/sysconfig/irqbalance (ignore_errors=yes)\n")
+    rhel = irqbalance_conf.unit_environment_files("/etc/sysconfig/irqbalance (ignore_errors=yes)\n")
     assert irq.irqbalance_config_path(root, rhel) == "/etc/sysconfig/irqbalance"
     assert irq.irqbalance_config_path(root, ["/usr/share/irqbalance/irqbalance.env"]) == \
         "/usr/share/irqbalance/irqbalance.env"
@@ -393,30 +360,6 @@ def test_nic_completion_irqs_go_to_spare_cpus_of_the_nics_node(tmp_path):
     targets, dummy, warnings = irq.plan_targets(none_spare, topo, root)
     assert [t["cpus"] for t in targets] == [[0], [1], [0]]  # the GPU's pool, with a warning
     assert "no spare CPU" in warnings[0]
-    doc = irq.state_document(targets)
+    doc = irqbalance.state_document(targets)
     assert doc["irqs"][0] == {"irq": 301, "device": 0, "label": "GPU0/mlx5_0", "role": "comp0",
                               "cpus": "0"}
-
-
-def test_worker_cpus_are_banned_for_other_irqs_honouring_irqbalance_precedence():
-    warnings = []
-    text = irq.render_irqbalance_config(DEBIAN_DEFAULT, [100, 102], banned_cpus="0-23,48-71",
-                                        warnings=warnings)
-    assert text.endswith(irq.CPU_MARKER + "\nIRQBALANCE_BANNED_CPULIST=0-23,48-71\n")
-    assert warnings == []
-    # idempotent, and a new plan replaces our own line
-    assert irq.render_irqbalance_config(text, [100, 102], banned_cpus="0-23,48-71") == text
-    moved = irq.render_irqbalance_config(text, [100, 102], banned_cpus="24-47")
-    assert "IRQBALANCE_BANNED_CPULIST=24-47\n" in moved
-    assert moved.count("\nIRQBALANCE_BANNED_CPULIST=") == 1
-    # the user's own list is kept, with a warning
-    users = "IRQBALANCE_BANNED_CPULIST=0-1\n"
-    warnings = []
-    kept = irq.render_irqbalance_config(users, [100], banned_cpus="2-9", warnings=warnings)
-    assert "IRQBALANCE_BANNED_CPULIST=0-1\n" in kept and "2-9" not in kept
-    assert "user's own" in warnings[0]
-    # a non-empty mask wins in irqbalance: our list would be ignored, so it is not written
-    warnings = []
-    masked = irq.render_irqbalance_config("IRQBALANCE_BANNED_CPUS=0000000f\n", [100],
-                                          banned_cpus="8-9", warnings=warnings)
-    assert "BANNED_CPULIST" not in masked and "IRQBALANCE_BANNED_CPUS is set" in warnings[0]

@@ -4,7 +4,7 @@
 IRQs from its reconciler. Real files in a sandbox root, through the module's body."""
 import json
 
-from ansible_collections.npuops.fleet.plugins.module_utils.apply import irq
+from ansible_collections.npuops.fleet.plugins.module_utils.render import irqbalance
 from ansible_collections.npuops.fleet.plugins.modules import npu_irq_affinity
 from npuops_testing.sandbox import irq_sandbox
 
@@ -82,8 +82,8 @@ def test_merge_state_keeps_rows_of_other_devices_only():
         {"irq": 5, "device": 0, "label": "NPU0", "role": "sq", "cpus": "0"},
         {"irq": 7, "device": 3, "label": "NPU3", "role": "sq", "cpus": "3"},
         {"irq": 9, "device": 1, "label": "NPU1", "role": "cq", "cpus": "1"}]})
-    merged, problem = irq.merge_state(doc, current, [1])
+    merged, problem = irqbalance.merge_state(doc, current, [1])
     assert problem is None and [r["irq"] for r in merged["irqs"]] == [5, 7]
     assert merged["irqs"][1]["label"] == "NPU1"
-    assert irq.merge_state(doc, current, None) == (doc, None)
-    assert irq.merge_state(doc, None, [1]) == (doc, None)
+    assert irqbalance.merge_state(doc, current, None) == (doc, None)
+    assert irqbalance.merge_state(doc, None, [1]) == (doc, None)

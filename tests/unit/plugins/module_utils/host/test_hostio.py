@@ -125,3 +125,42 @@ def test_overlay_reads_what_a_play_wrote_into_the_sandbox_over_the_snapshot(tmp_
     assert overlay.run(["npu-smi", "info"]).stdout == snap.run(["npu-smi", "info"]).stdout
     assert "default" in overlay.listdir("/etc") and overlay.exists("/etc/default/irqbalance")
     assert overlay.hostname == snap.hostname
+
+
+def _tree(root):
+    """A small host tree: a file, a directory, a link to the directory, a dangling link."""
+    (root / "etc" / "conf.d").mkdir(parents=True)
+    (root / "etc" / "hostname").write_text(u"node-9\n")
+    os.symlink("/etc/conf.d", str(root / "etc" / "linked"))
+    os.symlink("/nowhere", str(root / "etc" / "dangling"))
+    return root
+
+
+def test_live_tree_reads_share_the_rules_of_one_root(tmp_path):
+    io = hostio.LiveHostIO(str(_tree(tmp_path)))
+    os.mkfifo(str(tmp_path / "etc" / "fifo"))
+    assert io.read_text("/etc/hostname") == "node-9\n"
+    # a directory, a FIFO and an absent file read as absent; a listing of a file is absent
+    assert [io.read_text(p) for p in ("/etc", "/etc/conf.d", "/etc/fifo", "/etc/none")] == \
+        [None, None, None, None]
+    assert io.listdir("/etc/hostname") is None and io.listdir("/etc/none") is None
+    assert io.listdir("/") == ["etc"]
+    assert io.listdir("/etc") == ["conf.d", "dangling", "fifo", "hostname", "linked"]
+    assert io.listdir("/etc/linked") == []          # a link to a directory lists it
+    # exists does not follow the last component: a dangling link exists, its target not
+    assert io.exists("/etc/dangling") and not io.exists("/nowhere")
+    assert io.exists("/") and io.exists("/etc/linked") and not io.exists("/etc/none/x")
+    assert io.realpath("/etc/linked") == "/etc/conf.d" and io.realpath("/etc/none") is None
+
+
+def test_snapshot_tree_reads_refuse_what_live_reads_as_absent(tmp_path):
+    io = _make_snapshot(tmp_path)
+    fs_dir = tmp_path / "fs"
+    assert io.read_text("/proc/self") is None and io.read_text("/") is None
+    assert io.listdir("/proc/self/status") is None
+    assert io.exists("/") and io.listdir("/") == ["proc", "sys"]
+    os.mkfifo(str(fs_dir / "proc" / "fifo"))
+    with pytest.raises(SnapshotError, match="not a regular file"):
+        io.read_text("/proc/fifo")
+    (fs_dir / "sys" / "class" / "empty" / "a%3Ab").write_text(u"")   # an escaped name
+    assert io.listdir("/sys/class/empty") == ["a:b"]

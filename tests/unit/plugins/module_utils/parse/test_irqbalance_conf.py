@@ -1,15 +1,15 @@
 # -*- coding: utf-8 -*-
 """irqbalance_conf.parse_config: the irqbalance environment file as data (text fixtures in
-tests/fixtures/irqbalance/), the same parser irq.render_irqbalance_config rewrites with."""
+tests/fixtures/irqbalance/), the same parser render/irqbalance.render_irqbalance_config rewrites with."""
 import os
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from npuops_testing import REPO
-from ansible_collections.npuops.fleet.plugins.module_utils.apply import irq
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import irqbalance_conf
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
+from ansible_collections.npuops.fleet.plugins.module_utils.render import irqbalance
 
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "irqbalance")
 
@@ -81,14 +81,14 @@ def test_bad_values_name_the_file_and_variable(bad, match):
 
 
 def test_render_rewrites_what_parse_reads():
-    """irq.py writes through the same parser: its output parses back to the wanted bans."""
-    out = irq.render_irqbalance_config(text("ours.env"), [200, 202, 300])
+    """render/irqbalance.py writes through the same parser: its output parses back to the wanted bans."""
+    out = irqbalance.render_irqbalance_config(text("ours.env"), [200, 202, 300])
     got = irqbalance_conf.parse_config(out)
     assert got["ours"] == [200, 202, 300]
     assert got["banned_irqs"] == [5, 200, 202, 300]  # 100/102 were ours: unbanned; 5 kept
     assert got["args"][:2] == ["--journal", "--policyscript=/usr/local/sbin/irq-policy.sh"]
     # an IRQ the user banned in another form is not banned twice
-    again = irq.render_irqbalance_config("IRQBALANCE_ARGS='-i 300'\n", [300])
+    again = irqbalance.render_irqbalance_config("IRQBALANCE_ARGS='-i 300'\n", [300])
     assert irqbalance_conf.parse_config(again)["args"] == ["-i", "300"]
 
 

@@ -143,7 +143,8 @@ def parse_showbus(text, source="rocm-smi --showbus"):
     return buses
 
 
-SOURCE_PIDGPUS = "rocm-smi --showpidgpus"
+PIDGPUS_ARGV = ("rocm-smi", "--showpidgpus")
+SOURCE_PIDGPUS = " ".join(PIDGPUS_ARGV)
 _PID_GPUS = re.compile(r"^\s*PID (\d{1,10}) is using (\d{1,4}) DRM device\(s\):?\s*\Z")
 
 

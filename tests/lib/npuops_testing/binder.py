@@ -19,6 +19,7 @@ import time
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import smi
 from npuops_testing import REPO
+from npuops_testing.gpu_hosts import SHOWPIDGPUS  # noqa: F401  (the binder tests' AMD tool output)
 
 STANDALONE = os.path.dirname(smi.__file__)
 # The plan JSON of a two-NPU instance on CPUs 0 and 1 of this machine: frontend on CPU 0; NPU0
@@ -43,18 +44,6 @@ def gpu_plan(vendor):
                                 "binding": "host"}}
 
 
-# rocm-smi --showpidgpus as rocm_smi_lib's python_smi_tools/rocm_smi.py prints it
-# (showGpusByPid + printListLog): no real capture of this command is in tests/fixtures/real
-SHOWPIDGPUS = "\n".join([
-    "============================ ROCm System Management Interface ============================",
-    "================================== GPUs Indexed by PID ===================================",
-    "PID %(w0)d is using 1 DRM device(s):", "1 ",
-    "PID %(w1)d is using 1 DRM device(s):", "0 ",
-    "PID %(both)d is using 2 DRM device(s):", "0 1 ",
-    "PID %(idle)d is using 0 DRM device(s)",
-    "==========================================================================================",
-    "================================== End of ROCm SMI Log ===================================",
-    ""])
 
 
 def read_module(name):

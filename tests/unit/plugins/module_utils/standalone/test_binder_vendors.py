@@ -7,7 +7,6 @@ import pytest
 
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vendors
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import rocm_smi
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import rules, smi, targets
 from npuops_testing.binder import SHOWPIDGPUS, gpu_plan
 
@@ -39,28 +38,6 @@ def test_an_unknown_vendor_is_refused_and_an_old_plan_is_ascend():
     with pytest.raises(rules.BindError, match="vendor 'intel' is not one of amd, ascend, nvidia"):
         targets.vendor_of({"npuops_instance": {"vendor": "intel"}})
     assert targets.vendor_of({"npuops_instance": {}}) is vendors.VENDORS["ascend"]
-
-
-def test_showpidgpus_parser():
-    text = SHOWPIDGPUS % {"w0": 10, "w1": 11, "both": 12, "idle": 13}
-    assert rocm_smi.parse_showpidgpus(text) == {10: [1], 11: [0], 12: [0, 1], 13: []}
-    # printListLog wraps a long list over lines
-    wrapped = "=== GPUs Indexed by PID ===\nPID 7 is using 3 DRM device(s):\n0 1 \n2 \n"
-    assert rocm_smi.parse_showpidgpus(wrapped) == {7: [0, 1, 2]}
-    assert rocm_smi.parse_showpidgpus("=== GPUs Indexed by PID ===\n"
-                                      "No KFD PIDs currently running\n=====\n") == {}
-
-
-@pytest.mark.parametrize("text,message", [
-    ("PID 7 is using 2 DRM device(s):\n0 \n", "2 GPUs announced, 1 listed"),
-    ("PID 7 is using 1 DRM device(s):\n0 1 \n", "more GPUs listed"),
-    ("PID 7 is using 1 DRM device(s):\nGPU0 \n", "not a list of GPU indexes"),
-    ("PID 7 is using 1 DRM device(s):\n5000 \n", "not a list of GPU indexes"),
-    ("KFD process information:\nPID PROCESS NAME GPU(s)\n", "no 'GPUs Indexed by PID' block"),
-])
-def test_showpidgpus_refuses_what_it_cannot_read(text, message):
-    with pytest.raises(ParseError, match=message):
-        rocm_smi.parse_showpidgpus(text)
 
 
 def test_rocm_rows_one_gpu_per_process_or_left_to_the_tree(monkeypatch):

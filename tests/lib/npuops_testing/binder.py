@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
-"""The binder as the module installs it (a zipapp built from plugins/module_utils/standalone),
+"""The binder as the module installs it (a zipapp built from plugins/module_utils/standalone
+and the module_utils files it imports: ``build_binder``, ``read_module``),
 and a stand-in vLLM process tree to bind: a main process (the API server) that starts
 ``VLLM::EngineCore``, which starts ``VLLM::Worker_TP<n>`` processes with ``acl_thread``,
 ``release_thread`` and ``worker_thread`` threads (named through prctl, as torch_npu names them)
@@ -17,11 +18,9 @@ import threading
 import time
 
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app
-from ansible_collections.npuops.fleet.plugins.module_utils.standalone import smi
 from npuops_testing import REPO
 from npuops_testing.gpu_hosts import SHOWPIDGPUS  # noqa: F401  (the binder tests' AMD tool output)
 
-STANDALONE = os.path.dirname(smi.__file__)
 # The plan JSON of a two-NPU instance on CPUs 0 and 1 of this machine: frontend on CPU 0; NPU0
 # main 1 / acl 0 / release 1; NPU1 main 0 / acl 1 / release 0.
 PLAN = {

@@ -1,9 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: npuops.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The collection's rules as the binder calls them: the cpulist rule of ``cpus/cpulist`` and
-the bus-id form of ``parse/pci`` (imported, not copied: the zipapp ships those files), their
-errors as ``BindError``; and ``read_json``, the one bounded read of the binder's JSON inputs
+"""The collection's rules as the binder calls them: the cpulist rule of ``cpus/cpulist``
+(imported, not copied: the zipapp ships the file), its errors as ``BindError``; and ``read_json``, the one bounded read of the binder's JSON inputs
 (the plan, the IRQ state file).
 """
 
@@ -16,9 +15,8 @@ import json
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import BindError, ParseError
-from ansible_collections.npuops.fleet.plugins.module_utils.parse.pci import normalise_bus_id
 
-__all__ = ("BindError", "format_cpulist", "normalise_bus_id", "parse_cpulist", "read_json")
+__all__ = ("BindError", "format_cpulist", "parse_cpulist", "read_json")
 
 format_cpulist = cpulist.format
 

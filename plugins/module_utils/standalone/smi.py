@@ -2,7 +2,8 @@
 # Copyright: npuops.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the accelerator tools say about running processes, through the collection's own
-parsers (``parse/npu_smi``, ``parse/rocm_smi``; the nvidia-smi CSV queries are read here) and
+parsers (``parse/npu_smi``, ``parse/rocm_smi``; the nvidia-smi CSV queries are read here, their
+bus ids in ``parse/pci``'s form) and
 its command runner (``host/command.run``: its own process group, killed at the timeout,
 output capped). Which tool to ask is the plan vendor's row (``model/vendors``:
 ``process_query``, ``process_map``), read by ``READERS`` keyed on the vendor's tool.
@@ -15,8 +16,6 @@ __metaclass__ = type
 import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
-
-from .rules import normalise_bus_id
 
 # The runner and the tools' parsers are imported where a tool runs: a reconcile pass whose
 # workers the tree names runs no tool, and importing subprocess alone would cost it ~3 ms.
@@ -120,13 +119,15 @@ def resolve_logic(npu_map, npu, chip):
 
 def parse_gpu_bus_ids(text):
     """``nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader`` -> {bus: index}."""
+    from ansible_collections.npuops.fleet.plugins.module_utils.parse.pci import normalise_bus_id
     rows = [[p.strip() for p in line.split(",")] for line in (text or "").splitlines()]
     return dict((normalise_bus_id(r[1]), int(r[0])) for r in rows if len(r) >= 2 and r[0].isdigit())
 
 
 def parse_compute_apps(text):
     """``nvidia-smi --query-compute-apps=pid,gpu_bus_id,used_memory ...`` ->
-    [(pid, bus, memory_mib)]."""
+    [(pid, bus, memory_mib)] (bus ids in ``parse/pci``'s form)."""
+    from ansible_collections.npuops.fleet.plugins.module_utils.parse.pci import normalise_bus_id
     out = []
     for line in (text or "").splitlines():
         parts = [p.strip() for p in line.split(",")]

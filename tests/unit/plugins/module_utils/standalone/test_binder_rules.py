@@ -34,7 +34,7 @@ def test_the_real_captures_are_all_here():
 
 
 def test_the_binder_s_rules_are_the_collection_s():
-    assert rules.normalise_bus_id is pci.normalise_bus_id
+    assert smi.parse_gpu_bus_ids("0, 00000000:2A:00.0\n") == {pci.normalise_bus_id("00000000:2A:00.0"): 0}
     assert rules.format_cpulist is cpulist.format
     # the runner, the parsers and the writers are imported where they are used (a reconcile
     # pass that runs no tool imports no subprocess): the closure finds them there

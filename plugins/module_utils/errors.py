@@ -5,8 +5,8 @@
 
 Every exception class of the collection is here and derives from ``NpuopsError``; the module
 runner (``apply/module_runner.py``) turns any of them into ``fail_json(msg=str(err))``, so a
-bad input never reaches the user as a traceback. The binder (``standalone/``) runs
-without the collection and keeps its own ``BindError``.
+bad input never reaches the user as a traceback. The binder (``standalone/``, shipped as a
+zipapp with the module_utils files it imports) raises ``BindError``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -99,3 +99,8 @@ class WrapperError(NpuopsError):
 
 class KubeApiError(NpuopsError):
     """A Kubernetes API call (drain, uncordon) failed, or the kubeconfig cannot be used."""
+
+
+class BindError(NpuopsError):
+    """The binder (standalone/) cannot bind a worker, or its plan is unusable; the message
+    says why."""

@@ -354,7 +354,6 @@ units:
   sample: [vllm-qwen3-8b.service, vllm-qwen3-8b-bind.service, vllm-qwen3-8b-reconcile.timer]
 '''
 
-import pkgutil
 import re
 import socket
 import sys
@@ -363,29 +362,30 @@ from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import WrapperError
-from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
+from ansible_collections.npuops.fleet.plugins.module_utils.host import command, hostio, paths
 from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import host_path
-from ansible_collections.npuops.fleet.plugins.module_utils.parse import cgroup
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import cgroup, npu_smi, pci, rocm_smi
 from ansible_collections.npuops.fleet.plugins.module_utils.model import instance_files
-from ansible_collections.npuops.fleet.plugins.module_utils.model import rules as host_rules
+from ansible_collections.npuops.fleet.plugins.module_utils.model import rules as host_rules, vendors
 from ansible_collections.npuops.fleet.plugins.module_utils.model.instances import module_option as instance_option
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app, units
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import (
     binder, discovery, irqs, metrics, procs, rules, smi, targets)
+from ansible_collections.npuops.fleet.plugins.module_utils import errors
 
-# every file of the binder package (imported here so that AnsiballZ ships them)
-STANDALONE_MODULES = (binder, discovery, irqs, metrics, procs, rules, smi, targets)
+# every module the binder zipapp holds (its closure), imported so that AnsiballZ ships it
+BINDER_MODULES = (binder, discovery, irqs, metrics, procs, rules, smi, targets, errors,
+                  cpulist, command, paths, vendors, npu_smi, pci, rocm_smi)
 # a week: the binder's own deadline (the bind unit is Type=simple, no start timeout covers it)
 MAX_BIND_TIMEOUT = 7 * 24 * 3600
 
 
 def binder_script():
-    """The binder: the tested ``standalone`` package itself, as one zipapp behind this host's
-    interpreter. Importing its modules is what puts their files into the module's payload."""
-    package = binder.__name__.rsplit(".", 1)[0]
-    names = ["__init__"] + [module.__name__.rsplit(".", 1)[1] for module in STANDALONE_MODULES]
-    sources = dict((name + ".py", pkgutil.get_data(package, name + ".py")) for name in names)
+    """The binder: the tested ``standalone`` package and the module_utils files it imports, as
+    one zipapp behind this host's interpreter (``binder_app``). Importing them (BINDER_MODULES)
+    is what puts their files into the module's payload."""
+    sources = binder_app.closure(binder_app.reader(BINDER_MODULES))
     python = sys.executable if re.match(r"^/[A-Za-z0-9_./+-]+\Z", sys.executable or "") \
         else "/usr/bin/env python3"
     return binder_app.render(sources, python)

@@ -207,21 +207,7 @@ def write_in_place(host_root, path, text):
     with _Parent(host_root, path) as parent:
         if parent.fd is None or parent.name is None:
             raise OSError(errno.ENOENT, "No such file or directory", path)
-        fd = os.open(parent.name, os.O_WRONLY | paths.NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                     dir_fd=parent.fd)
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise UnsafePathError(path, "is not a regular file")
-            _single_link(path, st)
-            data = text.encode("utf-8")
-            os.write(fd, data)
-            try:
-                os.ftruncate(fd, len(data))  # a plain file (a sandbox); procfs refuses: fine
-            except OSError:
-                pass
-        finally:
-            os.close(fd)
+        paths.write_in_place_at(parent.fd, parent.name, text.encode("utf-8"), path)
 
 
 def stat_host(host_root, path):

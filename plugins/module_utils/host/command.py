@@ -189,12 +189,17 @@ def _inodes(proc):
     return inodes
 
 
-def collect(proc, timeout, limit=MAX_OUTPUT):
+def collect(proc, timeout, limit=MAX_OUTPUT, track=True):
     """Read ``proc``'s stdout and stderr until both close, the deadline passes or one
     exceeds ``limit`` bytes. ``proc`` leads its own process group (``start_new_session``);
     on a timeout, an overflow, or when the leader exited but a child still holds the pipes
     after ``LINGER`` seconds, the whole group is killed and reading stops there, so the call
     returns within ``timeout`` plus a fraction of a second whatever the command does.
+
+    ``track=False`` skips the /proc scans (``track_family``, ``pipe_holders``): the group is
+    still killed and reading still stops at the deadline, but a child that left the group
+    lives on (the binder: a scan of a busy host's /proc every 0.1 s would cost a reconcile
+    pass more CPU than the pass itself).
 
     Returns ``(stdout bytes, stderr bytes, rc or None, timed_out, overflow)``.
     """
@@ -207,7 +212,7 @@ def collect(proc, timeout, limit=MAX_OUTPUT):
     for fd in streams:
         selector.register(fd, selectors.EVENT_READ)
     open_fds = set(streams)
-    family = {}  # the command's processes seen so far (track_family): setsid children too
+    family = {} if track else None  # the command's processes seen so far: setsid children too
     timed_out = overflow = False
     exited_at = None
     kill = False
@@ -215,7 +220,7 @@ def collect(proc, timeout, limit=MAX_OUTPUT):
         scanned = None
         while open_fds:
             now = time.monotonic()
-            if scanned is None or now - scanned >= SCAN_EVERY:
+            if track and (scanned is None or now - scanned >= SCAN_EVERY):
                 track_family(proc.pid, family)
                 scanned = now
             if exited_at is None and _exited(proc):
@@ -253,7 +258,7 @@ def collect(proc, timeout, limit=MAX_OUTPUT):
     finally:
         selector.close()
         if kill:
-            _kill_group(proc, family, _inodes(proc))
+            _kill_group(proc, family, _inodes(proc) if track else ())
         proc.stdout.close()
         proc.stderr.close()
     rc = None
@@ -261,7 +266,7 @@ def collect(proc, timeout, limit=MAX_OUTPUT):
         rc = proc.wait(timeout=max(0.0, deadline - time.monotonic()) if not kill else REAP_WAIT)
     except subprocess.TimeoutExpired:
         # the pipes closed but the command runs on: same as a timeout
-        _kill_group(proc, track_family(proc.pid, family))
+        _kill_group(proc, track_family(proc.pid, family) if track else None)
         timed_out = True
         try:
             proc.wait(timeout=REAP_WAIT)
@@ -270,8 +275,9 @@ def collect(proc, timeout, limit=MAX_OUTPUT):
     return b"".join(streams[out_fd]), b"".join(streams[err_fd]), rc, timed_out, overflow
 
 
-def run(argv, timeout=DEFAULT_TIMEOUT):
-    """Run ``argv`` bounded by ``timeout`` seconds; a CommandResult, never an exception."""
+def run(argv, timeout=DEFAULT_TIMEOUT, track=True):
+    """Run ``argv`` bounded by ``timeout`` seconds; a CommandResult, never an exception
+    (``track``: see ``collect``)."""
     argv = list(argv)
     start = time.monotonic()
     try:
@@ -282,7 +288,7 @@ def run(argv, timeout=DEFAULT_TIMEOUT):
         if getattr(err, "errno", None) in (2, 13):  # ENOENT, EACCES: not runnable
             return CommandResult(argv, rc=127, missing=True, stderr=str(err))
         return CommandResult(argv, rc=126, stderr=str(err))
-    out, err, rc, timed_out, overflow = collect(proc, timeout)
+    out, err, rc, timed_out, overflow = collect(proc, timeout, track=track)
     seconds = time.monotonic() - start
     stdout, stderr = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
     if overflow:

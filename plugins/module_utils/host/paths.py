@@ -361,6 +361,30 @@ def write_atomic_at(dir_fd, name, data, mode=0o644, uid=None, gid=None, fsync=Tr
         raise
 
 
+def write_in_place_at(dir_fd, name, data, path=None):
+    """Write ``data`` (bytes) into the existing file ``name`` of ``dir_fd`` without replacing
+    it (procfs files such as ``/proc/irq/N/smp_affinity_list`` cannot be renamed over): opened
+    without following a link, it must be a regular file with one link (else UnsafePathError
+    naming ``path``); truncated after the write where the file allows it (a plain file in a
+    sandbox; procfs refuses: fine). OSError from the open or the write is passed on."""
+    path = path or name
+    fd = os.open(name, os.O_WRONLY | NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafePathError(path, "is not a regular file")
+        if st.st_nlink > 1:
+            raise UnsafePathError(path, "has %d hard links (refused: a link could lead outside "
+                                        "host_root)" % st.st_nlink)
+        os.write(fd, data)
+        try:
+            os.ftruncate(fd, len(data))
+        except OSError:
+            pass
+    finally:
+        os.close(fd)
+
+
 def _ours(st):
     return st.st_uid in (0, os.geteuid())
 

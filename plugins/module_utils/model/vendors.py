@@ -14,7 +14,8 @@ to the same device list; the first is the one an instance's env may already carr
 ``clear`` (variables the wrapper unsets: they would renumber the devices under it),
 ``launch_env`` (fixed launch variables), ``tool`` / ``driver`` (its command-line tool and driver, for messages), ``link_costs`` (the link-cell vocabulary of its
 topology tool beyond the PCIe classes, as GPU<->NIC costs), ``process_query`` (the command that
-lists the processes on the devices), ``irq_source`` (``device``: the accelerator's own IRQs;
+lists the processes on the devices; the binder runs it), ``process_map`` (the command that maps
+the tool's ids in that list to the plan's device ids, or None), ``irq_source`` (``device``: the accelerator's own IRQs;
 ``nic``: the paired RDMA NIC's completion IRQs), ``numa_bind`` (vLLM's ``--numa-bind`` applies
 with ``binding: vllm``), ``nic_links`` (``matrix``: the tool prints GPU<->NIC cells; ``numa``:
 the facts derive them from sysfs NUMA nodes).
@@ -27,7 +28,7 @@ __metaclass__ = type
 
 class Vendor(object):
     __slots__ = ("name", "device_word", "device_key", "visibility", "clear", "launch_env",
-                 "link_costs", "process_query", "irq_source", "numa_bind", "nic_links", "tool", "driver")
+                 "link_costs", "process_query", "process_map", "irq_source", "numa_bind", "nic_links", "tool", "driver")
 
     def __init__(self, name, **fields):
         self.name = name
@@ -43,7 +44,8 @@ VENDORS = {
     "ascend": Vendor(
         "ascend", device_word="NPU", device_key="npus", tool="npu-smi", driver="Ascend",
         visibility=("ASCEND_RT_VISIBLE_DEVICES",), clear=(), launch_env={},
-        link_costs={}, process_query=("npu-smi", "info"), irq_source="device",
+        link_costs={}, process_query=("npu-smi", "info"),
+        process_map=("npu-smi", "info", "-m"), irq_source="device",
         numa_bind=False, nic_links=None),
     "nvidia": Vendor(
         "nvidia", device_word="GPU", device_key="gpus", tool="nvidia-smi", driver="NVIDIA",
@@ -53,6 +55,7 @@ VENDORS = {
         link_costs={"NV#": 1},
         process_query=("nvidia-smi", "--query-compute-apps=pid,gpu_bus_id,used_memory",
                        "--format=csv,noheader,nounits"),
+        process_map=("nvidia-smi", "--query-gpu=index,pci.bus_id", "--format=csv,noheader"),
         irq_source="nic", numa_bind=True, nic_links="matrix"),
     # vLLM's ROCm platform (vllm/platforms/rocm.py) reads CUDA_VISIBLE_DEVICES and refuses a
     # HIP_VISIBLE_DEVICES that differs from it: both are exported, equal. ROCR_VISIBLE_DEVICES
@@ -62,7 +65,8 @@ VENDORS = {
         visibility=("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"),
         clear=("ROCR_VISIBLE_DEVICES",), launch_env={},
         link_costs={"XGMI": 1},
-        process_query=("rocm-smi", "--showpids"),
+        # --showpids prints a count of GPUs per process, --showpidgpus their indexes
+        process_query=("rocm-smi", "--showpidgpus"), process_map=None,
         irq_source="nic", numa_bind=False, nic_links="numa"),
 }
 GPU_VENDORS = tuple(sorted(name for name, row in VENDORS.items() if row.is_gpu))

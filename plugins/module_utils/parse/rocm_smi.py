@@ -1,13 +1,19 @@
 # -*- coding: utf-8 -*-
 # Copyright: npuops.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""``rocm-smi --showtopo`` and ``rocm-smi --showbus`` text -> AMD Instinct GPU data.
+"""``rocm-smi --showtopo``, ``--showbus`` and ``--showpidgpus`` text -> AMD Instinct GPU data.
 
 ``--showtopo`` prints fixed-width matrices under ``===== <title> =====`` banners ("Weight
 between two GPUs", "Hops between two GPUs", "Link Type between two GPUs") and a "Numa Nodes"
 block of ``GPU[n]<TAB><TAB>: (Topology) Numa Node: 0`` lines. It says nothing about NICs (the
 facts take NICs from sysfs) and "Hops" is not a hop count (1 for every XGMI peer). A block
 that cannot be read is reported in ``warnings``; ``ParseError`` only when no GPU is found.
+
+``--showpidgpus`` (the binder's process query) has no real capture here: its parser follows
+the format of rocm_smi_lib's ``python_smi_tools/rocm_smi.py`` (``showGpusByPid`` and
+``printListLog``): ``PID <pid> is using <n> DRM device(s):`` then the n GPU indexes separated
+by blanks (wrapped at the tool's line width), ``PID <pid> is using 0 DRM device(s)`` alone,
+``No KFD PIDs currently running`` when there is no process.
 
 Pure functions, standard library only, importable on Python 3.7.
 """
@@ -135,3 +141,49 @@ def parse_showbus(text, source="rocm-smi --showbus"):
                 raise ParseError(source, "GPU[%s]: %r is not a PCI bus id" % (found.group(1), found.group(2)))
             buses[int(found.group(1))] = bus
     return buses
+
+
+PIDGPUS_ARGV = ("rocm-smi", "--showpidgpus")
+SOURCE_PIDGPUS = " ".join(PIDGPUS_ARGV)
+_PID_GPUS = re.compile(r"^\s*PID (\d{1,10}) is using (\d{1,4}) DRM device\(s\):?\s*\Z")
+
+
+def parse_showpidgpus(text, source=SOURCE_PIDGPUS):
+    """``rocm-smi --showpidgpus`` -> {pid: [GPU index, ...]} (indexes in the tool's order, the
+    facts' ``gpus[].index``); {} when no process runs. ParseError on a device list that is
+    not the count of indexes it announces, and on text without the tool's block."""
+    if not isinstance(text, str):
+        raise ParseError(source, "expected text")
+    found = {}
+    seen_block = False
+    want = None  # (pid, count) whose indexes are being read
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if want is not None and stripped and not _PID_GPUS.match(stripped) and \
+                not _BANNER.match(stripped):
+            tokens = stripped.split()
+            if not all(_INT.match(t) and int(t) < MAX_GPUS for t in tokens):
+                raise ParseError(source, "line %d: %r is not a list of GPU indexes" % (number, stripped[:80]))
+            found[want[0]].extend(int(t) for t in tokens)
+            if len(found[want[0]]) > want[1]:
+                raise ParseError(source, "PID %d: more GPUs listed than the %d announced" % want)
+            if len(found[want[0]]) == want[1]:
+                want = None
+            continue
+        if want is not None:
+            raise ParseError(source, "PID %d: %d GPUs announced, %d listed"
+                             % (want[0], want[1], len(found[want[0]])))
+        match = _PID_GPUS.match(stripped)
+        if match:
+            seen_block = True
+            pid, count = int(match.group(1)), int(match.group(2))
+            found[pid] = []
+            want = (pid, count) if count else None
+        elif "GPUs Indexed by PID" in stripped or stripped == "No KFD PIDs currently running":
+            seen_block = True
+    if want is not None:
+        raise ParseError(source, "PID %d: %d GPUs announced, %d listed"
+                         % (want[0], want[1], len(found[want[0]])))
+    if not seen_block:
+        raise ParseError(source, "no 'GPUs Indexed by PID' block")
+    return found

@@ -5,8 +5,10 @@
 
 Standalone (standard library, Python 3.7+): ``vllm_launch_wrapper`` installs this package as
 one zipapp beside the wrapper and runs it from its own unit, bound to the service, so a slow
-or failing bind never delays or stops the inference service. It imports nothing from the
-collection and keeps its own copies of the few rules it needs (checked by a unit test).
+or failing bind never delays or stops the inference service. The rules it shares with the
+collection (cpulists, bus ids, the npu-smi parsers, the command runner, the atomic write, the
+vendor table) it imports from the lower layers of module_utils; the zipapp carries those files
+at their own package path (``render/binder_app``).
 
 One loop, under one deadline for every device: find the workers (npu-smi / nvidia-smi memory,
 else the ``VLLM::Worker_TP<n>`` titles under the service's main process), pin each worker's
@@ -97,7 +99,7 @@ class Binder(discovery.Discovery):
         except (AttributeError, TypeError, ValueError) as err:
             raise BindError("plan %s: not a plan vllm_launch_wrapper writes (%s)"
                             % (self.args.plan, err))
-        self.doc, self.vendor, self.devices = doc, info.get("vendor", "ascend"), devices
+        self.doc, self.vendor, self.devices = doc, targets.vendor_of(doc), devices
         self.device_targets, self.frontend = device_targets, frontend
         self.nodes = targets.all_nodes(doc)
 

@@ -10,12 +10,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import errno
-import json
 import os
-import stat
 
-from .rules import BindError, format_cpulist, parse_cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import UnsafePathError
+
+from .rules import BindError, format_cpulist, parse_cpulist, read_json
 
 PROC_IRQ = "/proc/irq"
 MAX_STATE_BYTES = 16 << 20
@@ -23,21 +22,7 @@ MAX_STATE_BYTES = 16 << 20
 
 def load_state(path, devices=None):
     """``[{irq, device, role, cpus}]`` from the IRQ state file, only for ``devices`` (None: all)."""
-    try:
-        with open(path, "rb") as handle:
-            text = handle.read(MAX_STATE_BYTES + 1)
-    except (IOError, OSError) as err:
-        if getattr(err, "errno", None) == errno.ENOENT:
-            return []
-        raise BindError("IRQ state %s: cannot read (%s)" % (path, err))
-    if len(text) > MAX_STATE_BYTES:
-        raise BindError("IRQ state %s: larger than %d bytes" % (path, MAX_STATE_BYTES))
-    try:
-        doc = json.loads(text.decode("utf-8"))
-    except RecursionError:
-        raise BindError("IRQ state %s: not valid JSON (nested too deep)" % path)
-    except ValueError as err:
-        raise BindError("IRQ state %s: not valid JSON (%s)" % (path, err))
+    doc = read_json(path, MAX_STATE_BYTES, "IRQ state", missing={})
     entries = []
     for item in (doc.get("irqs") if isinstance(doc, dict) else None) or []:
         if not isinstance(item, dict) or not isinstance(item.get("irq"), int) \
@@ -64,16 +49,21 @@ def current(irq):
 
 
 def write(irq, cpus):
-    """Write ``cpus`` to the IRQ's affinity; refuses anything but a regular single-link file."""
-    path = _affinity_path(irq)
-    fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0))
+    """Write ``cpus`` to the IRQ's affinity (``host/paths.write_in_place_at``, the writer
+    ``apply/irq`` uses too): the IRQ's directory opened without following a link, and then a
+    regular single-link file only."""
+    # imported here: only an IRQ that moved is written
+    from ansible_collections.npuops.fleet.plugins.module_utils.host import paths  # pylint: disable=import-outside-toplevel
+    directory = os.path.dirname(_affinity_path(irq))
+    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
-            raise BindError("IRQ %d: %s is not a regular single-link file" % (irq, path))
-        os.write(fd, (format_cpulist(cpus) + "\n").encode("ascii"))
+        paths.write_in_place_at(dir_fd, "smp_affinity_list",
+                                (format_cpulist(cpus) + "\n").encode("ascii"),
+                                _affinity_path(irq))
+    except UnsafePathError as err:
+        raise BindError(str(err))
     finally:
-        os.close(fd)
+        os.close(dir_fd)
 
 
 def reconcile(entries, check=False):

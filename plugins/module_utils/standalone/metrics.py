@@ -2,16 +2,15 @@
 # Copyright: npuops.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Prometheus textfile metrics of one binder run, for node_exporter's textfile collector:
-``<dir>/npuops_<instance>.prom``, written to a temporary file in the same directory and
-renamed, so a scrape never reads half a file. Every metric is a gauge with ``# HELP`` and
-``# TYPE`` lines, snake_case with its unit (``promtool check metrics`` is clean).
+``<dir>/npuops_<instance>.prom``, written to a temporary file in the same directory
+(``.npuops-<hex>.tmp``, which the textfile collector skips) and renamed, so a scrape never
+reads half a file. Every metric is a gauge with ``# HELP`` and ``# TYPE`` lines, snake_case with its unit (``promtool check metrics`` is clean).
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import binascii
 import os
 import re
 
@@ -55,11 +54,13 @@ def render(samples):
 
 
 def write(directory, instance, samples):
-    """Write ``npuops_<instance>.prom`` atomically; returns its path. Everything acts on one
-    descriptor of ``directory`` (opened without following a link: a symlinked metrics dir is
-    refused) and on the temporary file's own descriptor (mode set with fchmod): whoever can
-    write the directory (node_exporter's user) cannot swap a path under the binder, which runs
-    as root."""
+    """Write ``npuops_<instance>.prom`` atomically (``host/paths.write_atomic_at``); returns
+    its path. Everything acts on one descriptor of ``directory`` (opened without following a
+    link: a symlinked metrics dir is refused) and on the temporary file's own descriptor (mode
+    set with fchmod): whoever can write the directory (node_exporter's user) cannot swap a
+    path under the binder, which runs as root."""
+    # imported here: a run without --metrics-dir writes nothing
+    from ansible_collections.npuops.fleet.plugins.module_utils.host import paths  # pylint: disable=import-outside-toplevel
     if not re.match(_NAME_RE, instance or ""):
         raise ValueError("instance name %r cannot name a metrics file" % (instance,))
     name = "npuops_%s.prom" % instance
@@ -72,22 +73,7 @@ def write(directory, instance, samples):
                              % directory)
         raise err
     try:
-        tmp = ".npuops_%s.%s.tmp" % (instance, binascii.hexlify(os.urandom(6)).decode("ascii"))
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
-                     0o600, dir_fd=dir_fd)
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(render(samples))
-                handle.flush()
-                os.fchmod(handle.fileno(), 0o644)
-                os.fsync(handle.fileno())
-            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except BaseException:
-            try:
-                os.unlink(tmp, dir_fd=dir_fd)
-            except OSError:
-                pass
-            raise
+        paths.write_atomic_at(dir_fd, name, render(samples).encode("utf-8"), mode=0o644)
     finally:
         os.close(dir_fd)
     return os.path.join(directory, name)

@@ -1,65 +1,55 @@
 # -*- coding: utf-8 -*-
 # Copyright: npuops.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The binder's own copies of the collection's cpulist and PCI bus-id rules (it runs on hosts
-without the collection); ``test_binder_rules.py`` checks they agree with ``cpus/cpulist`` and
-``parse/pci`` on the same inputs. Also the binder's one exception.
+"""The collection's rules as the binder calls them: the cpulist rule of ``cpus/cpulist``
+(imported, not copied: the zipapp ships the file), its errors as ``BindError``; and ``read_json``, the one bounded read of the binder's JSON inputs
+(the plan, the IRQ state file).
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
+import errno
+import json
 
-# patterns, compiled by re's own cache on first use: a reconcile run compiles only those it uses
-_CPULIST_RE = r"^\d+(-\d+)?(,\d+(-\d+)?)*\Z"
-_BUS_RE = r"^[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]\Z"
-_SHORT_BUS_RE = r"^[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]\Z"
-_LONG_BUS_RE = r"^0000[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]\Z"
-# the kernel's NR_CPUS ceiling on the architectures we run on: bounds what a plan may name
-MAX_CPU = 8191
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import BindError, ParseError
 
+__all__ = ("BindError", "format_cpulist", "parse_cpulist", "read_json")
 
-class BindError(Exception):
-    """A worker could not be bound, or the plan is unusable; the message says why."""
+format_cpulist = cpulist.format
 
 
 def parse_cpulist(text, source="cpulist"):
-    """``"0-2,5"`` -> ``[0, 1, 2, 5]``; ints and empty values accepted."""
-    if isinstance(text, int):
-        return [text]
-    text = str(text if text is not None else "").replace(" ", "")
-    if not text:
+    """``"0-2,5"`` -> ``[0, 1, 2, 5]`` (``cpus/cpulist.parse``: its bounds); an int is one CPU,
+    None and ``""`` none; BindError naming ``source`` on anything else."""
+    if text is None:
         return []
-    if not re.match(_CPULIST_RE, text):
-        raise BindError("%s: %r is not a cpulist" % (source, text))
-    cpus = set()
-    for part in text.split(","):
-        lo, _sep, hi = part.partition("-")
-        if int(hi or lo) < int(lo):
-            raise BindError("%s: descending range %r" % (source, part))
-        if int(hi or lo) > MAX_CPU:
-            raise BindError("%s: CPU %s is beyond the kernel's limit (%d)" % (source, hi or lo, MAX_CPU))
-        cpus.update(range(int(lo), int(hi or lo) + 1))
-    return sorted(cpus)
+    if isinstance(text, bool) or not isinstance(text, (int, str)):
+        text = str(text)
+    try:
+        return cpulist.parse(str(text), source)
+    except ParseError as err:
+        raise BindError(str(err))
 
 
-def format_cpulist(cpus):
-    parts = []
-    for cpu in sorted(set(cpus)):
-        if parts and parts[-1][1] == cpu - 1:
-            parts[-1][1] = cpu
-        else:
-            parts.append([cpu, cpu])
-    return ",".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in parts)
-
-
-def normalise_bus_id(text):
-    """Copy of parse/pci.normalise_bus_id: ``0000:c1:00.0`` form, 8-digit domain cut; else None."""
-    text = (text or "").strip()
-    if re.match(_SHORT_BUS_RE, text):
-        text = "0000:" + text
-    elif re.match(_LONG_BUS_RE, text):
-        text = text[4:]
-    return text.lower() if re.match(_BUS_RE, text) else None
+def read_json(path, limit, what, missing=None):
+    """The JSON document in file ``path`` (at most ``limit`` bytes); BindError naming ``what``
+    and ``path`` when it cannot be read, is larger or is not JSON. A missing file gives
+    ``missing`` when that is not None."""
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(limit + 1)
+    except (IOError, OSError) as err:
+        if missing is not None and getattr(err, "errno", None) == errno.ENOENT:
+            return missing
+        raise BindError("%s %s: cannot read (%s)" % (what, path, err))
+    if len(text) > limit:
+        raise BindError("%s %s: larger than %d bytes" % (what, path, limit))
+    try:
+        return json.loads(text.decode("utf-8"))
+    except RecursionError:
+        raise BindError("%s %s: not valid JSON (nested too deep)" % (what, path))
+    except ValueError as err:
+        raise BindError("%s %s: not valid JSON (%s)" % (what, path, err))

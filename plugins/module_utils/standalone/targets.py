@@ -10,9 +10,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
+from ansible_collections.npuops.fleet.plugins.module_utils.model import vendors
 
-from .rules import BindError, parse_cpulist
+from .rules import BindError, parse_cpulist, read_json
 
 ACL_THREAD = "acl_thread"
 RELEASE_THREAD = "release_thread"
@@ -23,19 +23,7 @@ MAX_PLAN_BYTES = 4 << 20
 
 
 def load_plan(path, instance=None):
-    try:
-        with open(path, "rb") as handle:
-            text = handle.read(MAX_PLAN_BYTES + 1)
-    except (IOError, OSError) as err:
-        raise BindError("plan %s: cannot read (%s)" % (path, err))
-    if len(text) > MAX_PLAN_BYTES:
-        raise BindError("plan %s: larger than %d bytes" % (path, MAX_PLAN_BYTES))
-    try:
-        doc = json.loads(text.decode("utf-8"))
-    except RecursionError:
-        raise BindError("plan %s: not valid JSON (nested too deep)" % path)
-    except ValueError as err:
-        raise BindError("plan %s: not valid JSON (%s)" % (path, err))
+    doc = read_json(path, MAX_PLAN_BYTES, "plan")
     info = doc.get("npuops_instance") if isinstance(doc, dict) else None
     if not isinstance(info, dict):
         raise BindError("plan %s: no npuops_instance block (write it with vllm_launch_wrapper)"
@@ -45,15 +33,27 @@ def load_plan(path, instance=None):
     return doc
 
 
+def vendor_of(doc):
+    """The vendor row (``model/vendors``) of the plan's ``npuops_instance.vendor`` (plans
+    written before it existed: ascend); BindError for a vendor the table lacks."""
+    name = doc["npuops_instance"].get("vendor") or "ascend"
+    row = vendors.get(name) if isinstance(name, str) else None
+    if row is None:
+        raise BindError("plan: vendor %r is not one of %s" % (name, ", ".join(sorted(vendors.VENDORS))))
+    return row
+
+
 def device_target(doc, device):
-    """CPU roles and memory node of one device: {label, main, acl, release, node}."""
-    vendor = doc["npuops_instance"].get("vendor", "ascend")
-    table = doc.get("gpus" if vendor == "nvidia" else "npus") or {}
+    """CPU roles and memory node of one device: {label, main, acl, release, node}. The
+    vendor row names the plan table (``npus`` / ``gpus``) and the device word; a GPU entry
+    has one pool and its node, an NPU entry main / ACL / release CPUs and its nodes."""
+    row = vendor_of(doc)
+    table = doc.get(row.device_key) or {}
     entry = table.get(str(device))
     if not isinstance(entry, dict):
         raise BindError("plan: device %s is not in the plan" % device)
-    label = "%s%s" % ("GPU" if vendor == "nvidia" else "NPU", device)
-    if vendor == "nvidia":
+    label = "%s%s" % (row.device_word, device)
+    if row.is_gpu:
         main = parse_cpulist(entry.get("pool"), label + " pool")
         acl, release, node = [], [], entry.get("numa_node")
     else:

@@ -76,7 +76,8 @@ def test_created_then_unchanged_then_diff_on_change(tmp_path):
     with open(BINDER_APP, "rb") as handle:
         assert body == handle.read().partition(b"\n")[2]
     with zipfile.ZipFile(io.BytesIO(body)) as archive:
-        assert "npuops_bind/binder.py" in archive.namelist()
+        assert "ansible_collections/npuops/fleet/plugins/module_utils/standalone/binder.py" \
+            in archive.namelist()
     helped = subprocess.run([os.path.join(str(tmp_path), "usr/local/lib/npuops/svc-bind"),
                              "--help"], stdout=subprocess.PIPE, universal_newlines=True, check=False)
     assert helped.returncode == 0 and "--plan" in helped.stdout

@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
-"""The binder as the module installs it (a zipapp built from plugins/module_utils/standalone),
+"""The binder as the module installs it (a zipapp built from plugins/module_utils/standalone
+and the module_utils files it imports: ``build_binder``, ``read_module``),
 and a stand-in vLLM process tree to bind: a main process (the API server) that starts
 ``VLLM::EngineCore``, which starts ``VLLM::Worker_TP<n>`` processes with ``acl_thread``,
 ``release_thread`` and ``worker_thread`` threads (named through prctl, as torch_npu names them)
@@ -9,16 +10,17 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app
-from ansible_collections.npuops.fleet.plugins.module_utils.standalone import smi
 from npuops_testing import REPO
+from npuops_testing.gpu_hosts import SHOWPIDGPUS  # noqa: F401  (the binder tests' AMD tool output)
 
-STANDALONE = os.path.dirname(smi.__file__)
 # The plan JSON of a two-NPU instance on CPUs 0 and 1 of this machine: frontend on CPU 0; NPU0
 # main 1 / acl 0 / release 1; NPU1 main 0 / acl 1 / release 0.
 PLAN = {
@@ -32,18 +34,32 @@ PLAN = {
 }
 
 
+def gpu_plan(vendor):
+    """The plan JSON of a two-GPU instance of ``vendor``: GPU0 on CPU 0, GPU1 on CPU 1."""
+    return {"mode": "gpu_numa", "vendor": vendor, "numa_nodes": {"0": "0-1"},
+            "gpus": {"0": {"pool": "0", "numa_node": 0}, "1": {"pool": "1", "numa_node": 0}},
+            "npuops_instance": {"schema": 1, "name": "svc", "vendor": vendor, "devices": [0, 1],
+                                "main": "0-1", "pool": "0-1", "frontend": "0-1",
+                                "binding": "host"}}
+
+
+
+
+def read_module(name):
+    """Source bytes of module_utils module ``name`` (dotted), from this checkout."""
+    rel = name[len("ansible_collections.npuops.fleet.plugins."):].replace(".", os.sep) + ".py"
+    with open(os.path.join(REPO, "plugins", rel), "rb") as handle:
+        return handle.read()
+
+
 def build_binder(directory):
-    """Write the zipapp exactly as vllm_launch_wrapper installs it; returns its path."""
+    """Write the zipapp exactly as vllm_launch_wrapper installs it (binder_app.closure of
+    standalone/binder.py, rendered); returns its path."""
     directory = str(directory)
     os.makedirs(directory, exist_ok=True)
-    sources = {}
-    for name in sorted(os.listdir(STANDALONE)):
-        if name.endswith(".py"):
-            with open(os.path.join(STANDALONE, name), "rb") as handle:
-                sources[name] = handle.read()
     path = os.path.join(directory, "npuops-bind")
     with open(path, "wb") as handle:
-        handle.write(binder_app.render(sources, sys.executable))
+        handle.write(binder_app.render(binder_app.closure(read_module), sys.executable))
     os.chmod(path, 0o755)
     return path
 
@@ -116,10 +132,11 @@ def _read_int(path):
 
 @contextlib.contextmanager
 def stand_in_tree(tmp_path, workers=2, late_thread_after=0.0, dp=1, decoys=0, env=None,
-                  wait=90):
+                  wait=90, on_engine=None):
     """Start the stand-in tree in its own session; yields a _Tree (``workers`` workers per
     engine, ``dp`` engines; ``env``: the stand-in's STAND_IN_* / VLLM_PROCESS_NAME_PREFIX
-    settings); kills the session after."""
+    settings); kills the session after. ``on_engine(main pid)`` is called once the engines
+    exist, before their workers are waited for."""
     script = os.path.join(str(tmp_path), "vllm_stand_in.py")
     with open(script, "w") as handle:
         handle.write(STAND_IN)
@@ -136,6 +153,8 @@ def stand_in_tree(tmp_path, workers=2, late_thread_after=0.0, dp=1, decoys=0, en
         for name in names:
             _wait_file(prefix + name, proc, deadline)
             engines.append(_read_int(prefix + name))
+        if on_engine is not None:
+            on_engine(proc.pid)
         found = []
         count = 1 if environ.get("STAND_IN_UNIPROC") == "1" else workers * dp
         for rank in range(count):
@@ -165,3 +184,58 @@ def wait_final(tree, wait=30.0):
         while not os.path.exists(worker.prefix + ".final"):
             assert time.time() < deadline, "a stand-in worker never took its final title"
             time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def binder_at_engine_start(tmp_path, run, workers=2, env=None):
+    """The stand-in tree in ``tmp_path`` with ``run(main pid)`` (a binder run) started in a
+    thread the moment its EngineCore exists, before the workers do; yields ``(tree, what run
+    returned)`` once that run ended."""
+    results, threads = {}, []
+
+    def start(main_pid):
+        thread = threading.Thread(target=lambda: results.update(bind=run(main_pid)))
+        thread.start()
+        threads.append(thread)
+
+    with stand_in_tree(tmp_path, workers=workers, env=env, on_engine=start) as tree:
+        threads[0].join(60)
+        assert "bind" in results, "the binder run did not end"
+        yield tree, results["bind"]
+
+
+@contextlib.contextmanager
+def tcp_server(answer):
+    """A real server on 127.0.0.1: each connection is given to ``answer(conn, stop)`` in its
+    own thread (``stop``: a threading.Event set when the server closes; the connection is
+    closed after); yields the base URL ``http://127.0.0.1:<port>``."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    sock.settimeout(0.2)
+    stop = threading.Event()
+
+    def handle(conn):
+        try:
+            answer(conn, stop)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _addr = sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=handle, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield "http://127.0.0.1:%d" % sock.getsockname()[1]
+    finally:
+        stop.set()
+        sock.close()

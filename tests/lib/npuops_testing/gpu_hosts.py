@@ -6,6 +6,7 @@ captured on, for the nvidia_topo parser, GPU planner and rail tests.
 - ``LAYOUT``: {fixture: (numa_nodes, allowed cpulist, threads_per_core)} of the capturing host
 - ``topology_of(rel)``: the topology facts the GPU planner takes, from the parsed fixture and
   its host layout (no bus ids; numa_node None under numa=off as sysfs says -1)
+- ``SHOWPIDGPUS``: ``rocm-smi --showpidgpus`` output (a %-template of pids w0, w1, both, idle)
 """
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
@@ -88,3 +89,17 @@ def topology_of(rel):
             "gpus": gpus,
             "nics": [{"name": nic["name"], "bus_id": None, "numa_node": None}
                      for nic in parsed["nics"]]}
+
+
+# rocm-smi --showpidgpus as rocm_smi_lib's python_smi_tools/rocm_smi.py prints it
+# (showGpusByPid + printListLog): no real capture of this command is in tests/fixtures/real
+SHOWPIDGPUS = "\n".join([
+    "============================ ROCm System Management Interface ============================",
+    "================================== GPUs Indexed by PID ===================================",
+    "PID %(w0)d is using 1 DRM device(s):", "1 ",
+    "PID %(w1)d is using 1 DRM device(s):", "0 ",
+    "PID %(both)d is using 2 DRM device(s):", "0 1 ",
+    "PID %(idle)d is using 0 DRM device(s)",
+    "==========================================================================================",
+    "================================== End of ROCm SMI Log ===================================",
+    ""])

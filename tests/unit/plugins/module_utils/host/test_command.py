@@ -37,3 +37,24 @@ def test_output_over_the_cap_is_refused():
     proc_text = "import sys; sys.stdout.write('x' * (%d + 1))" % command.MAX_OUTPUT
     res = command.run([sys.executable, "-c", proc_text], timeout=60)
     assert res.stdout == "" and res.error and "larger than 8 MiB" in res.failure()
+
+
+def test_without_tracking_the_bounds_hold_and_proc_is_not_scanned(monkeypatch):
+    """track=False (the binder's runs): the timeout, the group kill and the output cap hold;
+    /proc is never scanned (track_family and pipe_holders are not called)."""
+    def scanned(*args):
+        raise AssertionError("/proc scanned")
+
+    monkeypatch.setattr(command, "_proc_table", scanned)
+    code = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
+    res = command.run([sys.executable, "-c", code], timeout=0.5, track=False)
+    assert res.timed_out and res.rc == -9
+    flood = "import sys; sys.stdout.write('x' * (%d + 1))" % command.MAX_OUTPUT
+    res = command.run([sys.executable, "-c", flood], timeout=60, track=False)
+    assert res.stdout == "" and "larger than 8 MiB" in res.failure()
+    res = command.run([sys.executable, "-c", "print('ok')"], track=False)
+    assert res.ok and res.stdout == "ok\n"
+    # a command that exits while its child holds the pipe: reading stops after LINGER
+    lingering = "import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); print('done')"
+    res = command.run([sys.executable, "-c", lingering], timeout=30, track=False)
+    assert res.stdout == "done\n" and not res.timed_out

@@ -8,6 +8,7 @@ from hypothesis import given, strategies as st
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import rocm_smi
 from npuops_testing import fixture_text
+from npuops_testing.gpu_hosts import SHOWPIDGPUS
 
 REAL = fixture_text("amd/mi300x-8gpu_rocm-smi-showtopo_rocm6.2.txt")
 
@@ -54,3 +55,36 @@ def test_mutated_text_never_crashes(start, end, junk):
         assert str(err).startswith("rocm-smi --showtopo: ")
     else:
         assert all(isinstance(g["index"], int) for g in parsed["gpus"])
+
+
+# ``rocm-smi --showpidgpus``: no real capture exists; SHOWPIDGPUS follows rocm_smi_lib's
+# python_smi_tools/rocm_smi.py (showGpusByPid, printListLog)
+def test_showpidgpus_parser():
+    text = SHOWPIDGPUS % {"w0": 10, "w1": 11, "both": 12, "idle": 13}
+    assert rocm_smi.parse_showpidgpus(text) == {10: [1], 11: [0], 12: [0, 1], 13: []}
+    # printListLog wraps a long list over lines
+    wrapped = "=== GPUs Indexed by PID ===\nPID 7 is using 3 DRM device(s):\n0 1 \n2 \n"
+    assert rocm_smi.parse_showpidgpus(wrapped) == {7: [0, 1, 2]}
+    assert rocm_smi.parse_showpidgpus("=== GPUs Indexed by PID ===\n"
+                                      "No KFD PIDs currently running\n=====\n") == {}
+
+
+@pytest.mark.parametrize("text,message", [
+    ("PID 7 is using 2 DRM device(s):\n0 \n", "2 GPUs announced, 1 listed"),
+    ("PID 7 is using 1 DRM device(s):\n0 1 \n", "more GPUs listed"),
+    ("PID 7 is using 1 DRM device(s):\nGPU0 \n", "not a list of GPU indexes"),
+    ("PID 7 is using 1 DRM device(s):\n5000 \n", "not a list of GPU indexes"),
+    ("KFD process information:\nPID PROCESS NAME GPU(s)\n", "no 'GPUs Indexed by PID' block"),
+])
+def test_showpidgpus_refuses_what_it_cannot_read(text, message):
+    with pytest.raises(ParseError, match=message):
+        rocm_smi.parse_showpidgpus(text)
+
+
+@given(st.text(alphabet=st.sampled_from(list("PID 0123456789isung DRM device(s):=\n ")), max_size=200))
+def test_showpidgpus_raises_only_parse_errors(text):
+    try:
+        found = rocm_smi.parse_showpidgpus(text)
+    except ParseError:
+        return
+    assert all(isinstance(p, int) and all(isinstance(g, int) for g in gpus) for p, gpus in found.items())

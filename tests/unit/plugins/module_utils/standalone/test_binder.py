@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import rules, smi, targets
-from npuops_testing.binder import BINDER_APP as BINDER, allowed
+from npuops_testing.binder import BINDER_APP as BINDER, SHOWPIDGPUS, allowed, gpu_plan
 HAVE_TWO_CPUS = {0, 1} <= set(os.sched_getaffinity(0))
 needs_two_cpus = pytest.mark.skipif(not HAVE_TWO_CPUS, reason="needs CPUs 0 and 1 allowed")
 
@@ -191,7 +191,7 @@ def test_thread_role_uses_kernel_comm_truncation():
 
 @pytest.mark.parametrize("text", ["0-", "a", "1,,2", "$(id)"])
 def test_bad_cpulists_rejected(text):
-    with pytest.raises(rules.BindError, match="not a cpulist"):
+    with pytest.raises(rules.BindError, match="NPU0 main: invalid cpulist item"):
         rules.parse_cpulist(text, "NPU0 main")
 
 
@@ -283,6 +283,33 @@ def test_discovers_workers_through_npu_smi_and_warns_without_migratepages(tmp_pa
     assert allowed(infos[1]["pid"], infos[1]["threads"]["acl_thread"]) == "0"
     assert "The 'migratepages' command is not available" in log
     assert not any(w["migrated"] for w in result["workers"])
+
+
+@pytest.mark.slow
+@needs_two_cpus
+def test_an_amd_instance_is_bound_from_rocm_smi(tmp_path, workers):
+    """An AMD plan: the binder asks rocm-smi (the vendor row's process query), not npu-smi;
+    rocm-smi puts the first worker on GPU1 and the second on GPU0, and each is pinned to its
+    GPU's pool (GPU targets: every thread on the pool). A process on both GPUs is left alone."""
+    proc, infos = workers
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "out.txt").write_text(SHOWPIDGPUS % {"w0": infos[0]["pid"], "w1": infos[1]["pid"],
+                                                   "both": proc.pid, "idle": 1})
+    tool = bindir / "rocm-smi"
+    tool.write_text('#!/bin/sh\n[ "$1" = "--showpidgpus" ] && exec /bin/cat "%s"\nexit 2\n'
+                    % (bindir / "out.txt"))
+    tool.chmod(0o755)
+    code, result, log = run_binder(
+        ["--plan", write_plan(tmp_path, gpu_plan("amd")), "--timeout", "10", "--interval", "0.2",
+         "--no-migrate"], env={"PATH": str(bindir), "MAINPID": str(proc.pid)})
+    assert code == 0, log
+    assert sorted((w["pid"], w["device"]) for w in result["workers"]) == sorted(
+        [(infos[0]["pid"], 1), (infos[1]["pid"], 0)])
+    for name in ("acl_thread", "release_thread", "worker_thread"):
+        assert allowed(infos[0]["pid"], infos[0]["threads"][name]) == "1"
+        assert allowed(infos[1]["pid"], infos[1]["threads"][name]) == "0"
+    assert "GPU1" in log and "NPU0" not in log
 
 
 @pytest.mark.slow

@@ -8,13 +8,12 @@ import os
 import socket
 import stat
 import subprocess
-import threading
 import time
 
 import pytest
 
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import metrics, procs
-from npuops_testing.binder import BINDER_APP as BINDER, PLAN
+from npuops_testing.binder import BINDER_APP as BINDER, PLAN, tcp_server
 
 SAMPLES = [("npuops_instance_up", [("instance", "svc")], 1)]
 
@@ -26,95 +25,41 @@ def _run(args, timeout=60):
     return proc.returncode, json.loads(proc.stdout), proc.stderr
 
 
-class _Trickle(object):
-    """A real server on 127.0.0.1 that answers every connection one byte every 0.2 s, a
-    status line and headers that never end."""
-
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.stop = threading.Event()
-        self.url = "http://127.0.0.1:%d/health" % self.sock.getsockname()[1]
-        threading.Thread(target=self.serve, daemon=True).start()
-
-    def serve(self):
-        self.sock.settimeout(0.2)
-        while not self.stop.is_set():
-            try:
-                conn, _addr = self.sock.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=self.trickle, args=(conn,), daemon=True).start()
-
-    def trickle(self, conn):
-        data = b"HTTP/1.1 200 OK\r\n" + b"X-Slow: " + b"a" * 10000
-        try:
-            for byte in data:
-                if self.stop.wait(0.2):
-                    break
-                conn.sendall(bytes([byte]))
-        except OSError:
-            pass
-        finally:
-            conn.close()
-
-    def close(self):
-        self.stop.set()
-        self.sock.close()
+def _trickle(conn, stop):
+    """One byte every 0.2 s: a status line and headers that never end."""
+    for byte in b"HTTP/1.1 200 OK\r\n" + b"X-Slow: " + b"a" * 10000:
+        if stop.wait(0.2):
+            break
+        conn.sendall(bytes([byte]))
 
 
 @pytest.fixture
 def trickle():
-    server = _Trickle()
-    yield server
-    server.close()
+    with tcp_server(_trickle) as base:
+        yield base + "/health"
 
 
 def test_a_trickling_health_server_cannot_hold_the_ready_check(trickle):
     start = time.time()
-    assert procs.ready(trickle.url, timeout=1.0) is False
+    assert procs.ready(trickle, timeout=1.0) is False
     assert time.time() - start < 5  # bounded by the one deadline, not by the byte rate
 
 
 def test_an_answer_with_huge_headers_is_cut_at_the_size_bound():
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(1)
+    def huge(conn, _stop):
+        conn.sendall(b"HTTP/1.1 200 OK\r\n" + b"X: " + b"a" * (procs.MAX_RESPONSE_HEAD * 4))
 
-    def serve():
-        conn, _addr = sock.accept()
-        try:
-            conn.sendall(b"HTTP/1.1 200 OK\r\n" + b"X: " + b"a" * (procs.MAX_RESPONSE_HEAD * 4))
-        except OSError:
-            pass
-        conn.close()
-
-    threading.Thread(target=serve, daemon=True).start()
-    try:
-        assert procs.ready("http://127.0.0.1:%d/" % sock.getsockname()[1], 5.0) is False
-    finally:
-        sock.close()
+    with tcp_server(huge) as base:
+        assert procs.ready(base + "/", 5.0) is False
 
 
 def test_a_healthy_server_is_ready():
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(1)
-
-    def serve():
-        conn, _addr = sock.accept()
+    def healthy(conn, _stop):
         conn.recv(1024)
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
-        conn.close()
 
-    threading.Thread(target=serve, daemon=True).start()
-    try:
-        assert procs.ready("http://localhost:%d/health" % sock.getsockname()[1], 5.0) is True
-    finally:
-        sock.close()
+    with tcp_server(healthy) as base:
+        assert procs.ready(base.replace("127.0.0.1", "localhost") + "/health", 5.0) is True
 
 
 def test_a_resolver_that_never_answers_is_bounded(monkeypatch):
@@ -141,7 +86,7 @@ def test_the_binder_with_a_trickling_ready_url_ends_by_its_deadlines(tmp_path, t
     try:
         start = time.time()
         code, result, log = _run(["--plan", str(plan), "--pid", str(worker.pid), "--npu", "0",
-                                  "--ready-url", trickle.url, "--ready-timeout", "2",
+                                  "--ready-url", trickle, "--ready-timeout", "2",
                                   "--thread-wait", "0", "--interval", "0.2", "--check"])
         assert time.time() - start < 20, log
         assert code == 0 and "did not answer" in log, log

@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from npuops_testing.binder import PLAN, allowed, build_binder, stand_in_tree, wait_final
+from npuops_testing.binder import (PLAN, allowed, binder_at_engine_start, build_binder,
+                                   stand_in_tree, wait_final)
 
 HAVE_TWO_CPUS = {0, 1} <= set(os.sched_getaffinity(0))
 pytestmark = [pytest.mark.slow,
@@ -97,39 +98,19 @@ def test_main_process_mask_does_not_leak_into_workers_spawned_later(tmp_path, bi
     plan = _plan(tmp_path)
     delayed = tmp_path / "delayed"
     delayed.mkdir()
-    import threading
-    results = {}
 
     def bind(main_pid):
-        results["bind"] = _run(binder, ["--plan", plan, "--root-pid", str(main_pid),
-                                        "--interval", "0.2", "--follow", "2", "--no-migrate"],
-                               env)
+        return _run(binder, ["--plan", plan, "--root-pid", str(main_pid), "--interval", "0.2",
+                             "--follow", "2", "--no-migrate"], env)
 
-    from npuops_testing import binder as helpers
-    original = helpers._wait_file
-    started = []
-
-    def wait_and_start(path, proc, deadline):
-        if not started:  # the engine exists: start the binder before the workers do
-            original(path, proc, deadline)
-            started.append(threading.Thread(target=bind, args=(proc.pid,)))
-            started[0].start()
-            return
-        original(path, proc, deadline)
-
-    helpers._wait_file = wait_and_start
-    try:
-        with stand_in_tree(delayed, workers=2, env={"STAND_IN_SPAWN_DELAY": "2"}) as tree:
-            started[0].join(60)
-            code, _result, log = results["bind"]
-            assert code == 0, log
-            with open(str(delayed / "tree.spawn")) as handle:
-                assert json.load(handle)["cpus"] == [0, 1], log  # not the frontend's [0]
-            assert "pid=%d tid=%d (main) 0-1 -> 0" % (tree.engine, tree.engine) in log
-            _assert_workers_bound(tree)
-            assert set(_all_threads(tree.main).values()) == {"0"}
-    finally:
-        helpers._wait_file = original
+    with binder_at_engine_start(delayed, bind, env={"STAND_IN_SPAWN_DELAY": "2"}) as (tree, run):
+        code, _result, log = run
+        assert code == 0, log
+        with open(str(delayed / "tree.spawn")) as handle:
+            assert json.load(handle)["cpus"] == [0, 1], log  # not the frontend's [0]
+        assert "pid=%d tid=%d (main) 0-1 -> 0" % (tree.engine, tree.engine) in log
+        _assert_workers_bound(tree)
+        assert set(_all_threads(tree.main).values()) == {"0"}
 
 
 def test_tp1_worker_titled_vllm_worker_is_device_0s(tmp_path, binder):
@@ -314,7 +295,6 @@ def test_a_slow_engine_is_left_alone_past_uniproc_after_while_the_ready_url_is_s
     does not settle the engine: it stays unpinned until its workers exist, so they inherit the
     instance's mask (0-1), not the frontend's (0)."""
     import socket
-    import threading
     closed = socket.socket()
     closed.bind(("127.0.0.1", 0))
     port = closed.getsockname()[1]
@@ -323,32 +303,15 @@ def test_a_slow_engine_is_left_alone_past_uniproc_after_while_the_ready_url_is_s
     plan = _plan(tmp_path)
     delayed = tmp_path / "slow"
     delayed.mkdir()
-    results = {}
 
     def bind(main_pid):
-        results["bind"] = _run(binder, ["--plan", plan, "--root-pid", str(main_pid),
-                                        "--interval", "0.2", "--follow", "2", "--no-migrate",
-                                        "--uniproc-after", "0.5", "--ready-timeout", "3",
-                                        "--ready-url", "http://127.0.0.1:%d/health" % port],
-                               env)
+        return _run(binder, ["--plan", plan, "--root-pid", str(main_pid), "--interval", "0.2",
+                             "--follow", "2", "--no-migrate", "--uniproc-after", "0.5",
+                             "--ready-timeout", "3",
+                             "--ready-url", "http://127.0.0.1:%d/health" % port], env)
 
-    from npuops_testing import binder as helpers
-    original = helpers._wait_file
-    started = []
-
-    def wait_and_start(path, proc, deadline):
-        original(path, proc, deadline)
-        if not started:  # the engine exists: start the binder long before the workers do
-            started.append(threading.Thread(target=bind, args=(proc.pid,)))
-            started[0].start()
-
-    helpers._wait_file = wait_and_start
-    try:
-        with stand_in_tree(delayed, workers=2, env={"STAND_IN_SPAWN_DELAY": "4"}) as tree:
-            started[0].join(60)
-            _code, _result, log = results["bind"]
-            with open(str(delayed / "tree.spawn")) as handle:
-                assert json.load(handle)["cpus"] == [0, 1], log  # not the frontend's [0]
-            _assert_workers_bound(tree)
-    finally:
-        helpers._wait_file = original
+    with binder_at_engine_start(delayed, bind, env={"STAND_IN_SPAWN_DELAY": "4"}) as (tree, run):
+        _code, _result, log = run
+        with open(str(delayed / "tree.spawn")) as handle:
+            assert json.load(handle)["cpus"] == [0, 1], log  # not the frontend's [0]
+        _assert_workers_bound(tree)

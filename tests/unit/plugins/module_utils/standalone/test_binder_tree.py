@@ -14,7 +14,9 @@ import time
 
 import pytest
 
-from npuops_testing.binder import BINDER_APP, PLAN, allowed, build_binder, stand_in_tree
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import WrapperError
+from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app
+from npuops_testing.binder import BINDER_APP, PLAN, allowed, build_binder, read_module, stand_in_tree
 
 HAVE_TWO_CPUS = {0, 1} <= set(os.sched_getaffinity(0))
 pytestmark = [pytest.mark.slow,
@@ -149,11 +151,30 @@ def test_binder_app_is_one_reproducible_file(tmp_path):
     assert out.returncode == 0 and "npuops-bind" in out.stdout
 
 
-def test_the_module_ships_every_file_of_the_binder_package():
-    """vllm_launch_wrapper builds the installed zipapp from STANDALONE_MODULES: a file of
-    standalone/ missing there would be missing on the host."""
+def test_the_module_imports_exactly_what_the_zipapp_holds():
+    """vllm_launch_wrapper imports every module the zipapp needs (BINDER_MODULES: AnsiballZ
+    ships the files a module imports) and builds the zipapp from their closure: a module the
+    binder imports but the module does not would be missing on a real host; one the module
+    lists but the binder never imports would be shipped for nothing. Every file of
+    standalone/ is reached."""
     from ansible_collections.npuops.fleet.plugins.modules import vllm_launch_wrapper
-    shipped = set(m.__name__.rsplit(".", 1)[1] + ".py"
-                  for m in vllm_launch_wrapper.STANDALONE_MODULES)
+    imported = set(m.__name__ for m in vllm_launch_wrapper.BINDER_MODULES)
+    needed = set(binder_app.closure(read_module))
+    assert imported == needed
     here = os.path.dirname(vllm_launch_wrapper.binder.__file__)
-    assert shipped == set(n for n in os.listdir(here) if n.endswith(".py") and n != "__init__.py")
+    package = vllm_launch_wrapper.binder.__name__.rsplit(".", 1)[0]
+    assert set("%s.%s" % (package, n[:-3]) for n in os.listdir(here)
+               if n.endswith(".py") and n != "__init__.py") <= needed
+    # the module's own reader (pkgutil, as under AnsiballZ) gives the same bytes
+    read = binder_app.reader(vllm_launch_wrapper.BINDER_MODULES)
+    assert binder_app.closure(read) == binder_app.closure(read_module)
+    with pytest.raises(WrapperError, match="missing on the host"):
+        binder_app.closure(binder_app.reader(vllm_launch_wrapper.BINDER_MODULES[1:]))
+
+
+def test_the_installed_binder_is_the_module_s_own_zipapp():
+    from ansible_collections.npuops.fleet.plugins.modules import vllm_launch_wrapper
+    data = vllm_launch_wrapper.binder_script()
+    with open(BINDER_APP, "rb") as handle:
+        ours = handle.read()
+    assert data.split(b"\n", 1)[1] == ours.split(b"\n", 1)[1]

@@ -80,7 +80,7 @@ def test_irq_reconcile_refuses_a_hard_linked_target(tmp_path, monkeypatch):
     target.unlink()
     os.link(str(outside), str(target))
     (row,) = [r for r in irqs.reconcile(irqs.load_state(state, [0])) if r["irq"] == 101]
-    assert "single-link" in row["error"]
+    assert "has 2 hard links" in row["error"]
     assert outside.read_text() == "3\n"
 
 

@@ -55,20 +55,26 @@ def test_a_setsid_child_is_killed_with_the_command(tmp_path, name):
             os.kill(escaped, 9)
 
 
+def _session(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return int(handle.read().rsplit(")", 1)[1].split()[3])
+    except (IOError, OSError):
+        return None
+
+
 def test_track_family_finds_a_setsid_descendant():
     import subprocess
     proc = subprocess.Popen(["sh", "-c", "setsid sleep 60 & wait"], start_new_session=True)
     try:
-        family = {}
-        for dummy in range(100):
+        family, sessions = {}, set()
+        for dummy in range(250):
             command.track_family(proc.pid, family)
-            if len(family) >= 2:
+            # the forked child is in the family before it has called setsid: wait for both
+            sessions = set(_session(pid) for pid in family) - set([None])
+            if len(family) >= 2 and len(sessions) == 2:
                 break
             time.sleep(0.02)
-        sessions = set()
-        for pid in family:
-            with open("/proc/%d/stat" % pid) as handle:
-                sessions.add(int(handle.read().rsplit(")", 1)[1].split()[3]))
         assert proc.pid in family and len(sessions) == 2  # the shell's session and setsid's
     finally:
         family = command.track_family(proc.pid, {})

@@ -424,22 +424,28 @@ def overlaps(cpus, allowed):
 def subtract(cpus, removed):
     """``[c for c in cpus if c not in removed]`` (order and duplicates kept)."""
     if cpus.__class__ is CpuSeq and removed.__class__ is CpuSeq:
-        gaps = []
-        start = None
-        for lo, hi in removed.sorted_unique().runs:
-            gaps.append((start, lo - 1))
-            start = hi + 1
-        gaps.append((start, None))
-        out = []
-        for lo, hi in cpus.runs:
-            for g_lo, g_hi in gaps:
-                first = lo if g_lo is None else max(lo, g_lo)
-                last = hi if g_hi is None else min(hi, g_hi)
-                if first <= last:
-                    out.append((first, last))
-        return CpuSeq.from_runs(out)
+        return CpuSeq.from_runs(_subtract_runs(cpus.runs, removed.sorted_unique().runs))
     removed = as_set(removed)
     return [c for c in cpus if c not in removed]
+
+
+def _subtract_runs(runs, removed):
+    """The parts of ``runs`` (in their order) outside the normal run list ``removed``: per run,
+    a bisection to the first removed run that reaches it, then only the removed runs inside."""
+    out = []
+    count = len(removed)
+    highs = [hi for dummy, hi in removed]
+    for lo, hi in runs:
+        index = bisect_left(highs, lo)
+        while index < count and removed[index][0] <= hi:
+            r_lo, r_hi = removed[index]
+            if r_lo > lo:
+                out.append((lo, r_lo - 1))
+            lo = r_hi + 1
+            index += 1
+        if lo <= hi:
+            out.append((lo, hi))
+    return out
 
 
 def concat(first, second):

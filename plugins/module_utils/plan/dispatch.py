@@ -277,6 +277,12 @@ def _strict(plan, request, host, insts, release=None):
     plan["warnings"].extend(nearness.read_warnings())
     plan["log"].append("[strict] mode=%s npus=%s planned_over=%s"
                        % (result["mode"], list(keep), result["planned_over"]))
+    if insts:
+        # the entries' pool and main CPUs for ``_instances``, from the pools instead of the
+        # entries' text: main is ``pool[2:-2]`` (roles.split_roles), a 950 pool is all main
+        seqs = dict((npu, cpuset.CpuSeq.from_cpus(pools[npu])) for npu in keep)
+        fronts["device_cpus"] = dict((npu, (seq, seq if cluster else seq.part(2, seq.size - 2)))
+                                     for npu, seq in seqs.items())
     return fronts
 
 
@@ -305,7 +311,9 @@ def _place(plan, devices, pools, home_of, host, insts, cluster=None, uvb=None):
     if fronts["carved"]:
         for dev, carved in fronts["carved"].items():
             seq = seqs[dev]
-            if cluster:
+            if cluster or seq.normal:
+                # (the carve took main CPUs only: an ascending pool, each id once, keeps its
+                # IRQ, ACL and release CPUs in place when the carved ones are removed)
                 seqs[dev] = cpuset.subtract(seq, carved)
             else:
                 seqs[dev] = seq[:2] + cpuset.subtract(seq[2:-2], carved) + seq[-2:]
@@ -347,7 +355,11 @@ def _vllm_ascend(plan, topology, ids, requested, insts, busy, affinity, node_cpu
 
 
 def _instances(plan, insts, env_name, fronts=None):
+    """``plan["instances"]``: each instance's devices, the union of their pools and main CPUs,
+    its frontend. ``fronts["device_cpus"]`` (strict): ``{device: (pool, main)}`` CpuSeq equal
+    to the entries' cpulists, used instead of parsing them."""
     table = plan["gpus"] if plan["mode"] == "gpu_numa" else plan["npus"]
+    device_cpus = (fronts or {}).get("device_cpus")
     for name, members in insts:
         main, pool, nodes = [], [], set()
         for dev in members:
@@ -357,9 +369,14 @@ def _instances(plan, insts, env_name, fronts=None):
                     # (vllm_ascend: the ranks say why the release builds no pool for it)
                     continue
                 raise PlanError("instance %s: no CPU pool was planned for it" % name, dev)
-            # the entries' cpulists as runs (cpuset), not one int per CPU
-            pool.append(cpuset.parse(entry["pool"]))
-            main.append(cpuset.parse(entry.get("main", entry["pool"])))
+            if device_cpus is not None:
+                dev_pool, dev_main = device_cpus[dev]
+                pool.append(dev_pool)
+                main.append(dev_main)
+            else:
+                # the entries' cpulists as runs (cpuset), not one int per CPU
+                pool.append(cpuset.parse(entry["pool"]))
+                main.append(cpuset.parse(entry.get("main", entry["pool"])))
             if "numa_nodes" in entry:
                 nodes.update(entry["numa_nodes"])
             elif entry.get("numa_node") is not None:

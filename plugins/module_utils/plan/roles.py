@@ -152,24 +152,25 @@ def pool_entries(pools, npus, cpu_node, cluster=False):
                     "main": _TEXT[first + 2] if first + 2 == last - 2 else
                     _DASHED[first + 2] + _TEXT[last - 2],
                     "acl": _TEXT[last - 1], "release": _TEXT[last]})
-        elif len(runs) > 1 and pool.normal and 0 <= first and last < _SMALL and \
-                runs[0][1] - first >= 2 and last - runs[-1][0] >= 2:
-            # ascending (``last`` the highest), 3 or more CPUs in the first and the last run:
-            # the roles cut their ends; main is the pool's text with those two runs cut
-            parts = [_TEXT[lo] if lo == hi else _DASHED[lo] + _TEXT[hi] for lo, hi in runs]
-            order = ",".join(parts)
-            parts[0] = _run_text(first + 2, runs[0][1])
-            parts[-1] = _run_text(runs[-1][0], last - 2)
+        elif pool.normal and 0 <= first and last < _SMALL:
+            # ascending over several runs (``last`` the highest): every text from the runs
+            order = _runs_text(runs)
+            sq_cpu, cq_cpu = pool.first_two()
+            acl, release = pool.last_two()
             append({"pool": order, "pool_order": order, "numa_nodes": nodes,
-                    "irq": _DASHED[first] + _TEXT[first + 1], "main": ",".join(parts),
-                    "acl": _TEXT[last - 1], "release": _TEXT[last]})
+                    # a range when SQ and CQ are neighbours (both in the first run)
+                    "irq": (_DASHED[sq_cpu] if cq_cpu == sq_cpu + 1 else _TEXT[sq_cpu] + ",") +
+                    _TEXT[cq_cpu],
+                    "main": _runs_text(pool.part(2, pool.size - 2).runs),
+                    "acl": _TEXT[acl], "release": _TEXT[release]})
         else:
             append(_large_entry(pool, nodes))
     return entries
 
 
-def _run_text(lo, hi):
-    return _TEXT[lo] if lo == hi else _DASHED[lo] + _TEXT[hi]
+def _runs_text(runs):
+    """``cpulist.format_runs(runs)`` of runs of ids below 2048, their text looked up."""
+    return ",".join([_TEXT[lo] if lo == hi else _DASHED[lo] + _TEXT[hi] for lo, hi in runs])
 
 
 def _large_entry(pool, nodes):

@@ -248,6 +248,23 @@ class Nearness(object):
             return (other, table[a][b], b)
         return (other, abs(a - b), b)
 
+    def keys_from(self, a, nodes):
+        """``[key(a, b)[:2] for b in nodes]``: ``(other package, distance)`` of each node."""
+        packages = self.packages
+        table = self._distance if self._source is None else self.distance
+        row = table.get(a) if table is not None else None
+        package = packages.get(a) if packages is not None else None
+        out = []
+        for b in nodes:
+            other = 0
+            if package is not None and b in packages and packages[b] != package:
+                other = 1
+            if row is not None and b in table:
+                out.append((other, row[b]))
+            else:
+                out.append((other, abs(a - b)))
+        return out
+
     def same_package(self, a, b):
         """True when both nodes are on one package (or a package is unknown)."""
         packages = self.packages

@@ -62,8 +62,6 @@ def free_shares(devices, anchors, home_nodes, free_by_node, nearness, cores):
     candidates = [n for n in sorted(free_by_node) if n not in home_nodes and free_by_node[n]]
     if not candidates:
         return {}
-    key_of = nearness.key
-    same = nearness.same_package
     # devices of one home node (one anchors tuple) see the same keys: work per group
     groups = {}
     for dev in devices:
@@ -72,29 +70,27 @@ def free_shares(devices, anchors, home_nodes, free_by_node, nearness, cores):
             groups.setdefault(nodes, []).append(dev)
     if not groups:
         return {}
+    # group -> {free node: (other package, distance)} from its nearest anchor; the first part
+    # of a key is 0 exactly when the node shares a package with an anchor (same_package)
     found = {}
     for nodes in groups:
-        if len(nodes) == 1:
-            anchor = nodes[0]
-            found[nodes] = dict((node, key_of(anchor, node)[:2]) for node in candidates)
-        else:
-            found[nodes] = dict((node, min(key_of(a, node)[:2] for a in nodes))
-                                for node in candidates)
-    # the groups nearest to each free node
-    owners = dict((node, []) for node in candidates)
-    for node in candidates:
-        best = min(keys[node] for keys in found.values())
-        owners[node] = [nodes for nodes, keys in found.items() if keys[node] == best]
+        keys = dict(zip(candidates, nearness.keys_from(nodes[0], candidates)))
+        for anchor in nodes[1:]:
+            keys = dict((node, min(key, other)) for (node, key), other in
+                        zip(keys.items(), nearness.keys_from(anchor, candidates)))
+        found[nodes] = keys
+    # the key of the groups nearest to each free node
+    nearest = dict((node, min(keys[node] for keys in found.values())) for node in candidates)
     wants = {}
     chosen_key = {}
     for nodes, members in groups.items():
         keys = found[nodes]
-        mine = [node for node in candidates if nodes in owners[node]]
+        mine = [node for node in candidates if keys[node] == nearest[node]]
         if not mine:
             continue
-        own_package = [node for node in candidates if any(same(a, node) for a in nodes)]
-        if own_package:
-            mine = [node for node in mine if node in own_package]
+        if any(keys[node][0] == 0 for node in candidates):
+            # a free node of its own package: never one of another package
+            mine = [node for node in mine if keys[node][0] == 0]
             if not mine:
                 continue
         best = min(keys[node] for node in mine)
@@ -185,9 +181,10 @@ def instance_frontend(members, shares, cap, cores):
     ordered = parts[0][3]
     for part in parts[1:]:
         ordered = ordered + part[3]
-    kept = ordered
-    if cap is not None and cap < len(ordered):
-        kept = smt.take(ordered, cap, cores) if cap > 0 else EMPTY
+    if cap is None or cap >= len(ordered):
+        # every share kept (each holds CPUs): all their nodes, nothing capped off
+        return ordered.sorted_unique(), sorted(set(part[1] for part in parts)), EMPTY
+    kept = smt.take(ordered, cap, cores) if cap > 0 else EMPTY
     kept_set = kept.sorted_unique() if len(kept) else EMPTY
     nodes = sorted(set(node for dummy, node, dummy, share in parts
                        if len(kept_set) and cpuset.overlaps(share, kept_set)))

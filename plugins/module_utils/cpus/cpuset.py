@@ -154,17 +154,7 @@ class CpuSeq(object):
             start, stop, step = index.indices(self.size)
             if step != 1:
                 raise ValueError("CpuSeq slices take no step")
-            runs = self.runs
-            if len(runs) == 1 and 0 < stop - start < self.size:
-                # a part of one contiguous run (a share, a role): plain arithmetic
-                first = runs[0][0]
-                return CpuSeq(((first + start, first + stop - 1),))
-            if len(runs) > 1 and start <= runs[0][1] - runs[0][0] and \
-                    self.size - stop <= runs[-1][1] - runs[-1][0]:
-                # only the first and the last run lose CPUs (the main role of a pool)
-                return CpuSeq(((runs[0][0] + start, runs[0][1]),) + runs[1:-1] +
-                              ((runs[-1][0], runs[-1][1] - (self.size - stop)),))
-            return self._cut(start, stop)
+            return self.part(start, stop)
         if index < 0:
             index += self.size
         if index < 0 or index >= self.size:
@@ -205,9 +195,16 @@ class CpuSeq(object):
         """``self[start:stop]`` for ``0 <= start`` and ``stop <= len(self)`` (the planners'
         shares), without a slice object."""
         runs = self.runs
-        if len(runs) == 1 and 0 < stop - start < self.size:
-            first = runs[0][0]
-            return CpuSeq(((first + start, first + stop - 1),))
+        if len(runs) == 1:
+            if 0 < stop - start < self.size:
+                # a part of one contiguous run (a share, a role): plain arithmetic
+                first = runs[0][0]
+                return CpuSeq(((first + start, first + stop - 1),))
+        elif len(runs) > 1 and start <= runs[0][1] - runs[0][0] and \
+                self.size - stop <= runs[-1][1] - runs[-1][0]:
+            # only the first and the last run lose CPUs (the main role of a pool)
+            return CpuSeq(((runs[0][0] + start, runs[0][1]),) + runs[1:-1] +
+                          ((runs[-1][0], runs[-1][1] - (self.size - stop)),))
         return self._cut(start, stop)
 
     def first_two(self):
@@ -424,7 +421,16 @@ def overlaps(cpus, allowed):
 def subtract(cpus, removed):
     """``[c for c in cpus if c not in removed]`` (order and duplicates kept)."""
     if cpus.__class__ is CpuSeq and removed.__class__ is CpuSeq:
-        return CpuSeq.from_runs(_subtract_runs(cpus.runs, removed.sorted_unique().runs))
+        runs = cpus.runs
+        if len(runs) == 1 and len(removed.runs) == 1:
+            # one run less one run (a carve from a pool, reserved CPUs): at most two pieces,
+            # apart by the removed run, so already canonical
+            (lo, hi), (r_lo, r_hi) = runs[0], removed.runs[0]
+            if r_hi < lo or hi < r_lo:
+                return CpuSeq(runs)
+            return CpuSeq(([(lo, r_lo - 1)] if lo < r_lo else []) +
+                          ([(r_hi + 1, hi)] if r_hi < hi else []))
+        return CpuSeq.from_runs(_subtract_runs(runs, removed.sorted_unique().runs))
     removed = as_set(removed)
     return [c for c in cpus if c not in removed]
 

@@ -305,7 +305,7 @@ def _place(plan, devices, pools, home_of, host, insts, cluster=None, uvb=None):
         return {"instances": {}, "carved": {}}
     isolated = host.isolated
     fronts = placement.place(devices, seqs, home_of, host, insts,
-                             None if cluster else (lambda dev: seqs[dev][2:-2]),
+                             None if cluster else (lambda dev: seqs[dev].part(2, seqs[dev].size - 2)),
                              cluster or None, extra)
     workers = fronts["workers"]
     if fronts["carved"]:

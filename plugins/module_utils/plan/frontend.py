@@ -167,7 +167,7 @@ def _carve_cpus(mains, members, need):
     for dev in members:
         if quota[dev]:
             main = mains[dev]
-            carved[dev] = main[len(main) - quota[dev]:].sorted_unique()
+            carved[dev] = main.part(main.size - quota[dev], main.size).sorted_unique()
     return carved, got
 
 

@@ -142,8 +142,10 @@ def pool_entries(pools, npus, cpu_node, cluster=False):
         if pool.size < MIN_CPUS_PER_NPU:
             check_pool_size(pool, npu)
         runs = pool.runs
-        nodes = cpu_node.node_list(runs)
         first, last = runs[0][0], runs[-1][1]
+        node = cpu_node.run_node(first, last) if pool.normal else None
+        # (an ascending pool lies between its first and its last CPU)
+        nodes = [node] if node is not None else cpu_node.node_list(runs)
         if len(runs) == 1 and 0 <= first and last < _SMALL:
             # one contiguous run of at least 5 CPUs: the roles are plain arithmetic
             text = _DASHED[first] + _TEXT[last]

@@ -33,6 +33,7 @@ _MAX_CPUS = cpulist.MAX_CPUS
 DECIMAL = _DECIMAL = tuple(str(cpu) for cpu in range(2048))
 ID_OF = _ID_OF = dict((text, cpu) for cpu, text in enumerate(_DECIMAL))
 _SMALL = len(_DECIMAL)
+DASHED = _DASHED = tuple(text + "-" for text in _DECIMAL)  # "N-": a range's text, one "+"
 
 
 def _join(runs):
@@ -338,17 +339,31 @@ def join_ids(cpus, sep=" "):
     return sep.join(map(str, cpus))
 
 
+def runs_text(runs):
+    """``cpulist.format_runs(runs)`` of runs of ids from 0 to 2047, their text looked up."""
+    return ",".join([_DECIMAL[lo] if lo == hi else _DASHED[lo] + _DECIMAL[hi] for lo, hi in runs])
+
+
+def _text(seq):
+    """``cpulist.format_runs(seq.runs)``; an ascending sequence of ids below 2048 (a plan's
+    cpulists) by lookup."""
+    runs = seq.runs
+    if seq.normal and runs and runs[0][0] >= 0 and runs[-1][1] < _SMALL:
+        return runs_text(runs)
+    return cpulist.format_runs(runs)
+
+
 def format(cpus):  # pylint: disable=redefined-builtin
     """``cpulist.format`` (sorted unique cpulist text); a CpuSeq is formatted per run."""
     if cpus.__class__ is CpuSeq:
-        return cpulist.format_runs(cpus.sorted_unique().runs)
+        return _text(cpus.sorted_unique())
     return cpulist.format(cpus)
 
 
 def format_ordered(cpus):
     """``cpulist.format_ordered`` (positional order kept); a CpuSeq is formatted per run."""
     if cpus.__class__ is CpuSeq:
-        return cpulist.format_runs(cpus.runs)
+        return _text(cpus)
     return cpulist.format_ordered(cpus)
 
 

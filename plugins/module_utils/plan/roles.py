@@ -119,7 +119,7 @@ def pool_entry(pool, cpu_node, cluster=False, npu=None):
 
 
 _TEXT = cpuset.DECIMAL
-_DASHED = tuple(text + "-" for text in _TEXT)  # "N-": a range's text is one concatenation
+_DASHED = cpuset.DASHED  # "N-": a range's text is one concatenation
 _SMALL = len(_TEXT)  # ids with a text in _TEXT
 
 
@@ -156,23 +156,18 @@ def pool_entries(pools, npus, cpu_node, cluster=False):
                     "acl": _TEXT[last - 1], "release": _TEXT[last]})
         elif pool.normal and 0 <= first and last < _SMALL:
             # ascending over several runs (``last`` the highest): every text from the runs
-            order = _runs_text(runs)
+            order = cpuset.runs_text(runs)
             sq_cpu, cq_cpu = pool.first_two()
             acl, release = pool.last_two()
             append({"pool": order, "pool_order": order, "numa_nodes": nodes,
                     # a range when SQ and CQ are neighbours (both in the first run)
                     "irq": (_DASHED[sq_cpu] if cq_cpu == sq_cpu + 1 else _TEXT[sq_cpu] + ",") +
                     _TEXT[cq_cpu],
-                    "main": _runs_text(pool.part(2, pool.size - 2).runs),
+                    "main": cpuset.runs_text(pool.part(2, pool.size - 2).runs),
                     "acl": _TEXT[acl], "release": _TEXT[release]})
         else:
             append(_large_entry(pool, nodes))
     return entries
-
-
-def _runs_text(runs):
-    """``cpulist.format_runs(runs)`` of runs of ids below 2048, their text looked up."""
-    return ",".join([_TEXT[lo] if lo == hi else _DASHED[lo] + _TEXT[hi] for lo, hi in runs])
 
 
 def _large_entry(pool, nodes):

@@ -280,9 +280,9 @@ def _strict(plan, request, host, insts, release=None):
     if insts:
         # the entries' pool and main CPUs for ``_instances``, from the pools instead of the
         # entries' text: main is ``pool[2:-2]`` (roles.split_roles), a 950 pool is all main
-        seqs = dict((npu, cpuset.CpuSeq.from_cpus(pools[npu])) for npu in keep)
-        fronts["device_cpus"] = dict((npu, (seq, seq if cluster else seq.part(2, seq.size - 2)))
-                                     for npu, seq in seqs.items())
+        seqs = {npu: cpuset.CpuSeq.from_cpus(pools[npu]) for npu in keep}
+        fronts["device_cpus"] = {npu: (seq, seq if cluster else seq.part(2, seq.size - 2))
+                                 for npu, seq in seqs.items()}
     return fronts
 
 

@@ -76,11 +76,11 @@ def free_shares(devices, anchors, home_nodes, free_by_node, nearness, cores):
     for nodes in groups:
         keys = dict(zip(candidates, nearness.keys_from(nodes[0], candidates)))
         for anchor in nodes[1:]:
-            keys = dict((node, min(key, other)) for (node, key), other in
-                        zip(keys.items(), nearness.keys_from(anchor, candidates)))
+            keys = {node: min(key, other) for (node, key), other in
+                    zip(keys.items(), nearness.keys_from(anchor, candidates))}
         found[nodes] = keys
     # the key of the groups nearest to each free node
-    nearest = dict((node, min(keys[node] for keys in found.values())) for node in candidates)
+    nearest = {node: min([keys[node] for keys in found.values()]) for node in candidates}
     wants = {}
     chosen_key = {}
     for nodes, members in groups.items():
@@ -99,7 +99,7 @@ def free_shares(devices, anchors, home_nodes, free_by_node, nearness, cores):
                 wants.setdefault(node, []).extend(members)
                 for dev in members:
                     chosen_key[(dev, node)] = best
-    shares = dict((dev, []) for dev in devices)
+    shares = {dev: [] for dev in devices}
     for node in candidates:
         wanters = sorted(wants.get(node, ()))
         if not wanters:
@@ -146,7 +146,7 @@ def carve(mains, members, need, cores, unit=None):
 def _quotas(room, members, need):
     """``(quota per member, units placed)``: ``need`` spread evenly, each member at most its
     ``room``; a full member's part goes to the others."""
-    quota = dict((dev, 0) for dev in members)
+    quota = dict.fromkeys(members, 0)
     left = need
     while left > 0:
         open_members = [dev for dev in members if quota[dev] < room[dev]]
@@ -161,7 +161,7 @@ def _quotas(room, members, need):
 
 
 def _carve_cpus(mains, members, need):
-    room = dict((dev, max(len(mains.get(dev) or EMPTY) - 1, 0)) for dev in members)
+    room = {dev: max(len(mains.get(dev) or EMPTY) - 1, 0) for dev in members}
     quota, got = _quotas(room, members, need)
     carved = {}
     for dev in members:
@@ -202,7 +202,7 @@ def _by_node(cpus, node_cpus, cpu_node):
                 break
             runs.setdefault(node, []).append((lo, hi))
         else:
-            return dict((node, CpuSeq(found)) for node, found in runs.items())
+            return {node: CpuSeq(found) for node, found in runs.items()}
     out = {}
     for node, mine in node_cpus.items():
         mine = cpuset.keep(mine, cpus)
@@ -247,7 +247,7 @@ def place(devices, pools, home_of, host, instances, mains=None, cluster=None, ex
             free_by_node[node] = smt.core_order(cpus, cores)
     shares = {}
     if free_by_node:
-        homes = dict((dev, home_of(dev)) for dev in devices)
+        homes = {dev: home_of(dev) for dev in devices}
         home_nodes = set(h for h in homes.values() if h is not None)
 
         def anchors(dev):
@@ -278,8 +278,9 @@ def place(devices, pools, home_of, host, instances, mains=None, cluster=None, ex
             elif cap is not None:
                 # the cap counts CPUs; with siblings known the carve counts cores
                 need = min(need, cap // tpc if cores else cap)
-            sources = dict((dev, cpuset.subtract(mains(dev), isolated) if len(isolated)
-                            else mains(dev)) for dev in members)
+            sources = {dev: mains(dev) for dev in members}
+            if len(isolated):
+                sources = {dev: cpuset.subtract(cpus, isolated) for dev, cpus in sources.items()}
             taken, got = carve(sources, members, need, cores, unit)
             carved.update(taken)
             frontend = union(taken.values())

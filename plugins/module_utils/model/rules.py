@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
+from operator import itemgetter
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
@@ -25,6 +26,7 @@ SHARE_DEV_COUNT = 100
 HEALTH_OK, HEALTH_WARNING, HEALTH_BAD = "ok", "warning", "unhealthy"
 
 _DIGITS = re.compile(r"(\d+)")
+_INT_ONLY = {int}
 
 
 def natural_key(name):
@@ -152,22 +154,22 @@ def numa_distance(topology):
     if not isinstance(raw, dict) or not raw:
         return None
     try:
-        # keys are decimal text (facts) or ints; the values must be ints already; every row
-        # names the same nodes as the table
+        # keys are decimal text (facts) or ints; the values must be positive ints already;
+        # every row names the same nodes as the table (a row's values fetched in one call)
         keys = list(raw)
         ids = list(map(int, keys))
+        values_of = itemgetter(*keys) if len(keys) > 1 else (lambda row: (row[keys[0]],))
         table = {}
         for node, key in zip(ids, keys):
             row = raw[key]
             if len(row) != len(keys):
                 return None
-            table[node] = dict(zip(ids, [row[k] for k in keys]))
+            values = values_of(row)
+            if set(map(type, values)) != _INT_ONLY or min(values) <= 0:
+                return None
+            table[node] = dict(zip(ids, values))
     except (AttributeError, KeyError, TypeError, ValueError):
         return None
-    for row in table.values():
-        for value in row.values():
-            if value.__class__ is not int or value <= 0:
-                return None
     return table
 
 

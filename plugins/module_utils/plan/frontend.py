@@ -178,12 +178,12 @@ def instance_frontend(members, shares, cap, cores):
                    for key, node, share in shares.get(dev, ()))
     if not parts:
         return EMPTY, [], EMPTY
-    ordered = parts[0][3]
-    for part in parts[1:]:
-        ordered = ordered + part[3]
+    # the shares one after another (CpuSeq "+" of them all, joined once)
+    ordered = parts[0][3] if len(parts) == 1 else \
+        CpuSeq.from_runs([run for part in parts for run in part[3].runs])
     if cap is None or cap >= len(ordered):
         # every share kept (each holds CPUs): all their nodes, nothing capped off
-        return ordered.sorted_unique(), sorted(set(part[1] for part in parts)), EMPTY
+        return ordered.sorted_unique(), sorted({part[1] for part in parts}), EMPTY
     kept = smt.take(ordered, cap, cores) if cap > 0 else EMPTY
     kept_set = kept.sorted_unique() if len(kept) else EMPTY
     nodes = sorted(set(node for dummy, node, dummy, share in parts

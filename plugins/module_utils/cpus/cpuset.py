@@ -49,13 +49,19 @@ def _join(runs):
 
 def merge_runs(runs):
     """Sorted, disjoint, non-adjacent runs covering the same CPUs (set semantics)."""
+    ordered = sorted(runs)
+    if not ordered:
+        return []
     out = []
-    for lo, hi in sorted(runs):
-        if out and lo <= out[-1][1] + 1:
-            if hi > out[-1][1]:
-                out[-1] = (out[-1][0], hi)
+    lo, hi = ordered[0]  # the run being grown
+    for next_lo, next_hi in ordered:
+        if next_lo <= hi + 1:
+            if next_hi > hi:
+                hi = next_hi
         else:
             out.append((lo, hi))
+            lo, hi = next_lo, next_hi
+    out.append((lo, hi))
     return out
 
 

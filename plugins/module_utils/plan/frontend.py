@@ -161,7 +161,7 @@ def _quotas(room, members, need):
 
 
 def _carve_cpus(mains, members, need):
-    room = {dev: max(len(mains.get(dev) or EMPTY) - 1, 0) for dev in members}
+    room = {dev: max(len(mains[dev]) - 1, 0) if dev in mains else 0 for dev in members}
     quota, got = _quotas(room, members, need)
     carved = {}
     for dev in members:
@@ -323,8 +323,11 @@ def budget(allowed_all, workers, frontend, reserved, isolated):
     workers = cpuset.keep(workers, allowed_all)
     held = workers
     if len(frontend):
-        frontend = cpuset.subtract(cpuset.keep(frontend, allowed_all), workers)
+        frontend = cpuset.keep(frontend, allowed_all)
         held = union([workers, frontend])
+        if held.size != workers.size + frontend.size:
+            # (not disjoint, as they usually are: a CPU of both counts as a worker)
+            frontend = cpuset.subtract(frontend, workers)
     kept = EMPTY
     if reserved or len(isolated):
         kept = union([reserved or EMPTY, isolated])

@@ -384,7 +384,7 @@ def _instances(plan, insts, env_name, fronts=None):
         plan["instances"][name] = {
             "npus": list(members), "main": cpuset.format(placement.union(main)),
             "pool": cpuset.format(placement.union(pool)), "numa_nodes": sorted(nodes),
-            "env": {env_name: ",".join(str(d) for d in members)}}
+            "env": {env_name: ",".join(map(str, members))}}
         if fronts is not None:
             front = fronts["instances"].get(name) or {}
             plan["instances"][name].update({

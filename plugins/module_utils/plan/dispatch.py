@@ -304,8 +304,12 @@ def _place(plan, devices, pools, home_of, host, insts, cluster=None, uvb=None):
                               "reserved": "", "spare": ""}
         return {"instances": {}, "carved": {}}
     isolated = host.isolated
-    fronts = placement.place(devices, seqs, home_of, host, insts,
-                             None if cluster else (lambda dev: seqs[dev].part(2, seqs[dev].size - 2)),
+
+    def main_cpus(dev):
+        seq = seqs[dev]
+        return seq.part(2, seq.size - 2)  # (roles.split_roles: pool[2:-2])
+
+    fronts = placement.place(devices, seqs, home_of, host, insts, None if cluster else main_cpus,
                              cluster or None, extra)
     workers = fronts["workers"]
     if fronts["carved"]:

@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
+from itertools import chain
 from operator import itemgetter
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset
@@ -155,22 +156,21 @@ def numa_distance(topology):
         return None
     try:
         # keys are decimal text (facts) or ints; the values must be positive ints already;
-        # every row names the same nodes as the table (a row's values fetched in one call)
+        # every row names the same nodes as the table (each row's values fetched in one call,
+        # all of them tested at once)
         keys = list(raw)
         ids = list(map(int, keys))
         values_of = itemgetter(*keys) if len(keys) > 1 else (lambda row: (row[keys[0]],))
-        table = {}
-        for node, key in zip(ids, keys):
-            row = raw[key]
-            if len(row) != len(keys):
-                return None
-            values = values_of(row)
-            if set(map(type, values)) != _INT_ONLY or min(values) <= 0:
-                return None
-            table[node] = dict(zip(ids, values))
+        rows = [raw[key] for key in keys]
+        if set(map(len, rows)) != {len(keys)}:
+            return None
+        rows = list(map(values_of, rows))
+        values = list(chain.from_iterable(rows))
+        if set(map(type, values)) != _INT_ONLY or min(values) <= 0:
+            return None
     except (AttributeError, KeyError, TypeError, ValueError):
         return None
-    return table
+    return {node: dict(zip(ids, row)) for node, row in zip(ids, rows)}
 
 
 def node_packages(topology):

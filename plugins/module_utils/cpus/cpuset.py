@@ -33,6 +33,7 @@ _MAX_CPUS = cpulist.MAX_CPUS
 DECIMAL = _DECIMAL = tuple(str(cpu) for cpu in range(2048))
 ID_OF = _ID_OF = dict((text, cpu) for cpu, text in enumerate(_DECIMAL))
 _SMALL = len(_DECIMAL)
+DASHED = _DASHED = tuple(text + "-" for text in _DECIMAL)  # "N-": a range's text, one "+"
 
 
 def _join(runs):
@@ -48,13 +49,19 @@ def _join(runs):
 
 def merge_runs(runs):
     """Sorted, disjoint, non-adjacent runs covering the same CPUs (set semantics)."""
+    ordered = sorted(runs)
+    if not ordered:
+        return []
     out = []
-    for lo, hi in sorted(runs):
-        if out and lo <= out[-1][1] + 1:
-            if hi > out[-1][1]:
-                out[-1] = (out[-1][0], hi)
+    lo, hi = ordered[0]  # the run being grown
+    for next_lo, next_hi in ordered:
+        if next_lo <= hi + 1:
+            if next_hi > hi:
+                hi = next_hi
         else:
             out.append((lo, hi))
+            lo, hi = next_lo, next_hi
+    out.append((lo, hi))
     return out
 
 
@@ -154,17 +161,7 @@ class CpuSeq(object):
             start, stop, step = index.indices(self.size)
             if step != 1:
                 raise ValueError("CpuSeq slices take no step")
-            runs = self.runs
-            if len(runs) == 1 and 0 < stop - start < self.size:
-                # a part of one contiguous run (a share, a role): plain arithmetic
-                first = runs[0][0]
-                return CpuSeq(((first + start, first + stop - 1),))
-            if len(runs) > 1 and start <= runs[0][1] - runs[0][0] and \
-                    self.size - stop <= runs[-1][1] - runs[-1][0]:
-                # only the first and the last run lose CPUs (the main role of a pool)
-                return CpuSeq(((runs[0][0] + start, runs[0][1]),) + runs[1:-1] +
-                              ((runs[-1][0], runs[-1][1] - (self.size - stop)),))
-            return self._cut(start, stop)
+            return self.part(start, stop)
         if index < 0:
             index += self.size
         if index < 0 or index >= self.size:
@@ -205,9 +202,16 @@ class CpuSeq(object):
         """``self[start:stop]`` for ``0 <= start`` and ``stop <= len(self)`` (the planners'
         shares), without a slice object."""
         runs = self.runs
-        if len(runs) == 1 and 0 < stop - start < self.size:
-            first = runs[0][0]
-            return CpuSeq(((first + start, first + stop - 1),))
+        if len(runs) == 1:
+            if 0 < stop - start < self.size:
+                # a part of one contiguous run (a share, a role): plain arithmetic
+                first = runs[0][0]
+                return CpuSeq(((first + start, first + stop - 1),))
+        elif len(runs) > 1 and start <= runs[0][1] - runs[0][0] and \
+                self.size - stop <= runs[-1][1] - runs[-1][0]:
+            # only the first and the last run lose CPUs (the main role of a pool)
+            return CpuSeq(((runs[0][0] + start, runs[0][1]),) + runs[1:-1] +
+                          ((runs[-1][0], runs[-1][1] - (self.size - stop)),))
         return self._cut(start, stop)
 
     def first_two(self):
@@ -341,17 +345,31 @@ def join_ids(cpus, sep=" "):
     return sep.join(map(str, cpus))
 
 
+def runs_text(runs):
+    """``cpulist.format_runs(runs)`` of runs of ids from 0 to 2047, their text looked up."""
+    return ",".join([_DECIMAL[lo] if lo == hi else _DASHED[lo] + _DECIMAL[hi] for lo, hi in runs])
+
+
+def _text(seq):
+    """``cpulist.format_runs(seq.runs)``; an ascending sequence of ids below 2048 (a plan's
+    cpulists) by lookup."""
+    runs = seq.runs
+    if seq.normal and runs and runs[0][0] >= 0 and runs[-1][1] < _SMALL:
+        return runs_text(runs)
+    return cpulist.format_runs(runs)
+
+
 def format(cpus):  # pylint: disable=redefined-builtin
     """``cpulist.format`` (sorted unique cpulist text); a CpuSeq is formatted per run."""
     if cpus.__class__ is CpuSeq:
-        return cpulist.format_runs(cpus.sorted_unique().runs)
+        return _text(cpus.sorted_unique())
     return cpulist.format(cpus)
 
 
 def format_ordered(cpus):
     """``cpulist.format_ordered`` (positional order kept); a CpuSeq is formatted per run."""
     if cpus.__class__ is CpuSeq:
-        return cpulist.format_runs(cpus.runs)
+        return _text(cpus)
     return cpulist.format_ordered(cpus)
 
 
@@ -424,22 +442,37 @@ def overlaps(cpus, allowed):
 def subtract(cpus, removed):
     """``[c for c in cpus if c not in removed]`` (order and duplicates kept)."""
     if cpus.__class__ is CpuSeq and removed.__class__ is CpuSeq:
-        gaps = []
-        start = None
-        for lo, hi in removed.sorted_unique().runs:
-            gaps.append((start, lo - 1))
-            start = hi + 1
-        gaps.append((start, None))
-        out = []
-        for lo, hi in cpus.runs:
-            for g_lo, g_hi in gaps:
-                first = lo if g_lo is None else max(lo, g_lo)
-                last = hi if g_hi is None else min(hi, g_hi)
-                if first <= last:
-                    out.append((first, last))
-        return CpuSeq.from_runs(out)
+        runs = cpus.runs
+        if len(runs) == 1 and len(removed.runs) == 1:
+            # one run less one run (a carve from a pool, reserved CPUs): at most two pieces,
+            # apart by the removed run, so already canonical
+            (lo, hi), (r_lo, r_hi) = runs[0], removed.runs[0]
+            if r_hi < lo or hi < r_lo:
+                return CpuSeq(runs)
+            return CpuSeq(([(lo, r_lo - 1)] if lo < r_lo else []) +
+                          ([(r_hi + 1, hi)] if r_hi < hi else []))
+        return CpuSeq.from_runs(_subtract_runs(runs, removed.sorted_unique().runs))
     removed = as_set(removed)
     return [c for c in cpus if c not in removed]
+
+
+def _subtract_runs(runs, removed):
+    """The parts of ``runs`` (in their order) outside the normal run list ``removed``: per run,
+    a bisection to the first removed run that reaches it, then only the removed runs inside."""
+    out = []
+    count = len(removed)
+    highs = [hi for dummy, hi in removed]
+    for lo, hi in runs:
+        index = bisect_left(highs, lo)
+        while index < count and removed[index][0] <= hi:
+            r_lo, r_hi = removed[index]
+            if r_lo > lo:
+                out.append((lo, r_lo - 1))
+            lo = r_hi + 1
+            index += 1
+        if lo <= hi:
+            out.append((lo, hi))
+    return out
 
 
 def concat(first, second):

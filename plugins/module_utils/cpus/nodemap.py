@@ -129,8 +129,14 @@ class NodeMap(object):
     def counts(self, cpus):
         """``{node: how many entries of cpus are on it}`` (duplicates counted)."""
         segments = self.segments
+        runs = CpuSeq.from_cpus(cpus).runs
+        if len(runs) == 1:
+            node = self.run_node(*runs[0])
+            if node is not None:
+                # one run inside one node (an NPU's topo affinity): no walk
+                return {node: runs[0][1] - runs[0][0] + 1}
         counts = {}
-        for lo, hi in CpuSeq.from_cpus(cpus).runs:
+        for lo, hi in runs:
             index = bisect_left(self.highs, lo)
             while index < len(segments) and segments[index][0] <= hi:
                 s_lo, s_hi, node = segments[index]

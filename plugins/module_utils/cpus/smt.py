@@ -49,10 +49,11 @@ def split(cpus, owners, cores):
     count = len(owners)
     if not cores:
         base, extra = divmod(len(cpus), count)
+        cut = cpus.part if cpus.__class__ is CpuSeq else (lambda lo, hi: cpus[lo:hi])
         shares, start = {}, 0
         for index, owner in enumerate(owners):
             take = base + (1 if index < extra else 0)
-            shares[owner] = cpus[start:start + take]
+            shares[owner] = cut(start, start + take)
             start += take
         return shares
     units = groups(cpus, cores)

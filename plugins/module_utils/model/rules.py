@@ -13,6 +13,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
+from itertools import chain
+from operator import itemgetter
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
@@ -25,6 +27,7 @@ SHARE_DEV_COUNT = 100
 HEALTH_OK, HEALTH_WARNING, HEALTH_BAD = "ok", "warning", "unhealthy"
 
 _DIGITS = re.compile(r"(\d+)")
+_INT_ONLY = {int}
 
 
 def natural_key(name):
@@ -152,23 +155,22 @@ def numa_distance(topology):
     if not isinstance(raw, dict) or not raw:
         return None
     try:
-        # keys are decimal text (facts) or ints; the values must be ints already; every row
-        # names the same nodes as the table
+        # keys are decimal text (facts) or ints; the values must be positive ints already;
+        # every row names the same nodes as the table (each row's values fetched in one call,
+        # all of them tested at once)
         keys = list(raw)
         ids = list(map(int, keys))
-        table = {}
-        for node, key in zip(ids, keys):
-            row = raw[key]
-            if len(row) != len(keys):
-                return None
-            table[node] = dict(zip(ids, [row[k] for k in keys]))
+        values_of = itemgetter(*keys) if len(keys) > 1 else (lambda row: (row[keys[0]],))
+        rows = [raw[key] for key in keys]
+        if set(map(len, rows)) != {len(keys)}:
+            return None
+        rows = list(map(values_of, rows))
+        values = list(chain.from_iterable(rows))
+        if set(map(type, values)) != _INT_ONLY or min(values) <= 0:
+            return None
     except (AttributeError, KeyError, TypeError, ValueError):
         return None
-    for row in table.values():
-        for value in row.values():
-            if value.__class__ is not int or value <= 0:
-                return None
-    return table
+    return {node: dict(zip(ids, row)) for node, row in zip(ids, rows)}
 
 
 def node_packages(topology):
@@ -247,6 +249,23 @@ class Nearness(object):
         if table is not None and a in table and b in table:
             return (other, table[a][b], b)
         return (other, abs(a - b), b)
+
+    def keys_from(self, a, nodes):
+        """``[key(a, b)[:2] for b in nodes]``: ``(other package, distance)`` of each node."""
+        packages = self.packages
+        table = self._distance if self._source is None else self.distance
+        row = table.get(a) if table is not None else None
+        package = packages.get(a) if packages is not None else None
+        out = []
+        for b in nodes:
+            other = 0
+            if package is not None and b in packages and packages[b] != package:
+                other = 1
+            if row is not None and b in table:
+                out.append((other, row[b]))
+            else:
+                out.append((other, abs(a - b)))
+        return out
 
     def same_package(self, a, b):
         """True when both nodes are on one package (or a package is unknown)."""

@@ -311,6 +311,7 @@ def _pairs(digits, spec):
         return nested_fit
     item_fits, sure = _compiled(spec)
     texts = inner[0] == INT_TEXT
+    ranged = inner[0] in (INT, NODE)  # (the usual ints tested inline: numa_distance)
 
     def pairs_fit(pairs):
         for key, item in pairs:
@@ -318,8 +319,8 @@ def _pairs(digits, spec):
                     not _key_fits(key, digits):
                 return False
             kind = type(item)
-            if kind not in sure and not (texts and kind is str and item in _ID_TEXTS) and \
-                    not item_fits(item):
+            if kind not in sure and not (ranged and kind is int and MIN_INT <= item <= MAX_INT) \
+                    and not (texts and kind is str and item in _ID_TEXTS) and not item_fits(item):
                 return False
         return True
     return pairs_fit

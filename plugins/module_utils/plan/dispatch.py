@@ -277,6 +277,12 @@ def _strict(plan, request, host, insts, release=None):
     plan["warnings"].extend(nearness.read_warnings())
     plan["log"].append("[strict] mode=%s npus=%s planned_over=%s"
                        % (result["mode"], list(keep), result["planned_over"]))
+    if insts:
+        # the entries' pool and main CPUs for ``_instances``, from the pools instead of the
+        # entries' text: main is ``pool[2:-2]`` (roles.split_roles), a 950 pool is all main
+        seqs = {npu: cpuset.CpuSeq.from_cpus(pools[npu]) for npu in keep}
+        fronts["device_cpus"] = {npu: (seq, seq if cluster else seq.part(2, seq.size - 2))
+                                 for npu, seq in seqs.items()}
     return fronts
 
 
@@ -298,14 +304,20 @@ def _place(plan, devices, pools, home_of, host, insts, cluster=None, uvb=None):
                               "reserved": "", "spare": ""}
         return {"instances": {}, "carved": {}}
     isolated = host.isolated
-    fronts = placement.place(devices, seqs, home_of, host, insts,
-                             None if cluster else (lambda dev: seqs[dev][2:-2]),
+
+    def main_cpus(dev):
+        seq = seqs[dev]
+        return seq.part(2, seq.size - 2)  # (roles.split_roles: pool[2:-2])
+
+    fronts = placement.place(devices, seqs, home_of, host, insts, None if cluster else main_cpus,
                              cluster or None, extra)
     workers = fronts["workers"]
     if fronts["carved"]:
         for dev, carved in fronts["carved"].items():
             seq = seqs[dev]
-            if cluster:
+            if cluster or seq.normal:
+                # (the carve took main CPUs only: an ascending pool, each id once, keeps its
+                # IRQ, ACL and release CPUs in place when the carved ones are removed)
                 seqs[dev] = cpuset.subtract(seq, carved)
             else:
                 seqs[dev] = seq[:2] + cpuset.subtract(seq[2:-2], carved) + seq[-2:]
@@ -347,7 +359,11 @@ def _vllm_ascend(plan, topology, ids, requested, insts, busy, affinity, node_cpu
 
 
 def _instances(plan, insts, env_name, fronts=None):
+    """``plan["instances"]``: each instance's devices, the union of their pools and main CPUs,
+    its frontend. ``fronts["device_cpus"]`` (strict): ``{device: (pool, main)}`` CpuSeq equal
+    to the entries' cpulists, used instead of parsing them."""
     table = plan["gpus"] if plan["mode"] == "gpu_numa" else plan["npus"]
+    device_cpus = (fronts or {}).get("device_cpus")
     for name, members in insts:
         main, pool, nodes = [], [], set()
         for dev in members:
@@ -357,9 +373,14 @@ def _instances(plan, insts, env_name, fronts=None):
                     # (vllm_ascend: the ranks say why the release builds no pool for it)
                     continue
                 raise PlanError("instance %s: no CPU pool was planned for it" % name, dev)
-            # the entries' cpulists as runs (cpuset), not one int per CPU
-            pool.append(cpuset.parse(entry["pool"]))
-            main.append(cpuset.parse(entry.get("main", entry["pool"])))
+            if device_cpus is not None:
+                dev_pool, dev_main = device_cpus[dev]
+                pool.append(dev_pool)
+                main.append(dev_main)
+            else:
+                # the entries' cpulists as runs (cpuset), not one int per CPU
+                pool.append(cpuset.parse(entry["pool"]))
+                main.append(cpuset.parse(entry.get("main", entry["pool"])))
             if "numa_nodes" in entry:
                 nodes.update(entry["numa_nodes"])
             elif entry.get("numa_node") is not None:
@@ -367,7 +388,7 @@ def _instances(plan, insts, env_name, fronts=None):
         plan["instances"][name] = {
             "npus": list(members), "main": cpuset.format(placement.union(main)),
             "pool": cpuset.format(placement.union(pool)), "numa_nodes": sorted(nodes),
-            "env": {env_name: ",".join(str(d) for d in members)}}
+            "env": {env_name: ",".join(map(str, members))}}
         if fronts is not None:
             front = fronts["instances"].get(name) or {}
             plan["instances"][name].update({

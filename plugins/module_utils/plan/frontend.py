@@ -62,8 +62,6 @@ def free_shares(devices, anchors, home_nodes, free_by_node, nearness, cores):
     candidates = [n for n in sorted(free_by_node) if n not in home_nodes and free_by_node[n]]
     if not candidates:
         return {}
-    key_of = nearness.key
-    same = nearness.same_package
     # devices of one home node (one anchors tuple) see the same keys: work per group
     groups = {}
     for dev in devices:
@@ -72,29 +70,27 @@ def free_shares(devices, anchors, home_nodes, free_by_node, nearness, cores):
             groups.setdefault(nodes, []).append(dev)
     if not groups:
         return {}
+    # group -> {free node: (other package, distance)} from its nearest anchor; the first part
+    # of a key is 0 exactly when the node shares a package with an anchor (same_package)
     found = {}
     for nodes in groups:
-        if len(nodes) == 1:
-            anchor = nodes[0]
-            found[nodes] = dict((node, key_of(anchor, node)[:2]) for node in candidates)
-        else:
-            found[nodes] = dict((node, min(key_of(a, node)[:2] for a in nodes))
-                                for node in candidates)
-    # the groups nearest to each free node
-    owners = dict((node, []) for node in candidates)
-    for node in candidates:
-        best = min(keys[node] for keys in found.values())
-        owners[node] = [nodes for nodes, keys in found.items() if keys[node] == best]
+        keys = dict(zip(candidates, nearness.keys_from(nodes[0], candidates)))
+        for anchor in nodes[1:]:
+            keys = {node: min(key, other) for (node, key), other in
+                    zip(keys.items(), nearness.keys_from(anchor, candidates))}
+        found[nodes] = keys
+    # the key of the groups nearest to each free node
+    nearest = {node: min([keys[node] for keys in found.values()]) for node in candidates}
     wants = {}
     chosen_key = {}
     for nodes, members in groups.items():
         keys = found[nodes]
-        mine = [node for node in candidates if nodes in owners[node]]
+        mine = [node for node in candidates if keys[node] == nearest[node]]
         if not mine:
             continue
-        own_package = [node for node in candidates if any(same(a, node) for a in nodes)]
-        if own_package:
-            mine = [node for node in mine if node in own_package]
+        if any(keys[node][0] == 0 for node in candidates):
+            # a free node of its own package: never one of another package
+            mine = [node for node in mine if keys[node][0] == 0]
             if not mine:
                 continue
         best = min(keys[node] for node in mine)
@@ -103,7 +99,7 @@ def free_shares(devices, anchors, home_nodes, free_by_node, nearness, cores):
                 wants.setdefault(node, []).extend(members)
                 for dev in members:
                     chosen_key[(dev, node)] = best
-    shares = dict((dev, []) for dev in devices)
+    shares = {dev: [] for dev in devices}
     for node in candidates:
         wanters = sorted(wants.get(node, ()))
         if not wanters:
@@ -150,7 +146,7 @@ def carve(mains, members, need, cores, unit=None):
 def _quotas(room, members, need):
     """``(quota per member, units placed)``: ``need`` spread evenly, each member at most its
     ``room``; a full member's part goes to the others."""
-    quota = dict((dev, 0) for dev in members)
+    quota = dict.fromkeys(members, 0)
     left = need
     while left > 0:
         open_members = [dev for dev in members if quota[dev] < room[dev]]
@@ -165,13 +161,13 @@ def _quotas(room, members, need):
 
 
 def _carve_cpus(mains, members, need):
-    room = dict((dev, max(len(mains.get(dev) or EMPTY) - 1, 0)) for dev in members)
+    room = {dev: max(len(mains[dev]) - 1, 0) if dev in mains else 0 for dev in members}
     quota, got = _quotas(room, members, need)
     carved = {}
     for dev in members:
         if quota[dev]:
             main = mains[dev]
-            carved[dev] = main[len(main) - quota[dev]:].sorted_unique()
+            carved[dev] = main.part(main.size - quota[dev], main.size).sorted_unique()
     return carved, got
 
 
@@ -182,12 +178,13 @@ def instance_frontend(members, shares, cap, cores):
                    for key, node, share in shares.get(dev, ()))
     if not parts:
         return EMPTY, [], EMPTY
-    ordered = parts[0][3]
-    for part in parts[1:]:
-        ordered = ordered + part[3]
-    kept = ordered
-    if cap is not None and cap < len(ordered):
-        kept = smt.take(ordered, cap, cores) if cap > 0 else EMPTY
+    # the shares one after another (CpuSeq "+" of them all, joined once)
+    ordered = parts[0][3] if len(parts) == 1 else \
+        CpuSeq.from_runs([run for part in parts for run in part[3].runs])
+    if cap is None or cap >= len(ordered):
+        # every share kept (each holds CPUs): all their nodes, nothing capped off
+        return ordered.sorted_unique(), sorted({part[1] for part in parts}), EMPTY
+    kept = smt.take(ordered, cap, cores) if cap > 0 else EMPTY
     kept_set = kept.sorted_unique() if len(kept) else EMPTY
     nodes = sorted(set(node for dummy, node, dummy, share in parts
                        if len(kept_set) and cpuset.overlaps(share, kept_set)))
@@ -205,7 +202,7 @@ def _by_node(cpus, node_cpus, cpu_node):
                 break
             runs.setdefault(node, []).append((lo, hi))
         else:
-            return dict((node, CpuSeq(found)) for node, found in runs.items())
+            return {node: CpuSeq(found) for node, found in runs.items()}
     out = {}
     for node, mine in node_cpus.items():
         mine = cpuset.keep(mine, cpus)
@@ -250,7 +247,7 @@ def place(devices, pools, home_of, host, instances, mains=None, cluster=None, ex
             free_by_node[node] = smt.core_order(cpus, cores)
     shares = {}
     if free_by_node:
-        homes = dict((dev, home_of(dev)) for dev in devices)
+        homes = {dev: home_of(dev) for dev in devices}
         home_nodes = set(h for h in homes.values() if h is not None)
 
         def anchors(dev):
@@ -281,8 +278,9 @@ def place(devices, pools, home_of, host, instances, mains=None, cluster=None, ex
             elif cap is not None:
                 # the cap counts CPUs; with siblings known the carve counts cores
                 need = min(need, cap // tpc if cores else cap)
-            sources = dict((dev, cpuset.subtract(mains(dev), isolated) if len(isolated)
-                            else mains(dev)) for dev in members)
+            sources = {dev: mains(dev) for dev in members}
+            if len(isolated):
+                sources = {dev: cpuset.subtract(cpus, isolated) for dev, cpus in sources.items()}
             taken, got = carve(sources, members, need, cores, unit)
             carved.update(taken)
             frontend = union(taken.values())
@@ -325,8 +323,11 @@ def budget(allowed_all, workers, frontend, reserved, isolated):
     workers = cpuset.keep(workers, allowed_all)
     held = workers
     if len(frontend):
-        frontend = cpuset.subtract(cpuset.keep(frontend, allowed_all), workers)
+        frontend = cpuset.keep(frontend, allowed_all)
         held = union([workers, frontend])
+        if held.size != workers.size + frontend.size:
+            # (not disjoint, as they usually are: a CPU of both counts as a worker)
+            frontend = cpuset.subtract(frontend, workers)
     kept = EMPTY
     if reserved or len(isolated):
         kept = union([reserved or EMPTY, isolated])

@@ -119,7 +119,7 @@ def pool_entry(pool, cpu_node, cluster=False, npu=None):
 
 
 _TEXT = cpuset.DECIMAL
-_DASHED = tuple(text + "-" for text in _TEXT)  # "N-": a range's text is one concatenation
+_DASHED = cpuset.DASHED  # "N-": a range's text is one concatenation
 _SMALL = len(_TEXT)  # ids with a text in _TEXT
 
 
@@ -142,8 +142,10 @@ def pool_entries(pools, npus, cpu_node, cluster=False):
         if pool.size < MIN_CPUS_PER_NPU:
             check_pool_size(pool, npu)
         runs = pool.runs
-        nodes = cpu_node.node_list(runs)
         first, last = runs[0][0], runs[-1][1]
+        node = cpu_node.run_node(first, last) if pool.normal else None
+        # (an ascending pool lies between its first and its last CPU)
+        nodes = [node] if node is not None else cpu_node.node_list(runs)
         if len(runs) == 1 and 0 <= first and last < _SMALL:
             # one contiguous run of at least 5 CPUs: the roles are plain arithmetic
             text = _DASHED[first] + _TEXT[last]
@@ -152,24 +154,20 @@ def pool_entries(pools, npus, cpu_node, cluster=False):
                     "main": _TEXT[first + 2] if first + 2 == last - 2 else
                     _DASHED[first + 2] + _TEXT[last - 2],
                     "acl": _TEXT[last - 1], "release": _TEXT[last]})
-        elif len(runs) > 1 and pool.normal and 0 <= first and last < _SMALL and \
-                runs[0][1] - first >= 2 and last - runs[-1][0] >= 2:
-            # ascending (``last`` the highest), 3 or more CPUs in the first and the last run:
-            # the roles cut their ends; main is the pool's text with those two runs cut
-            parts = [_TEXT[lo] if lo == hi else _DASHED[lo] + _TEXT[hi] for lo, hi in runs]
-            order = ",".join(parts)
-            parts[0] = _run_text(first + 2, runs[0][1])
-            parts[-1] = _run_text(runs[-1][0], last - 2)
+        elif pool.normal and 0 <= first and last < _SMALL:
+            # ascending over several runs (``last`` the highest): every text from the runs
+            order = cpuset.runs_text(runs)
+            sq_cpu, cq_cpu = pool.first_two()
+            acl, release = pool.last_two()
             append({"pool": order, "pool_order": order, "numa_nodes": nodes,
-                    "irq": _DASHED[first] + _TEXT[first + 1], "main": ",".join(parts),
-                    "acl": _TEXT[last - 1], "release": _TEXT[last]})
+                    # a range when SQ and CQ are neighbours (both in the first run)
+                    "irq": (_DASHED[sq_cpu] if cq_cpu == sq_cpu + 1 else _TEXT[sq_cpu] + ",") +
+                    _TEXT[cq_cpu],
+                    "main": cpuset.runs_text(pool.part(2, pool.size - 2).runs),
+                    "acl": _TEXT[acl], "release": _TEXT[release]})
         else:
             append(_large_entry(pool, nodes))
     return entries
-
-
-def _run_text(lo, hi):
-    return _TEXT[lo] if lo == hi else _DASHED[lo] + _TEXT[hi]
 
 
 def _large_entry(pool, nodes):

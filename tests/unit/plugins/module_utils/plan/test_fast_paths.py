@@ -1,13 +1,15 @@
 # -*- coding: utf-8 -*-
 """The planners' fast paths for CpuSeq pools (issue 11's speed work) against the general list
 paths they shortcut: plan entries, vllm-ascend's plan lines, slices and shares, the next-NUMA
-extension, the "N-M" parse. Same values for any runs: ascending or not, ids past the decimal
+extension, the "N-M" parse, subtract / merge_runs / cpulist text, the nearness keys of many
+nodes, node counts. Same values for any runs: ascending or not, ids past the decimal
 table (2048), one run or several."""
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset, nodemap
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
+from ansible_collections.npuops.fleet.plugins.module_utils.model.rules import Nearness
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import strict as policy_strict
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend as va
@@ -135,3 +137,47 @@ def test_parse_as_cpulist(lo, hi, form):
     except ParseError as err:
         got = str(err)
     assert got == expected
+
+
+@SETTINGS
+@given(pools(min_size=1), pools(min_size=1))
+def test_subtract_merge_and_text_as_lists(cpus, removed):
+    """subtract (one run less one run by arithmetic, else by bisection), the union's
+    merge_runs and the looked-up cpulist text against their list expressions."""
+    seq, other = cpuset.CpuSeq.from_cpus(cpus), cpuset.CpuSeq.from_cpus(removed)
+    gone = set(removed)
+    assert list(cpuset.subtract(seq, other)) == [c for c in cpus if c not in gone]
+    one, run = seq.part(0, 1), other.part(len(removed) - 1, len(removed))
+    assert list(cpuset.subtract(seq.sorted_unique(), run)) == \
+        [c for c in sorted(cpus) if c not in set(run)]
+    assert list(cpuset.subtract(one, other)) == [c for c in cpus[:1] if c not in gone]
+    lo, hi, r_lo, r_hi = min(cpus), max(cpus), min(removed), max(removed)
+    assert list(cpuset.subtract(cpuset.CpuSeq(((lo, hi),)), cpuset.CpuSeq(((r_lo, r_hi),)))) == \
+        [c for c in range(lo, hi + 1) if not r_lo <= c <= r_hi]
+    assert cpuset.merge_runs(seq.runs + other.runs) == \
+        cpulist.runs(sorted(set(cpus) | gone))
+    assert cpuset.format(seq) == cpulist.format(cpus)
+    assert cpuset.format_ordered(seq) == cpulist.format_ordered(cpus)
+
+
+@SETTINGS
+@given(st.dictionaries(st.integers(0, 7), st.integers(0, 2), min_size=1),
+       st.booleans(), st.integers(0, 9), st.lists(st.integers(0, 9), max_size=6))
+def test_nearness_keys_from_as_key(packages, with_table, anchor, nodes):
+    """Nearness.keys_from is key(a, b)[:2] for every node: table or id distance, packages
+    known or not (nodes 8 and 9 are in neither)."""
+    table = dict((a, dict((b, 10 + abs(a - b) * 3) for b in range(8))) for a in range(8)) \
+        if with_table else None
+    covered = Nearness(table, packages if len(packages) == 8 else None, range(8))
+    for nearness in (covered, Nearness(table, packages, ())):
+        assert nearness.keys_from(anchor, nodes) == [nearness.key(anchor, b)[:2] for b in nodes]
+
+
+@SETTINGS
+@given(pools(min_size=1))
+def test_node_counts_as_dict(cpus):
+    """NodeMap.counts (one run inside one node answered by one lookup) as the dict's count."""
+    seq = cpuset.CpuSeq.from_cpus(cpus)
+    assert nodemap.node_counts(NODE_MAP, seq) == nodemap.node_counts(NODE_DICT, cpus)
+    assert nodemap.node_counts(NODE_MAP, seq.part(0, 1)) == \
+        nodemap.node_counts(NODE_DICT, cpus[:1])

@@ -166,7 +166,7 @@ def parse_showpidgpus(text, source=SOURCE_PIDGPUS):
                 raise ParseError(source, "line %d: %r is not a list of GPU indexes" % (number, stripped[:80]))
             found[want[0]].extend(int(t) for t in tokens)
             if len(found[want[0]]) > want[1]:
-                raise ParseError(source, "PID %d: more GPUs listed than the %d announced" % want)
+                raise ParseError(source, "PID %d: more GPUs listed than the %d announced" % (want[0], want[1]))
             if len(found[want[0]]) == want[1]:
                 want = None
             continue

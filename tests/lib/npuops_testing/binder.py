@@ -19,7 +19,6 @@ import time
 
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app
 from npuops_testing import REPO
-from npuops_testing.gpu_hosts import SHOWPIDGPUS  # noqa: F401  (the binder tests' AMD tool output)
 
 # The plan JSON of a two-NPU instance on CPUs 0 and 1 of this machine: frontend on CPU 0; NPU0
 # main 1 / acl 0 / release 1; NPU1 main 0 / acl 1 / release 0.
@@ -41,8 +40,6 @@ def gpu_plan(vendor):
             "npuops_instance": {"schema": 1, "name": "svc", "vendor": vendor, "devices": [0, 1],
                                 "main": "0-1", "pool": "0-1", "frontend": "0-1",
                                 "binding": "host"}}
-
-
 
 
 def read_module(name):

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import rules, smi, targets
-from npuops_testing.binder import BINDER_APP as BINDER, SHOWPIDGPUS, allowed, gpu_plan
+from npuops_testing.binder import BINDER_APP as BINDER, allowed, gpu_plan
+from npuops_testing.gpu_hosts import SHOWPIDGPUS
 HAVE_TWO_CPUS = {0, 1} <= set(os.sched_getaffinity(0))
 needs_two_cpus = pytest.mark.skipif(not HAVE_TWO_CPUS, reason="needs CPUs 0 and 1 allowed")
 

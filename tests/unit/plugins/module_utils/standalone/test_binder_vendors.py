@@ -6,9 +6,9 @@ AMD plan is a GPU plan read through rocm-smi, not an Ascend one."""
 import pytest
 
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vendors
-from ansible_collections.npuops.fleet.plugins.module_utils.parse import rocm_smi
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import rules, smi, targets
-from npuops_testing.binder import SHOWPIDGPUS, gpu_plan
+from npuops_testing.binder import gpu_plan
+from npuops_testing.gpu_hosts import SHOWPIDGPUS
 
 
 @pytest.mark.parametrize("name", sorted(vendors.VENDORS))

@@ -419,7 +419,9 @@ def keep(cpus, allowed):
                     return cpus
             elif all(a_lo <= lo and hi <= a_hi for lo, hi in runs):
                 return cpus
-        return CpuSeq.from_runs(_intersect_runs(runs, allowed.runs))
+        kept = _intersect_runs(runs, allowed.runs)
+        # (parts of ascending runs stay apart: already canonical)
+        return CpuSeq(kept) if cpus.normal else CpuSeq.from_runs(kept)
     return [c for c in cpus if c in allowed]
 
 
@@ -442,7 +444,9 @@ def subtract(cpus, removed):
                 return CpuSeq(runs)
             return CpuSeq(([(lo, r_lo - 1)] if lo < r_lo else []) +
                           ([(r_hi + 1, hi)] if r_hi < hi else []))
-        return CpuSeq.from_runs(_subtract_runs(runs, removed.sorted_unique().runs))
+        left = _subtract_runs(runs, removed.sorted_unique().runs)
+        # (parts of ascending runs stay apart: already canonical)
+        return CpuSeq(left) if cpus.normal else CpuSeq.from_runs(left)
     removed = as_set(removed)
     return [c for c in cpus if c not in removed]
 

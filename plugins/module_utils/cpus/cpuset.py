@@ -175,29 +175,6 @@ class CpuSeq(object):
             index -= length
         raise IndexError("CpuSeq index out of range")
 
-    def _cut(self, start, stop):
-        """Positions ``start`` to ``stop`` (exclusive), both already within ``0..len``."""
-        if start == 0 and stop >= self.size:
-            return self
-        if stop <= start:
-            return EMPTY
-        if len(self.runs) == 1:
-            first = self.runs[0][0]
-            return CpuSeq(((first + start, first + stop - 1),))
-        out = []
-        offset = 0
-        for lo, hi in self.runs:
-            if offset >= stop:
-                break
-            end = offset + hi - lo + 1
-            if end > start:
-                # the run from position max(start, offset) to min(stop, end) - 1
-                first = lo + start - offset if start > offset else lo
-                last = lo + stop - offset - 1 if stop < end else hi
-                out.append((first, last))
-            offset = end
-        return CpuSeq(out)
-
     def part(self, start, stop):
         """``self[start:stop]`` for ``0 <= start`` and ``stop <= len(self)`` (the planners'
         shares), without a slice object."""
@@ -207,12 +184,26 @@ class CpuSeq(object):
                 # a part of one contiguous run (a share, a role): plain arithmetic
                 first = runs[0][0]
                 return CpuSeq(((first + start, first + stop - 1),))
-        elif len(runs) > 1 and start <= runs[0][1] - runs[0][0] and \
-                self.size - stop <= runs[-1][1] - runs[-1][0]:
-            # only the first and the last run lose CPUs (the main role of a pool)
-            return CpuSeq(((runs[0][0] + start, runs[0][1]),) + runs[1:-1] +
-                          ((runs[-1][0], runs[-1][1] - (self.size - stop)),))
-        return self._cut(start, stop)
+        elif len(runs) > 1 and 0 < stop - start < self.size:
+            # CPUs cut from the ends only (the main role of a pool): whole runs dropped from
+            # each end, then the first and the last kept run trimmed
+            tail = self.size - stop
+            first, last = 0, len(runs) - 1
+            lo, hi = runs[0]
+            while start > hi - lo:
+                start -= hi - lo + 1
+                first += 1
+                lo, hi = runs[first]
+            last_lo, last_hi = runs[last]
+            while tail > last_hi - last_lo:
+                tail -= last_hi - last_lo + 1
+                last -= 1
+                last_lo, last_hi = runs[last]
+            if first == last:
+                return CpuSeq(((lo + start, hi - tail),))
+            return CpuSeq(((lo + start, hi),) + runs[first + 1:last] +
+                          ((last_lo, last_hi - tail),))
+        return self if start == 0 and stop >= self.size else EMPTY  # all of it, or nothing
 
     def first_two(self):
         """``(self[0], self[1])``; the sequence holds at least two ids."""
@@ -428,7 +419,9 @@ def keep(cpus, allowed):
                     return cpus
             elif all(a_lo <= lo and hi <= a_hi for lo, hi in runs):
                 return cpus
-        return CpuSeq.from_runs(_intersect_runs(runs, allowed.runs))
+        kept = _intersect_runs(runs, allowed.runs)
+        # (parts of ascending runs stay apart: already canonical)
+        return CpuSeq(kept) if cpus.normal else CpuSeq.from_runs(kept)
     return [c for c in cpus if c in allowed]
 
 
@@ -451,7 +444,9 @@ def subtract(cpus, removed):
                 return CpuSeq(runs)
             return CpuSeq(([(lo, r_lo - 1)] if lo < r_lo else []) +
                           ([(r_hi + 1, hi)] if r_hi < hi else []))
-        return CpuSeq.from_runs(_subtract_runs(runs, removed.sorted_unique().runs))
+        left = _subtract_runs(runs, removed.sorted_unique().runs)
+        # (parts of ascending runs stay apart: already canonical)
+        return CpuSeq(left) if cpus.normal else CpuSeq.from_runs(left)
     removed = as_set(removed)
     return [c for c in cpus if c not in removed]
 

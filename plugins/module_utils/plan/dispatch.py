@@ -264,7 +264,16 @@ def _strict(plan, request, host, insts, release=None):
     fronts = _place(plan, planned, pools, lambda npu: homes[npu][0], host, insts,
                     cluster and cpu_roles.cluster_size(host.threads_per_core), uvb)
     entries = plan["npus"]
-    for npu, entry in zip(keep, cpu_roles.pool_entries(pools, keep, cpu_node, cluster)):
+    if insts:
+        # the entries' pool and main CPUs for ``_instances``, from the pools instead of the
+        # entries' text: main is ``pool[2:-2]`` (roles.split_roles), a 950 pool is all main
+        seqs = {npu: cpuset.CpuSeq.from_cpus(pools[npu]) for npu in keep}
+        fronts["device_cpus"] = device_cpus = {
+            npu: (seq, seq if cluster else seq.part(2, seq.size - 2)) for npu, seq in seqs.items()}
+        mains = None if cluster else {npu: cpus[1] for npu, cpus in device_cpus.items()}
+    else:
+        mains = None
+    for npu, entry in zip(keep, cpu_roles.pool_entries(pools, keep, cpu_node, cluster, mains)):
         home, entry["locality"] = homes[npu]
         entry["home_node"] = home
         nodes = entry["pool_nodes"] = entry["numa_nodes"]
@@ -277,12 +286,6 @@ def _strict(plan, request, host, insts, release=None):
     plan["warnings"].extend(nearness.read_warnings())
     plan["log"].append("[strict] mode=%s npus=%s planned_over=%s"
                        % (result["mode"], list(keep), result["planned_over"]))
-    if insts:
-        # the entries' pool and main CPUs for ``_instances``, from the pools instead of the
-        # entries' text: main is ``pool[2:-2]`` (roles.split_roles), a 950 pool is all main
-        seqs = {npu: cpuset.CpuSeq.from_cpus(pools[npu]) for npu in keep}
-        fronts["device_cpus"] = {npu: (seq, seq if cluster else seq.part(2, seq.size - 2))
-                                 for npu, seq in seqs.items()}
     return fronts
 
 

@@ -123,8 +123,9 @@ _DASHED = cpuset.DASHED  # "N-": a range's text is one concatenation
 _SMALL = len(_TEXT)  # ids with a text in _TEXT
 
 
-def pool_entries(pools, npus, cpu_node, cluster=False):
-    """``[pool_entry(pools[npu], cpu_node, cluster, npu) for npu in npus]``.
+def pool_entries(pools, npus, cpu_node, cluster=False, mains=None):
+    """``[pool_entry(pools[npu], cpu_node, cluster, npu) for npu in npus]``; ``mains``: the
+    caller's ``{npu: pools[npu][2:-2]}`` CpuSeq, or None.
 
     A CpuSeq pool with a NodeMap is formatted straight from its runs in one pass, without the
     role lists (ids below 2048: their text is looked up, not formatted): this runs for every
@@ -163,7 +164,8 @@ def pool_entries(pools, npus, cpu_node, cluster=False):
                     # a range when SQ and CQ are neighbours (both in the first run)
                     "irq": (_DASHED[sq_cpu] if cq_cpu == sq_cpu + 1 else _TEXT[sq_cpu] + ",") +
                     _TEXT[cq_cpu],
-                    "main": cpuset.runs_text(pool.part(2, pool.size - 2).runs),
+                    "main": cpuset.runs_text((mains[npu] if mains else
+                                              pool.part(2, pool.size - 2)).runs),
                     "acl": _TEXT[acl], "release": _TEXT[release]})
         else:
             append(_large_entry(pool, nodes))

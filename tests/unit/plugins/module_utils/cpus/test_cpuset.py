@@ -57,6 +57,23 @@ def test_index_and_slices_match_lists(cpus, start, stop):
 
 
 @PROPS
+@given(CPUS, st.integers(0, 40), st.integers(0, 40))
+def test_part_and_set_operations_give_canonical_runs(cpus, start, stop):
+    # the CpuSeq built from the result list: equal runs, size and order flag (part drops
+    # whole runs from the ends; keep / subtract of an ascending sequence skip re-joining)
+    def same(got, ids):
+        want = seq(ids)
+        assert (got.runs, got.size, got.normal) == (want.runs, want.size, want.normal)
+    start, stop = min(start, len(cpus)), min(max(start, stop), len(cpus))
+    same(seq(cpus).part(start, stop), cpus[start:stop])
+    ascending = sorted(set(cpus))
+    other = cpus[start:stop] + list(range(stop, stop + 3))
+    same(cpuset.subtract(seq(ascending), seq(other)), [c for c in ascending if c not in other])
+    same(cpuset.keep(seq(ascending), cpuset.sorted_unique(seq(other))),
+         [c for c in ascending if c in other])
+
+
+@PROPS
 @given(CPUS, CPUS, st.integers(-5, 140))
 def test_concat_membership_and_sorting(first, second, cpu):
     assert list(seq(first) + seq(second)) == first + second

@@ -46,6 +46,7 @@ _PYTHON_RE = re.compile(r"^/[A-Za-z0-9_./+-]+\Z")
 _PATH_RE = re.compile(r"^%s/(?:[a-z_][a-z0-9_]*/)?[a-z_][a-z0-9_]*\.py\Z"
                       % re.escape(UTILS.replace(".", "/")))
 _STRING_IMPORTS = ("import_module", "__import__")
+MARSHAL_VERSION = 2
 
 
 def _entry(name, data):
@@ -59,8 +60,12 @@ def compiled(name, data):
     """An unchecked hash-based .pyc of ``data`` (the bytes of the file at archive path
     ``name``)."""
     code = compile(data, name, "exec", dont_inherit=True)
+    # marshal format 2: formats 3 and later mark an object for back-reference when its
+    # refcount is above 1, which depends on what else the rendering process holds (interned
+    # names other modules use), so the same source gave different bytes in two processes and
+    # a re-run would rewrite the binder; format 2 writes no references
     return (importlib.util.MAGIC_NUMBER + b"\x01\x00\x00\x00" +
-            importlib.util.source_hash(data) + marshal.dumps(code))
+            importlib.util.source_hash(data) + marshal.dumps(code, MARSHAL_VERSION))
 
 
 def is_package(name):

@@ -37,6 +37,37 @@ def test_layout_and_determinism():
     assert archive.read(P + "/__init__.py") == b""
 
 
+_COMPILE_ALL = """
+import glob, hashlib, sys
+sys.path[:0] = %r
+from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app
+for path in sorted(glob.glob(%r)):
+    with open(path, "rb") as handle:
+        print(path, hashlib.sha1(binder_app.compiled(path, handle.read())).hexdigest())
+"""
+
+
+def test_bytecode_does_not_depend_on_the_rendering_process():
+    """The same sources give the same .pyc bytes in a bare interpreter and in this one (which
+    holds the collection, ansible and pytest): marshal's back-references, which follow refcounts,
+    once made the module and the test render different binders."""
+    import glob
+    import hashlib
+    import os
+    from ansible_collections.npuops.fleet.plugins.module_utils.model import topology  # noqa: F401
+    from ansible_collections.npuops.fleet.plugins.modules import vllm_launch_wrapper  # noqa: F401
+    here = os.path.dirname(os.path.dirname(os.path.abspath(binder_app.__file__)))
+    pattern = os.path.join(here, "*", "*.py")
+    collections = here
+    for dummy in range(5):  # module_utils, plugins, fleet, npuops, ansible_collections
+        collections = os.path.dirname(collections)
+    bare = subprocess.run([sys.executable, "-I", "-S", "-c", _COMPILE_ALL % ([collections], pattern)],
+                          check=True, stdout=subprocess.PIPE, universal_newlines=True).stdout
+    ours = "".join("%s %s\n" % (path, hashlib.sha1(binder_app.compiled(path, open(path, "rb").read())).hexdigest())
+                   for path in sorted(glob.glob(pattern)))
+    assert len(ours.splitlines()) > 50 and bare == ours
+
+
 def test_runs_as_a_zipapp(tmp_path):
     path = tmp_path / "bind"
     path.write_bytes(binder_app.render(SOURCES, python=sys.executable))

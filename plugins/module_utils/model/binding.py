@@ -31,8 +31,6 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model.drift_kinds imp
     FIX_IRQ, FIX_IRQBALANCE, FIX_MEMORY, FIX_MISSING, FIX_THREADS, FIX_UNIT)
 
 SCHEMA_VERSION = 1
-DEFAULT_DEST = instance_files.DEFAULT_DEST
-DEFAULT_IRQ_STATE = instance_files.DEFAULT_IRQ_STATE
 # a worker with more than this share of its resident memory off its node is drifted
 REMOTE_MEMORY_LIMIT = 0.10
 _NAME_RE = schema.INSTANCE_NAME  # the one instance-name rule (vllm_launch_wrapper's)
@@ -132,8 +130,8 @@ def _binder_report(io, binder, argv, timeout, source, errors):
     return report if isinstance(report, dict) else None
 
 
-def gather(io, dest=DEFAULT_DEST, irq_state=DEFAULT_IRQ_STATE, timeout=60, host_root="/",
-           root_pids=None, proc_irq=None, systemd=None):
+def gather(io, dest=instance_files.DEFAULT_DEST, irq_state=instance_files.DEFAULT_IRQ_STATE,
+           timeout=60, host_root="/", root_pids=None, proc_irq=None, systemd=None):
     """The binding state of every instance under ``dest`` (host paths; ``host_root`` prefixes
     the paths handed to the binder, which reads them itself). ``root_pids`` ({instance: pid})
     names the main process where no systemd unit runs it (tests, the demo's sandbox).

@@ -26,8 +26,6 @@ def parse_cpulist(text, source="cpulist"):
     None and ``""`` none; BindError naming ``source`` on anything else."""
     if text is None:
         return []
-    if isinstance(text, bool) or not isinstance(text, (int, str)):
-        text = str(text)
     try:
         return cpulist.parse(str(text), source)
     except ParseError as err:

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
-from ansible_collections.npuops.fleet.plugins.module_utils.model import binding
+from ansible_collections.npuops.fleet.plugins.module_utils.model import binding, instance_files
 from npuops_testing.binder import DEST, PLAN, install_instance, stand_in_tree
 from npuops_testing.fake_io import FakeIO
 
@@ -60,7 +60,7 @@ def test_gather_reads_plans_and_asks_each_binder_through_the_io_object():
                           "systemctl is-active vllm-bad.service": "inactive\n",
                           " ".join([DEST + "/svc-bind", "--plan", DEST + "/svc.plan.json",
                                     "--instance", "svc", "--once", "--check", "--json",
-                                    "--no-migrate", "--irq-state", binding.DEFAULT_IRQ_STATE,
+                                    "--no-migrate", "--irq-state", instance_files.DEFAULT_IRQ_STATE,
                                     "--unit", "vllm-svc.service"]): binder})
     state = binding.gather(io)
     assert list(state["instances"]) == ["svc"]
@@ -137,7 +137,7 @@ def test_every_live_drift_kind_is_read_recorded_and_replayed(tmp_path):
     for irq, cpus in ((101, "0"), (102, "0"), (201, "1")):
         (irq_dir / str(irq)).mkdir(parents=True)
         (irq_dir / str(irq) / "smp_affinity_list").write_text(cpus + "\n")
-    state_file = root / binding.DEFAULT_IRQ_STATE.lstrip("/")
+    state_file = root / instance_files.DEFAULT_IRQ_STATE.lstrip("/")
     state_file.parent.mkdir(parents=True)
     state_file.write_text(json.dumps({"schema": 1, "irqs": [
         {"irq": 101, "device": 0, "role": "sq", "cpus": "0"},

@@ -110,17 +110,26 @@ def _npu_irq_cpus(plan):
     return out, nodes
 
 
+def _node_id(value, where):
+    """A device's NUMA node from the plan: an int id or None; PlanError naming ``where`` else."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return value
+    raise PlanError("plan %s: %r is not a NUMA node id" % (where, value))
+
+
 def _device_nodes(plan, topology):
     """{device key: NUMA node or None} of the plan's NPUs or GPUs, and the kind."""
     if plan.get("npus"):
         out = {}
         for key, entry in plan["npus"].items():
             home = entry.get("home_node")
+            where = "npus %s home_node" % key
             if home is None and len(entry.get("numa_nodes") or []) == 1:
-                home = entry["numa_nodes"][0]
-            out[str(key)] = home
+                home, where = entry["numa_nodes"][0], "npus %s numa_nodes" % key
+            out[str(key)] = _node_id(home, where)
         return out, "npus"
-    return dict((str(k), (v or {}).get("numa_node")) for k, v in (plan.get("gpus") or {}).items()), "gpus"
+    return dict((str(k), _node_id((v or {}).get("numa_node"), "gpus %s numa_node" % k))
+                for k, v in (plan.get("gpus") or {}).items()), "gpus"
 
 
 def _topology_policy(plan, topology, pod_devices):

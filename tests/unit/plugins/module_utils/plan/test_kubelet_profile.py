@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
 """plan/kubelet_profile.py on the recorded A2, A3 and DGX snapshots and on small hosts."""
+import copy
 import os
 
 import pytest
@@ -155,3 +156,13 @@ def test_irq_targets_moved_onto_the_reserved_cpus_of_their_node():
     assert warnings == []
     out, warnings = irq_targets_on_reserved(targets, [0], nodes)
     assert out[3]["cpus"] == [4] and "no reserved CPU on NUMA node 1" in warnings[0]
+
+
+@pytest.mark.parametrize("field, value", [("home_node", [0]), ("home_node", True), ("home_node", "0")])
+def test_a_device_node_that_is_not_an_id_is_a_plan_error(field, value):
+    # found by tests/unit/fuzz/test_fuzz_kubelet.py: a list as a node was a TypeError
+    facts, plan = recorded("a3-16die")
+    plan = copy.deepcopy(plan)
+    plan["npus"]["0"][field] = value
+    with pytest.raises(PlanError, match="npus 0 home_node: .* is not a NUMA node id"):
+        kubelet_profile(facts, plan)

@@ -23,19 +23,15 @@ from bisect import bisect_left, bisect_right
 from itertools import chain
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+# the decimal text of ids and of runs (re-exported: callers read them as cpuset.DECIMAL...)
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus.cputext import (  # noqa: F401
+    DECIMAL, DASHED, ID_OF, join_run, join_runs, runs_text)
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 
 
 _INF = float("inf")
 _MAX_CPUS = cpulist.MAX_CPUS
-# decimal text of small CPU ids (vllm-ascend's per-CPU log lines, the plan's cpulists: a
-# lookup is a fraction of str() or "%d"), and back: the ids of the usual "N-M" cpulists
-DECIMAL = _DECIMAL = tuple(str(cpu) for cpu in range(2048))
-ID_OF = _ID_OF = dict((text, cpu) for cpu, text in enumerate(_DECIMAL))
-_SMALL = len(_DECIMAL)
-DASHED = _DASHED = tuple(text + "-" for text in _DECIMAL)  # "N-": a range's text, one "+"
-
-
+_DECIMAL, _ID_OF, _SMALL = DECIMAL, ID_OF, len(DECIMAL)
 def _join(runs):
     """Canonical runs: neighbours that continue each other (``a-b`` then ``b+1-c``) merged."""
     out = []
@@ -47,12 +43,14 @@ def _join(runs):
     return out
 
 
-def merge_runs(runs):
-    """Sorted, disjoint, non-adjacent runs covering the same CPUs (set semantics)."""
+def union_runs(runs):
+    """The CpuSeq of the set of CPUs of ``(first, last)`` runs in any order: sorted, disjoint,
+    non-adjacent runs, its size counted in the same pass."""
+    if not runs:
+        return EMPTY
     ordered = sorted(runs)
-    if not ordered:
-        return []
     out = []
+    size = 0
     lo, hi = ordered[0]  # the run being grown
     for next_lo, next_hi in ordered:
         if next_lo <= hi + 1:
@@ -60,9 +58,10 @@ def merge_runs(runs):
                 hi = next_hi
         else:
             out.append((lo, hi))
+            size += hi - lo + 1
             lo, hi = next_lo, next_hi
     out.append((lo, hi))
-    return out
+    return known(tuple(out), size + hi - lo + 1)
 
 
 def _range(run):
@@ -152,9 +151,11 @@ class CpuSeq(object):
             return other
         last = self.runs[-1]
         first = other.runs[0]
+        normal = self.normal and other.normal and last[1] < first[0]
         if last[1] + 1 == first[0]:
-            return CpuSeq(self.runs[:-1] + ((last[0], first[1]),) + other.runs[1:])
-        return CpuSeq(self.runs + other.runs)
+            return known(self.runs[:-1] + ((last[0], first[1]),) + other.runs[1:],
+                         self.size + other.size, normal)
+        return known(self.runs + other.runs, self.size + other.size, normal)
 
     def __getitem__(self, index):
         if index.__class__ is slice:
@@ -183,10 +184,11 @@ class CpuSeq(object):
             if 0 < stop - start < self.size:
                 # a part of one contiguous run (a share, a role): plain arithmetic
                 first = runs[0][0]
-                return CpuSeq(((first + start, first + stop - 1),))
+                return known(((first + start, first + stop - 1),), stop - start)
         elif len(runs) > 1 and 0 < stop - start < self.size:
             # CPUs cut from the ends only (the main role of a pool): whole runs dropped from
             # each end, then the first and the last kept run trimmed
+            length = stop - start
             tail = self.size - stop
             first, last = 0, len(runs) - 1
             lo, hi = runs[0]
@@ -200,9 +202,10 @@ class CpuSeq(object):
                 last -= 1
                 last_lo, last_hi = runs[last]
             if first == last:
-                return CpuSeq(((lo + start, hi - tail),))
-            return CpuSeq(((lo + start, hi),) + runs[first + 1:last] +
-                          ((last_lo, last_hi - tail),))
+                return known(((lo + start, hi - tail),), length)
+            part = ((lo + start, hi),) + runs[first + 1:last] + ((last_lo, last_hi - tail),)
+            # (a part of an ascending sequence ascends; of another, its runs tell)
+            return known(part, length) if self.normal else CpuSeq(part)
         return self if start == 0 and stop >= self.size else EMPTY  # all of it, or nothing
 
     def first_two(self):
@@ -221,7 +224,20 @@ class CpuSeq(object):
 
     def sorted_unique(self):
         """The ascending set of the ids (``sorted(set(seq))``)."""
-        return self if self.normal else CpuSeq(merge_runs(self.runs))
+        return self if self.normal else union_runs(self.runs)
+
+
+_new = object.__new__
+
+
+def known(runs, size, normal=True):
+    """The CpuSeq of canonical ``runs`` (a tuple) whose ``size`` and order (``normal``) the
+    caller has at hand: no pass over the runs to count them."""
+    seq = _new(CpuSeq)
+    seq.runs = runs
+    seq.size = size
+    seq.normal = normal
+    return seq
 
 
 EMPTY = CpuSeq()
@@ -312,33 +328,11 @@ def parse_option(value, source="cpulist"):
     return CpuSeq.from_cpus(sorted(cpus))
 
 
-def join_run(first, last, sep=" "):
-    """``sep.join(str(c) for c in range(first, last + 1))``."""
-    if 0 <= first and last < _SMALL:
-        return sep.join(_DECIMAL[first:last + 1])
-    return sep.join(map(str, range(first, last + 1)))
-
-
-def join_runs(runs, sep=" "):
-    """``join_ids`` of the CpuSeq with these ``runs``."""
-    parts = []
-    for lo, hi in runs:
-        if lo < 0 or hi >= _SMALL:
-            return sep.join(map(str, chain.from_iterable(map(_range, runs))))
-        parts.append(sep.join(_DECIMAL[lo:hi + 1]))
-    return sep.join(parts)
-
-
 def join_ids(cpus, sep=" "):
     """``sep.join(str(c) for c in cpus)``."""
     if cpus.__class__ is CpuSeq:
         return join_runs(cpus.runs, sep)
     return sep.join(map(str, cpus))
-
-
-def runs_text(runs):
-    """``cpulist.format_runs(runs)`` of runs of ids from 0 to 2047, their text looked up."""
-    return ",".join([_DECIMAL[lo] if lo == hi else _DASHED[lo] + _DECIMAL[hi] for lo, hi in runs])
 
 
 def _text(seq):
@@ -441,9 +435,12 @@ def subtract(cpus, removed):
             # apart by the removed run, so already canonical
             (lo, hi), (r_lo, r_hi) = runs[0], removed.runs[0]
             if r_hi < lo or hi < r_lo:
-                return CpuSeq(runs)
-            return CpuSeq(([(lo, r_lo - 1)] if lo < r_lo else []) +
-                          ([(r_hi + 1, hi)] if r_hi < hi else []))
+                return cpus
+            if lo < r_lo:
+                if r_hi < hi:
+                    return known(((lo, r_lo - 1), (r_hi + 1, hi)), r_lo - lo + hi - r_hi)
+                return known(((lo, r_lo - 1),), r_lo - lo)
+            return known(((r_hi + 1, hi),), hi - r_hi) if r_hi < hi else EMPTY
         left = _subtract_runs(runs, removed.sorted_unique().runs)
         # (parts of ascending runs stay apart: already canonical)
         return CpuSeq(left) if cpus.normal else CpuSeq.from_runs(left)

@@ -16,7 +16,7 @@ from bisect import bisect_left
 
 MAX_NODES = 1024  # NUMA node ids 0..1023: Linux MAX_NUMNODES is at most 1 << 10
 
-from ansible_collections.npuops.fleet.plugins.module_utils.cpus.cpuset import EMPTY, CpuSeq, merge_runs, subtract
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus.cpuset import EMPTY, CpuSeq, subtract, union_runs
 
 
 class NodeMap(object):
@@ -52,7 +52,7 @@ class NodeMap(object):
             for node in reversed(list(owned)):
                 cpus = owned[node]
                 owned[node] = subtract(cpus, claimed)
-                claimed = CpuSeq(merge_runs(claimed.runs + cpus.runs))
+                claimed = union_runs(claimed.runs + cpus.runs)
             segments = sorted((lo, hi, node) for node, cpus in owned.items()
                               for lo, hi in cpus.runs)
         self.segments = segments

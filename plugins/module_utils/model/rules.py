@@ -28,6 +28,7 @@ HEALTH_OK, HEALTH_WARNING, HEALTH_BAD = "ok", "warning", "unhealthy"
 
 _DIGITS = re.compile(r"(\d+)")
 _INT_ONLY = {int}
+_ID_OF = cpuset.ID_OF  # the usual decimal text of a node id -> the id
 
 
 def natural_key(name):
@@ -148,9 +149,10 @@ def _int_key(value):
     return int(value)
 
 
-def numa_distance(topology):
-    """``{node: {node: distance}}`` (ints) of ``cpu.numa_distance``, or None when absent or
-    malformed (a distance that is not a positive integer, a node missing from a row)."""
+def _distance_rows(topology):
+    """``(ids, rows)`` of ``cpu.numa_distance``: the node ids (ints) and each node's row of
+    distances in the order of ``ids`` (tuples of positive ints); None when absent or malformed
+    (a distance that is not a positive integer, a node missing from a row)."""
     raw = ((topology or {}).get("cpu") or {}).get("numa_distance")
     if not isinstance(raw, dict) or not raw:
         return None
@@ -159,9 +161,11 @@ def numa_distance(topology):
         # every row names the same nodes as the table (each row's values fetched in one call,
         # all of them tested at once)
         keys = list(raw)
-        ids = list(map(int, keys))
+        ids = list(map(_ID_OF.get, keys))
+        if None in ids:
+            ids = list(map(int, keys))
         values_of = itemgetter(*keys) if len(keys) > 1 else (lambda row: (row[keys[0]],))
-        rows = [raw[key] for key in keys]
+        rows = list(map(raw.__getitem__, keys))
         if set(map(len, rows)) != {len(keys)}:
             return None
         rows = list(map(values_of, rows))
@@ -170,6 +174,16 @@ def numa_distance(topology):
             return None
     except (AttributeError, KeyError, TypeError, ValueError):
         return None
+    return ids, rows
+
+
+def numa_distance(topology):
+    """``{node: {node: distance}}`` (ints) of ``cpu.numa_distance``, or None when absent or
+    malformed (a distance that is not a positive integer, a node missing from a row)."""
+    found = _distance_rows(topology)
+    if found is None:
+        return None
+    ids, rows = found
     return {node: dict(zip(ids, row)) for node, row in zip(ids, rows)}
 
 
@@ -194,7 +208,7 @@ class Nearness(object):
     not cover every CPU node is not used (``warnings`` says so).
     """
 
-    __slots__ = ("_distance", "_source", "_nodes", "packages", "_warnings")
+    __slots__ = ("_index", "_rows", "_source", "_nodes", "packages", "_warnings")
 
     def __init__(self, distance=None, packages=None, nodes=(), source=None):
         """``distance`` / ``packages``: the parsed maps (``numa_distance``, ``node_packages``);
@@ -202,32 +216,47 @@ class Nearness(object):
         self._warnings = []
         self._nodes = set(nodes)
         self._source = source
-        self._distance = None if source is not None else self._covering(distance)
+        # the table as rows: node -> its position, and each row's distances by position
+        self._index = self._rows = None
+        if source is None and distance is not None:
+            ids = list(distance)
+            self._cover(ids, [tuple(distance[a][b] for b in ids) for a in ids])
         if packages is not None and not self._nodes <= set(packages):
             self._warnings.append("cpu.packages lacks NUMA node(s) %s: packages not used"
                                   % sorted(self._nodes - set(packages)))
             packages = None
         self.packages = packages
 
-    def _covering(self, distance):
-        if distance is not None and not self._nodes <= set(distance):
+    def _cover(self, ids, rows):
+        if not self._nodes <= set(ids):
             self._warnings.append("cpu.numa_distance lacks NUMA node(s) %s: nearest node by id"
-                                  % sorted(self._nodes - set(distance)))
-            return None
-        return distance
+                                  % sorted(self._nodes - set(ids)))
+            return
+        self._index = dict(zip(ids, range(len(ids))))
+        self._rows = rows
+
+    def _read(self):
+        """The table of the source topology, parsed on first use."""
+        source, self._source = self._source, None
+        found = _distance_rows(source)
+        if found is not None:
+            self._cover(*found)
 
     @property
     def distance(self):
         """``{node: {node: distance}}`` or None (read from the topology on first use)."""
         if self._source is not None:
-            self._distance = self._covering(numa_distance(self._source))
-            self._source = None
-        return self._distance
+            self._read()
+        if self._index is None:
+            return None
+        ids = list(self._index)
+        return {node: dict(zip(ids, self._rows[at])) for node, at in self._index.items()}
 
     @property
     def warnings(self):
         """What was not used and why (reads the table)."""
-        self.distance  # pylint: disable=pointless-statement
+        if self._source is not None:
+            self._read()
         return self._warnings
 
     def read_warnings(self):
@@ -245,24 +274,28 @@ class Nearness(object):
         other = 0
         if packages is not None and a in packages and b in packages and packages[a] != packages[b]:
             other = 1
-        table = self._distance if self._source is None else self.distance
-        if table is not None and a in table and b in table:
-            return (other, table[a][b], b)
+        if self._source is not None:
+            self._read()
+        index = self._index
+        if index is not None and a in index and b in index:
+            return (other, self._rows[index[a]][index[b]], b)
         return (other, abs(a - b), b)
 
     def keys_from(self, a, nodes):
         """``[key(a, b)[:2] for b in nodes]``: ``(other package, distance)`` of each node."""
         packages = self.packages
-        table = self._distance if self._source is None else self.distance
-        row = table.get(a) if table is not None else None
+        if self._source is not None:
+            self._read()
+        index = self._index
+        row = self._rows[index[a]] if index is not None and a in index else None
         package = packages.get(a) if packages is not None else None
         out = []
         for b in nodes:
             other = 0
             if package is not None and b in packages and packages[b] != package:
                 other = 1
-            if row is not None and b in table:
-                out.append((other, row[b]))
+            if row is not None and b in index:
+                out.append((other, row[index[b]]))
             else:
                 out.append((other, abs(a - b)))
         return out

@@ -275,10 +275,10 @@ def _records(fields):
 
 
 def _map(digits, spec):
-    pairs_fit = _pairs(digits, spec)
+    maps_fit = _pairs(digits, spec)
 
     def fits(value):
-        return isinstance(value, dict) and len(value) <= MAX_ITEMS and pairs_fit(value.items())
+        return isinstance(value, dict) and len(value) <= MAX_ITEMS and maps_fit((value,))
     return fits
 
 
@@ -287,17 +287,22 @@ def _key_fits(key, digits):
         key.isdigit() and key.isascii() and len(key) <= 9))
 
 
+_STR = frozenset([str])
+_INT = frozenset([int])
+
+
 def _pairs(digits, spec):
-    """A check of the (key, value) pairs of a MAP; a MAP of MAPs (``npu_map``) checks the pairs
-    of all its inner mappings in one pass."""
+    """A check of the (key, value) pairs of some mappings of one MAP spec, all at once; a MAP
+    of MAPs (``npu_map``, ``numa_distance``) checks the pairs of all its inner mappings in one
+    pass."""
     inner = _inner(spec)
     if inner[0] == MAP:
         inner_fit = _pairs(inner[1] == DIGITS, inner[2])
         nullable = spec[0] == OPT
 
-        def nested_fit(pairs):
+        def nested_fit(mappings):
             maps = []
-            for key, item in pairs:
+            for key, item in chain.from_iterable(map(dict.items, mappings)):
                 if (key.__class__ is not str or (digits and key not in _ID_TEXTS)) and \
                         not _key_fits(key, digits):
                     return False
@@ -305,16 +310,38 @@ def _pairs(digits, spec):
                     maps.append(item)
                 elif not (item is None and nullable) and not (
                         isinstance(item, dict) and len(item) <= MAX_ITEMS and
-                        inner_fit(item.items())):
+                        inner_fit((item,))):
                     return False
-            return inner_fit(chain.from_iterable(map(dict.items, maps)))
+            return inner_fit(maps)
         return nested_fit
     item_fits, sure = _compiled(spec)
     texts = inner[0] == INT_TEXT
     ranged = inner[0] in (INT, NODE)  # (the usual ints tested inline: numa_distance)
 
-    def pairs_fit(pairs):
-        for key, item in pairs:
+    def columns_fit(mappings):
+        # the keys and the values as two columns (a 64-entry distance table): the key texts
+        # looked up at once, the value types one set, the ints one min and max. False: "not
+        # sure", the pairs are then tested one at a time
+        if len(mappings) == 1:
+            keys, values = mappings[0], list(mappings[0].values())
+        else:
+            keys = list(chain.from_iterable(mappings))
+            values = list(chain.from_iterable(map(dict.values, mappings)))
+        if not (_ID_TEXTS.issuperset(keys) if digits else set(map(type, keys)) <= _STR):
+            return False
+        kinds = set(map(type, values))
+        if kinds <= sure:
+            return True
+        if ranged and kinds - sure == _INT:
+            ints = values if kinds == _INT else [item for item in values if item.__class__ is int]
+            return MIN_INT <= min(ints) and max(ints) <= MAX_INT
+        return texts and kinds - sure == _STR and \
+            _ID_TEXTS.issuperset([item for item in values if item.__class__ is str])
+
+    def maps_fit(mappings):
+        if columns_fit(mappings):
+            return True
+        for key, item in chain.from_iterable(map(dict.items, mappings)):
             if (key.__class__ is not str or (digits and key not in _ID_TEXTS)) and \
                     not _key_fits(key, digits):
                 return False
@@ -323,7 +350,7 @@ def _pairs(digits, spec):
                     and not (texts and kind is str and item in _ID_TEXTS) and not item_fits(item):
                 return False
         return True
-    return pairs_fit
+    return maps_fit
 
 
 def _listed(fields):

@@ -26,6 +26,10 @@ from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_asce
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
 
 
+_TEXT = cpuset.DECIMAL  # the decimal text of small ids (the plan's keys), by lookup
+_SMALL = len(_TEXT)
+
+
 def _int_list(value, what):
     if value is None:
         return None
@@ -85,7 +89,7 @@ def validate_instances(instances, known, host_ids=None, word="NPU"):
 
 def _node_cpus(topology):
     """The NUMA nodes that hold CPUs: memory-only nodes (GH200, CXL) have none to plan with."""
-    return {node: cpus for node, cpus in rules.node_cpus(topology).items() if cpus}
+    return {node: cpus for node, cpus in rules.node_cpus(topology).items() if cpus.size}
 
 
 def _npu_facts(topology):
@@ -109,7 +113,9 @@ def _npu_facts(topology):
                 cpus = parsed[text]
             else:
                 try:
-                    cpus = parse_ordered(text, "npus[].affinity") or None
+                    cpus = parse_ordered(text, "npus[].affinity")
+                    if not cpus.size:
+                        cpus = None
                 except ParseError:
                     cpus = None
                 parsed[text] = cpus
@@ -237,7 +243,7 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
         validate_instances(instances, set(requested if requested is not None else ids), ids)
     if requested is None and insts:
         requested = sorted(set(n for dummy, members in insts for n in members))
-    if not allowed:
+    if not allowed.size:
         raise PlanError("no allowed CPUs left (allowed_cpus minus reserved_cpus is empty)")
     request = layout.NpuRequest(ids, requested, affinity, pci_nodes, busy, dtype)
     fronts = POLICY_PLANNERS[policy](plan, request, host, insts, release)
@@ -266,11 +272,22 @@ def _strict(plan, request, host, insts, release=None):
     entries = plan["npus"]
     if insts:
         # the entries' pool and main CPUs for ``_instances``, from the pools instead of the
-        # entries' text: main is ``pool[2:-2]`` (roles.split_roles), a 950 pool is all main
-        seqs = {npu: cpuset.CpuSeq.from_cpus(pools[npu]) for npu in keep}
-        fronts["device_cpus"] = device_cpus = {
-            npu: (seq, seq if cluster else seq.part(2, seq.size - 2)) for npu, seq in seqs.items()}
-        mains = None if cluster else {npu: cpus[1] for npu, cpus in device_cpus.items()}
+        # entries' text: main is ``pool[2:-2]`` (roles.split_roles; _place has those it
+        # carved from), a 950 pool is all main
+        fronts["device_cpus"] = device_cpus = {}
+        if cluster:
+            for npu in keep:
+                seq = cpuset.CpuSeq.from_cpus(pools[npu])
+                device_cpus[npu] = (seq, seq)
+            mains = None
+        else:
+            mains = fronts.get("mains") or {}
+            for npu in keep:
+                seq = cpuset.CpuSeq.from_cpus(pools[npu])
+                main = mains.get(npu)
+                if main is None:
+                    main = mains[npu] = seq.part(2, seq.size - 2)
+                device_cpus[npu] = (seq, main)
     else:
         mains = None
     for npu, entry in zip(keep, cpu_roles.pool_entries(pools, keep, cpu_node, cluster, mains)):
@@ -280,7 +297,7 @@ def _strict(plan, request, host, insts, release=None):
         if home is not None and (len(nodes) != 1 or nodes[0] != home):
             # the worker's memory stays on its home node, whatever it borrowed
             entry["numa_nodes"] = [home]
-        entries[str(npu)] = entry
+        entries[_TEXT[npu] if 0 <= npu < _SMALL else str(npu)] = entry
     if uvb is not None:
         plan["uvb"] = cpuset.format(uvb)
     plan["warnings"].extend(nearness.read_warnings())
@@ -307,29 +324,41 @@ def _place(plan, devices, pools, home_of, host, insts, cluster=None, uvb=None):
                               "reserved": "", "spare": ""}
         return {"instances": {}, "carved": {}}
     isolated = host.isolated
+    mains = {}  # device -> its main CPUs, once asked for (the carve's sources)
 
     def main_cpus(dev):
-        seq = seqs[dev]
-        return seq.part(2, seq.size - 2)  # (roles.split_roles: pool[2:-2])
+        main = mains.get(dev)
+        if main is None:
+            seq = seqs[dev]
+            runs = seq.runs
+            if len(runs) == 1 and seq.size > 4:
+                # (roles.split_roles: pool[2:-2]; of one contiguous run, plain arithmetic)
+                main = cpuset.known(((runs[0][0] + 2, runs[0][1] - 2),), seq.size - 4)
+            else:
+                main = seq.part(2, seq.size - 2)
+            mains[dev] = main
+        return main
 
     fronts = placement.place(devices, seqs, home_of, host, insts, None if cluster else main_cpus,
                              cluster or None, extra)
     workers = fronts["workers"]
-    if fronts["carved"]:
-        for dev, carved in fronts["carved"].items():
-            seq = seqs[dev]
-            if cluster or seq.normal:
-                # (the carve took main CPUs only: an ascending pool, each id once, keeps its
-                # IRQ, ACL and release CPUs in place when the carved ones are removed)
-                seqs[dev] = cpuset.subtract(seq, carved)
-            else:
-                seqs[dev] = seq[:2] + cpuset.subtract(seq[2:-2], carved) + seq[-2:]
-            pools[dev] = seqs[dev]  # (one dict for non-950 pools: the same assignment)
-        workers = cpuset.subtract(workers, placement.union(fronts["carved"].values()))
     frontend = placement.union([f["frontend"] for f in fronts["instances"].values()] +
                                list(fronts["device_frontend"].values()))
+    if fronts["carved"]:
+        for dev, carved in fronts["carved"].items():
+            if cluster:
+                seqs[dev] = cpuset.subtract(seqs[dev], carved)
+            else:
+                seqs[dev], mains[dev] = placement.carved_pool(seqs[dev], mains[dev], carved)
+            pools[dev] = seqs[dev]  # (one dict for non-950 pools: the same assignment)
+        # every frontend carved (none from free CPUs): the frontends are the carved CPUs
+        only_carved = not fronts["device_frontend"] and all(
+            [front["frontend_source"] != "free" for front in fronts["instances"].values()])
+        workers = cpuset.subtract(workers, frontend if only_carved else
+                                  placement.union(fronts["carved"].values()))
     plan["cpu_budget"] = placement.budget(allowed_all, workers, frontend, reserved, isolated)
     plan["warnings"].extend(fronts["warnings"])
+    fronts["mains"] = mains
     return fronts
 
 
@@ -368,9 +397,9 @@ def _instances(plan, insts, env_name, fronts=None):
     table = plan["gpus"] if plan["mode"] == "gpu_numa" else plan["npus"]
     device_cpus = (fronts or {}).get("device_cpus")
     for name, members in insts:
-        main, pool, nodes = [], [], set()
+        main, pool, nodes = [], [], set()  # (the devices' runs)
         for dev in members:
-            entry = table.get(str(dev))
+            entry = table.get(_TEXT[dev] if 0 <= dev < _SMALL else str(dev))
             if entry is None:
                 if plan["skipped"] or "vllm_ascend" in plan:
                     # (vllm_ascend: the ranks say why the release builds no pool for it)
@@ -378,19 +407,19 @@ def _instances(plan, insts, env_name, fronts=None):
                 raise PlanError("instance %s: no CPU pool was planned for it" % name, dev)
             if device_cpus is not None:
                 dev_pool, dev_main = device_cpus[dev]
-                pool.append(dev_pool)
-                main.append(dev_main)
+                pool.extend(dev_pool.runs)
+                main.extend(dev_main.runs)
             else:
                 # the entries' cpulists as runs (cpuset), not one int per CPU
-                pool.append(cpuset.parse(entry["pool"]))
-                main.append(cpuset.parse(entry.get("main", entry["pool"])))
+                pool.extend(cpuset.parse(entry["pool"]).runs)
+                main.extend(cpuset.parse(entry.get("main", entry["pool"])).runs)
             if "numa_nodes" in entry:
                 nodes.update(entry["numa_nodes"])
             elif entry.get("numa_node") is not None:
                 nodes.add(entry["numa_node"])
         plan["instances"][name] = {
-            "npus": list(members), "main": cpuset.format(placement.union(main)),
-            "pool": cpuset.format(placement.union(pool)), "numa_nodes": sorted(nodes),
+            "npus": list(members), "main": cpuset.format(cpuset.union_runs(main)),
+            "pool": cpuset.format(cpuset.union_runs(pool)), "numa_nodes": sorted(nodes),
             "env": {env_name: ",".join(map(str, members))}}
         if fronts is not None:
             front = fronts["instances"].get(name) or {}

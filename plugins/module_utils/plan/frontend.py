@@ -31,7 +31,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset, nodemap, smt
-from ansible_collections.npuops.fleet.plugins.module_utils.cpus.cpuset import EMPTY, CpuSeq, merge_runs
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus.cpuset import EMPTY, CpuSeq
 
 # vLLM's tuning guide: at least 2 + N physical cores for the front end of N accelerators
 FRONTEND_BASE_CORES = 2
@@ -42,11 +42,9 @@ def union(seqs):
     runs = []
     for seq in seqs:
         runs.extend(seq.runs if seq.__class__ is CpuSeq else CpuSeq.from_cpus(seq).runs)
-    if not runs:
-        return EMPTY
     if len(runs) == 1:
         return CpuSeq(runs)
-    return CpuSeq(merge_runs(runs))
+    return cpuset.union_runs(runs)
 
 
 def free_shares(devices, anchors, home_nodes, free_by_node, nearness, cores):
@@ -59,7 +57,7 @@ def free_shares(devices, anchors, home_nodes, free_by_node, nearness, cores):
     that take it. ``anchors``: a function device -> its home node as a list, or its pool's
     nodes when it has no home; ``home_nodes``: the nodes devices call home (never
     candidates)."""
-    candidates = [n for n in sorted(free_by_node) if n not in home_nodes and free_by_node[n]]
+    candidates = [n for n in sorted(free_by_node) if n not in home_nodes and free_by_node[n].size]
     if not candidates:
         return {}
     # devices of one home node (one anchors tuple) see the same keys: work per group
@@ -70,43 +68,41 @@ def free_shares(devices, anchors, home_nodes, free_by_node, nearness, cores):
             groups.setdefault(nodes, []).append(dev)
     if not groups:
         return {}
-    # group -> {free node: (other package, distance)} from its nearest anchor; the first part
-    # of a key is 0 exactly when the node shares a package with an anchor (same_package)
-    found = {}
-    for nodes in groups:
-        keys = dict(zip(candidates, nearness.keys_from(nodes[0], candidates)))
-        for anchor in nodes[1:]:
-            keys = {node: min(key, other) for (node, key), other in
-                    zip(keys.items(), nearness.keys_from(anchor, candidates))}
-        found[nodes] = keys
-    # the key of the groups nearest to each free node
-    nearest = {node: min([keys[node] for keys in found.values()]) for node in candidates}
-    wants = {}
-    chosen_key = {}
+    # group -> [(other package, distance) of each candidate] from its nearest anchor; the
+    # first part of a key is 0 exactly when the node shares a package with an anchor
+    found = []
     for nodes, members in groups.items():
-        keys = found[nodes]
-        mine = [node for node in candidates if keys[node] == nearest[node]]
+        keys = nearness.keys_from(nodes[0], candidates)
+        for anchor in nodes[1:]:
+            keys = list(map(min, keys, nearness.keys_from(anchor, candidates)))
+        found.append((keys, members))
+    # the key of the groups nearest to each candidate
+    nearest = list(map(min, *[keys for keys, dummy in found])) if len(found) > 1 else found[0][0]
+    wants = {}  # candidate -> [(device, its key), ...]
+    for keys, members in found:
+        mine = [at for at, key in enumerate(keys) if key == nearest[at]]
         if not mine:
             continue
-        if any(keys[node][0] == 0 for node in candidates):
+        if min(keys)[0] == 0:
             # a free node of its own package: never one of another package
-            mine = [node for node in mine if keys[node][0] == 0]
+            mine = [at for at in mine if keys[at][0] == 0]
             if not mine:
                 continue
-        best = min(keys[node] for node in mine)
-        for node in mine:
-            if keys[node] == best:
-                wants.setdefault(node, []).extend(members)
-                for dev in members:
-                    chosen_key[(dev, node)] = best
+        best = min([keys[at] for at in mine])
+        for at in mine:
+            if keys[at] == best:
+                wants.setdefault(candidates[at], []).extend([(dev, best) for dev in members])
     shares = {dev: [] for dev in devices}
     for node in candidates:
-        wanters = sorted(wants.get(node, ()))
+        wanters = wants.get(node)
         if not wanters:
             continue
-        for dev, share in smt.split(free_by_node[node], wanters, cores).items():
-            if len(share):
-                shares[dev].append((chosen_key[(dev, node)], node, share))
+        wanters.sort()
+        key_of = dict(wanters)
+        for dev, share in smt.split(free_by_node[node], [dev for dev, dummy in wanters],
+                                    cores).items():
+            if share.size:
+                shares[dev].append((key_of[dev], node, share))
     return shares
 
 
@@ -143,6 +139,25 @@ def carve(mains, members, need, cores, unit=None):
     return carved, got
 
 
+def carved_pool(pool, main, carved):
+    """``(pool, main)`` of a worker less its ``carved`` main CPUs: its IRQ, ACL and release
+    CPUs keep their places (``pool[:2]`` and ``pool[-2:]``)."""
+    runs, cut = pool.runs, carved.runs
+    if len(runs) == 1 and len(cut) == 1:
+        lo, hi = runs[0]
+        cut_lo, cut_hi = cut[0]
+        if cut_hi == hi - 2 and lo + 2 < cut_lo:
+            # the usual carve, the end of main of one contiguous pool: plain arithmetic
+            return (cpuset.known(((lo, cut_lo - 1), (hi - 1, hi)), pool.size - carved.size),
+                    cpuset.known(((lo + 2, cut_lo - 1),), cut_lo - lo - 2))
+    if pool.normal:
+        # (an ascending pool, each id once: removing main CPUs keeps the others in place)
+        pool = cpuset.subtract(pool, carved)
+    else:
+        pool = pool[:2] + cpuset.subtract(pool[2:-2], carved) + pool[-2:]
+    return pool, cpuset.subtract(main, carved)
+
+
 def _quotas(room, members, need):
     """``(quota per member, units placed)``: ``need`` spread evenly, each member at most its
     ``room``; a full member's part goes to the others."""
@@ -161,6 +176,19 @@ def _quotas(room, members, need):
 
 
 def _carve_cpus(mains, members, need):
+    # the usual carve: every member has room for its even part (and for one CPU), so the
+    # quotas are the even parts themselves (what _quotas computes in its first round)
+    share, extra = divmod(need, len(members)) if members else (0, 0)
+    carved = {}
+    for index, dev in enumerate(members):
+        main = mains.get(dev)
+        quota = share + 1 if index < extra else share
+        if main is None or main.size <= quota or main.size < 2:
+            break
+        if quota:
+            carved[dev] = main.part(main.size - quota, main.size).sorted_unique()
+    else:
+        return carved, need
     room = {dev: max(len(mains[dev]) - 1, 0) if dev in mains else 0 for dev in members}
     quota, got = _quotas(room, members, need)
     carved = {}
@@ -237,12 +265,12 @@ def place(devices, pools, home_of, host, instances, mains=None, cluster=None, ex
         workers = union([pools[dev] for dev in devices] + [extra])
         free = cpuset.subtract(allowed, workers)
     cut = EMPTY
-    if len(isolated) and len(free):
+    if isolated.size and free.size:
         cut = cpuset.keep(free, isolated)
         if len(cut):
             free = cpuset.subtract(free, isolated)
     free_by_node = {}
-    if len(free):
+    if free.size:
         for node, cpus in _by_node(free, node_cpus, cpu_node).items():
             free_by_node[node] = smt.core_order(cpus, cores)
     shares = {}
@@ -268,7 +296,7 @@ def place(devices, pools, home_of, host, instances, mains=None, cluster=None, ex
         frontend, nodes, rest = instance_frontend(members, shares, cap, cores)
         capped.append(rest)
         source = "free"
-        if not len(frontend) and (cap is None or cap > 0) and members:
+        if not frontend.size and (cap is None or cap > 0) and members:
             # no free CPU near these devices: carve from the workers' main CPUs
             need = want_cores if cores else want_cores * tpc
             unit = None
@@ -279,13 +307,13 @@ def place(devices, pools, home_of, host, instances, mains=None, cluster=None, ex
                 # the cap counts CPUs; with siblings known the carve counts cores
                 need = min(need, cap // tpc if cores else cap)
             sources = {dev: mains(dev) for dev in members}
-            if len(isolated):
+            if isolated.size:
                 sources = {dev: cpuset.subtract(cpus, isolated) for dev, cpus in sources.items()}
             taken, got = carve(sources, members, need, cores, unit)
             carved.update(taken)
             frontend = union(taken.values())
-            nodes = sorted(nodemap.nodes_of(cpu_node, frontend)) if len(frontend) else []
-            source = "carved" if len(frontend) else "none"
+            nodes = sorted(nodemap.nodes_of(cpu_node, frontend)) if frontend.size else []
+            source = "carved" if frontend.size else "none"
             what = "cluster(s)" if unit else ("core(s)" if cores else "CPU(s)")
             if got:
                 warnings.append("instance %s: no free CPU near its devices; its frontend (%d %s: "
@@ -294,9 +322,9 @@ def place(devices, pools, home_of, host, instances, mains=None, cluster=None, ex
             if got < need:
                 warnings.append("instance %s: its workers' main CPUs leave room for %d of the %d "
                                 "frontend %s wanted" % (name, got, need, what))
-        elif not len(frontend):
+        elif not frontend.size:
             source = "none"
-        have = smt.count(frontend, cores) if cores else len(frontend) // tpc
+        have = smt.count(frontend, cores) if cores else frontend.size // tpc
         if source != "none" and have < want_cores:
             warnings.append("instance %s: frontend %s has %d physical core(s); vLLM's tuning guide "
                             "asks for 2 + %d = %d for the API server and EngineCore"
@@ -306,7 +334,7 @@ def place(devices, pools, home_of, host, instances, mains=None, cluster=None, ex
     for dev, mine in shares.items():
         if mine and dev not in in_instance:
             device_frontend[dev] = union([share for dummy, dummy, share in mine])
-    if len(cut):
+    if cut.size:
         warnings.append("isolated / nohz_full CPUs %s lie outside the worker pools: kept out of "
                         "the frontend and spare CPUs (cpu_budget.reserved)" % cpuset.format(cut))
     return {"instances": result, "carved": carved, "device_frontend": device_frontend,
@@ -322,14 +350,14 @@ def budget(allowed_all, workers, frontend, reserved, isolated):
         return {"workers": cpuset.format(workers), "frontend": "", "reserved": "", "spare": ""}
     workers = cpuset.keep(workers, allowed_all)
     held = workers
-    if len(frontend):
+    if frontend.size:
         frontend = cpuset.keep(frontend, allowed_all)
         held = union([workers, frontend])
         if held.size != workers.size + frontend.size:
             # (not disjoint, as they usually are: a CPU of both counts as a worker)
             frontend = cpuset.subtract(frontend, workers)
     kept = EMPTY
-    if reserved or len(isolated):
+    if reserved or isolated.size:
         kept = union([reserved or EMPTY, isolated])
         kept = cpuset.subtract(cpuset.keep(kept, allowed_all), held)
         held = union([held, kept])

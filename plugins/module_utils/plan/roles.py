@@ -158,8 +158,11 @@ def pool_entries(pools, npus, cpu_node, cluster=False, mains=None):
         elif pool.normal and 0 <= first and last < _SMALL:
             # ascending over several runs (``last`` the highest): every text from the runs
             order = cpuset.runs_text(runs)
-            sq_cpu, cq_cpu = pool.first_two()
-            acl, release = pool.last_two()
+            # (pool.first_two() and pool.last_two(), inline: this runs for every carved pool)
+            lo, hi = runs[0]
+            sq_cpu, cq_cpu = (lo, lo + 1) if hi > lo else (lo, runs[1][0])
+            lo, hi = runs[-1]
+            acl, release = (hi - 1, hi) if hi > lo else (runs[-2][1], hi)
             append({"pool": order, "pool_order": order, "numa_nodes": nodes,
                     # a range when SQ and CQ are neighbours (both in the first run)
                     "irq": (_DASHED[sq_cpu] if cq_cpu == sq_cpu + 1 else _TEXT[sq_cpu] + ",") +

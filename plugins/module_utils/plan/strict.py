@@ -73,7 +73,7 @@ def _split(units, owners, cores=None):
         for index, npu in enumerate(owners):
             take = base + (1 if index < extra else 0)
             if first is not None and 0 < take < size:
-                shares[npu] = cpuset.CpuSeq(((first + start, first + start + take - 1),))
+                shares[npu] = cpuset.known(((first + start, first + start + take - 1),), take)
             else:
                 shares[npu] = units.part(start, start + take)
             start += take

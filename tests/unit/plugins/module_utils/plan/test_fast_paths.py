@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """The planners' fast paths for CpuSeq pools (issue 11's speed work) against the general list
 paths they shortcut: plan entries, vllm-ascend's plan lines, slices and shares, the next-NUMA
-extension, the "N-M" parse, subtract / merge_runs / cpulist text, the nearness keys of many
+extension, the "N-M" parse, subtract / union_runs / cpulist text, the nearness keys of many
 nodes, node counts. Same values for any runs: ascending or not, ids past the decimal
 table (2048), one run or several."""
 from hypothesis import given, settings
@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset, nodemap
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
 from ansible_collections.npuops.fleet.plugins.module_utils.model.rules import Nearness
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import frontend
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import strict as policy_strict
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend as va
@@ -142,20 +143,31 @@ def test_parse_as_cpulist(lo, hi, form):
 @SETTINGS
 @given(pools(min_size=1), pools(min_size=1))
 def test_subtract_merge_and_text_as_lists(cpus, removed):
-    """subtract (one run less one run by arithmetic, else by bisection), the union's
-    merge_runs and the looked-up cpulist text against their list expressions."""
+    """subtract (one run less one run by arithmetic, else by bisection), union_runs, parts,
+    "+" and the looked-up cpulist text against their list expressions; the results whose size
+    and order are computed instead of counted (cpuset.known) against a count of their runs."""
     seq, other = cpuset.CpuSeq.from_cpus(cpus), cpuset.CpuSeq.from_cpus(removed)
     gone = set(removed)
-    assert list(cpuset.subtract(seq, other)) == [c for c in cpus if c not in gone]
+    results = [cpuset.subtract(seq, other)]
+    assert list(results[-1]) == [c for c in cpus if c not in gone]
     one, run = seq.part(0, 1), other.part(len(removed) - 1, len(removed))
-    assert list(cpuset.subtract(seq.sorted_unique(), run)) == \
-        [c for c in sorted(cpus) if c not in set(run)]
-    assert list(cpuset.subtract(one, other)) == [c for c in cpus[:1] if c not in gone]
+    results += [one, run, cpuset.subtract(seq.sorted_unique(), run)]
+    assert list(results[-1]) == [c for c in sorted(cpus) if c not in set(run)]
+    results.append(cpuset.subtract(one, other))
+    assert list(results[-1]) == [c for c in cpus[:1] if c not in gone]
     lo, hi, r_lo, r_hi = min(cpus), max(cpus), min(removed), max(removed)
-    assert list(cpuset.subtract(cpuset.CpuSeq(((lo, hi),)), cpuset.CpuSeq(((r_lo, r_hi),)))) == \
-        [c for c in range(lo, hi + 1) if not r_lo <= c <= r_hi]
-    assert cpuset.merge_runs(seq.runs + other.runs) == \
-        cpulist.runs(sorted(set(cpus) | gone))
+    results.append(cpuset.subtract(cpuset.CpuSeq(((lo, hi),)), cpuset.CpuSeq(((r_lo, r_hi),))))
+    assert list(results[-1]) == [c for c in range(lo, hi + 1) if not r_lo <= c <= r_hi]
+    results.append(cpuset.union_runs(seq.runs + other.runs))
+    assert list(results[-1].runs) == cpulist.runs(sorted(set(cpus) | gone))
+    results.append(seq + other)
+    assert list(results[-1]) == cpus + removed
+    for start in range(len(cpus)):
+        results.append(seq.part(start, len(cpus) - (start + 1) // 2))
+        assert list(results[-1]) == cpus[start:len(cpus) - (start + 1) // 2]
+    for result in results:
+        counted = cpuset.CpuSeq(result.runs)
+        assert (result.size, result.normal) == (counted.size, counted.normal), result.runs
     assert cpuset.format(seq) == cpulist.format(cpus)
     assert cpuset.format_ordered(seq) == cpulist.format_ordered(cpus)
 
@@ -181,3 +193,39 @@ def test_node_counts_as_dict(cpus):
     assert nodemap.node_counts(NODE_MAP, seq) == nodemap.node_counts(NODE_DICT, cpus)
     assert nodemap.node_counts(NODE_MAP, seq.part(0, 1)) == \
         nodemap.node_counts(NODE_DICT, cpus[:1])
+
+
+@SETTINGS
+@given(st.integers(0, 600), st.integers(5, 80), st.integers(0, 75), st.booleans())
+def test_carved_pool_as_subtract(first, size, carve, shuffled):
+    """frontend.carved_pool (the end of main by arithmetic) against the rule it short-cuts:
+    the carved CPUs leave the pool and its main, the IRQ, ACL and release CPUs stay."""
+    pool = list(range(first, first + size))
+    if shuffled:
+        pool = pool[:2] + pool[2:-2][::-1] + pool[-2:]
+    seq = cpuset.CpuSeq.from_cpus(pool)
+    main = seq.part(2, seq.size - 2)
+    taken = main.part(max(main.size - carve, 1), main.size).sorted_unique()
+    new_pool, new_main = frontend.carved_pool(seq, main, taken)
+    gone = set(taken)
+    assert list(new_pool) == [c for c in pool if c not in gone]
+    assert list(new_main) == [c for c in pool[2:-2] if c not in gone]
+    assert list(new_pool)[:2] == pool[:2] and list(new_pool)[-2:] == pool[-2:]
+    for result in (new_pool, new_main):
+        counted = cpuset.CpuSeq(result.runs)
+        assert (result.size, result.normal) == (counted.size, counted.normal)
+
+
+@SETTINGS
+@given(st.lists(st.integers(0, 12), min_size=1, max_size=9), st.integers(0, 40))
+def test_carve_cpus_as_quotas(sizes, need):
+    """The carve's even-parts shortcut gives what the general quota rule gives."""
+    members = list(range(len(sizes)))
+    mains = dict((dev, cpuset.CpuSeq.from_cpus(range(100 * dev, 100 * dev + size)))
+                 for dev, size in enumerate(sizes) if size)
+    carved, got = frontend.carve(mains, members, need, None)
+    room = dict((dev, max(len(mains[dev]) - 1, 0) if dev in mains else 0) for dev in members)
+    quota, expected = frontend._quotas(room, members, need)
+    assert got == expected
+    assert dict((dev, len(cpus)) for dev, cpus in carved.items()) == \
+        dict((dev, count) for dev, count in quota.items() if count)

@@ -13,7 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.npuops.fleet.plugins.module_utils.cpus.cpuset import CpuSeq
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus.cpuset import EMPTY, CpuSeq, known
 
 
 def groups(cpus, cores):
@@ -48,9 +48,19 @@ def split(cpus, owners, cores):
     the cores are split into CPUs."""
     count = len(owners)
     if not cores:
+        shares, start = {}, 0
+        if cpus.__class__ is CpuSeq and len(cpus.runs) == 1:
+            # one contiguous run (a NUMA node, a pool): each share by plain arithmetic
+            base, extra = divmod(cpus.size, count)
+            first = cpus.runs[0][0]
+            for index, owner in enumerate(owners):
+                take = base + 1 if index < extra else base
+                shares[owner] = known(((first + start, first + start + take - 1),), take) \
+                    if take else EMPTY
+                start += take
+            return shares
         base, extra = divmod(len(cpus), count)
         cut = cpus.part if cpus.__class__ is CpuSeq else (lambda lo, hi: cpus[lo:hi])
-        shares, start = {}, 0
         for index, owner in enumerate(owners):
             take = base + (1 if index < extra else 0)
             shares[owner] = cut(start, start + take)

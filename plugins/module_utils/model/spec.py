@@ -288,6 +288,7 @@ def _key_fits(key, digits):
 
 
 _STR = frozenset([str])
+_DICT = frozenset([dict])
 _INT = frozenset([int])
 
 
@@ -301,6 +302,15 @@ def _pairs(digits, spec):
         nullable = spec[0] == OPT
 
         def nested_fit(mappings):
+            if len(mappings) == 1:
+                # one mapping of plain mappings (the usual table): its keys and the types and
+                # sizes of its values tested at once
+                outer = mappings[0]
+                inner_maps = list(outer.values())
+                if (_ID_TEXTS.issuperset(outer) if digits else set(map(type, outer)) <= _STR) \
+                        and set(map(type, inner_maps)) <= _DICT and \
+                        (not inner_maps or max(map(len, inner_maps)) <= MAX_ITEMS):
+                    return inner_fit(inner_maps)
             maps = []
             for key, item in chain.from_iterable(map(dict.items, mappings)):
                 if (key.__class__ is not str or (digits and key not in _ID_TEXTS)) and \

@@ -354,9 +354,13 @@ def _place(plan, devices, pools, home_of, host, insts, cluster=None, uvb=None):
         # every frontend carved (none from free CPUs): the frontends are the carved CPUs
         only_carved = not fronts["device_frontend"] and all(
             [front["frontend_source"] != "free" for front in fronts["instances"].values()])
+        held = workers if only_carved else None  # (the workers before the carve)
         workers = cpuset.subtract(workers, frontend if only_carved else
                                   placement.union(fronts["carved"].values()))
-    plan["cpu_budget"] = placement.budget(allowed_all, workers, frontend, reserved, isolated)
+    else:
+        held = None
+    plan["cpu_budget"] = placement.budget(allowed_all, workers, frontend, reserved, isolated,
+                                          held)
     plan["warnings"].extend(fronts["warnings"])
     fronts["mains"] = mains
     return fronts

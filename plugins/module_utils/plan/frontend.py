@@ -341,21 +341,23 @@ def place(devices, pools, home_of, host, instances, mains=None, cluster=None, ex
             "capped": union(capped), "workers": workers, "warnings": warnings}
 
 
-def budget(allowed_all, workers, frontend, reserved, isolated):
+def budget(allowed_all, workers, frontend, reserved, isolated, held=None):
     """``{workers, frontend, reserved, spare}`` cpulists partitioning ``allowed_all``.
 
     ``reserved``: the ``reserved_cpus`` option (or None); isolated CPUs that no worker or
-    frontend holds join it."""
-    if workers is allowed_all and not len(frontend) and not reserved and not len(isolated):
+    frontend holds join it. ``held``: ``workers | frontend`` when the caller has it (the two
+    disjoint and inside ``allowed_all``: frontends carved from the workers)."""
+    if workers is allowed_all and not frontend.size and not reserved and not isolated.size:
         return {"workers": cpuset.format(workers), "frontend": "", "reserved": "", "spare": ""}
-    workers = cpuset.keep(workers, allowed_all)
-    held = workers
-    if frontend.size:
-        frontend = cpuset.keep(frontend, allowed_all)
-        held = union([workers, frontend])
-        if held.size != workers.size + frontend.size:
-            # (not disjoint, as they usually are: a CPU of both counts as a worker)
-            frontend = cpuset.subtract(frontend, workers)
+    if held is None:
+        workers = cpuset.keep(workers, allowed_all)
+        held = workers
+        if frontend.size:
+            frontend = cpuset.keep(frontend, allowed_all)
+            held = union([workers, frontend])
+            if held.size != workers.size + frontend.size:
+                # (not disjoint, as they usually are: a CPU of both counts as a worker)
+                frontend = cpuset.subtract(frontend, workers)
     kept = EMPTY
     if reserved or isolated.size:
         kept = union([reserved or EMPTY, isolated])

@@ -35,6 +35,12 @@ NO_NODE = -1  # pseudo node when the host reports no NUMA layout
 
 def npu_home(affinity, pci_node, cpu_node, node_ids):
     """``(node, source)``: source is "affinity", "numa_node" or None (no locality known)."""
+    if affinity.__class__ is cpuset.CpuSeq and len(affinity.runs) == 1 and \
+            cpu_node.__class__ is nodemap.NodeMap:
+        # one run (the usual affinity, a NUMA node's CPUs): inside one node, that node
+        node = cpu_node.run_node(affinity.runs[0][0], affinity.runs[0][1])
+        if node is not None and node in node_ids:
+            return node, "affinity"
     if affinity:
         counts = nodemap.node_counts(cpu_node, affinity)
         if counts:
@@ -55,35 +61,6 @@ def cluster_units(cpus, allowed_set, size):
         if all(c in allowed_set for c in chunk):
             units.append(chunk)
     return units
-
-
-def _split(units, owners, cores=None):
-    """Equal consecutive shares of ``units``; the remainder goes one each to the lowest ids.
-    With ``cores`` (CPU units in core order) the shares are whole SMT cores."""
-    if cores:
-        return smt.split(units, owners, cores)
-    count = len(owners)
-    shares = {}
-    start = 0
-    if units.__class__ is cpuset.CpuSeq:
-        # a CpuSeq cuts its shares without slice objects; one run by plain arithmetic
-        size = units.size
-        base, extra = divmod(size, count)
-        first = units.runs[0][0] if len(units.runs) == 1 else None
-        for index, npu in enumerate(owners):
-            take = base + (1 if index < extra else 0)
-            if first is not None and 0 < take < size:
-                shares[npu] = cpuset.known(((first + start, first + start + take - 1),), take)
-            else:
-                shares[npu] = units.part(start, start + take)
-            start += take
-        return shares
-    base, extra = divmod(len(units), count)
-    for index, npu in enumerate(owners):
-        take = base + (1 if index < extra else 0)
-        shares[npu] = units[start:start + take]
-        start += take
-    return shares
 
 
 def _proportional(sizes, count):
@@ -157,7 +134,7 @@ def allocate_units(npus, homes, node_units, min_units, cluster=None, claimed=(),
         shares.update(_place_homeless(homeless, free, free_ids, owners, pools_of, min_units,
                                       cluster, warnings, cores))
     for node in sorted(owners):
-        shares.update(_split(pools_of[node], sorted(owners[node]), cores))
+        shares.update(smt.split(pools_of[node], sorted(owners[node]), cores))
     return shares, warnings
 
 
@@ -188,7 +165,7 @@ def _place_homeless(homeless, free, free_ids, owners, pools_of, min_units, clust
             start = 0
             for node, node_count in zip(nodes, counts):
                 if node_count:
-                    shares.update(_split(free[node], homeless[start:start + node_count], cores))
+                    shares.update(smt.split(free[node], homeless[start:start + node_count], cores))
                 start += node_count
             return shares
         # node sizes too uneven for node-local slices: one global slice by logic id
@@ -196,7 +173,7 @@ def _place_homeless(homeless, free, free_ids, owners, pools_of, min_units, clust
         for node in nodes:
             flat = flat + free[node]
         warnings.append("NPU(s) %s without NUMA locality sliced across NUMA nodes" % (homeless,))
-        return _split(flat, homeless, cores)
+        return smt.split(flat, homeless, cores)
     for npu in homeless:
         room = [n for n in sorted(owners) if len(pools_of[n]) >= min_units * (len(owners[n]) + 1)]
         if not room:

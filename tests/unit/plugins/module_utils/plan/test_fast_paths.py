@@ -7,12 +7,11 @@ table (2048), one run or several."""
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset, nodemap
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset, nodemap, smt
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
 from ansible_collections.npuops.fleet.plugins.module_utils.model.rules import Nearness
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import frontend
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
-from ansible_collections.npuops.fleet.plugins.module_utils.plan import strict as policy_strict
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend as va
 from npuops_testing.hostile import fuzz_examples
 
@@ -76,8 +75,14 @@ def test_part_as_slice(cpus, data):
 def test_shares_as_lists(cpus, count):
     owners = list(range(count))
     seq = cpuset.CpuSeq.from_cpus(cpus)
-    shares = policy_strict._split(seq, owners)
-    assert dict((k, list(v)) for k, v in shares.items()) == policy_strict._split(cpus, owners)
+    shares = smt.split(seq, owners, None)
+    assert dict((k, list(v)) for k, v in shares.items()) == smt.split(cpus, owners, None)
+    run = list(range(cpus[0], cpus[0] + len(cpus)))  # one run: the shares by arithmetic
+    shares = smt.split(cpuset.CpuSeq.from_cpus(run), owners, None)
+    assert dict((k, list(v)) for k, v in shares.items()) == smt.split(run, owners, None)
+    for share in shares.values():
+        counted = cpuset.CpuSeq(share.runs)
+        assert (share.size, share.normal) == (counted.size, counted.normal)
     got = va.average_distribute({0: seq}, owners)
     assert dict((k, list(v)) for k, v in got.items()) == va.average_distribute({0: cpus}, owners)
 

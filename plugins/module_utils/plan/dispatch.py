@@ -324,20 +324,17 @@ def _place(plan, devices, pools, home_of, host, insts, cluster=None, uvb=None):
                               "reserved": "", "spare": ""}
         return {"instances": {}, "carved": {}}
     isolated = host.isolated
-    mains = {}  # device -> its main CPUs, once asked for (the carve's sources)
-
-    def main_cpus(dev):
-        main = mains.get(dev)
-        if main is None:
+    # device -> its main CPUs (the carve's sources, then the instances'): pool[2:-2]
+    # (roles.split_roles), of one contiguous run by plain arithmetic
+    mains = {}
+    if insts and not cluster:
+        known = cpuset.known
+        for dev in devices:
             seq = seqs[dev]
             runs = seq.runs
-            if len(runs) == 1 and seq.size > 4:
-                # (roles.split_roles: pool[2:-2]; of one contiguous run, plain arithmetic)
-                main = cpuset.known(((runs[0][0] + 2, runs[0][1] - 2),), seq.size - 4)
-            else:
-                main = seq.part(2, seq.size - 2)
-            mains[dev] = main
-        return main
+            mains[dev] = known(((runs[0][0] + 2, runs[0][1] - 2),), seq.size - 4) \
+                if len(runs) == 1 and seq.size > 4 else seq.part(2, seq.size - 2)
+    main_cpus = mains.__getitem__
 
     fronts = placement.place(devices, seqs, home_of, host, insts, None if cluster else main_cpus,
                              cluster or None, extra)

@@ -155,6 +155,16 @@ def pool_entries(pools, npus, cpu_node, cluster=False, mains=None):
                     "main": _TEXT[first + 2] if first + 2 == last - 2 else
                     _DASHED[first + 2] + _TEXT[last - 2],
                     "acl": _TEXT[last - 1], "release": _TEXT[last]})
+        elif len(runs) == 2 and pool.normal and runs[1][0] == last - 1 and \
+                runs[0][1] >= first + 2 and 0 <= first and last < _SMALL:
+            # a pool whose main lost its end to a frontend (frontend.carved_pool): SQ, CQ and
+            # main in the first run, ACL and release the second
+            end = runs[0][1]
+            text = _DASHED[first] + _TEXT[end] + "," + _DASHED[last - 1] + _TEXT[last]
+            append({"pool": text, "pool_order": text, "numa_nodes": nodes,
+                    "irq": _DASHED[first] + _TEXT[first + 1],
+                    "main": _TEXT[end] if first + 2 == end else _DASHED[first + 2] + _TEXT[end],
+                    "acl": _TEXT[last - 1], "release": _TEXT[last]})
         elif pool.normal and 0 <= first and last < _SMALL:
             # ascending over several runs (``last`` the highest): every text from the runs
             order = cpuset.runs_text(runs)

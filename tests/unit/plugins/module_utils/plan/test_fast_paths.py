@@ -232,5 +232,22 @@ def test_carve_cpus_as_quotas(sizes, need):
     room = dict((dev, max(len(mains[dev]) - 1, 0) if dev in mains else 0) for dev in members)
     quota, expected = frontend._quotas(room, members, need)
     assert got == expected
-    assert dict((dev, len(cpus)) for dev, cpus in carved.items()) == \
-        dict((dev, count) for dev, count in quota.items() if count)
+    assert dict((dev, list(cpus)) for dev, cpus in carved.items()) == \
+        dict((dev, list(mains[dev])[-count:]) for dev, count in quota.items() if count)
+    for cpus in carved.values():
+        counted = cpuset.CpuSeq(cpus.runs)
+        assert (cpus.size, cpus.normal) == (counted.size, counted.normal)
+
+
+@SETTINGS
+@given(st.integers(0, 2100), st.integers(3, 40), st.integers(1, 30))
+def test_pool_entries_of_carved_pools(first, kept, carved):
+    """The shape a carve leaves (frontend.carved_pool: SQ, CQ and main, a gap, ACL and
+    release), read by arithmetic, as npu_entry reads it from the list."""
+    last = first + kept + carved + 1
+    cpus = list(range(first, first + kept)) + [last - 1, last]
+    seq = cpuset.CpuSeq.from_cpus(cpus)
+    expected = cpu_roles.npu_entry(cpus, cpu_roles.split_roles(cpus, True, 0), NODE_DICT)
+    assert cpu_roles.pool_entries({0: seq}, [0], NODE_MAP) == [expected]
+    assert cpu_roles.pool_entries({0: seq}, [0], NODE_MAP, False, {0: seq.part(2, kept)}) == \
+        [expected]

@@ -288,6 +288,12 @@ class Nearness(object):
             self._read()
         index = self._index
         row = self._rows[index[a]] if index is not None and a in index else None
+        if packages is None and row is not None:
+            try:
+                # (no package map, every node in the table: the distances alone)
+                return [(0, row[index[b]]) for b in nodes]
+            except KeyError:
+                pass
         package = packages.get(a) if packages is not None else None
         out = []
         for b in nodes:

@@ -30,9 +30,17 @@ _TEXT = cpuset.DECIMAL  # the decimal text of small ids (the plan's keys), by lo
 _SMALL = len(_TEXT)
 
 
-def _int_list(value, what):
+_INTS = frozenset([int])
+
+
+def _int_list(value, what, *args):
+    """``value`` as a list of ints; ``what % args`` names it in the error."""
     if value is None:
         return None
+    if value.__class__ is list and set(map(type, value)) <= _INTS:
+        return list(value)  # (the usual option: ints already)
+    if args:
+        what = what % args
     if not isinstance(value, (list, tuple)):
         raise PlanError("%s must be a list of integers, got %r" % (what, value))
     out = []
@@ -69,7 +77,7 @@ def validate_instances(instances, known, host_ids=None, word="NPU"):
             raise PlanError("instances[%d]: name %r is already used by another instance; instance "
                             "names must be unique on a host" % (index, name))
         seen_names.add(name)
-        ids = _int_list(inst["npus"], "instances[%d] (%s) npus" % (index, name))
+        ids = _int_list(inst["npus"], "instances[%d] (%s) npus", index, name)
         if not ids:
             raise PlanError("instance %s has no %ss" % (name, word))
         for npu in ids:

@@ -256,14 +256,14 @@ def parse_ordered(text, source="cpulist"):
             # one "N-M" range of canonical ids: the usual NUMA node, topo affinity or allowed
             hi = _ID_OF.get(last)
             if hi is not None and lo <= hi:
-                return CpuSeq(((lo, hi),))
+                return known(((lo, hi),), hi - lo + 1)
     if isinstance(text, str) and text:
         first, dash, last = text.partition("-")
         if dash and first.isdecimal() and last.isdecimal() and len(first) < 5 and len(last) < 5:
             # one "N-M" range: the usual NUMA node, topo affinity or allowed CPUs
             lo, hi = int(first), int(last)
             if lo <= hi < _MAX_CPUS:
-                return CpuSeq(((lo, hi),))
+                return known(((lo, hi),), hi - lo + 1)
         runs = []
         size = 0
         for part in text.split(","):

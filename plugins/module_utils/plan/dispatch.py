@@ -291,7 +291,9 @@ def _strict(plan, request, host, insts, release=None):
         else:
             mains = fronts.get("mains") or {}
             for npu in keep:
-                seq = cpuset.CpuSeq.from_cpus(pools[npu])
+                seq = pools[npu]
+                if seq.__class__ is not cpuset.CpuSeq:
+                    seq = cpuset.CpuSeq.from_cpus(seq)
                 main = mains.get(npu)
                 if main is None:
                     main = mains[npu] = seq.part(2, seq.size - 2)

@@ -43,7 +43,7 @@ def union(seqs):
     for seq in seqs:
         runs.extend(seq.runs if seq.__class__ is CpuSeq else CpuSeq.from_cpus(seq).runs)
     if len(runs) == 1:
-        return CpuSeq(runs)
+        return cpuset.known(tuple(runs), runs[0][1] - runs[0][0] + 1)
     return cpuset.union_runs(runs)
 
 

@@ -24,7 +24,7 @@ from itertools import chain
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 # the decimal text of ids and of runs (re-exported: callers read them as cpuset.DECIMAL...)
-from ansible_collections.npuops.fleet.plugins.module_utils.cpus.cputext import (  # noqa: F401
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus.cputext import (  # noqa: F401 pylint: disable=unused-import
     DECIMAL, DASHED, ID_OF, join_run, join_runs, runs_text)
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 
@@ -32,6 +32,8 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseEr
 _INF = float("inf")
 _MAX_CPUS = cpulist.MAX_CPUS
 _DECIMAL, _ID_OF, _SMALL = DECIMAL, ID_OF, len(DECIMAL)
+
+
 def _join(runs):
     """Canonical runs: neighbours that continue each other (``a-b`` then ``b+1-c``) merged."""
     out = []

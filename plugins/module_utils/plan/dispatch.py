@@ -360,7 +360,7 @@ def _place(plan, devices, pools, home_of, host, insts, cluster=None, uvb=None):
             pools[dev] = seqs[dev]  # (one dict for non-950 pools: the same assignment)
         # every frontend carved (none from free CPUs): the frontends are the carved CPUs
         only_carved = not fronts["device_frontend"] and all(
-            [front["frontend_source"] != "free" for front in fronts["instances"].values()])
+            front["frontend_source"] != "free" for front in fronts["instances"].values())
         held = workers if only_carved else None  # (the workers before the carve)
         workers = cpuset.subtract(workers, frontend if only_carved else
                                   placement.union(fronts["carved"].values()))

@@ -37,11 +37,7 @@ class NodeMap(object):
             if not cpus.normal:
                 cpus = cpus.sorted_unique()
             owned[node] = cpus
-            runs = cpus.runs
-            if len(runs) == 1:
-                segments.append(runs[0] + (node,))  # (the usual node: one run)
-            else:
-                segments.extend([(lo, hi, node) for lo, hi in runs])
+            segments.extend([run + (node,) for run in cpus.runs])
         segments.sort()
         prev_hi = None
         shared = False

@@ -289,15 +289,9 @@ def _strict(plan, request, host, insts, release=None):
                 device_cpus[npu] = (seq, seq)
             mains = None
         else:
-            mains = fronts.get("mains") or {}
+            mains = fronts["mains"]  # (_place cut every planned pool's main)
             for npu in keep:
-                seq = pools[npu]
-                if seq.__class__ is not cpuset.CpuSeq:
-                    seq = cpuset.CpuSeq.from_cpus(seq)
-                main = mains.get(npu)
-                if main is None:
-                    main = mains[npu] = seq.part(2, seq.size - 2)
-                device_cpus[npu] = (seq, main)
+                device_cpus[npu] = (pools[npu], mains[npu])
     else:
         mains = None
     for npu, entry in zip(keep, cpu_roles.pool_entries(pools, keep, cpu_node, cluster, mains)):
@@ -334,16 +328,13 @@ def _place(plan, devices, pools, home_of, host, insts, cluster=None, uvb=None):
                               "reserved": "", "spare": ""}
         return {"instances": {}, "carved": {}}
     isolated = host.isolated
-    # device -> its main CPUs (the carve's sources, then the instances'): pool[2:-2]
-    # (roles.split_roles), of one contiguous run by plain arithmetic
+    # device -> its main CPUs, pool[2:-2] (roles.split_roles): the carve's sources, then the
+    # instances'
     mains = {}
     if insts and not cluster:
-        known = cpuset.known
         for dev in devices:
             seq = seqs[dev]
-            runs = seq.runs
-            mains[dev] = known(((runs[0][0] + 2, runs[0][1] - 2),), seq.size - 4) \
-                if len(runs) == 1 and seq.size > 4 else seq.part(2, seq.size - 2)
+            mains[dev] = seq.part(2, seq.size - 2)
     main_cpus = mains.__getitem__
 
     fronts = placement.place(devices, seqs, home_of, host, insts, None if cluster else main_cpus,

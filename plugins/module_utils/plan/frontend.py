@@ -42,8 +42,6 @@ def union(seqs):
     runs = []
     for seq in seqs:
         runs.extend(seq.runs if seq.__class__ is CpuSeq else CpuSeq.from_cpus(seq).runs)
-    if len(runs) == 1:
-        return cpuset.known(tuple(runs), runs[0][1] - runs[0][0] + 1)
     return cpuset.union_runs(runs)
 
 
@@ -186,12 +184,7 @@ def _carve_cpus(mains, members, need):
         if main is None or main.size <= quota or main.size < 2:
             break
         if quota:
-            runs = main.runs
-            if len(runs) == 1:
-                # the end of one contiguous main: plain arithmetic
-                carved[dev] = cpuset.known(((runs[0][1] - quota + 1, runs[0][1]),), quota)
-            else:
-                carved[dev] = main.part(main.size - quota, main.size).sorted_unique()
+            carved[dev] = main.part(main.size - quota, main.size).sorted_unique()
     else:
         return carved, need
     room = {dev: max(len(mains[dev]) - 1, 0) if dev in mains else 0 for dev in members}
@@ -317,8 +310,7 @@ def place(devices, pools, home_of, host, instances, mains=None, cluster=None, ex
             taken, got = carve(sources, members, need, cores, unit)
             carved.update(taken)
             frontend = union(taken.values())
-            nodes = (cpu_node.node_list(frontend.runs) if cpu_node.__class__ is nodemap.NodeMap
-                     else sorted(nodemap.nodes_of(cpu_node, frontend))) if frontend.size else []
+            nodes = sorted(nodemap.nodes_of(cpu_node, frontend)) if frontend.size else []
             source = "carved" if frontend.size else "none"
             what = "cluster(s)" if unit else ("core(s)" if cores else "CPU(s)")
             if got:

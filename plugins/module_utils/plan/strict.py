@@ -35,16 +35,12 @@ NO_NODE = -1  # pseudo node when the host reports no NUMA layout
 
 def npu_home(affinity, pci_node, cpu_node, node_ids):
     """``(node, source)``: source is "affinity", "numa_node" or None (no locality known)."""
-    if affinity.__class__ is cpuset.CpuSeq and len(affinity.runs) == 1 and \
-            cpu_node.__class__ is nodemap.NodeMap:
-        # one run (the usual affinity, a NUMA node's CPUs): inside one node, that node
-        node = cpu_node.run_node(affinity.runs[0][0], affinity.runs[0][1])
-        if node is not None and node in node_ids:
-            return node, "affinity"
     if affinity:
         counts = nodemap.node_counts(cpu_node, affinity)
         if counts:
-            best = min(counts, key=lambda n: (-counts[n], n))
+            # the node with most of it, the lowest id among equals (the usual: one node)
+            best = next(iter(counts)) if len(counts) == 1 else \
+                min(counts, key=lambda n: (-counts[n], n))
             # an affinity spread over several nodes (A3 prints the whole host) says nothing
             if counts[best] * 2 > len(affinity) and best in node_ids:
                 return best, "affinity"

@@ -54,6 +54,7 @@ def test_bytecode_does_not_depend_on_the_rendering_process():
     import glob
     import hashlib
     import os
+    import pathlib
     from ansible_collections.npuops.fleet.plugins.module_utils.model import topology  # noqa: F401
     from ansible_collections.npuops.fleet.plugins.modules import vllm_launch_wrapper  # noqa: F401
     here = os.path.dirname(os.path.dirname(os.path.abspath(binder_app.__file__)))
@@ -63,8 +64,8 @@ def test_bytecode_does_not_depend_on_the_rendering_process():
         collections = os.path.dirname(collections)
     bare = subprocess.run([sys.executable, "-I", "-S", "-c", _COMPILE_ALL % ([collections], pattern)],
                           check=True, stdout=subprocess.PIPE, universal_newlines=True).stdout
-    ours = "".join("%s %s\n" % (path, hashlib.sha1(binder_app.compiled(path, open(path, "rb").read())).hexdigest())
-                   for path in sorted(glob.glob(pattern)))
+    ours = "".join("%s %s\n" % (path, hashlib.sha1(binder_app.compiled(
+        path, pathlib.Path(path).read_bytes())).hexdigest()) for path in sorted(glob.glob(pattern)))
     assert len(ours.splitlines()) > 50 and bare == ours
 
 

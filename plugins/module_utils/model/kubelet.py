@@ -10,6 +10,7 @@
     cpu_manager_state: parse_cpu_manager_state result or None
     memory_manager_state: ... or None
     device_checkpoint: parse_device_checkpoint result or None
+    dra_state: parse_dra_checkpoint result or None (devices allocated through DRA claims)
     errors: [{source, msg}]    # a file that could not be read or parsed, and why
 
 Each file is read at most ``MAX_BYTES`` (a larger one is an error, not a partial read).
@@ -23,6 +24,7 @@ import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import kubelet as parse
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import kubelet_devices
 
 MAX_BYTES = 1 << 20
 MAX_DROPINS = 64
@@ -31,6 +33,7 @@ DEFAULT_CONFIG = "/var/lib/kubelet/config.yaml"
 CPU_STATE = STATE_DIR + "/cpu_manager_state"
 MEMORY_STATE = STATE_DIR + "/memory_manager_state"
 DEVICE_CHECKPOINT = STATE_DIR + "/device-plugins/kubelet_internal_checkpoint"
+DRA_STATE = STATE_DIR + "/dra_manager_state"  # pkg/kubelet/cm/dra/manager.go draManagerStateFileName
 UNIT_DIRS = ("/etc/systemd/system/kubelet.service.d", "/usr/lib/systemd/system/kubelet.service.d",
              "/lib/systemd/system/kubelet.service.d")
 FLAG_FILES = ("/etc/systemd/system/kubelet.service", "/usr/lib/systemd/system/kubelet.service",
@@ -122,6 +125,7 @@ def gather(io, config_file=None, config_dir=None, version=True):
                                               errors),
               "device_checkpoint": _parsed(io, DEVICE_CHECKPOINT, parse.parse_device_checkpoint,
                                            errors)}
+    states.update(read_device_states(io, errors))
     if base is None and not dropins and not used and not any(states.values()) and not errors:
         return None
     effective = parse.merge_configs(base or {}, [(d["name"], d["config"]) for d in dropins])
@@ -131,3 +135,9 @@ def gather(io, config_file=None, config_dir=None, version=True):
            "errors": errors}
     out.update(states)
     return out
+
+
+def read_device_states(io, errors):
+    """The kubelet's records of devices beyond the device plugins' checkpoint: the DRA
+    manager's claims (``dra_manager_state``: claim, its pods, each driver's devices)."""
+    return {"dra_state": _parsed(io, DRA_STATE, kubelet_devices.parse_dra_checkpoint, errors)}

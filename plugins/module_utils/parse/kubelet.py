@@ -14,8 +14,9 @@
 - ``parse_memory_manager_state``: ``memory_manager_state`` (policyName, machineState per NUMA
   node, entries {podUID: {container: [{numaAffinity, type, size}]}});
 - ``parse_device_checkpoint``: ``device-plugins/kubelet_internal_checkpoint``
-  (Data.PodDeviceEntries [{PodUID, ContainerName, ResourceName, DeviceIDs {numaNode: [ids]}}],
-  RegisteredDevices, Checksum). A device without NUMA topology is filed under node -1 by the
+  (Data.PodDeviceEntries [{PodUID, ContainerName, ResourceName, DeviceIDs {numaNode: [ids]},
+  AllocResp}], RegisteredDevices, Checksum); ``alloc`` is the decoded AllocResp
+  (``parse/kubelet_devices.py``). A device without NUMA topology is filed under node -1 by the
   kubelet (``nodeWithoutTopology``); the pre-1.20 list form has no node at all (``None``).
 
 Checksums are carried, not verified: the kubelet's is FNV-32a over a Go value dump.
@@ -31,6 +32,7 @@ import re
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, SnapshotError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import yaml_subset
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import kubelet_devices
 
 KIND = "KubeletConfiguration"
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
@@ -227,8 +229,21 @@ def _device_ids(value, source):
     return sorted(out, key=lambda g: g["numa_node"])
 
 
+def _alloc(value, where):
+    """``alloc``: the plugin's Allocate response as stored (None when absent); one that cannot
+    be decoded leaves the entry readable and says why in ``alloc_error``."""
+    if value is None or value == "":
+        return {"alloc": None, "alloc_error": None}
+    try:
+        return {"alloc": kubelet_devices.parse_alloc_response(value, where + " AllocResp"),
+                "alloc_error": None}
+    except ParseError as err:
+        return {"alloc": None, "alloc_error": str(err)}
+
+
 def parse_device_checkpoint(text, source="kubelet_internal_checkpoint"):
-    """-> {entries [{pod, container, resource, devices [{numa_node, ids}]}], registered, checksum}."""
+    """-> {entries [{pod, container, resource, devices [{numa_node, ids}], alloc, alloc_error}],
+    registered, checksum}."""
     doc = _json(text, source)
     if not isinstance(doc, dict):
         raise ParseError(source, "must be a JSON object")
@@ -250,6 +265,7 @@ def parse_device_checkpoint(text, source="kubelet_internal_checkpoint"):
         entries.append({"pod": pod, "container": str(_field(entry, "ContainerName") or ""),
                         "resource": resource,
                         "devices": _device_ids(_field(entry, "DeviceIDs") or {}, where)})
+        entries[-1].update(_alloc(_field(entry, "AllocResp"), where))
     registered = {}
     for resource, ids in _mapping(_field(data, "RegisteredDevices"), source,
                                   "RegisteredDevices").items():

@@ -6,26 +6,27 @@
 ``kubernetes_audit(facts, plan=None, profile=None)`` -> ``{node, pods, findings}`` or None on a
 host without a kubelet:
 
-- ``pods``: one row per pod with NPUs/GPUs (the device checkpoint): its exclusive CPUs (the CPU
-  Manager's state, every container), their NUMA nodes, its devices and their NUMA nodes (the
-  kubelet's, else the device's own node from the facts where the device plugin gave none),
-  and ``aligned`` (the CPUs' nodes lie within the devices' nodes);
+- ``pods``: one row per pod with NPUs/GPUs (the device checkpoint and the DRA claims,
+  ``report/kubernetes_devices.py``): its exclusive CPUs (the CPU Manager's state, every
+  container), their NUMA nodes, its devices, the Ascend chips it really got (the plugin's
+  Allocate answer the kubelet kept, else its ids), their NUMA nodes (the chips' own from the
+  facts, else the kubelet's), the kubelet's hint nodes, its DRA devices, and ``aligned`` (the
+  CPUs' nodes lie within the devices' nodes);
 - ``node``: whether the profile is in effect (the effective kubelet config holds its keys, and
   the CPU Manager state was written under its policy), whether ``reservedSystemCPUs`` covers the
   plan's IRQ CPUs, whether the device plugin reports NUMA topology (TopologyInfo);
 - ``findings``: ``{kind, pod, msg}`` - ``pod_cpus_off_devices_node`` names the pod UID;
   ``pod_shared_cpus`` (a device pod without exclusive CPUs), ``profile_not_in_effect``,
-  ``irq_cpus_not_reserved``, ``device_plugin_no_numa``.
+  ``irq_cpus_not_reserved``, ``device_plugin_no_numa``; ``device_ids_not_chips`` (Volcano
+  mode), ``device_chips_unverified``, ``dra_devices_not_aligned``.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report import kubernetes_devices
 
-DEVICE_RESOURCES = re.compile(r"^(huawei\.com/Ascend|nvidia\.com/(gpu|mig-)|amd\.com/gpu)")
-_ASCEND_ID = re.compile(r"^Ascend[0-9A-Za-z]*-([0-9]{1,4})$")
 _PROFILE_KEYS = ("cpuManagerPolicy", "cpuManagerPolicyOptions", "reservedSystemCPUs",
                  "topologyManagerPolicy", "topologyManagerScope", "topologyManagerPolicyOptions",
                  "memoryManagerPolicy", "reservedMemory")
@@ -59,40 +60,9 @@ def _node_of(facts):
     return out
 
 
-def _device_node(facts, device_id):
-    """A device's own NUMA node from the facts: Ascend ids name the physical chip (its logic id
-    where the facts have no physical id, as npu_share_dirs does)."""
-    match = _ASCEND_ID.match(device_id)
-    if match:
-        for npu in facts.get("npus") or []:
-            phy = npu.get("phy_id") if npu.get("phy_id") is not None else npu.get("logic_id")
-            if str(phy) == match.group(1):
-                return npu.get("numa_node")
-    for gpu in facts.get("gpus") or []:
-        if device_id in (gpu.get("uuid"), gpu.get("bus_id")):
-            return gpu.get("numa_node")
-    return None
-
-
 def _pods(kube, facts, node_of):
     state = kube.get("cpu_manager_state") or {}
-    rows = {}
-    for entry in (kube.get("device_checkpoint") or {}).get("entries") or []:
-        if not DEVICE_RESOURCES.match(entry.get("resource") or ""):
-            continue
-        row = rows.setdefault(entry["pod"], {"pod": entry["pod"], "resources": [], "devices": [],
-                                             "device_nodes": set(), "hinted": True})
-        if entry["resource"] not in row["resources"]:
-            row["resources"].append(entry["resource"])
-        for group in entry.get("devices") or []:
-            for device in group.get("ids") or []:
-                row["devices"].append(device)
-                node = group.get("numa_node")
-                if node is None or node < 0:
-                    row["hinted"] = False
-                    node = _device_node(facts, device)
-                if node is not None:
-                    row["device_nodes"].add(node)
+    rows = kubernetes_devices.device_rows(kube, facts)
     out = []
     for uid in sorted(rows):
         row = rows[uid]
@@ -101,11 +71,11 @@ def _pods(kube, facts, node_of):
             exclusive |= cpus(cpuset)
         exclusive |= cpus((state.get("pod_entries") or {}).get(uid))
         cpu_nodes = sorted(set(node_of[c] for c in exclusive if c in node_of))
-        device_nodes = sorted(row["device_nodes"])
-        out.append({"pod": uid, "resources": row["resources"], "devices": row["devices"],
-                    "device_nodes": device_nodes, "exclusive_cpus": fmt(exclusive),
-                    "cpu_nodes": cpu_nodes, "numa_hints": row["hinted"],
+        device_nodes = row["device_nodes"]
+        row.update({"exclusive_cpus": fmt(exclusive), "cpu_nodes": cpu_nodes,
+                    "numa_hints": row.pop("hinted") if row["devices"] else None,
                     "aligned": bool(exclusive) and bool(device_nodes) and set(cpu_nodes) <= set(device_nodes)})
+        out.append(row)
     return out
 
 
@@ -129,13 +99,13 @@ def kubernetes_audit(facts, plan=None, profile=None):
             findings.append({"kind": "pod_shared_cpus", "pod": row["pod"],
                              "msg": "pod %s holds %s but no exclusive CPUs: its threads float over the "
                                     "shared pool (not Guaranteed, or a fractional CPU request)"
-                                    % (row["pod"], ", ".join(row["devices"]))})
+                                    % (row["pod"], kubernetes_devices.device_names(row))})
         elif not row["aligned"] and row["device_nodes"]:
             findings.append({"kind": "pod_cpus_off_devices_node", "pod": row["pod"],
                              "msg": "pod %s: exclusive CPUs %s on NUMA node(s) %s, its devices %s on "
                                     "node(s) %s" % (row["pod"], row["exclusive_cpus"],
                                                     ",".join(map(str, row["cpu_nodes"])),
-                                                    ", ".join(row["devices"]),
+                                                    kubernetes_devices.device_names(row),
                                                     ",".join(map(str, row["device_nodes"])))})
     wanted = dict((k, v) for k, v in ((profile or {}).get("config") or {}).items() if k in _PROFILE_KEYS)
     if not wanted:
@@ -161,20 +131,25 @@ def kubernetes_audit(facts, plan=None, profile=None):
                          "msg": "IRQ CPUs %s are not in reservedSystemCPUs (%s): pods may get them "
                                 "exclusively and share them with NPU/NIC interrupts"
                                 % (fmt(uncovered), effective.get("reservedSystemCPUs") or "unset")})
-    no_numa = sorted(set(r for row in pods if not row["numa_hints"] for r in row["resources"]))
+    no_numa = sorted(set(r for row in pods if not row["numa_hints"] for r in row["resources"]
+                         if kubernetes_devices.is_device_resource(r)))
     if no_numa:
         findings.append({"kind": "device_plugin_no_numa", "pod": None,
                          "msg": "the device plugin of %s reports no NUMA topology: the Topology Manager "
                                 "gets no device hints (MindCluster's Ascend device plugin sends "
                                 "TopologyInfo since commit 9d4acd8e, native scheduler only)"
                                 % ", ".join(no_numa)})
+    findings.extend(kubernetes_devices.device_findings(dict((row["pod"], row) for row in pods)))
     node = {"profile_in_effect": in_effect, "cpu_manager_policy": effective.get("cpuManagerPolicy"),
             "state_policy": state_policy,
             "topology_manager_policy": effective.get("topologyManagerPolicy"),
             "reserved_cpus": effective.get("reservedSystemCPUs"),
             "reserved_covers_irq_cpus": not uncovered if irq else None,
             "device_plugin_numa": (not no_numa) if pods else None,
-            "device_pods": len(pods), "misaligned_pods": sum(1 for f in findings
+            "device_pods": len(pods),
+            "dra_pods": sum(1 for row in pods if row["dra"]),
+            "remapped_pods": sum(1 for row in pods if row["remapped"]),
+            "misaligned_pods": sum(1 for f in findings
                                                              if f["kind"] == "pod_cpus_off_devices_node")}
     return {"node": node, "pods": pods, "findings": findings}
 
@@ -202,6 +177,7 @@ FINDING_ROWS = {
         "upgrade the Ascend device plugin to a MindCluster release that reports TopologyInfo "
         "per NPU, so the Topology Manager gets device hints"),
 }
+FINDING_ROWS.update(kubernetes_devices.DEVICE_FINDING_ROWS)
 
 
 def kubernetes_rows(host):

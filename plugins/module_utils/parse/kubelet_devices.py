@@ -14,8 +14,10 @@
   (``ASCEND_VISIBLE_DEVICES`` or ``/dev/davinci<N>``) names the chips themselves.
 - ``parse_dra_checkpoint``: ``/var/lib/kubelet/dra_manager_state``, both layouts
   (``pkg/kubelet/cm/dra/state``): ``{"version": "v1", "entries": [...CDIDevices]}`` from
-  1.27 to 1.31, and ``{"Data": "<DRACheckpoint JSON>", "Checksum": n}`` from 1.32 (apiVersion
-  ``checkpoint.dra.kubelet.k8s.io/v1``, DriverState per driver with PoolName/DeviceName).
+  1.27 to 1.31 (its checksum, FNV-32a over a Go value dump, carried, not verified), and
+  ``{"Data": "<DRACheckpoint JSON>", "Checksum": n}`` from 1.32 (apiVersion
+  ``checkpoint.dra.kubelet.k8s.io/v1``, DriverState per driver with PoolName/DeviceName; the
+  checksum is the CRC-32 of Data, ``pkg/kubelet/cm/dra/checkpoint/checkpoint.go``, verified).
 - ``ascend_device_id``: what an Ascend device plugin id names (``ASCEND_ID_SHAPES``).
 """
 
@@ -27,6 +29,7 @@ import base64
 import binascii
 import json
 import re
+import zlib
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, SnapshotError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import yaml_subset
@@ -226,7 +229,7 @@ def _claim(entry, source, new):
 def parse_dra_checkpoint(text, source="dra_manager_state"):
     """-> {format, claims [{uid, name, namespace, pods, devices [{driver, pool, device,
     requests, cdi}]}], checksum}; ``format`` is ``v1`` (1.27-1.31: no device names, CDI ids
-    only) or ``checkpoint.dra.kubelet.k8s.io/v1`` (1.32 on). Checksums are carried."""
+    only) or ``checkpoint.dra.kubelet.k8s.io/v1`` (1.32 on, its CRC-32 verified)."""
     doc = _json(text, source)
     if not isinstance(doc, dict):
         raise ParseError(source, "must be a JSON object")
@@ -234,6 +237,11 @@ def parse_dra_checkpoint(text, source="dra_manager_state"):
     if data is not None:
         if not isinstance(data, str):
             raise ParseError(source, "Data must be a JSON string")
+        checksum = _field(doc, "Checksum")
+        if isinstance(checksum, bool) or not isinstance(checksum, int) or \
+                checksum != zlib.crc32(data.encode("utf-8")) & 0xFFFFFFFF:
+            raise ParseError(source, "checksum %r is not the CRC-32 of Data: a corrupt checkpoint, "
+                                     "which the kubelet refuses too" % (checksum,))
         body = _json(data, source + " Data")
         if not isinstance(body, dict):
             raise ParseError(source, "Data must hold a JSON object")

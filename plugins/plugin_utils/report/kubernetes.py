@@ -18,7 +18,7 @@ host without a kubelet:
 - ``findings``: ``{kind, pod, msg}`` - ``pod_cpus_off_devices_node`` names the pod UID;
   ``pod_shared_cpus`` (a device pod without exclusive CPUs), ``profile_not_in_effect``,
   ``irq_cpus_not_reserved``, ``device_plugin_no_numa``; ``device_ids_not_chips`` (Volcano
-  mode), ``device_chips_unverified``, ``dra_devices_not_aligned``.
+  mode), ``device_chips_unverified``, ``dra_devices_not_aligned``, ``device_record_unreadable``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -71,10 +71,11 @@ def _pods(kube, facts, node_of):
             exclusive |= cpus(cpuset)
         exclusive |= cpus((state.get("pod_entries") or {}).get(uid))
         cpu_nodes = sorted(set(node_of[c] for c in exclusive if c in node_of))
-        device_nodes = row["device_nodes"]
+        device_nodes, hinted = row["device_nodes"], row.pop("hinted")
         row.update({"exclusive_cpus": fmt(exclusive), "cpu_nodes": cpu_nodes,
-                    "numa_hints": row.pop("hinted") if row["devices"] else None,
-                    "aligned": bool(exclusive) and bool(device_nodes) and set(cpu_nodes) <= set(device_nodes)})
+                    "numa_hints": hinted if row["devices"] else None,
+                    "aligned": bool(exclusive) and bool(device_nodes)
+                    and set(cpu_nodes) <= set(device_nodes)})
         out.append(row)
     return out
 
@@ -140,6 +141,7 @@ def kubernetes_audit(facts, plan=None, profile=None):
                                 "TopologyInfo since commit 9d4acd8e, native scheduler only)"
                                 % ", ".join(no_numa)})
     findings.extend(kubernetes_devices.device_findings(dict((row["pod"], row) for row in pods)))
+    findings.extend(kubernetes_devices.record_findings(kube))
     node = {"profile_in_effect": in_effect, "cpu_manager_policy": effective.get("cpuManagerPolicy"),
             "state_policy": state_policy,
             "topology_manager_policy": effective.get("topologyManagerPolicy"),

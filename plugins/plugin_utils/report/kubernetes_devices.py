@@ -61,6 +61,9 @@ DRA_DRIVERS = {"npu.huawei.com": (re.compile(r"-([0-9]{1,4})\Z"), "npus", "phy_i
                "gpu.nvidia.com": (re.compile(r"^gpu-([0-9]{1,4})(-mig-.*)?\Z"), "gpus", "minor")}
 
 
+RECORDS = ("/kubelet_internal_checkpoint", "/dra_manager_state")  # model/kubelet.py paths
+
+
 def is_device_resource(name):
     return bool(DEVICE_RESOURCES.match(name or "")) and not NOT_DEVICES.search(name or "")
 
@@ -73,6 +76,15 @@ def _npu_node(facts, key, chip):
         if ident is not None and int(ident) == chip:
             return npu.get("numa_node")
     return None
+
+
+def _phy(facts, key, chip):
+    """A chip the answer names by ``key`` as its physical id (the kubelet ids' numbering)."""
+    if key != "phy_id":
+        for npu in facts.get("npus") or []:
+            if npu.get(key) is not None and int(npu[key]) == chip and npu.get("phy_id") is not None:
+                return int(npu["phy_id"])
+    return chip
 
 
 def gpu_node(facts, device_id):
@@ -121,18 +133,19 @@ def _ascend_entry(row, entry, facts):
     id_chips = sorted(set(s["chip"] for s in shapes if s)) if shapes and all(shapes) else None
     row["soft_share"] = row["soft_share"] or any(s and s["kind"] == "soft_share" for s in shapes)
     real, key = answered_chips(entry.get("alloc")), _visible_key(entry["resource"])
+    # chips are reported by physical id, as the kubelet ids number them
     if entry.get("alloc_error"):
         row["record_errors"].append(entry["alloc_error"])
     if real is not None:
-        chips, source = real, "allocate_response"
-        row["remapped"] = row["remapped"] or (id_chips is not None and set(real) != set(id_chips))
+        chips, source = [_phy(facts, key, chip) for chip in real], "allocate_response"
+        row["remapped"] = row["remapped"] or (id_chips is not None and set(chips) != set(id_chips))
     else:
-        chips, source, key = id_chips or [], "kubelet_ids", "phy_id"
+        chips, source = id_chips or [], "kubelet_ids"
     if row["chips_from"] in (None, source):
         row["chips_from"] = source
     else:
         row["chips_from"] = "mixed"
-    nodes = [_npu_node(facts, key, chip) for chip in chips]
+    nodes = [_npu_node(facts, "phy_id", chip) for chip in chips]
     row["chips"].extend(c for c in chips if c not in row["chips"])
     row["device_nodes"].update(n for n in nodes if n is not None)
     return not chips or None in nodes
@@ -261,6 +274,19 @@ def device_findings(rows):
     return out
 
 
+def record_findings(kube):
+    """``device_record_unreadable`` per kubelet device record the facts could not read: its
+    devices are not audited (a corrupt record is not taken as an empty one)."""
+    out = []
+    for error in kube.get("errors") or []:
+        source = str(error.get("source") or "")
+        if source.endswith(RECORDS):
+            out.append({"kind": "device_record_unreadable", "pod": None,
+                        "msg": "the kubelet's %s could not be read (%s): the devices it records are "
+                               "not audited" % (source, error.get("msg"))})
+    return out
+
+
 # kind -> (severity, title, fix) of the fleet report's problem rows
 DEVICE_FINDING_ROWS = {
     "device_ids_not_chips": (
@@ -273,6 +299,11 @@ DEVICE_FINDING_ROWS = {
         "read the pod's huawei.com/AscendReal annotation through the API (kubectl get pod -o "
         "jsonpath) to know its chips; a MindCluster plugin that answers with "
         "ASCEND_VISIBLE_DEVICES or /dev/davinci devices leaves the record on the node"),
+    "device_record_unreadable": (
+        "warning", "kubelet device record unreadable",
+        "look at the file named before the kubelet restarts: with a dra_manager_state it cannot "
+        "verify the kubelet does not start (\"checkpoint is corrupted\"); a device checkpoint it "
+        "cannot read is skipped with a warning, and the allocations are forgotten"),
     "dra_devices_not_aligned": (
         "warning", "DRA devices not aligned by the Topology Manager",
         "align them yourself: a ResourceClaim constraint on a NUMA attribute (MindCluster's Ascend "

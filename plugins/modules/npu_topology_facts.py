@@ -267,8 +267,9 @@ ansible_facts:
           C(tools), C(irqbalance), C(visible_devices), C(vllm_ascend), C(softshare), C(cgroup), C(warnings),
           C(errors).
         - C(kubernetes) - on a host with a kubelet, its configuration (file, drop-ins, the merged
-          C(effective) one), C(cpu_manager_state), C(memory_manager_state) and the device-plugin
-          checkpoint (C(docs/kubernetes.md)); null elsewhere.
+          C(effective) one), C(cpu_manager_state), C(memory_manager_state), the device-plugin
+          checkpoint with each container's Allocate answer, and C(dra_state), the DRA manager's
+          claims (C(docs/kubernetes.md)); null elsewhere.
         - The sample is C(tests/snapshots/a2-910b3x8) with one of its eight NPUs (its distance
           table is the 4-socket Kunpeng table, paired, not captured; its firmware names no
           package, hence the error).

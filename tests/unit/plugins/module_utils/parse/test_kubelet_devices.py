@@ -200,3 +200,42 @@ def test_ascend_id_shapes(device_id, kind, chip, slot):
 @pytest.mark.parametrize("device_id", ["GPU-8f3c1d2e", "Ascend910", "npu-0-100", "3", "Ascend910--3"])
 def test_not_ascend_ids(device_id):
     assert kd.ascend_device_id(device_id) is None
+
+
+# --- fuzz: the device records raise only ParseError ---------------------------------------------
+
+_KEYS = ["ClaimUID", "ClaimName", "Namespace", "PodUIDs", "DriverState", "Devices", "DeviceName",
+         "PoolName", "RequestNames", "CDIDeviceIDs", "CDIDevices", "DriverName", "npu.huawei.com", "x"]
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=4),
+                     lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.sampled_from(_KEYS), inner, max_size=4), max_leaves=24)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_JSON, st.booleans())
+def test_dra_checkpoint_fuzz_raises_only_parse_error(entries, new):
+    """Any JSON in the entries, past the checksum (a valid CRC-32) to reach every field rule."""
+    if new:
+        data = json.dumps({"kind": "DRACheckpoint", "apiVersion": "checkpoint.dra.kubelet.k8s.io/v1",
+                           "Entries": entries})
+        text = json.dumps({"Data": data, "Checksum": zlib.crc32(data.encode())})
+    else:
+        text = json.dumps({"version": "v1", "entries": entries, "checksum": 1})
+    try:
+        got = kd.parse_dra_checkpoint(text)
+    except ParseError:
+        return
+    for claim in got["claims"]:
+        assert isinstance(claim["uid"], str) and all(isinstance(p, str) for p in claim["pods"])
+        assert all(isinstance(d["driver"], str) for d in claim["devices"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from(["PodUID", "ContainerName", "ResourceName",
+                                                 "DeviceIDs", "AllocResp"]),
+                                _JSON | st.binary(max_size=24).map(_b64), max_size=5), max_size=3))
+def test_device_checkpoint_fuzz_raises_only_parse_error(entries):
+    try:
+        kubelet.parse_device_checkpoint(json.dumps({"Data": {"PodDeviceEntries": entries}}))
+    except ParseError:
+        pass

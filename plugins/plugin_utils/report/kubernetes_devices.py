@@ -104,7 +104,9 @@ def _visible_key(resource):
 def answered_chips(alloc):
     """The chips in a plugin's Allocate answer (ints), or None where it names none: the
     ``ASCEND_VISIBLE_DEVICES`` list, else the ``/dev/davinci<N>`` device specs; vNPUs
-    (``ASCEND_RUNTIME_OPTIONS`` VIRTUAL, ``/dev/vdavinci``) name virtual devices, not chips."""
+    (``ASCEND_RUNTIME_OPTIONS`` VIRTUAL, ``/dev/vdavinci``) name virtual devices, not chips
+    (``pkg/common/device.go`` GetDeviceListID: the virtual id under VIRTUAL, else the number
+    of the device name; ``pkg/common/constants.go`` VirtualDev)."""
     if not alloc:
         return None
     envs = alloc.get("envs") or {}

@@ -126,7 +126,7 @@ def answered_chips(alloc):
 def _new_row(uid):
     return {"pod": uid, "resources": [], "devices": [], "chips": [], "chips_from": None,
             "device_nodes": set(), "hint_nodes": set(), "hinted": True, "soft_share": False,
-            "remapped": False, "record_errors": [], "dra": []}
+            "remapped": False, "unverified": False, "unnamed": [], "record_errors": [], "dra": []}
 
 
 def _ascend_entry(row, entry, facts):
@@ -141,8 +141,15 @@ def _ascend_entry(row, entry, facts):
     if real is not None:
         chips, source = [_phy(facts, key, chip) for chip in real], "allocate_response"
         row["remapped"] = row["remapped"] or (id_chips is not None and set(chips) != set(id_chips))
+    elif shapes and all(s and s["kind"] == "vnpu" for s in shapes):
+        # static vNPUs are never remapped (plugin.go responseToKubelet: the Volcano branch skips
+        # virtual device types); each id names the chip it was carved from
+        chips, source = id_chips, "vnpu_ids"
     else:
         chips, source = id_chips or [], "kubelet_ids"
+        row["unverified"] = True
+        if id_chips is None:
+            row["unnamed"].extend(i for i, shape in zip(ids, shapes) if not shape)
     if row["chips_from"] in (None, source):
         row["chips_from"] = source
     else:
@@ -253,16 +260,19 @@ def device_findings(rows):
                 msg += ("; the Topology Manager aligned the pod to node(s) %s, the nodes of ids it "
                         "did not hand out" % _nodes(row["hint_nodes"]))
             out.append({"kind": "device_ids_not_chips", "pod": uid, "msg": msg})
-        elif row["chips_from"] == "kubelet_ids":
+        if row["unverified"]:
             why = ("its Allocate answer could not be read (%s)" % "; ".join(row["record_errors"])
                    if row["record_errors"] else "the kubelet kept no Allocate answer naming chips")
-            out.append({"kind": "device_chips_unverified", "pod": uid,
-                        "msg": "pod %s: %s; its ids %s are taken as the chips, which holds only for a "
-                               "device plugin without -volcanoType%s; the chips really allocated are in "
-                               "the pod's huawei.com/AscendReal annotation, readable through the API "
-                               "only" % (uid, why, ", ".join(row["devices"]),
+            taken = ("ids %s name no chip this audit knows (renamed by deviceNameCustomization.json?)"
+                     % ", ".join(row["unnamed"]) if row["unnamed"] else
+                     "ids %s are taken as the chips, which holds only for a device plugin without "
+                     "-volcanoType%s" % (", ".join(row["devices"]),
                                          " (soft-share ids name a chip Volcano may not have picked)"
-                                         if row["soft_share"] else "")})
+                                         if row["soft_share"] else ""))
+            out.append({"kind": "device_chips_unverified", "pod": uid,
+                        "msg": "pod %s: %s; its %s; the chips really allocated are in the pod's "
+                               "huawei.com/AscendReal annotation, readable through the API only"
+                               % (uid, why, taken)})
         if row["dra"]:
             out.append({"kind": "dra_devices_not_aligned", "pod": uid,
                         "msg": "pod %s holds devices allocated through DRA (%s; claim %s) on NUMA "

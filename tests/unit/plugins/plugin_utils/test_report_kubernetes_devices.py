@@ -191,6 +191,8 @@ def test_vnpu_answer_names_virtual_devices_not_chips():
     assert kd.answered_chips(alloc) is None
     report = _audit(_kube([_entry("huawei.com/Ascend910-2c", 2, ["Ascend910-2c-100-5"], alloc)]))
     assert report["pods"][0]["chips"] == [5] and report["pods"][0]["device_nodes"] == [2]
+    assert report["pods"][0]["chips_from"] == "vnpu_ids"
+    assert not [f for f in report["findings"] if f["kind"] == "device_chips_unverified"]
 
 
 def test_answer_by_davinci_device_specs():
@@ -238,3 +240,16 @@ def test_old_fixtures_keep_their_rows():
     data = parse.parse_device_checkpoint(fixture_text("kubernetes/device_checkpoint_ascend-numa.json"))
     assert [e["alloc"]["envs"] for e in data["entries"]] == [{"ASCEND_VISIBLE_DEVICES": "0,1"},
                                                               {"ASCEND_VISIBLE_DEVICES": "4"}]
+
+
+def test_renamed_ids_and_a_pod_half_recorded_are_unverified():
+    report = _audit(_kube([_entry("huawei.com/Ascend910", 0, ["my-chip-a"])]))
+    found = [f["msg"] for f in report["findings"] if f["kind"] == "device_chips_unverified"]
+    assert len(found) == 1 and "my-chip-a name no chip" in found[0]
+    assert report["pods"][0]["chips"] == [] and report["pods"][0]["device_nodes"] == [0]
+    both = [_entry("huawei.com/npu", 0, ["npu-0"], alloc={"envs": {"ASCEND_VISIBLE_DEVICES": "0"}}),
+            _entry("huawei.com/Ascend910", 1, ["Ascend910-2"])]
+    report = _audit(_kube(both))
+    assert report["pods"][0]["chips_from"] == "mixed"
+    assert [f["kind"] for f in report["findings"]].count("device_chips_unverified") == 1
+

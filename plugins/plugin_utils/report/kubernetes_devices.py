@@ -21,9 +21,10 @@ What the node holds, and what only the API has (the facts run on the node, witho
   the same, but only through the API. Without a stored answer (a plugin that sends none, or CDI
   devices only) the ids are taken as the chips and the audit says so (``device_chips_unverified``).
 - DRA: ``dra_manager_state`` keeps each claim's pods and devices (driver, pool, device name).
-  DRA devices give the Topology Manager no hint (``pkg/kubelet/cm/dra/topology_hints.go``:
-  every resource "doesn't have a topology preference"), so the kubelet never aligns CPUs
-  with them (``dra_devices_not_aligned``). ResourceSlice attributes live in the API only.
+  DRA devices give the Topology Manager no hint (``pkg/kubelet/cm/container_manager_linux.go``
+  registers the device, CPU and memory managers with ``AddHintProvider``, not the DRA manager,
+  which it builds on the kubelet root dir), so the kubelet never aligns CPUs with them
+  (``dra_devices_not_aligned``). ResourceSlice attributes live in the API only.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -11,6 +11,8 @@
     memory_manager_state: ... or None
     device_checkpoint: parse_device_checkpoint result or None
     errors: [{source, msg}]    # a file that could not be read or parsed, and why
+    unreadable_state: {path: why}   # a state file that is there but cannot be read: the
+                                    # reset decision refuses to act on it
 
 Each file is read at most ``MAX_BYTES`` (a larger one is an error, not a partial read).
 """
@@ -56,6 +58,33 @@ def _parsed(io, path, func, errors):
     except ParseError as err:
         errors.append({"source": path, "msg": err.msg if hasattr(err, "msg") else str(err)})
         return None
+
+
+def _state(io, path, func, errors, unreadable):
+    """A kubelet state file parsed, None when absent; a file that is there but cannot be read
+    (corrupt, oversized, an old format, a symlink, a directory or a FIFO where the kubelet keeps
+    a regular file) goes into ``unreadable`` too: it is never taken as absent."""
+    if not io.exists(path):
+        return None
+    directory, name = path.rsplit("/", 1)
+    real = io.realpath(path)
+    parent = io.realpath(directory or "/") if real not in (None, path) else None
+    if real not in (None, path) and real != (parent or directory).rstrip("/") + "/" + name:
+        # a link on the way is followed when it is the directory's (a data disk)
+        problem = "is a symlink (to %s); the kubelet's state files are regular files" % real
+    else:
+        before = len(errors)
+        value = _parsed(io, path, func, errors)
+        if value is not None:
+            return value
+        problem = errors[-1]["msg"] if len(errors) > before else \
+            "is not a regular file the module can read (a directory, a FIFO or a device)"
+        if len(errors) > before:
+            unreadable[path] = problem
+            return None
+    errors.append({"source": path, "msg": problem})
+    unreadable[path] = problem
+    return None
 
 
 def flag_files(io):
@@ -117,9 +146,11 @@ def gather(io, config_file=None, config_dir=None, version=True):
     config_dir = config_dir or flag_dir
     base = _parsed(io, config_file, parse.parse_config, errors)
     dropins = read_dropins(io, config_dir, errors)
-    states = {"cpu_manager_state": _parsed(io, CPU_STATE, parse.parse_cpu_manager_state, errors),
-              "memory_manager_state": _parsed(io, MEMORY_STATE, parse.parse_memory_manager_state,
-                                              errors),
+    unreadable = {}
+    states = {"cpu_manager_state": _state(io, CPU_STATE, parse.parse_cpu_manager_state, errors,
+                                          unreadable),
+              "memory_manager_state": _state(io, MEMORY_STATE, parse.parse_memory_manager_state,
+                                             errors, unreadable),
               "device_checkpoint": _parsed(io, DEVICE_CHECKPOINT, parse.parse_device_checkpoint,
                                            errors)}
     if base is None and not dropins and not used and not any(states.values()) and not errors:
@@ -128,6 +159,6 @@ def gather(io, config_file=None, config_dir=None, version=True):
     out = {"kubelet": {"version": kubelet_version(io) if version else None,
                        "config_file": config_file, "config_dir": config_dir, "flags_from": used,
                        "config": base, "dropins": dropins, "effective": effective},
-           "errors": errors}
+           "errors": errors, "unreadable_state": unreadable}
     out.update(states)
     return out

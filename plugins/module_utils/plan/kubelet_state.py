@@ -52,8 +52,8 @@ def strict_on(config, version):
 def _cpu_reasons(after, state, all_cpus, version):
     policy = (after or {}).get("cpuManagerPolicy") or "none"
     if state.get("policy") != policy:
-        return ["cpu_manager_state holds policy %s, the configuration %s: the kubelet refuses "
-                "a checkpoint of another policy" % (state.get("policy"), policy)]
+        return ["cpuManagerPolicy %s -> %s: cpu_manager_state holds policy %s, which the "
+                "kubelet refuses" % (state.get("policy"), policy, state.get("policy"))]
     if policy != "static":
         return []
     reasons = []
@@ -105,8 +105,8 @@ def _reserved_memory(after):
 def _memory_reasons(after, state):
     policy = (after or {}).get("memoryManagerPolicy") or "None"
     if str(state.get("policy")) != policy:
-        return ["memory_manager_state holds policy %s, the configuration %s: the kubelet "
-                "refuses a checkpoint of another policy" % (state.get("policy"), policy)]
+        return ["memoryManagerPolicy %s -> %s: memory_manager_state holds policy %s, which "
+                "the kubelet refuses" % (state.get("policy"), policy, state.get("policy"))]
     if policy != "Static" or not state.get("nodes"):
         return []
     wanted = _reserved_memory(after)

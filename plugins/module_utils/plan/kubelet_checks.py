@@ -60,7 +60,7 @@ def parse_quantity(text, source):
 
 
 def format_quantity(value):
-    return "%dMi" % (value // MI) if value % MI == 0 else str(value)
+    return "%dMi" % (value // MI) if value and value % MI == 0 else str(value)
 
 
 def go_bool(value):
@@ -141,20 +141,34 @@ def _memory_errors(config, version, machine_nodes, errors):
         return
     try:
         wanted, dummy = reservation(config, version)
-        have = _reserved_memory(config, machine_nodes, errors)
+        found = reserved_memory_errors(wanted, config.get("reservedMemory") or [], machine_nodes)
     except PlanError as err:
         errors.append(("reservedMemory", str(err)))
         return
+    errors.extend(("reservedMemory", msg) for msg in found)
+
+
+def reserved_memory_errors(wanted, entries, machine_nodes, static=True):
+    """``validateReservedMemory`` and ``NewPolicyStatic``'s check: ``wanted`` {type: bytes} (the
+    node-allocatable reservation) against ``entries`` (reservedMemory) over ``machine_nodes``;
+    ``static``: the Static policy's own check too (some memory reserved)."""
+    errors = []
+    have = _reserved_memory({"reservedMemory": entries}, machine_nodes, errors)
+    found = [msg for dummy, msg in errors]
+    if found:
+        return found  # the kubelet stops at the node it does not know
     for kind in sorted(set(wanted) | set(have)):
+        if kind != "memory" and not _HUGEPAGES.match(str(kind)):
+            continue
         if wanted.get(kind, 0) != have.get(kind, 0):
-            errors.append(("reservedMemory", "the total %s of %s over the NUMA nodes is not the "
-                           "%s the kubelet reserves for it (kubeReserved + systemReserved%s)"
-                           % (format_quantity(have.get(kind, 0)), kind,
-                              format_quantity(wanted.get(kind, 0)),
-                              " + evictionHard memory.available" if kind == "memory" else "")))
-    if not have.get("memory"):
-        errors.append(("reservedMemory", "the Static Memory Manager needs some memory reserved "
-                       "for the system"))
+            found.append("the total %s of %s over the NUMA nodes is not the %s the kubelet "
+                         "reserves for it (kubeReserved + systemReserved%s)"
+                         % (format_quantity(have.get(kind, 0)), kind,
+                            format_quantity(wanted.get(kind, 0)),
+                            " + evictionHard memory.available" if kind == "memory" else ""))
+    if static and not found and not have.get("memory"):
+        found.append("the Static Memory Manager needs some memory reserved for the system")
+    return found
 
 
 def _option_errors(config, field, version, gates, errors):

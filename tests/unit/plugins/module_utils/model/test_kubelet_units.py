@@ -63,7 +63,7 @@ def test_semicolon_and_hash_comment_lines_are_not_live():
     commented = ("[Service]\n; ExecStart=/usr/bin/kubelet --config=/wrong/semicolon.yaml\n"
                  "# Environment=\"KUBELET_CONFIG_ARGS=--config=/wrong/hash.yaml\"\n")
     config, dummy, dummy, errors = flags(host(**{
-        "/etc/systemd/system/kubelet.service.d/30-notes.conf": commented}))
+        "/usr/lib/systemd/system/kubelet.service.d/90-notes.conf": commented}))
     assert config == "/var/lib/kubelet/config.yaml" and errors == []
 
 

@@ -204,9 +204,9 @@ def test_conservative_set_and_versions():
     ({}, (1, 30), 100 * 2 ** 20),                                           # defaulted
     ({"evictionHard": {"nodefs.available": "10%"}}, (1, 30), 0),           # set without memory
     ({"evictionHard": {"nodefs.available": "10%"}, "mergeDefaultEvictionSettings": True},
-     (1, 34), 100 * 2 ** 20),                                               # merged in (1.34+)
+     (1, 33), 100 * 2 ** 20),                                               # merged in (1.33+)
     ({"evictionHard": {"nodefs.available": "10%"}, "mergeDefaultEvictionSettings": True},
-     (1, 33), 0),                                                           # a field 1.33 lacks
+     (1, 32), 0),                                                           # a field 1.32 lacks
     ({"evictionHard": {"memory.available": "1Gi"}, "kubeReserved": {"memory": "1Gi"},
       "systemReserved": {"memory": "512Mi", "hugepages-2Mi": "4Mi"}}, (1, 35), (2 << 30) + (512 << 20)),
 ])

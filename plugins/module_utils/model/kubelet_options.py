@@ -21,6 +21,13 @@ an ``if`` in a planner; ``plan/kubelet_profile`` and ``plan/kubelet_checks`` onl
   nodes than this unless ``max-allowable-numa-nodes`` raises it (topologymanager/
   topology_manager.go ``NewManager``, ``defaultMaxAllowableNUMANodes``).
 
+Provenance: kubernetes/kubernetes (1.9 GB) could not be fetched whole here, so no file was
+read at a tag checkout. Each row was read from the stored versions of the file it names (the
+commits are listed in docs/kubernetes.md) and from the versioned feature-gate specs, which
+carry each gate's history; the version in a row is the release the change landed in, taken
+from those specs, the KEP or the release's documentation where the stored file was between
+tags.
+
 Versions are ``(major, minor)``; ``parse_version`` reads ``v1.33.2``, ``1.33`` or
 ``Kubernetes v1.33.2-eks``. ``KNOWN`` runs from 1.26 to ``NEWEST``; a newer kubelet is judged by
 the newest row (options are not taken back once GA), with a warning from the caller.
@@ -121,7 +128,8 @@ FIELDS = {
     "memoryManagerPolicy": ((1, 21), _K + "pkg/kubelet/cm/memorymanager/memory_manager.go; MemoryManager GA v1.32.0"),
     "reservedMemory": ((1, 21), _K + "pkg/kubelet/cm/memorymanager/memory_manager.go validateReservedMemory"),
     "featureGates": ((1, 10), _K + "pkg/kubelet/apis/config/types.go"),
-    "mergeDefaultEvictionSettings": ((1, 34), _K + "pkg/kubelet/apis/config/v1beta1/defaults.go"),
+    "mergeDefaultEvictionSettings": ((1, 33), _K + "cmd/kubelet/app/server.go loadConfigFile "
+                                     "(k/k PR #127577, merged for v1.33)"),
 }
 CPU_POLICIES = ("none", "static")
 TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
@@ -129,10 +137,11 @@ TOPOLOGY_SCOPES = ("container", "pod")
 MEMORY_POLICIES = ("None", "Static")
 TOPOLOGY_NODE_LIMIT = 8
 # evictionHard absent: the kubelet's default; set without memory.available: 0, unless
-# mergeDefaultEvictionSettings (from 1.34) merges the defaults in
+# mergeDefaultEvictionSettings (from 1.33) merges the defaults in
 DEFAULT_EVICTION_MEMORY = "100Mi"
 EVICTION_SOURCE = (_K + "pkg/kubelet/apis/config/v1beta1/defaults.go (EvictionHard defaulted "
-                   "only when nil; MergeDefaultEvictionSettings from v1.34)")
+                   "only when nil) and cmd/kubelet/app/server.go loadConfigFile "
+                   "(mergeDefaultEvictionSettings from v1.33)")
 
 _VERSION = re.compile(r"v?([0-9]{1,3})\.([0-9]{1,3})(?:\.[0-9]{1,4})?")
 

@@ -86,7 +86,7 @@ def eviction_memory(config, version):
     merge = go_bool((config or {}).get("mergeDefaultEvictionSettings")) is True
     if merge and version is not None and version >= ko.FIELDS["mergeDefaultEvictionSettings"][0]:
         return ko.DEFAULT_EVICTION_MEMORY, "the default merged in by mergeDefaultEvictionSettings"
-    return "0", "evictionHard without memory.available (the kubelet counts 0)"
+    return "0", "evictionHard without memory.available (the kubelet counts 0; %s)" % ko.EVICTION_SOURCE
 
 
 def reservation(config, version):

@@ -39,10 +39,8 @@ from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet_options as ko
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
-from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_checks import (  # noqa: F401 (re-exported)
-    MI, format_quantity, parse_quantity, reservation)
-
-MAX_TOPOLOGY_NODES = ko.TOPOLOGY_NODE_LIMIT
+from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_checks import (
+    format_quantity, parse_quantity, reservation)
 
 
 def _cpus(text, source):

@@ -3,6 +3,7 @@
 across /etc, /run, /usr/lib and /lib, ExecStart= resets, Environment= and EnvironmentFile=
 (only those the unit names), ';' and '#' comment lines, and `systemctl show` on a live host."""
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet
@@ -118,3 +119,18 @@ def test_bad_unit_text_is_a_parse_error():
         parse.config_flags(["kubelet", "--config", "relative.yaml"])
     assert parse.parse_unit("[Service]\nExecStart=/a \\\n  --config=/b\n") == \
         [("Service", "ExecStart", "/a  --config=/b")]
+
+UNITISH = st.text(alphabet=st.sampled_from(list("[]=#;$\\{}\"' \n-/abcEXStrtonfig")), max_size=200)
+
+
+@settings(max_examples=300, deadline=None)
+@given(UNITISH)
+def test_unit_readers_raise_only_parse_errors(text):
+    for call in (lambda: parse.service_settings([("u", parse.parse_unit(text, "u"))]),
+                 lambda: parse.parse_env_file(text, "e"),
+                 lambda: parse.parse_systemctl_show(text),
+                 lambda: parse.config_flags(parse.expand_command(text, {"A": text}))):
+        try:
+            call()
+        except ParseError:
+            pass

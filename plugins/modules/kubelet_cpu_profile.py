@@ -265,6 +265,20 @@ def _all_cpus(topology):
     return cpulist.parse(str(text), "topology cpu.online") if text else None
 
 
+def _hard_links(io, host_root, state):
+    """A state file with more than one name is refused too: moving it aside (the reset) would
+    leave its content where the other name is (read through directory fds, at the path the
+    symlinks inside host_root lead to)."""
+    for key, path in (("cpu_manager_state", kubelet_facts.CPU_STATE),
+                      ("memory_manager_state", kubelet_facts.MEMORY_STATE)):
+        if state.get(key) is None:
+            continue
+        st = fileops.stat_host(host_root, io.realpath(path) or path)
+        if st is not None and st.st_nlink > 1:
+            state.setdefault("unreadable_state", {})[path] = (
+                "has %d hard links; the kubelet's state files have one name" % st.st_nlink)
+
+
 def prepare(module):
     params, host_root = module.params, module.params["host_root"]
     schema.check_topology(params["topology"])
@@ -278,6 +292,7 @@ def prepare(module):
         "cpu_manager_state": None, "memory_manager_state": None, "errors": [],
         "unreadable_state": {}}
     kube = state["kubelet"]
+    _hard_links(io, host_root, state)
     if state.get("unreadable_state"):
         raise NpuopsError("nothing written: the kubelet's state cannot be judged, so neither can "
                           "a reset: %s. Look at the file (the kubelet itself may refuse it), move "

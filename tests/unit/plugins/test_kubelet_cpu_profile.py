@@ -194,6 +194,12 @@ def symlinked(path):
     path.symlink_to("elsewhere")
 
 
+def hard_linked(path):
+    import os
+    (path.parent / "other-name").write_text('{"policyName":"static","defaultCpuSet":"0-191","checksum":1}')
+    os.link(str(path.parent / "other-name"), str(path))
+
+
 def smt_facts():
     import copy
     facts, dummy = a2()
@@ -209,6 +215,7 @@ def smt_facts():
     ("oversized", lambda p: p.write_text("x" * (2 << 20))),
     ("directory", lambda p: p.mkdir()),
     ("symlink", lambda p: symlinked(p)),
+    ("hard link", lambda p: hard_linked(p)),
 ])
 def test_a_state_file_that_cannot_be_read_is_refused_not_taken_as_absent(tmp_path, name, make):
     root = node(tmp_path)

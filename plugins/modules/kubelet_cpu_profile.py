@@ -173,8 +173,8 @@ reset_needed:
     - Decided as the kubelet decides it - the checkpoint's policy, the reserved CPUs in C(defaultCpuSet) (none of them under
       C(strict-cpu-reservation)), every CPU accounted for, the Memory Manager's reservation per NUMA node and memory type.
       A node already in the target state needs none.
-    - A state file that is there but cannot be read (corrupt, oversized, an old format, a symlink, a directory) fails the
-      task; it is never taken as absent.
+    - A state file that is there but cannot be read (corrupt, oversized, an old format, a symlink, a hard link, a directory)
+      fails the task; it is never taken as absent.
   returned: always
   type: bool
 reset_reasons:

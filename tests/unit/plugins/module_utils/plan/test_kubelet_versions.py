@@ -7,6 +7,7 @@ import os
 import pytest
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
 from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet_options as ko
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules, topology
@@ -162,3 +163,21 @@ def test_dropin_text_of_each_version_reads_back():
         back = parse.parse_config(kubelet_config.render_dropin(cfg))
         back.pop("apiVersion"), back.pop("kind")
         assert back == cfg
+
+
+def test_the_nodes_own_gates_are_read_and_never_overridden():
+    facts, plan = recorded("a2-910b3x8")
+    own = {"featureGates": {"CPUManagerPolicyAlphaOptions": True}}
+    cfg = kubelet_profile(facts, plan, kubelet_version="v1.32.1", current=own)["config"]
+    assert cfg["cpuManagerPolicyOptions"] == {"strict-cpu-reservation": "true"}
+    assert "featureGates" not in cfg  # the node's own gate serves; nothing to add
+    off = {"featureGates": {"CPUManagerPolicyAlphaOptions": False, "SomeOtherGate": True}}
+    prof = kubelet_profile(facts, plan, kubelet_version="v1.32.1", current=off, alpha_gates=True)
+    assert "cpuManagerPolicyOptions" not in prof["config"] and "featureGates" not in prof["config"]
+    assert any("sets the feature gate CPUManagerPolicyAlphaOptions off" in w for w in prof["warnings"])
+    # gates added keep the node's others (a merge into the config file replaces the key)
+    prof = kubelet_profile(facts, plan, kubelet_version="v1.32.1", alpha_gates=True,
+                           current={"featureGates": {"SomeOtherGate": True}})
+    assert prof["config"]["featureGates"] == {"CPUManagerPolicyAlphaOptions": True, "SomeOtherGate": True}
+    with pytest.raises(PlanError, match="strict-cpu-reservation: kubelet 1.31 does not know it"):
+        kubelet_profile(facts, plan, kubelet_version="v1.31.0", strict_cpu_reservation=True)

@@ -15,7 +15,14 @@ description:
   - Computes the kubelet profile from the host plan (M(npuops.fleet.npu_cpu_plan)) and the
     topology facts, and writes it to the kubelet's configuration.
   - C(cpuManagerPolicy=static), with C(full-pcpus-only) where SMT is on and C(strict-cpu-reservation)
-    (KEP-4540, kubelet 1.32 and later) so the reserved CPUs serve system daemons and interrupts only.
+    (KEP-4540) so the reserved CPUs serve system daemons and interrupts only.
+  - Writes only what the node's kubelet version accepts (a table of every option's version,
+    maturity and feature gate, 1.26 to 1.36); an option behind a gate that is off by default is
+    left out with a warning unless O(alpha_gates) is set.
+  - Before writing, runs the checks the kubelet runs at start on the configuration it would read
+    (base file and every drop-in), and fails naming the key when it would refuse it - reserved
+    CPUs beside a reserved cgroup, C(reservedMemory) not the kubelet's own sum, options it does
+    not know or refuses together, more NUMA nodes than the Topology Manager allows.
   - C(reservedSystemCPUs) holds every planned IRQ CPU (each NPU's IRQ pair; on GPU hosts one
     core, or the plan's spare CPUs, on the node of each paired NIC), the plan's reserved CPUs and
     O(housekeeping_cpus), widened to whole cores.
@@ -80,11 +87,24 @@ options:
     description: NUMA node that carries C(reservedMemory); default the lowest node with IRQ CPUs.
     type: int
   strict_cpu_reservation:
-    description: Add C(strict-cpu-reservation); default when the kubelet version is 1.32 or later.
+    description:
+      - Add C(strict-cpu-reservation). Default - where the kubelet accepts it without a gate
+        that is off by default (beta from 1.33, GA 1.35), or on 1.32 with O(alpha_gates).
+      - V(true) on a kubelet that does not take it fails, naming the option.
     type: bool
   kubelet_version:
-    description: The kubelet's version (for example V(v1.35.0)); default what C(kubelet --version) prints.
+    description:
+      - The kubelet's version (for example V(v1.35.0)); default what C(kubelet --version) prints.
+      - Unknown - only what every kubelet from 1.26 accepts is written, with a warning.
     type: str
+  alpha_gates:
+    description:
+      - Where an option the profile wants is alpha on this kubelet (C(strict-cpu-reservation) on
+        1.32, C(prefer-closest-numa-nodes) on 1.26-1.27), turn on the feature gate it needs in
+        C(featureGates) rather than leave the option out with a warning.
+      - A gate the node's configuration sets to false is never turned on.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -148,7 +168,13 @@ content:
   returned: always
   type: str
 reset_needed:
-  description: True when the kubelet must be stopped, its state files removed and the node drained before it starts with the new configuration.
+  description:
+    - True when the kubelet must be stopped, its state files removed and the node drained before it starts with the new configuration.
+    - Decided as the kubelet decides it - the checkpoint's policy, the reserved CPUs in C(defaultCpuSet) (none of them under
+      C(strict-cpu-reservation)), every CPU accounted for, the Memory Manager's reservation per NUMA node and memory type.
+      A node already in the target state needs none.
+    - A state file that is there but cannot be read (corrupt, oversized, an old format, a symlink, a hard link, a directory)
+      fails the task; it is never taken as absent.
   returned: always
   type: bool
 reset_reasons:
@@ -165,12 +191,16 @@ kubelet:
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import kubelet_config
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.module_utils.host.hostio import LiveHostIO
 from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import check_components
 from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet as kubelet_facts
-from ansible_collections.npuops.fleet.plugins.module_utils.model import schema
+from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet_options as ko
+from ansible_collections.npuops.fleet.plugins.module_utils.model import rules, schema
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import kubelet as parse
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import kubelet_state
+from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_checks import start_errors
 from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_profile import kubelet_profile
 
 DEFAULT_DIR = "/etc/kubernetes/kubelet.conf.d"
@@ -178,7 +208,7 @@ MEMORY_OPTIONS = ("kube_reserved_memory", "system_reserved_memory", "eviction_ha
                   "memory_reserved_node")
 
 
-def _target(params, state):
+def _target(params, state, io):
     kube = state["kubelet"]
     mode = params["mode"]
     warnings = []
@@ -193,7 +223,60 @@ def _target(params, state):
     directory = params["config_dir"] or kube["config_dir"] or DEFAULT_DIR
     path = directory + "/" + name if mode == "dropin" else kube["config_file"]
     check_components(path)
+    parent, base = path.rsplit("/", 1)
+    real = io.realpath(parent or "/")
+    if real and real != parent:
+        # a symlinked directory (/var/lib/kubelet on a data disk): the file is written where
+        # the link leads, resolved inside host_root, never through the link
+        warnings.append("%s is a symlink to %s: writing %s/%s" % (parent, real, real.rstrip("/"), base))
+        path = real.rstrip("/") + "/" + base
+        check_components(path)
     return mode, path, warnings
+
+
+# the role variable behind each key the start checks name
+ROLE_VARIABLES = {
+    "reservedSystemCPUs": "npuops_k8s_housekeeping_cpus",
+    "reservedMemory": "npuops_k8s_kube_reserved_memory / npuops_k8s_system_reserved_memory / "
+                      "npuops_k8s_eviction_hard_memory",
+    "cpuManagerPolicyOptions": "npuops_k8s_alpha_gates / npuops_k8s_strict_cpu_reservation",
+    "topologyManagerPolicyOptions": "npuops_k8s_alpha_gates",
+}
+
+
+def _role_variable(key):
+    top = key.split(".", 1)[0]
+    return ROLE_VARIABLES.get(top, "the node's own kubelet configuration")
+
+
+def _start_check(after, version, topology, path):
+    node_cpus = rules.node_cpus(topology)
+    errors = start_errors(after, version, len(node_cpus), sorted(node_cpus))
+    if errors:
+        raise NpuopsError("%s: nothing written: the kubelet %s would refuse to start with the "
+                          "configuration this run would leave: %s"
+                          % (path, ko.show(version), "; ".join(
+                              "%s: %s (%s)" % (key, msg, _role_variable(key)) for key, msg in errors)))
+
+
+def _all_cpus(topology):
+    cpu = topology.get("cpu") or {}
+    text = cpu.get("online") or cpu.get("allowed")
+    return cpulist.parse(str(text), "topology cpu.online") if text else None
+
+
+def _hard_links(io, host_root, state):
+    """A state file with more than one name is refused too: moving it aside (the reset) would
+    leave its content where the other name is (read through directory fds, at the path the
+    symlinks inside host_root lead to)."""
+    for key, path in (("cpu_manager_state", kubelet_facts.CPU_STATE),
+                      ("memory_manager_state", kubelet_facts.MEMORY_STATE)):
+        if state.get(key) is None:
+            continue
+        st = fileops.stat_host(host_root, io.realpath(path) or path)
+        if st is not None and st.st_nlink > 1:
+            state.setdefault("unreadable_state", {})[path] = (
+                "has %d hard links; the kubelet's state files have one name" % st.st_nlink)
 
 
 def prepare(module):
@@ -206,34 +289,48 @@ def prepare(module):
         "kubelet": {"version": None, "config_file": params["config_file"] or kubelet_facts.DEFAULT_CONFIG,
                     "config_dir": params["config_dir"], "flags_from": [], "config": None,
                     "dropins": [], "effective": {}},
-        "cpu_manager_state": None, "memory_manager_state": None, "errors": []}
+        "cpu_manager_state": None, "memory_manager_state": None, "errors": [],
+        "unreadable_state": {}}
     kube = state["kubelet"]
+    _hard_links(io, host_root, state)
+    if state.get("unreadable_state"):
+        raise NpuopsError("nothing written: the kubelet's state cannot be judged, so neither can "
+                          "a reset: %s. Look at the file (the kubelet itself may refuse it), move "
+                          "it aside with the kubelet stopped, and run again"
+                          % "; ".join("%s %s" % (p, why) for p, why in
+                                      sorted(state["unreadable_state"].items())))
     before = kube["effective"]
+    mode, path, warnings = _target(params, state, io)
+    others = [(d["name"], d["config"]) for d in kube["dropins"] if d["name"] != params["dropin_name"]]
+    # the profile reads the node's configuration without its own drop-in: what it wrote last
+    # time is not taken for the node's own (a gate it turned on, a reservation it set)
+    current = parse.merge_configs(kube["config"] or {}, others) if mode == "dropin" else before
+    version_text = params["kubelet_version"] or kube["version"]
     profile = kubelet_profile(
         params["topology"], params["plan"], housekeeping_cpus=params["housekeeping_cpus"],
-        pod_devices=params["pod_devices"], memory_manager=params["memory_manager"], current=before,
-        kubelet_version=params["kubelet_version"] or kube["version"],
-        strict_cpu_reservation=params["strict_cpu_reservation"],
-        memory=dict((k, params[k]) for k in MEMORY_OPTIONS))
-    mode, path, warnings = _target(params, state)
-    current = fileops.read_host_text(host_root, path)
+        pod_devices=params["pod_devices"], memory_manager=params["memory_manager"], current=current,
+        kubelet_version=version_text, strict_cpu_reservation=params["strict_cpu_reservation"],
+        memory=dict((k, params[k]) for k in MEMORY_OPTIONS), alpha_gates=params["alpha_gates"])
+    version = ko.parse_version(profile["kubelet_version"]) if profile["kubelet_version"] else None
+    existing = fileops.read_host_text(host_root, path)
     if mode == "dropin":
         text = kubelet_config.render_dropin(profile["config"])
-        others = [(d["name"], d["config"]) for d in kube["dropins"] if d["name"] != params["dropin_name"]]
         after = parse.merge_configs(kube["config"] or {}, others + [(params["dropin_name"], profile["config"])])
         for key, value in sorted(profile["config"].items()):
             if parse.merge_configs({key: after.get(key)}, [("x", {key: value})]) != {key: after.get(key)}:
                 warnings.append("%s: a later drop-in overrides %s" % (path, key))
     else:
-        if current is None:
+        if existing is None:
             raise NpuopsError("%s: the kubelet's config file does not exist; give config_file or "
                               "use mode=dropin" % path)
-        text = kubelet_config.merge_text(current, profile["config"], path)
+        text = kubelet_config.merge_text(existing, profile["config"], path)
         after = parse.merge_configs(parse.parse_config(text, path),
                                     [(d["name"], d["config"]) for d in kube["dropins"]])
-    reasons = kubelet_config.reset_reasons(before, after, state["cpu_manager_state"],
-                                           state["memory_manager_state"])
-    result = fileops.ensure_file(host_root, path, text, mode=0o644 if current is None else None,
+    _start_check(after, version, params["topology"], path)
+    reasons = kubelet_state.reset_reasons(after, state["cpu_manager_state"],
+                                          state["memory_manager_state"],
+                                          _all_cpus(params["topology"]), version)
+    result = fileops.ensure_file(host_root, path, text, mode=0o644 if existing is None else None,
                                  check_mode=module.check_mode, create_parents=True)
     warnings.extend(profile["warnings"])
     warnings.extend("%s: %s" % (e["source"], e["msg"]) for e in state["errors"])
@@ -261,6 +358,7 @@ def main():
         memory_reserved_node=dict(type="int"),
         strict_cpu_reservation=dict(type="bool"),
         kubelet_version=dict(type="str"),
+        alpha_gates=dict(type="bool", default=False),
         host_root=dict(type="path", default="/"),
     ), prepare)
 

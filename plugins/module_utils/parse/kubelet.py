@@ -120,6 +120,187 @@ def parse_flags(text, source="kubelet unit"):
     return found
 
 
+MAX_UNIT_LINES = 10000
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _words(text, source):
+    """Shell-like words of a unit or environment value: "double" and 'single' quotes, no
+    expansion here; ``ParseError`` on an unclosed quote."""
+    out, word, quote, started = [], [], None, False
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if quote:
+            if char == "\\" and quote == '"' and index + 1 < len(text):
+                index += 1
+                word.append(text[index])
+            elif char == quote:
+                quote = None
+            else:
+                word.append(char)
+        elif char in "\"'":
+            quote, started = char, True
+        elif char.isspace():
+            if started:
+                out.append("".join(word))
+            word, started = [], False
+        else:
+            word.append(char)
+            started = True
+        index += 1
+    if quote:
+        raise ParseError(source, "unclosed %s quote in %r" % (quote, text[:80]))
+    if started:
+        out.append("".join(word))
+    return out
+
+
+def parse_unit(text, source="kubelet unit"):
+    """A systemd unit file or drop-in -> ``[(section, key, value)]`` in order: lines starting
+    with ``#`` or ``;`` are comments (systemd.syntax(7)), a trailing backslash continues the
+    line, keys keep their case."""
+    if not isinstance(text, str):
+        raise ParseError(source, "expected text")
+    lines = text.split("\n")
+    if len(lines) > MAX_UNIT_LINES:
+        raise ParseError(source, "more than %d lines" % MAX_UNIT_LINES)
+    out, section, pending = [], None, ""
+    for raw in lines:
+        line = raw.strip()
+        if not pending and (not line or line[0] in "#;"):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        line, pending = pending + line, ""
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1].strip()
+            continue
+        if "=" not in line:
+            raise ParseError(source, "line %r is neither a [section] nor key=value" % line[:80])
+        key, value = line.split("=", 1)
+        out.append((section, key.strip(), value.strip()))
+    return out
+
+
+def parse_environment(value, source="Environment="):
+    """An ``Environment=`` value (``"A=1" B=2``) -> ``{name: value}``."""
+    out = {}
+    for word in _words(value, source):
+        if "=" in word and _ENV_NAME.match(word.split("=", 1)[0]):
+            name, val = word.split("=", 1)
+            out[name] = val
+    return out
+
+
+def parse_env_file(text, source="environment file"):
+    """An ``EnvironmentFile=`` -> ``{name: value}``: ``#``/``;`` comment lines, quoted values."""
+    if not isinstance(text, str):
+        raise ParseError(source, "expected text")
+    out = {}
+    for line in text.split("\n")[:MAX_UNIT_LINES]:
+        line = line.strip()
+        if not line or line[0] in "#;" or "=" not in line:
+            continue
+        name, value = line.split("=", 1)
+        name = name.strip()
+        if name.startswith("export "):
+            name = name[len("export "):].strip()
+        if not _ENV_NAME.match(name):
+            continue
+        value = value.strip()
+        out[name] = " ".join(_words(value, source)) if value[:1] in "\"'" else value
+    return out
+
+
+def service_settings(units):
+    """The ``[Service]`` settings of a unit and its drop-ins (``[(name, entries)]`` in the order
+    systemd applies them) as systemd folds them: ``{exec_start: value or None, environment:
+    {name: value}, environment_files: [(path, optional)]}``; an empty assignment resets the
+    list (``ExecStart=``, ``Environment=``, ``EnvironmentFile=``)."""
+    exec_start, environment, files = [], {}, []
+    for dummy, entries in units:
+        for section, key, value in entries:
+            if section != "Service":
+                continue
+            if key == "ExecStart":
+                exec_start = [] if not value else exec_start + [value]
+            elif key == "Environment":
+                if not value:
+                    environment = {}
+                else:
+                    environment.update(parse_environment(value))
+            elif key == "EnvironmentFile":
+                if not value:
+                    files = []
+                else:
+                    files.append((value[1:], True) if value.startswith("-") else (value, False))
+    return {"exec_start": exec_start[-1] if exec_start else None, "environment": environment,
+            "environment_files": files}
+
+
+def expand_command(value, environment, source="ExecStart="):
+    """The argv of an ``ExecStart=`` value: its ``-@:+!`` prefixes dropped, ``$NAME`` split into
+    words and ``${NAME}`` kept whole (systemd.service(5), "Command lines")."""
+    words = _words(value, source)
+    if words:
+        words[0] = words[0].lstrip("-@:+!")
+    argv = []
+    for word in words:
+        whole = re.match(r"^\$([A-Za-z_][A-Za-z0-9_]*)\Z", word)
+        if whole:
+            argv.extend(_words(environment.get(whole.group(1), ""), source))
+            continue
+        argv.append(_VAR.sub(lambda m: environment.get(m.group(1) or m.group(2), ""), word))
+    return argv
+
+
+def config_flags(argv, source="kubelet command line"):
+    """``{"config": path|None, "config_dir": path|None}`` of a kubelet argv (the last wins, as
+    the kubelet's flag parser does)."""
+    found = {"config": None, "config_dir": None}
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        for name, key in (("--config", "config"), ("--config-dir", "config_dir")):
+            value = None
+            if word == name and index + 1 < len(argv):
+                value = argv[index + 1]
+                index += 1
+            elif word.startswith(name + "="):
+                value = word[len(name) + 1:]
+            if value is not None:
+                if not value.startswith("/") or "\x00" in value:
+                    raise ParseError(source, "%s %r is not an absolute path" % (name, value))
+                found[key] = value.rstrip("/") or "/"
+                break
+        index += 1
+    return found
+
+
+def parse_systemctl_show(text, source="systemctl show kubelet"):
+    """``systemctl show -p ExecStart -p Environment -p EnvironmentFiles`` -> the same shape as
+    ``service_settings`` (ExecStart's ``argv[]`` unexpanded)."""
+    if not isinstance(text, str):
+        raise ParseError(source, "expected text")
+    out = {"exec_start": None, "environment": {}, "environment_files": []}
+    for line in text.split("\n")[:MAX_UNIT_LINES]:
+        if line.startswith("ExecStart="):
+            match = re.search(r"argv\[\]=(.*?) ;", line)
+            if match:
+                out["exec_start"] = match.group(1).strip()
+        elif line.startswith("Environment="):
+            out["environment"].update(parse_environment(line[len("Environment="):], source))
+        elif line.startswith("EnvironmentFiles="):
+            value = line[len("EnvironmentFiles="):].strip()
+            match = re.match(r"^(\S+)(?: \(ignore_errors=(yes|no)\))?", value)
+            if match:
+                out["environment_files"].append((match.group(1), match.group(2) == "yes"))
+    return out
+
+
 def _field(doc, *names):
     """The first of ``names`` present (Go's JSON decoder matches keys case-insensitively)."""
     lowered = dict((k.lower(), k) for k in doc if isinstance(k, str))

@@ -7,57 +7,40 @@
 banned_cpus, topology_reason, warnings, ...}``; ``config`` holds only the KubeletConfiguration
 keys the profile owns:
 
+Every option is written only where the node's kubelet accepts it: ``model/kubelet_options``
+is the one table of what each version knows and which feature gate it needs. An option behind
+a gate that is off by default is left out with a warning, or written with its gate turned on
+when ``alpha_gates`` is set; with the version unknown only what every kubelet from 1.26
+accepts is written.
+
 - ``cpuManagerPolicy: static``; ``cpuManagerPolicyOptions``: ``full-pcpus-only`` where SMT is
   on (a Guaranteed pod then gets whole cores, the kubelet's SMTAlignmentError otherwise) and
   ``strict-cpu-reservation`` (KEP-4540: the reserved CPUs are kept for system daemons and
-  interrupts, no pod runs there) where the kubelet is known to have it (1.32+);
+  interrupts, no pod runs there): beta from 1.33, alpha (gated) on 1.32;
 - ``reservedSystemCPUs``: every planned IRQ CPU (NPU plans: each NPU's ``irq`` pair; GPU plans:
   the spare CPUs on each paired NIC's node, else its first core) plus the plan's reserved CPUs
   and the user's housekeeping CPUs, widened to whole cores;
 - ``topologyManagerPolicy``: ``single-numa-node`` when every device group (an instance's
   devices, else ``pod_devices`` devices) fits one NUMA node, else ``restricted`` with
-  ``prefer-closest-numa-nodes``; ``max-allowable-numa-nodes`` past the kubelet's 8 nodes;
+  ``prefer-closest-numa-nodes`` (alpha on 1.26-1.27); ``max-allowable-numa-nodes`` past the
+  kubelet's 8 nodes (1.31 and later; before, ``none`` with a warning);
   ``topologyManagerScope: pod`` (the pod's containers are aligned together);
 - with ``memory_manager``: ``memoryManagerPolicy: Static`` and ``reservedMemory`` on one NUMA
-  node whose sum equals kubeReserved + systemReserved + evictionHard memory.available, which
-  the kubelet checks at start (values from ``current``, the configuration in effect, or the
-  options).
+  node holding, per memory type (memory, hugepages-<size>), what the kubelet reserves:
+  kubeReserved + systemReserved (+ the hard eviction threshold as the kubelet defaults it,
+  ``plan/kubelet_checks.reservation``), which it checks at start.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
-
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
+from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet_options as ko
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
-
-MAX_TOPOLOGY_NODES = 8        # the kubelet's topology manager limit without the option
-DEFAULT_EVICTION = "100Mi"    # the kubelet's default evictionHard memory.available
-_QUANTITY = re.compile(r"^([0-9]{1,15})(?:\.([0-9]{1,9}))?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?\Z")
-_FACTOR = {None: 1, "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15,
-           "E": 10 ** 18, "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40,
-           "Pi": 2 ** 50, "Ei": 2 ** 60}
-MI = 2 ** 20
-
-
-def parse_quantity(text, source):
-    """A Kubernetes memory quantity (``1Gi``, ``500M``, ``1.5Gi``, bytes) -> bytes (int)."""
-    match = _QUANTITY.match(str(text).strip()) if text is not None else None
-    if match is None:
-        raise PlanError("%s: %r is not a memory quantity such as 1Gi or 500Mi" % (source, text))
-    whole, frac, unit = match.groups()
-    factor = _FACTOR[unit]
-    value = int(whole) * factor
-    if frac:
-        value += -(-int(frac) * factor // 10 ** len(frac))  # rounded up, as the kubelet does
-    return value
-
-
-def format_quantity(value):
-    return "%dMi" % (value // MI) if value % MI == 0 else str(value)
+from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_checks import (
+    format_quantity, parse_quantity, reservation)
 
 
 def _cpus(text, source):
@@ -163,52 +146,90 @@ def _topology_policy(plan, topology, pod_devices):
             "single-numa-node would refuse it" % (want, kind, best), [])
 
 
-def _memory(current, options, nodes_with_cpus, irq_nodes, warnings):
-    def pick(section, key, option):
-        if options.get(option) is not None:
-            return options[option], "option %s" % option
-        value = (current.get(section) or {}).get(key) if isinstance(current.get(section), dict) else None
-        return value, "%s.%s" % (section, key)
+def _memory(current, options, nodes_with_cpus, irq_nodes, version, warnings):
+    """The Memory Manager keys: Static, and reservedMemory on one NUMA node holding, per memory
+    type, exactly what the kubelet reserves (``kubelet_checks.reservation``)."""
     config = {"memoryManagerPolicy": "Static"}
-    total = 0
-    parts = []
+    effective = dict(current)
     for section, key, option in (("kubeReserved", "memory", "kube_reserved_memory"),
                                  ("systemReserved", "memory", "system_reserved_memory"),
                                  ("evictionHard", "memory.available", "eviction_hard_memory")):
-        value, source = pick(section, key, option)
-        if value is None and section == "evictionHard":
-            value, source = DEFAULT_EVICTION, "the kubelet's default evictionHard"
-        if value is None:
+        if options.get(option) is None:
             continue
-        if str(value).endswith("%"):
-            raise PlanError("%s: %s is a percentage; the Memory Manager needs an absolute "
-                            "quantity to size reservedMemory" % (source, value))
-        total += parse_quantity(value, source)
-        parts.append("%s %s" % (source, value))
-        if options.get(option) is not None:
-            config.setdefault(section, {})[key] = str(value)
-    if not any(s.startswith("kubeReserved") or s.startswith("systemReserved") or "reserved" in s
-               for s in parts):
+        parse_quantity(options[option], "option %s" % option)
+        merged = dict(effective.get(section) or {}) if isinstance(effective.get(section), dict) else {}
+        merged[key] = str(options[option])
+        effective[section] = merged
+        config.setdefault(section, {})[key] = str(options[option])
+    try:
+        total, parts = reservation(effective, version)
+    except PlanError as err:
+        raise PlanError("Memory Manager: %s" % err)
+    if not any(p.startswith("kubeReserved.memory") or p.startswith("systemReserved.memory")
+               for p in parts):
         warnings.append("Memory Manager: neither kubeReserved nor systemReserved memory is set; "
                         "reservedMemory holds only the eviction threshold")
+    if not total.get("memory"):
+        raise PlanError("Memory Manager: kubeReserved + systemReserved + the eviction threshold "
+                        "is 0 (%s); the Static policy refuses to start without memory reserved "
+                        "for the system: give kube_reserved_memory (npuops_k8s_kube_reserved_memory)"
+                        % " + ".join(parts))
     node = options.get("memory_reserved_node")
     if node is None:
         node = min(irq_nodes) if irq_nodes else min(nodes_with_cpus)
-    config["reservedMemory"] = [{"numaNode": int(node), "limits": {"memory": format_quantity(total)}}]
-    reason = "reservedMemory %s on NUMA node %s = %s" % (format_quantity(total), node, " + ".join(parts))
+    limits = dict((kind, format_quantity(value)) for kind, value in sorted(total.items()) if value)
+    config["reservedMemory"] = [{"numaNode": int(node), "limits": limits}]
+    reason = "reservedMemory %s on NUMA node %s = %s" % (
+        ", ".join("%s %s" % (k, v) for k, v in sorted(limits.items())), node, " + ".join(parts))
     return config, reason
 
 
-def _version_at_least(version, major, minor):
-    match = re.match(r"^v?([0-9]{1,3})\.([0-9]{1,3})", str(version or ""))
-    return bool(match) and (int(match.group(1)), int(match.group(2))) >= (major, minor)
+def _option(field, name, version, gates, alpha_gates, warnings, added, explicit=False):
+    """Whether the profile writes option ``name`` of ``field`` for a kubelet of ``version``
+    (None: unknown) with the node's ``gates``; the gates it needs go into ``added`` when
+    ``alpha_gates`` allows it, else the option is left out with a warning (``explicit``: the
+    user asked for it, so that is an error instead)."""
+    what = "%s %s" % (field, name)
+
+    def refuse(msg):
+        if explicit:
+            raise PlanError("%s: %s" % (what, msg))
+        warnings.append("%s left out: %s" % (what, msg))
+        return False
+
+    if version is None:
+        if ko.conservative(field, name):
+            return True
+        return refuse("the kubelet's version is unknown and not every kubelet from %s accepts "
+                      "it; give npuops_k8s_kubelet_version" % ko.show(ko.OLDEST))
+    missing = ko.missing_gates(field, name, version, gates)
+    if missing is None:
+        first = ko.OPTIONS[(field, name)]["steps"][0][0]
+        return refuse("kubelet %s does not know it (from %s; %s)"
+                      % (ko.show(version), ko.show(first), ko.row_source(field, name)))
+    if not missing:
+        return True
+    pinned = [g for g in missing if (gates or {}).get(g) is not None]
+    if pinned:
+        return refuse("the node sets the feature gate %s off" % ", ".join(pinned))
+    if not alpha_gates:
+        return refuse("kubelet %s has it %s behind the feature gate %s; set npuops_k8s_alpha_gates "
+                      "(alpha_gates) to turn it on" % (ko.show(version),
+                                                       ko.option_maturity(field, name, version),
+                                                       ", ".join(missing)))
+    added.update(missing)
+    return True
 
 
 def kubelet_profile(topology, plan, housekeeping_cpus=None, pod_devices=None,
                     memory_manager=False, current=None, kubelet_version=None,
-                    strict_cpu_reservation=None, memory=None):
+                    strict_cpu_reservation=None, memory=None, alpha_gates=False):
     """The profile (see the module doc). ``memory``: the Memory Manager options
-    (kube_reserved_memory, system_reserved_memory, eviction_hard_memory, memory_reserved_node)."""
+    (kube_reserved_memory, system_reserved_memory, eviction_hard_memory, memory_reserved_node).
+    ``current``: the kubelet configuration in effect without the profile's own drop-in (its
+    featureGates and reserved memory are read). ``kubelet_version``: text or ``(1, 33)``; None
+    writes only what every kubelet from 1.26 accepts. ``alpha_gates``: turn on the feature gates
+    an option needs on that version rather than leave it out."""
     if not isinstance(topology, dict) or not isinstance(plan, dict):
         raise PlanError("kubelet profile: topology and plan must be the facts and the npu_cpu_plan result")
     if plan.get("skipped"):
@@ -240,25 +261,54 @@ def kubelet_profile(topology, plan, housekeeping_cpus=None, pod_devices=None,
         reserved = _whole_cores([min(allowed)], cores)
         warnings.append("the plan has no IRQ or reserved CPUs; the static policy needs some: "
                         "reserved the first core %s" % cpulist.format(sorted(reserved)))
+    version = ko.parse_version(kubelet_version)
+    if kubelet_version and version is None:
+        raise PlanError("kubelet_version %r: not a version such as v1.33.2" % (kubelet_version,))
+    if version is None:
+        warnings.append("kubelet version unknown: the profile holds only what every kubelet "
+                        "from %s accepts; give npuops_k8s_kubelet_version" % ko.show(ko.OLDEST))
+    elif version > ko.NEWEST:
+        warnings.append("kubelet %s is newer than the newest this collection knows (%s): judged "
+                        "by %s's rules" % (ko.show(version), ko.show(ko.NEWEST), ko.show(ko.NEWEST)))
+        version = ko.NEWEST
+    elif version < ko.OLDEST:
+        raise PlanError("kubelet %s: the profile supports kubelets from %s"
+                        % (ko.show(version), ko.show(ko.OLDEST)))
+    current = current or {}
+    gates = current.get("featureGates") if isinstance(current.get("featureGates"), dict) else {}
+    added = set()
+
+    def want(field, name, explicit=False):
+        return _option(field, name, version, gates, alpha_gates, warnings, added, explicit)
+
     cpu_options = {}
-    if smt:
+    if smt and want(ko.CPU_OPTIONS, "full-pcpus-only"):
         cpu_options["full-pcpus-only"] = "true"
-    strict = strict_cpu_reservation
-    if strict is None:
-        strict = _version_at_least(kubelet_version, 1, 32)
-        if not strict:
-            warnings.append("strict-cpu-reservation (KEP-4540) left out: kubelet version %s is "
-                            "not known to be 1.32 or later; Burstable pods may run on the "
-                            "reserved (IRQ) CPUs" % (kubelet_version or "unknown"))
-    if strict:
+    if strict_cpu_reservation is None:
+        if want(ko.CPU_OPTIONS, "strict-cpu-reservation"):
+            cpu_options["strict-cpu-reservation"] = "true"
+        else:
+            warnings.append("without strict-cpu-reservation (KEP-4540) Burstable and BestEffort "
+                            "pods may run on the reserved (IRQ) CPUs")
+    elif strict_cpu_reservation and want(ko.CPU_OPTIONS, "strict-cpu-reservation", explicit=True):
         cpu_options["strict-cpu-reservation"] = "true"
     policy, reason, groups = _topology_policy(plan, topology, pod_devices)
     tm_options = {}
-    if policy == "restricted":
+    if policy == "restricted" and want(ko.TOPOLOGY_OPTIONS, "prefer-closest-numa-nodes"):
         tm_options["prefer-closest-numa-nodes"] = "true"
     nodes_with_cpus = sorted(n for n, c in node_cpus.items() if c)
-    if len(node_cpus) > MAX_TOPOLOGY_NODES:
-        tm_options["max-allowable-numa-nodes"] = str(len(node_cpus))
+    if len(node_cpus) > ko.TOPOLOGY_NODE_LIMIT and policy != "none":
+        if want(ko.TOPOLOGY_OPTIONS, "max-allowable-numa-nodes"):
+            tm_options["max-allowable-numa-nodes"] = str(len(node_cpus))
+        else:
+            warnings.append("topologyManagerPolicy none instead of %s: the Topology Manager "
+                            "refuses any other policy on %d NUMA nodes (more than %d) without "
+                            "max-allowable-numa-nodes (%s)" % (policy, len(node_cpus),
+                                                              ko.TOPOLOGY_NODE_LIMIT, ko.SRC_TM))
+            reason = "%d NUMA nodes on kubelet %s: none (the kubelet's limit is %d); was: %s" % (
+                len(node_cpus), ko.show(version), ko.TOPOLOGY_NODE_LIMIT, reason)
+            policy = "none"
+            tm_options.pop("prefer-closest-numa-nodes", None)
     config = {"cpuManagerPolicy": "static",
               "reservedSystemCPUs": cpulist.format(sorted(reserved)),
               "topologyManagerPolicy": policy,
@@ -267,10 +317,14 @@ def kubelet_profile(topology, plan, housekeeping_cpus=None, pod_devices=None,
         config["cpuManagerPolicyOptions"] = cpu_options
     if tm_options:
         config["topologyManagerPolicyOptions"] = tm_options
+    if added:
+        merged = dict(gates)
+        merged.update((gate, True) for gate in added)
+        config["featureGates"] = dict(sorted(merged.items()))
     memory_reason = None
     if memory_manager:
-        mem_config, memory_reason = _memory(current or {}, memory or {}, nodes_with_cpus or [0],
-                                            irq_nodes, warnings)
+        mem_config, memory_reason = _memory(current, memory or {}, nodes_with_cpus or [0],
+                                            irq_nodes, version, warnings)
         config.update(mem_config)
     free = dict((str(n), len([c for c in cpus if c in allowed and c not in reserved]))
                 for n, cpus in sorted(node_cpus.items()))
@@ -284,6 +338,8 @@ def kubelet_profile(topology, plan, housekeeping_cpus=None, pod_devices=None,
             "device_groups": [{"name": n, "numa_nodes": s} for n, s in groups],
             "memory_reason": memory_reason,
             "smt": smt,
+            "kubelet_version": ko.show(version) if version else None,
+            "feature_gates_added": sorted(added),
             "warnings": warnings}
 
 

@@ -48,7 +48,7 @@ def test_profile_module_on_mutated_inputs(tmp_path_factory, host, data):
                   config_file=None, housekeeping_cpus=None, pod_devices=None, memory_manager=True,
                   kube_reserved_memory="1Gi", system_reserved_memory=None, eviction_hard_memory=None,
                   memory_reserved_node=None, strict_cpu_reservation=None, kubelet_version="v1.35.0",
-                  host_root=str(root))
+                  alpha_gates=False, host_root=str(root))
     try:
         result = mod.prepare(FakeModule(params))
     except NpuopsError:

@@ -16,7 +16,8 @@ from npuops_testing import SNAPSHOTS, fixture_text
 OPTIONS = dict(mode="auto", config_dir=None, dropin_name="50-npuops.conf", config_file=None,
                housekeeping_cpus=None, pod_devices=None, memory_manager=False,
                kube_reserved_memory=None, system_reserved_memory=None, eviction_hard_memory=None,
-               memory_reserved_node=None, strict_cpu_reservation=None, kubelet_version="v1.35.0")
+               memory_reserved_node=None, strict_cpu_reservation=None, kubelet_version="v1.35.0",
+               alpha_gates=False)
 _FACTS = {}
 
 
@@ -110,7 +111,11 @@ def test_reset_needed_when_the_state_file_holds_policy_none(tmp_path):
 
 def test_no_reset_when_state_is_static_and_reserved_in_default_set(tmp_path):
     root = node(tmp_path, cpu_state='{"policyName":"static","defaultCpuSet":"0-191","checksum":1}')
-    assert call(root)["reset_needed"] is False
+    assert call(root, strict_cpu_reservation=False)["reset_needed"] is False
+    # strict turned on over this non-strict checkpoint: the 1.35 kubelet refuses it
+    result = call(root)
+    assert result["reset_needed"] is True
+    assert "strict-cpu-reservation: reserved CPUs" in result["reset_reasons"][0]
     state = '{"policyName":"static","defaultCpuSet":"2-191","entries":{"p":{"c":"0-1"}},"checksum":1}'
     root2 = node(tmp_path / "b", cpu_state=state)
     result = call(root2)
@@ -124,3 +129,108 @@ def test_missing_config_file_and_bad_dropin_name_fail_clearly(tmp_path):
         call(root)
     with pytest.raises(NpuopsError, match="ending in .conf"):
         call(node(tmp_path), mode="dropin", dropin_name="../x.conf")
+
+
+A2_RESERVED = "0-1,12-13,48-49,60-61,96-97,108-109,144-145,156-157"
+
+
+def strict_state():
+    from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+    free = sorted(set(range(192)) - set(cpulist.parse(A2_RESERVED)))
+    return ('{"policyName":"static","defaultCpuSet":"%s","entries":{"p":{"c":"%s"}},"checksum":1}'
+            % (cpulist.format(free[4:]), cpulist.format(free[:4])))
+
+
+@pytest.mark.parametrize("version", ["v1.33.5", "v1.35.0"])
+def test_a_node_already_strict_is_rerun_without_a_reset(tmp_path, version):
+    # before: the reserved CPUs had to be in defaultCpuSet, so a strict node asked for a
+    # reset (a drain) on every run
+    root = node(tmp_path, config_dir=True, cpu_state=strict_state())
+    first = call(root, kubelet_version=version)
+    assert first["reset_needed"] is False and first["changed"] is True
+    second = call(root, kubelet_version=version)
+    assert second["changed"] is False and second["reset_needed"] is False
+    assert second["profile"]["config"]["reservedSystemCPUs"] == A2_RESERVED
+
+
+@pytest.mark.parametrize("version, gates", [("v1.26.15", False), ("v1.30.14", False),
+                                            ("v1.32.9", False), ("v1.32.9", True),
+                                            ("v1.33.5", False), ("v1.35.0", False)])
+def test_second_run_changes_nothing_on_each_version(tmp_path, version, gates):
+    for config_dir in (True, False):
+        root = node(tmp_path / str(config_dir), config_dir=config_dir)
+        first = call(root, kubelet_version=version, alpha_gates=gates)
+        assert first["changed"] is True
+        second = call(root, kubelet_version=version, alpha_gates=gates)
+        assert second["changed"] is False and second["content"] == first["content"]
+        assert ("featureGates" in first["profile"]["config"]) is (gates and version == "v1.32.9")
+
+
+def test_start_checks_refuse_before_writing(tmp_path):
+    root = node(tmp_path, config_dir=True)
+    (root / "etc/kubernetes/kubelet.conf.d").mkdir(parents=True)
+    site = root / "etc/kubernetes/kubelet.conf.d/10-site.conf"
+    site.write_text("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+                    "systemReservedCgroup: /system.slice\n")
+    with pytest.raises(NpuopsError, match="reservedSystemCPUs: cannot be used with systemReservedCgroup"):
+        call(root)
+    assert not (root / "etc/kubernetes/kubelet.conf.d/50-npuops.conf").exists()
+    # the node's own option refused beside the profile's
+    site.write_text("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+                    "featureGates:\n  CPUManagerPolicyAlphaOptions: true\n"
+                    "cpuManagerPolicyOptions:\n  distribute-cpus-across-cores: \"true\"\n")
+    with pytest.raises(NpuopsError, match="full-pcpus-only and distribute-cpus-across-cores"):
+        call(root, topology=smt_facts())
+    # evictionHard without memory.available: the kubelet counts 0, so does the profile
+    site.write_text("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+                    "evictionHard:\n  nodefs.available: 10%\n")
+    result = call(root, memory_manager=True, kube_reserved_memory="1Gi")
+    assert result["profile"]["config"]["reservedMemory"][0]["limits"] == {"memory": "1024Mi"}
+    assert call(root, memory_manager=True, kube_reserved_memory="1Gi")["changed"] is False
+
+
+def symlinked(path):
+    (path.parent / "elsewhere").write_text('{"policyName":"static","defaultCpuSet":"0-191","checksum":1}')
+    path.symlink_to("elsewhere")
+
+
+def hard_linked(path):
+    import os
+    (path.parent / "other-name").write_text('{"policyName":"static","defaultCpuSet":"0-191","checksum":1}')
+    os.link(str(path.parent / "other-name"), str(path))
+
+
+def smt_facts():
+    import copy
+    facts, dummy = a2()
+    facts = copy.deepcopy(facts)
+    facts["cpu"]["threads_per_core"] = 2
+    return facts
+
+
+@pytest.mark.parametrize("name, make", [
+    ("corrupt", lambda p: p.write_text("{")),
+    ("old format", lambda p: p.write_text('{"policyName":"static","defaultCpuSet":"0-3",'
+                                          '"entries":{"c1":"0"},"checksum":1}')),
+    ("oversized", lambda p: p.write_text("x" * (2 << 20))),
+    ("directory", lambda p: p.mkdir()),
+    ("symlink", lambda p: symlinked(p)),
+    ("hard link", lambda p: hard_linked(p)),
+])
+def test_a_state_file_that_cannot_be_read_is_refused_not_taken_as_absent(tmp_path, name, make):
+    root = node(tmp_path)
+    make(root / "var/lib/kubelet/cpu_manager_state")
+    with pytest.raises(NpuopsError, match="nothing written: the kubelet's state cannot be judged"):
+        call(root, check=True)
+    assert "cpuManagerPolicy: static" not in (root / "var/lib/kubelet/config.yaml").read_text()
+
+
+def test_a_symlinked_kubelet_directory_is_read(tmp_path):
+    root = node(tmp_path)
+    (root / "data").mkdir()
+    (root / "var/lib/kubelet").rename(root / "data/kubelet")
+    (root / "var/lib/kubelet").symlink_to("../../data/kubelet")
+    (root / "data/kubelet/cpu_manager_state").write_text(
+        '{"policyName":"none","defaultCpuSet":"","checksum":1}')
+    result = call(root, check=True)
+    assert result["reset_needed"] is True and "none -> static" in result["reset_reasons"][0]

@@ -137,8 +137,15 @@ def test_many_nodes_get_max_allowable_numa_nodes_and_skipped_plan_refused():
     host = cpu_hosts.a2()
     host["cpu"]["numa_nodes"] = dict((str(n), "%d-%d" % (n * 12, n * 12 + 11)) for n in range(16))
     plan = make_plan(host)
-    prof = kubelet_profile(host, plan)
+    prof = kubelet_profile(host, plan, kubelet_version="v1.31.0")
     assert prof["config"]["topologyManagerPolicyOptions"]["max-allowable-numa-nodes"] == "16"
+    # before 1.31 (and with the version unknown) the kubelet refuses any policy but none on
+    # more than 8 nodes: the profile says none, and why
+    for version in ("v1.30.4", None):
+        prof = kubelet_profile(host, plan, kubelet_version=version)
+        assert prof["config"]["topologyManagerPolicy"] == "none"
+        assert "topologyManagerPolicyOptions" not in prof["config"]
+        assert any("16 NUMA nodes" in w for w in prof["warnings"])
     with pytest.raises(PlanError, match="skipped"):
         kubelet_profile(host, dict(plan, skipped=True, reason="x86_64"))
 

@@ -207,7 +207,33 @@ def _gpu_model(found):
             "health": found.get("health")}
 
 
-def _gpus(io, src):
+def _gpu_node(io, gpu, bus, cpu_nodes, numa_off, warnings):
+    """(NUMA node, memory-only nodes) of one GPU. A single NUMA Affinity id stands (sysfs only
+    where it is N/A); a Grace node list (``0,3-9,11-17``) gives the listed node that has CPUs,
+    the others are the GPU's memory nodes, and the PCI device's sysfs ``numa_node`` is the
+    truth where it disagrees."""
+    listed = gpu.get("numa_nodes") or []
+    node = gpu.get("numa_node")
+    if len(listed) < 2:
+        if node is None and bus and not numa_off:
+            node = cpu_facts.int_file(io, PCI + bus + "/numa_node")
+        return node, None
+    with_cpus = [n for n in listed if cpu_nodes.get(str(n))]
+    if len(with_cpus) == 1:
+        node = with_cpus[0]
+    memory = [n for n in listed if n != node]
+    if bus:
+        sysfs = cpu_facts.int_file(io, PCI + bus + "/numa_node")
+        if isinstance(sysfs, int) and sysfs >= 0 and sysfs != node:
+            warnings.append("%s: NUMA Affinity %s names node %s, the PCI device's numa_node "
+                            "is %d: node %d taken" % (gpu["name"], ",".join(map(str, listed)),
+                                                      node, sysfs, sysfs))
+            node = sysfs
+            memory = [n for n in listed if n != node]
+    return node, memory
+
+
+def _gpus(io, src, cpu_nodes=None):
     warnings = []
     text = src.text("nvidia_topo")
     if text is None:
@@ -230,12 +256,13 @@ def _gpus(io, src):
     gpus = []
     for gpu in parsed["gpus"]:
         bus = buses.get(gpu["index"])
-        numa_node = gpu.get("numa_node")
-        if numa_node is None and bus and not parsed.get("numa_off"):
-            numa_node = cpu_facts.int_file(io, PCI + bus + "/numa_node")
+        numa_node, memory_nodes = _gpu_node(io, gpu, bus, cpu_nodes or {},
+                                            parsed.get("numa_off"), warnings)
         gpus.append({"index": gpu["index"], "name": gpu["name"], "bus_id": bus,
                      "numa_node": numa_node, "affinity": gpu.get("affinity"),
                      "links": dict(gpu.get("links") or {})})
+        if memory_nodes is not None:
+            gpus[-1]["memory_nodes"] = memory_nodes
         gpus[-1].update(_gpu_model(models.get(gpu["index"])))
     gpus.sort(key=lambda g: g["index"])
     legend = dict((n["name"], n["legend"]) for n in parsed.get("nics", []))
@@ -375,7 +402,7 @@ def gather(io, timeout=30, vllm_ascend_paths=None):
     cpu_warnings = []
     cpu, lscpu = cpu_facts.gather_cpu(io, src, timeout, cpu_warnings)
     npus, raw_map, detected = _npus(io, src, timeout)
-    gpus, legend, warnings, numa_off = _gpus(io, src)
+    gpus, legend, warnings, numa_off = _gpus(io, src, cpu.get("numa_nodes"))
     warnings[:0] = cpu_warnings + detected.get("warnings", [])
     amd = []
     if not gpus:

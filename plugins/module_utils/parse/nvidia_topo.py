@@ -338,8 +338,9 @@ def _infer_labels(rows, order, gpu_rows, legend, warnings):
 
     A column is a GPU's when a GPU row holds its ``X`` or any row an ``NV#`` cell in it (an
     NVLink joins two GPUs); the GPU/NIC boundary is where the first NIC row has its ``X``
-    (NIC<k>'s at n_gpu + k), else the NIC Legend's count; without either, every column is a
-    GPU's (a NIC without its row or a legend line could not be named: no phantom NIC).
+    (NIC<k>'s at n_gpu + k), else the NIC Legend's count, else - GPUs joined pairwise by
+    NVLink - the first column without NV#. Without any of these the columns past the last
+    known GPU are left out with a warning: no phantom NIC, no NIC made of a cut GPU's column.
     """
     width = 0
     n_gpu = 0
@@ -364,6 +365,11 @@ def _infer_labels(rows, order, gpu_rows, legend, warnings):
             break
     if boundary is None and legend:
         boundary = width - len(legend)
+    if boundary is None and n_gpu > 1 and all(
+            cell.startswith("NV") or cell == "X"
+            for label in gpu_rows
+            for cell in _cells_and_tail(rows[label], None)[0][:n_gpu]):
+        boundary = n_gpu  # NVLinked GPUs (every GPU pair NV#): a column without NV# is a NIC
     if boundary is None:
         if width > n_gpu:
             warnings.append("matrix columns %d-%d: no row, no NIC row and no NIC Legend say "

@@ -31,6 +31,7 @@ HOSTS = {
                      [NO_DIST, NO_PKG, NO_SMT]),
     "h100-cgroup": ("x86_64", "nvidia", None, "1", 2, 1, 0, 8, 6, 0, []),
     "pcie-8gpu": ("x86_64", "nvidia", None, "0-127", 2, 2, 0, 8, 0, 0, [NO_DIST, NO_PKG, NO_SMT]),
+    "gb200-4gpu": ("aarch64", "nvidia", None, "0-143", 34, 1, 0, 4, 8, 0, [NO_DIST]),
     "x86-none": ("x86_64", "none", None, "0-127", 2, 2, 0, 0, 0, 0, [NO_DIST]),
     "mi300x-8gpu": ("x86_64", "amd", None, "0-127", 2, 2, 0, 8, 8, 0, [NO_DIST]),
 }

@@ -235,6 +235,8 @@ def ascend_host(name, info, mapped, topo, lscpu, nodes, chip_nodes, device, arch
     seen = set()
     for index, chip in enumerate(npu_smi.parse_info(info)["chips"]):
         bus = chip["bus_id"]
+        if bus is None:
+            continue  # Bus-Id NA (the 950 table of some drivers): no PCI device to write
         if bus in seen:
             # 300I Duo: npu-smi prints one Bus-Id for both 310P chips of a card (public
             # captures; docs/research/ascend_device_plugin.md 4.2), so both chips find the
@@ -372,6 +374,25 @@ def build_950():
                  "NUMA node%d CPU(s):                  %s\n" % (n, nodes[str(n)]) for n in range(4)))
     ascend_host("a5-950", info, mapped, "\n".join(topo) + "\n", lscpu, nodes,
                 [0, 0, 1, 1, 2, 2, 3, 3], "0xd806")
+
+    # the real 950DT table of npu-smi 25.6.rc1: NPU ID column, Bus-Id NA, NPUs 0,1,6,7
+    ids = (0, 1, 6, 7)
+    mapped = "NPU ID  Slot ID  Chip ID  Chip Phy-ID  Chip Name\n" + "".join(
+        "%d %d 0 %d Ascend950DT\n" % (n, n, n) for n in ids)
+    labels = ["NPU%d" % n for n in ids]
+    topo = ["       " + "       ".join(labels)]
+    for row in labels:
+        topo.append(row + "       " + "       ".join("X" if row == col else "UB" for col in labels))
+    ascend_host("a5-950dt-nabus", fixture(A5_NA_INFO), mapped, "\n".join(topo) + "\n", lscpu,
+                nodes, [], "0xd806", comment=A5_NA_COMMENT)
+
+
+A5_NA_INFO = ("ascend/a5-950dt_npu-smi-info_v25.6.rc1_npu-id-column_NA-bus_non-contiguous-ids_"
+              "parser-test.txt")
+A5_NA_COMMENT = """a5-950dt-nabus: Ascend 950DT, 4 NPUs (ids 0,1,6,7). Real: npu-smi info of npu-smi
+25.6.rc1 as another project's parser test holds it (a separate NPU ID column, Bus-Id NA, NPU
+Util(%)). Synthesised: -m (950 layout, logic id = NPU id), a UB topo matrix without CPU
+Affinity, the a5-950 host's 384-CPU 4-node lscpu; no PCI device (no bus id to name one)."""
 
 
 def build_310p():

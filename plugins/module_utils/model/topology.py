@@ -166,6 +166,8 @@ def _npus(io, src, timeout):
         chips_per_npu=most, distinct_bus_per_die=distinct, board_device_ids=board_ids)
     if not npus and detected["device_type"] is None:
         detected = {"device_type": None, "evidence": [], "warnings": []}
+    detected["warnings"] = list(detected.get("warnings") or []) + [
+        "npu-smi info: %s" % w for w in (info or {}).get("warnings", [])]
     return npus, raw_map, detected
 
 

@@ -168,6 +168,16 @@ def _npus(io, src, timeout):
         detected = {"device_type": None, "evidence": [], "warnings": []}
     detected["warnings"] = list(detected.get("warnings") or []) + [
         "npu-smi info: %s" % w for w in (info or {}).get("warnings", [])]
+    # npu-smi printed a table no parser could read: an Ascend host whose NPUs are unknown,
+    # never one without NPUs (vendor none, binding skipped)
+    unread = not npus and any(
+        src.results[name].ok and (src.results[name].stdout or "").strip() and parsed is None
+        for name, parsed in (("npu_info", info), ("npu_map", mapped)))
+    if unread:
+        src.error("npu-smi", "npu-smi printed a table but no NPU could be read from it (see "
+                  "its error above): the NPUs of this Ascend host are unknown, no binding can "
+                  "be planned until the table is read")
+    detected["unread"] = unread
     return npus, raw_map, detected
 
 
@@ -423,7 +433,8 @@ def gather(io, timeout=30, vllm_ascend_paths=None):
     active = None
     if not irq_state.missing and not irq_state.timed_out:
         active = irq_state.stdout.strip() == "active"
-    vendor = "ascend" if npus else ("amd" if amd else ("nvidia" if gpus else "none"))
+    vendor = "ascend" if npus or detected.get("unread") else (
+        "amd" if amd else ("nvidia" if gpus else "none"))
     facts = {
         "schema_version": SCHEMA_VERSION,
         "hostname": io.hostname,

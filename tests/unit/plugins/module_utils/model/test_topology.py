@@ -170,7 +170,9 @@ def test_failed_and_garbage_sources_go_to_errors():
     assert "no device table" in sources["npu-smi info"]
     assert sources["npu-smi info -m"] == "timed out after 2.0s"
     assert sources["lscpu"] == "exit code 1: lscpu: failed"
-    assert got["cpu"]["allowed"] == "0-7" and got["vendor"] == "none"
+    # npu-smi answered with text no parser reads: an Ascend host whose NPUs are unknown
+    assert got["cpu"]["allowed"] == "0-7" and got["vendor"] == "ascend" and got["npus"] == []
+    assert "no NPU could be read" in sources["npu-smi"]
     assert got["visible_devices"]["ASCEND_RT_VISIBLE_DEVICES"] == "0,1"
 
 

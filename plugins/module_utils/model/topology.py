@@ -51,6 +51,7 @@ class _Sources(object):
         results = io.run_many([argv for _name, argv in COMMANDS], timeout=timeout)
         self.results = dict((name, res) for (name, _argv), res in zip(COMMANDS, results))
         self.errors = []
+        self.warnings = []
 
     def error(self, source, msg):
         self.errors.append({"source": source, "msg": msg})
@@ -96,6 +97,7 @@ def _npus(io, src, timeout):
     chips_per_npu = {}
     for chip in chips:
         chips_per_npu.setdefault(chip["npu_id"], []).append(chip)
+    topo_by_npu = _topo_labels(topo, chips, by_key, map_rows, src)
     irq_table = None
     npus = []
     seen, duplicates = set(), []
@@ -131,7 +133,8 @@ def _npus(io, src, timeout):
         npus.append({
             "npu_id": chip["npu_id"], "chip_id": chip["chip_id"], "logic_id": logic, "phy_id": phy,
             "name": chip["name"], "bus_id": bus, "numa_node": numa_node,
-            "affinity": (topo or {}).get("affinity", {}).get(str(logic)),
+            "affinity": (topo or {}).get("affinity", {}).get(
+                str(chip["npu_id"] if topo_by_npu else logic)),
             "health": chip["health"], "hbm_total_mb": chip["hbm_total_mb"],
             "hbm_used_mb": chip["hbm_used_mb"],
             "processes": [{"pid": p["pid"], "name": p["name"], "memory_mb": p["memory_mb"]} for p in own],
@@ -179,6 +182,27 @@ def _npus(io, src, timeout):
                   "be planned until the table is read")
     detected["unread"] = unread
     return npus, raw_map, detected
+
+
+def _topo_labels(topo, chips, by_key, map_rows, src):
+    """True when ``npu-smi info -t topo`` labels its rows by NPU (card) id, not by logic id:
+    PCIe cards (Atlas 300) print one row per card, ``NPU2`` ``NPU5``..., whose numbers are not
+    logic ids, or are but name fewer rows than there are chips. Their CPU Affinity then goes to
+    every chip of that card, the logic ids taken from ``npu-smi info -m``."""
+    keys = set((topo or {}).get("affinity") or {})
+    if not keys or not map_rows:
+        return False
+    pairs = [(str(c["npu_id"]), by_key.get((c["npu_id"], c["chip_id"]))) for c in chips]
+    logic_ids = set(str(row["logic_id"]) for _npu, row in pairs if row)
+    npu_ids = set(npu for npu, _row in pairs)
+    if npu_ids == logic_ids or not keys <= npu_ids:
+        return False
+    if keys <= logic_ids and not (keys == npu_ids and len(npu_ids) < len(logic_ids)):
+        return False
+    src.warnings.append("npu-smi info -t topo labels its rows by NPU id (%s), not by logic id: "
+                        "each chip takes its card's row, the logic ids from npu-smi info -m"
+                        % ",".join("NPU%s" % k for k in sorted(keys, key=int)))
+    return True
 
 
 def _board(io, src, npu_id, timeout):
@@ -415,7 +439,7 @@ def gather(io, timeout=30, vllm_ascend_paths=None):
     cpu, lscpu = cpu_facts.gather_cpu(io, src, timeout, cpu_warnings)
     npus, raw_map, detected = _npus(io, src, timeout)
     gpus, legend, warnings, numa_off = _gpus(io, src, cpu.get("numa_nodes"))
-    warnings[:0] = cpu_warnings + detected.get("warnings", [])
+    warnings[:0] = cpu_warnings + detected.get("warnings", []) + src.warnings
     amd = []
     if not gpus:
         amd, amd_warnings = _amd_gpus(io, src)

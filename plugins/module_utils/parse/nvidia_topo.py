@@ -294,10 +294,13 @@ def parse(text, source=SOURCE):
 
     matrix = {}
     tails = {}
+    cut = set()
     for label in order:
         cells, tail, tabbed = _cells_and_tail(rows[label], n_cells)
         if len(cells) < n_cells:
             warnings.append("row %s: %d of %d cells readable" % (label, len(cells), n_cells))
+            if not "".join(tail).strip():
+                cut.add(label)  # the row stops inside the matrix: its affinities were cut
         for column, cell in zip(labels, cells):
             if cell is not None:
                 matrix[(label, column)] = "SYS" if cell == "SOC" else cell
@@ -323,8 +326,8 @@ def parse(text, source=SOURCE):
         if label not in known:
             warnings.append("row %s has no column in the header; skipped" % label)
             continue
-        gpus.append(_gpu_entry(label, labels, matrix, tails[label], nic_name, has_numa,
-                               has_gpu_numa_id, warnings))
+        gpus.append(_gpu_entry(label, labels, matrix, tails[label], nic_name,
+                               has_numa and label not in cut, has_gpu_numa_id, warnings))
     if not gpus:
         raise ParseError(source, "no GPU row matches a header column")
     gpus.sort(key=lambda gpu: gpu["index"])

@@ -11,6 +11,7 @@ import pytest
 
 from npuops_testing import SNAPSHOTS
 from npuops_testing.module_harness import facts_of
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
 from ansible_collections.npuops.fleet.plugins.module_utils.model import schema, topology
@@ -85,3 +86,19 @@ def test_reserved_cpus_taking_every_cpu_still_says_so():
     with pytest.raises(PlanError) as err:
         dispatch.make_plan(facts_of("a2-910b3x8"), policy="strict", reserved_cpus="0-191")
     assert "minus reserved_cpus is empty" in str(err.value)
+
+
+def test_950_host_with_na_bus_ids_gets_a_binding():
+    # the real 950DT table (NPU ID column, Bus-Id NA, NPUs 0,1,6,7): NPUs read, a strict plan
+    # with a disjoint pool per NPU (it used to fail the parse: no NPU, no binding)
+    facts = facts_of("a5-950dt-nabus")
+    assert facts["vendor"] == "ascend" and facts["device_type"] == "A5"
+    assert [(n["npu_id"], n["logic_id"], n["bus_id"]) for n in facts["npus"]] == [
+        (0, 0, None), (1, 1, None), (6, 6, None), (7, 7, None)]
+    plan = dispatch.make_plan(facts, policy="strict")
+    assert not plan.get("skipped") and sorted(plan["npus"], key=int) == ["0", "1", "6", "7"]
+    seen = set()
+    for entry in plan["npus"].values():
+        cpus = set(cpulist.parse(entry["pool"]))
+        assert cpus and not cpus & seen
+        seen |= cpus

@@ -17,7 +17,7 @@ import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
-from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_facts, rules
+from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_facts, device_nodes, rules
 from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_ascend_version
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import (
@@ -97,7 +97,7 @@ def _npus(io, src, timeout):
     chips_per_npu = {}
     for chip in chips:
         chips_per_npu.setdefault(chip["npu_id"], []).append(chip)
-    topo_by_npu = _topo_labels(topo, chips, by_key, map_rows, src)
+    topo_by_npu = device_nodes.topo_by_npu_id(topo, chips, by_key, map_rows, src.warnings)
     irq_table = None
     npus = []
     seen, duplicates = set(), []
@@ -184,27 +184,6 @@ def _npus(io, src, timeout):
     return npus, raw_map, detected
 
 
-def _topo_labels(topo, chips, by_key, map_rows, src):
-    """True when ``npu-smi info -t topo`` labels its rows by NPU (card) id, not by logic id:
-    PCIe cards (Atlas 300) print one row per card, ``NPU2`` ``NPU5``..., whose numbers are not
-    logic ids, or are but name fewer rows than there are chips. Their CPU Affinity then goes to
-    every chip of that card, the logic ids taken from ``npu-smi info -m``."""
-    keys = set((topo or {}).get("affinity") or {})
-    if not keys or not map_rows:
-        return False
-    pairs = [(str(c["npu_id"]), by_key.get((c["npu_id"], c["chip_id"]))) for c in chips]
-    logic_ids = set(str(row["logic_id"]) for _npu, row in pairs if row)
-    npu_ids = set(npu for npu, _row in pairs)
-    if npu_ids == logic_ids or not keys <= npu_ids:
-        return False
-    if keys <= logic_ids and not (keys == npu_ids and len(npu_ids) < len(logic_ids)):
-        return False
-    src.warnings.append("npu-smi info -t topo labels its rows by NPU id (%s), not by logic id: "
-                        "each chip takes its card's row, the logic ids from npu-smi info -m"
-                        % ",".join("NPU%s" % k for k in sorted(keys, key=int)))
-    return True
-
-
 def _board(io, src, npu_id, timeout):
     """``npu-smi info -t board -i <npu>`` parsed, or None (a failure noted unless missing)."""
     argv = list(npu_smi.BOARD_ARGV) + ["-i", str(npu_id)]
@@ -243,32 +222,6 @@ def _gpu_model(found):
             "health": found.get("health")}
 
 
-def _gpu_node(io, gpu, bus, cpu_nodes, numa_off, warnings):
-    """(NUMA node, memory-only nodes) of one GPU. A single NUMA Affinity id stands (sysfs only
-    where it is N/A); a Grace node list (``0,3-9,11-17``) gives the listed node that has CPUs,
-    the others are the GPU's memory nodes, and the PCI device's sysfs ``numa_node`` is the
-    truth where it disagrees."""
-    listed = gpu.get("numa_nodes") or []
-    node = gpu.get("numa_node")
-    if len(listed) < 2:
-        if node is None and bus and not numa_off:
-            node = cpu_facts.int_file(io, PCI + bus + "/numa_node")
-        return node, None
-    with_cpus = [n for n in listed if cpu_nodes.get(str(n))]
-    if len(with_cpus) == 1:
-        node = with_cpus[0]
-    memory = [n for n in listed if n != node]
-    if bus:
-        sysfs = cpu_facts.int_file(io, PCI + bus + "/numa_node")
-        if isinstance(sysfs, int) and sysfs >= 0 and sysfs != node:
-            warnings.append("%s: NUMA Affinity %s names node %s, the PCI device's numa_node "
-                            "is %d: node %d taken" % (gpu["name"], ",".join(map(str, listed)),
-                                                      node, sysfs, sysfs))
-            node = sysfs
-            memory = [n for n in listed if n != node]
-    return node, memory
-
-
 def _gpus(io, src, cpu_nodes=None):
     warnings = []
     text = src.text("nvidia_topo")
@@ -292,8 +245,8 @@ def _gpus(io, src, cpu_nodes=None):
     gpus = []
     for gpu in parsed["gpus"]:
         bus = buses.get(gpu["index"])
-        numa_node, memory_nodes = _gpu_node(io, gpu, bus, cpu_nodes or {},
-                                            parsed.get("numa_off"), warnings)
+        numa_node, memory_nodes = device_nodes.gpu_node(io, gpu, bus, cpu_nodes or {},
+                                                        parsed.get("numa_off"), warnings)
         gpus.append({"index": gpu["index"], "name": gpu["name"], "bus_id": bus,
                      "numa_node": numa_node, "affinity": gpu.get("affinity"),
                      "links": dict(gpu.get("links") or {})})

@@ -29,9 +29,11 @@ def gpu_node(io, gpu, bus, cpu_nodes, numa_off, warnings):
             node = cpu_facts.int_file(io, _PCI + bus + "/numa_node")
         return node, None
     with_cpus = [n for n in listed if cpu_nodes.get(str(n))]
-    if len(with_cpus) == 1:
+    if with_cpus:
         node = with_cpus[0]
-    memory = [n for n in listed if n != node]
+    if len(with_cpus) > 1:
+        warnings.append("%s: NUMA Affinity %s lists %d nodes with CPUs: node %d taken"
+                        % (gpu["name"], ",".join(map(str, listed)), len(with_cpus), node))
     if bus:
         sysfs = cpu_facts.int_file(io, _PCI + bus + "/numa_node")
         if isinstance(sysfs, int) and sysfs >= 0 and sysfs != node:
@@ -39,7 +41,8 @@ def gpu_node(io, gpu, bus, cpu_nodes, numa_off, warnings):
                             "is %d: node %d taken" % (gpu["name"], ",".join(map(str, listed)),
                                                       node, sysfs, sysfs))
             node = sysfs
-            memory = [n for n in listed if n != node]
+    # the memory-only nodes: those without CPUs (all but the first where no CPU map is known)
+    memory = [n for n in listed if n != node and (not cpu_nodes or not cpu_nodes.get(str(n)))]
     return node, memory
 
 

@@ -53,5 +53,22 @@ def test_sysfs_numa_node_wins_where_it_disagrees(tmp_path):
     facts = _facts(copy)
     gpu1 = facts["gpus"][1]
     assert gpu1["numa_node"] == 1
-    assert 0 in gpu1["memory_nodes"] and 1 not in gpu1["memory_nodes"]
+    assert gpu1["memory_nodes"] == MEMORY[0]  # node 0 has CPUs: never a memory node
     assert any("GPU1" in w and "numa_node is 1" in w for w in facts["warnings"])
+
+
+def test_a_list_of_two_cpu_nodes_is_not_read_as_memory_nodes():
+    from ansible_collections.npuops.fleet.plugins.module_utils.model import device_nodes
+
+    class NoSysfs(object):
+        def read_text(self, path):
+            return None
+
+    warnings = []
+    gpu = {"name": "GPU0", "numa_node": 0, "numa_nodes": [0, 1, 5]}
+    node, memory = device_nodes.gpu_node(NoSysfs(), gpu, None, {"0": "0-3", "1": "4-7", "5": ""},
+                                         False, warnings)
+    assert (node, memory) == (0, [5])
+    assert warnings == ["GPU0: NUMA Affinity 0,1,5 lists 2 nodes with CPUs: node 0 taken"]
+    # no CPU map known: the first listed node, the rest its memory nodes
+    assert device_nodes.gpu_node(NoSysfs(), gpu, None, {}, False, []) == (0, [1, 5])

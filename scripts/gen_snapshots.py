@@ -98,7 +98,7 @@ class Host(object):
         if packages is not None:
             for node, cpus in self.nodes.items():
                 ids = cpulist.parse(cpus)
-                for cpu in (ids[0], ids[-1]):
+                for cpu in (ids[:1] + ids[-1:]):  # none on a memory-only node
                     self.files["/sys/devices/system/cpu/cpu%d/topology/physical_package_id"
                                % cpu] = "%d\n" % packages[int(node)]
         if siblings is not None:
@@ -235,6 +235,8 @@ def ascend_host(name, info, mapped, topo, lscpu, nodes, chip_nodes, device, arch
     seen = set()
     for index, chip in enumerate(npu_smi.parse_info(info)["chips"]):
         bus = chip["bus_id"]
+        if bus is None:
+            continue  # Bus-Id NA (the 950 table of some drivers): no PCI device to write
         if bus in seen:
             # 300I Duo: npu-smi prints one Bus-Id for both 310P chips of a card (public
             # captures; docs/research/ascend_device_plugin.md 4.2), so both chips find the
@@ -373,6 +375,25 @@ def build_950():
     ascend_host("a5-950", info, mapped, "\n".join(topo) + "\n", lscpu, nodes,
                 [0, 0, 1, 1, 2, 2, 3, 3], "0xd806")
 
+    # the real 950DT table of npu-smi 25.6.rc1: NPU ID column, Bus-Id NA, NPUs 0,1,6,7
+    ids = (0, 1, 6, 7)
+    mapped = "NPU ID  Slot ID  Chip ID  Chip Phy-ID  Chip Name\n" + "".join(
+        "%d %d 0 %d Ascend950DT\n" % (n, n, n) for n in ids)
+    labels = ["NPU%d" % n for n in ids]
+    topo = ["       " + "       ".join(labels)]
+    for row in labels:
+        topo.append(row + "       " + "       ".join("X" if row == col else "UB" for col in labels))
+    ascend_host("a5-950dt-nabus", fixture(A5_NA_INFO), mapped, "\n".join(topo) + "\n", lscpu,
+                nodes, [], "0xd806", comment=A5_NA_COMMENT)
+
+
+A5_NA_INFO = ("ascend/a5-950dt_npu-smi-info_v25.6.rc1_npu-id-column_NA-bus_non-contiguous-ids_"
+              "parser-test.txt")
+A5_NA_COMMENT = """a5-950dt-nabus: Ascend 950DT, 4 NPUs (ids 0,1,6,7). Real: npu-smi info of npu-smi
+25.6.rc1 as another project's parser test holds it (a separate NPU ID column, Bus-Id NA, NPU
+Util(%)). Synthesised: -m (950 layout, logic id = NPU id), a UB topo matrix without CPU
+Affinity, the a5-950 host's 384-CPU 4-node lscpu; no PCI device (no bus id to name one)."""
+
 
 def build_310p():
     lscpu = fixture("cpu/mi300x-host_2x-xeon8462y+_interleaved-numa_128cpu_lscpu.txt")
@@ -435,8 +456,9 @@ def _add_commands(target, extra):
 
 
 def nvidia_host(name, topo_fixture, nodes, online, lscpu, gpu_buses, gpu_nodes, nics,
-                allowed=None, tpc=2, cpu=None, comment=None, ports=None):
-    host = Host(name, "x86_64", nodes, online, allowed=allowed,
+                allowed=None, tpc=2, cpu=None, comment=None, ports=None, arch="x86_64",
+                gpu_device="0x20b0"):
+    host = Host(name, arch, nodes, online, allowed=allowed,
                 tools=dict(TOOLS_ALL, **{"nvidia-smi": "/usr/bin/nvidia-smi"}), comment=comment)
     host.cpu_topology(**(cpu or {}))
     del host.tools["npu-smi"]
@@ -446,7 +468,7 @@ def nvidia_host(name, topo_fixture, nodes, online, lscpu, gpu_buses, gpu_nodes, 
     host.commands["lscpu"] = ok(lscpu)
     host.lscpu_e(nodes)
     for bus, node in zip(gpu_buses, gpu_nodes):
-        host.pci(bus, node, "0x10de", "0x20b0")
+        host.pci(bus, node, "0x10de", gpu_device)
     for nic_name, bus, node, netdev in nics:
         host.pci(bus, node, "0x15b3", "0x1017",
                  ["mlx5_async@pci:" + bus] + ["mlx5_comp%d@pci:%s" % (c, bus) for c in range(4)])
@@ -520,6 +542,35 @@ def build_nvidia():
                 synth_lscpu(128, 2, 2, "Intel(R) Xeon(R) Gold 6348", pcie_nodes),
                 ["0000:%02x:00.0" % b for b in (0x1a, 0x1b, 0x3d, 0x3e, 0x9c, 0x9d, 0xbc, 0xbd)],
                 [0, 0, 0, 0, 1, 1, 1, 1], [])
+
+    build_gb200()
+
+
+GB200_COMMENT = """gb200-4gpu: one GB200 NVL4 compute tray: 4x GB200 (Blackwell) on two Grace CPUs of 72
+cores (node0 0-71, node1 72-143), 34 NUMA nodes (2-33 memory-only: GPU HBM or empty).
+Real: nvidia-smi topo -m (NUMA Affinity printed as a node list: the CPU node, then the GPU's
+memory nodes), the Grace lscpu head (2 sockets x 72 cores). Synthesised: lscpu's NUMA lines
+and the sysfs nodes (from the documented layout), GPU bus ids (domains 0008/0009/0018/0019),
+GPU numa_node 0,0,1,1 (the CPU node of each), 8 ConnectX NICs (mlx5_0-3 on node 0, 4-7 on
+node 1), their IRQs; socket per CPU node; no distance table."""
+
+
+def build_gb200():
+    nodes = dict((str(n), "") for n in range(34))
+    nodes["0"], nodes["1"] = "0-71", "72-143"
+    lscpu = fixture("cpu/gb200-tray_2x-grace-72c_PARTIAL_lscpu.txt") + (
+        "NUMA node(s):                         34\n" + "".join(
+            "NUMA node%d CPU(s):%s%s\n" % (n, " " * (22 - len(str(n))), nodes[str(n)])
+            for n in range(34)))
+    buses = ["0008:01:00.0", "0009:01:00.0", "0018:01:00.0", "0019:01:00.0"]
+    nic_bus = ["0000:03:00.0", "0000:03:00.1", "0002:03:00.0", "0002:03:00.1",
+               "0010:03:00.0", "0010:03:00.1", "0012:03:00.0", "0012:03:00.1"]
+    nvidia_host("gb200-4gpu",
+                "nvidia/gb200-4gpu-8nic_grace-2socket_numa-affinity-node-list_nvidia-smi-topo-m.txt",
+                nodes, "0-143", lscpu, buses, [0, 0, 1, 1],
+                [("mlx5_%d" % n, nic_bus[n], n // 4, "ibp%ds0" % n) for n in range(8)],
+                arch="aarch64", gpu_device="0x2941", comment=GB200_COMMENT,
+                cpu={"packages": dict((n, n) for n in range(2)), "siblings": no_smt})
 
 
 # RDMA ports (synthesised): 8 compute HCAs HDR 200 Gb/s InfiniBand, the dual-port storage card

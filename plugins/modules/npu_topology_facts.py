@@ -266,6 +266,13 @@ ansible_facts:
           smt_siblings, isolated, nohz_full), C(npus), C(npu_map), C(gpus), C(numa_off), C(nics),
           C(tools), C(irqbalance), C(visible_devices), C(vllm_ascend), C(softshare), C(cgroup), C(warnings),
           C(errors).
+        - C(gpus) entries of a Grace host (GH200, GB200, GB300, whose nvidia-smi prints NUMA
+          Affinity as a node list) carry C(memory_nodes), the GPU's memory-only NUMA nodes;
+          C(numa_node) is the listed node that has CPUs, the PCI device's sysfs node where
+          they disagree.
+        - Where npu-smi printed a table no parser can read, C(vendor) stays C(ascend) with
+          C(npus) empty and an C(errors) entry naming the table (a plan then fails naming it);
+          a Bus-Id masked as C(0000:xx:00.0) or C(NA) keeps its chip with C(bus_id) null.
         - C(kubernetes) - on a host with a kubelet, its configuration (file, drop-ins, the merged
           C(effective) one), C(cpu_manager_state), C(memory_manager_state), the device-plugin
           checkpoint with each container's Allocate answer, and C(dra_state), the DRA manager's

@@ -81,6 +81,7 @@ TOPOLOGY = (RECORD, {
         "name": _TEXT,
         "bus_id": _TEXT,
         "numa_node": _NODE_ID,
+        "memory_nodes": _opt((LIST, (INT,))),
         "affinity": _CPULIST,
         "links": _opt((MAP, STR, _TEXT)),
         "model": _TEXT,

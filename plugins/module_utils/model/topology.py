@@ -17,7 +17,7 @@ import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
-from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_facts, rules
+from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_facts, device_nodes, rules
 from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_ascend_version
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import (
@@ -51,6 +51,7 @@ class _Sources(object):
         results = io.run_many([argv for _name, argv in COMMANDS], timeout=timeout)
         self.results = dict((name, res) for (name, _argv), res in zip(COMMANDS, results))
         self.errors = []
+        self.warnings = []
 
     def error(self, source, msg):
         self.errors.append({"source": source, "msg": msg})
@@ -96,6 +97,7 @@ def _npus(io, src, timeout):
     chips_per_npu = {}
     for chip in chips:
         chips_per_npu.setdefault(chip["npu_id"], []).append(chip)
+    topo_by_npu = device_nodes.topo_by_npu_id(topo, chips, by_key, map_rows, src.warnings)
     irq_table = None
     npus = []
     seen, duplicates = set(), []
@@ -131,7 +133,8 @@ def _npus(io, src, timeout):
         npus.append({
             "npu_id": chip["npu_id"], "chip_id": chip["chip_id"], "logic_id": logic, "phy_id": phy,
             "name": chip["name"], "bus_id": bus, "numa_node": numa_node,
-            "affinity": (topo or {}).get("affinity", {}).get(str(logic)),
+            "affinity": (topo or {}).get("affinity", {}).get(
+                str(chip["npu_id"] if topo_by_npu else logic)),
             "health": chip["health"], "hbm_total_mb": chip["hbm_total_mb"],
             "hbm_used_mb": chip["hbm_used_mb"],
             "processes": [{"pid": p["pid"], "name": p["name"], "memory_mb": p["memory_mb"]} for p in own],
@@ -166,6 +169,18 @@ def _npus(io, src, timeout):
         chips_per_npu=most, distinct_bus_per_die=distinct, board_device_ids=board_ids)
     if not npus and detected["device_type"] is None:
         detected = {"device_type": None, "evidence": [], "warnings": []}
+    detected["warnings"] = list(detected.get("warnings") or []) + [
+        "npu-smi info: %s" % w for w in (info or {}).get("warnings", [])]
+    # npu-smi printed a table no parser could read: an Ascend host whose NPUs are unknown,
+    # never one without NPUs (vendor none, binding skipped)
+    unread = not npus and any(
+        src.results[name].ok and (src.results[name].stdout or "").strip() and parsed is None
+        for name, parsed in (("npu_info", info), ("npu_map", mapped)))
+    if unread:
+        src.error("npu-smi", "npu-smi printed a table but no NPU could be read from it (see "
+                  "its error above): the NPUs of this Ascend host are unknown, no binding can "
+                  "be planned until the table is read")
+    detected["unread"] = unread
     return npus, raw_map, detected
 
 
@@ -207,7 +222,7 @@ def _gpu_model(found):
             "health": found.get("health")}
 
 
-def _gpus(io, src):
+def _gpus(io, src, cpu_nodes=None):
     warnings = []
     text = src.text("nvidia_topo")
     if text is None:
@@ -230,12 +245,13 @@ def _gpus(io, src):
     gpus = []
     for gpu in parsed["gpus"]:
         bus = buses.get(gpu["index"])
-        numa_node = gpu.get("numa_node")
-        if numa_node is None and bus and not parsed.get("numa_off"):
-            numa_node = cpu_facts.int_file(io, PCI + bus + "/numa_node")
+        numa_node, memory_nodes = device_nodes.gpu_node(io, gpu, bus, cpu_nodes or {},
+                                                        parsed.get("numa_off"), warnings)
         gpus.append({"index": gpu["index"], "name": gpu["name"], "bus_id": bus,
                      "numa_node": numa_node, "affinity": gpu.get("affinity"),
                      "links": dict(gpu.get("links") or {})})
+        if memory_nodes is not None:
+            gpus[-1]["memory_nodes"] = memory_nodes
         gpus[-1].update(_gpu_model(models.get(gpu["index"])))
     gpus.sort(key=lambda g: g["index"])
     legend = dict((n["name"], n["legend"]) for n in parsed.get("nics", []))
@@ -375,8 +391,8 @@ def gather(io, timeout=30, vllm_ascend_paths=None):
     cpu_warnings = []
     cpu, lscpu = cpu_facts.gather_cpu(io, src, timeout, cpu_warnings)
     npus, raw_map, detected = _npus(io, src, timeout)
-    gpus, legend, warnings, numa_off = _gpus(io, src)
-    warnings[:0] = cpu_warnings + detected.get("warnings", [])
+    gpus, legend, warnings, numa_off = _gpus(io, src, cpu.get("numa_nodes"))
+    warnings[:0] = cpu_warnings + detected.get("warnings", []) + src.warnings
     amd = []
     if not gpus:
         amd, amd_warnings = _amd_gpus(io, src)
@@ -394,7 +410,8 @@ def gather(io, timeout=30, vllm_ascend_paths=None):
     active = None
     if not irq_state.missing and not irq_state.timed_out:
         active = irq_state.stdout.strip() == "active"
-    vendor = "ascend" if npus else ("amd" if amd else ("nvidia" if gpus else "none"))
+    vendor = "ascend" if npus or detected.get("unread") else (
+        "amd" if amd else ("nvidia" if gpus else "none"))
     facts = {
         "schema_version": SCHEMA_VERSION,
         "hostname": io.hostname,

@@ -21,8 +21,10 @@ TYPES = ("A2", "A3", "A5", "310P", "910A", "unknown")
 
 PCI_DEVICE_TYPES = {"d801": "910A", "d802": "A2", "d803": "A3", "d500": "310P"}
 
-_A3_NAMES = ("910", "910C", "910_9391", "910_9392", "910_9372", "910_9362", "910_9381",
-             "910_9382", "9391", "9392", "9372", "9362", "9381", "9382")
+# vllm-ascend's SoC-name table (vllm_ascend/device/hardware.py _SOC_VERSION_TO_DEVICE_TYPE):
+# 9362 is its last A3 name at 182b75ea; the 0.30 line adds ascend910_9363 (A3, runtime soc 256)
+_A3_NAMES = ("910", "910C", "910_9391", "910_9392", "910_9372", "910_9362", "910_9363",
+             "910_9381", "910_9382", "9391", "9392", "9372", "9362", "9363", "9381", "9382")
 
 
 def normalise_name(name):

@@ -36,6 +36,8 @@ SRC_INFO, SRC_MAP, SRC_TOPO, SRC_BOARD = (
 # ASCII digits, bounded for int(): a longer number is not a value npu-smi prints
 _PAIR = re.compile(r"(?<![0-9])([0-9]{1,12})\s*/\s*([0-9]{1,12})(?![0-9])")
 _INT = re.compile(r"^[0-9]{1,12}\Z")
+# a Bus-Id with its digits masked where it was posted ("0000:xx:00.0"): bus unknown
+_MASKED_BUS = re.compile(r"^[0-9A-Fa-fxX]{4,8}:[0-9A-Fa-fxX]{2}:[0-9A-Fa-fxX]{2}\.[0-9A-Fa-fxX]\Z")
 
 
 def _cells(line):
@@ -54,7 +56,12 @@ def _int(text):
 
 def parse_info(text, source=SRC_INFO):
     """``npu-smi info`` -> ``{"version", "chip_column", "chips": [...], "processes": [...],
-    "process_layout"}``.
+    "process_layout", "warnings"}``.
+
+    Device table layouts: A2/A3/310P (``| NPU  Name |`` over ``| Chip ... | Bus-Id |``) and the
+    Ascend 950 one (``| NPU ID | Name | Health |`` over ``| | | Bus-Id |``, one chip per NPU,
+    read as chip 0). A Bus-Id ``NA`` or masked where it was posted (``0000:xx:00.0``) keeps its
+    chip with ``bus_id`` None (a masked one with a warning naming the cell).
 
     Each chip: ``npu_id, chip_id, phy_id`` (A3 "Phy-ID" column, else None), ``device_id``
     (310P "Device" column), ``name, health, bus_id`` (lower case), ``hbm_used_mb``,
@@ -87,9 +94,12 @@ def parse_info(text, source=SRC_INFO):
         raise ParseError(source, "no device table ('| NPU   Name ...' header) found")
 
     chips = []
+    warnings = []
     if device_header is not None:
         end = process_header if process_header is not None else len(lines)
         second = lines[device_header + 1] if device_header + 1 < end else ""
+        # Ascend 950 (npu-smi 25.5+): "| NPU ID | Name | Health |" over "| | | Bus-Id |"
+        npu_id_column = " ".join((_cells(lines[device_header]) or [""])[0].split()) == "NPU ID"
         first_cell = " ".join((_cells(second) or [""])[0].split())
         chip_column = first_cell or None
         has_hbm = "HBM" in second
@@ -99,20 +109,40 @@ def parse_info(text, source=SRC_INFO):
             if not line.startswith("|"):
                 continue
             cells = _cells(line)
+            if npu_id_column:
+                cells = _one_chip_row(cells)
             if len(cells) < 2:
                 continue
-            if pci.BUS_ID.match(cells[1]) or cells[1].upper() in ("NA", "-"):
+            masked = _MASKED_BUS.match(cells[1]) and not pci.BUS_ID.match(cells[1])
+            if pci.BUS_ID.match(cells[1]) or cells[1].upper() in ("NA", "-") or masked:
                 if pending is None:
                     raise ParseError(source, "line %d: chip row without its NPU row" % (number + 1))
+                if masked:
+                    warnings.append("line %d: Bus-Id %r is masked: the chip is kept, its bus "
+                                    "unknown" % (number + 1, cells[1]))
+                    cells = [cells[0], "NA"] + cells[2:]
                 chips.append(_chip(pending, cells, chip_column, has_hbm, source, number + 1))
                 pending = None
             else:
                 if pending is not None:
-                    raise ParseError(source, "line %d: NPU row without its chip row" % pending[1])
+                    raise ParseError(source, "line %d: NPU row without its chip row (its "
+                                     "second cell %r is neither a Bus-Id nor NA)"
+                                     % (pending[1], cells[1][:24]))
                 pending = (cells, number + 1)
     processes, layout = _processes(lines, process_header, source)
     return {"version": version, "chip_column": chip_column, "chips": chips,
-            "processes": processes, "process_layout": layout}
+            "processes": processes, "process_layout": layout, "warnings": warnings}
+
+
+def _one_chip_row(cells):
+    """A row of the 950 table in the shape of the A2 one: ``| 0 | Ascend950DT | OK | ...`` ->
+    ``["0 Ascend950DT", "OK", ...]``; ``| | | NA | ...`` -> ``["0", "NA", ...]`` (one chip per
+    NPU: chip 0, as ``npu-smi info -m`` numbers it)."""
+    if len(cells) >= 3 and not cells[0] and not cells[1]:
+        return ["0"] + cells[2:]
+    if len(cells) >= 3 and cells[0]:
+        return ["%s %s" % (cells[0], cells[1])] + cells[2:]
+    return cells
 
 
 def _chip(pending, cells, chip_column, has_hbm, source, number):
@@ -246,7 +276,10 @@ def parse_topo(text, source=SRC_TOPO):
         tokens = line.split()
         if not tokens:
             continue
-        if not columns and line[:1] in (" ", "\t") and _ROW_NAME.match(tokens[0]):
+        # the header row: indented, or at column 0 where its second token is a label too
+        # (a matrix row's second token is a cell: X, HCCS, SIO, PXB, ...)
+        if not columns and _ROW_NAME.match(tokens[0]) and (
+                line[:1] in (" ", "\t") or (len(tokens) > 1 and _ROW_NAME.match(tokens[1]))):
             columns = []
             for token in tokens:
                 if not _ROW_NAME.match(token):

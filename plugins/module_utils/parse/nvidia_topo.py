@@ -37,6 +37,8 @@ _NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*\Z")
 _ROW_START = re.compile(r"^\s*(GPU\d+|NIC\d+)\s")
 _TAIL_START = re.compile(r"\bCPU\b")
 _FUSED_NA = re.compile(r"^(\d+)(N/A)\Z")
+# the label of a header-less column that is neither known as a GPU's nor as a NIC's
+_UNKNOWN_COLUMN = "?col"
 
 
 def strip_ansi(text):
@@ -196,6 +198,10 @@ def _affinity_fields(tail, tabbed, has_numa, has_gpu_numa_id):
     return cpu_text, numa, gpu_numa, note
 
 
+_NODE_LIST = re.compile(r"^[0-9]{1,4}(?:-[0-9]{1,4})?(?:,[0-9]{1,4}(?:-[0-9]{1,4})?)+\Z|"
+                        r"^[0-9]{1,4}-[0-9]{1,4}\Z")
+
+
 def _numa_value(text):
     if text is None or text == "N/A":
         return None
@@ -205,14 +211,32 @@ def _numa_value(text):
     return False  # not a NUMA id at all
 
 
+def _numa_list(text):
+    """A NUMA Affinity that is a node list -> the ids in the order printed, else None.
+
+    Grace systems (GH200, GB200, GB300; driver R570+) print the CPU node first, then the GPU's
+    memory-only nodes: ``0,3-9,11-17``. The ids are bounded like every NUMA id (0-1023)."""
+    if text is None or not _NODE_LIST.match(text):
+        return None
+    try:
+        nodes = cpulist.parse_ordered(text, SOURCE)
+    except ParseError:
+        return None
+    if not nodes or max(nodes) > 1023 or len(set(nodes)) != len(nodes):
+        return None
+    return nodes
+
+
 def parse(text, source=SOURCE):
     """Parse ``nvidia-smi topo -m`` (or ``-mp``) output.
 
-    Returns ``{"gpus": [{index, name, numa_node, affinity, gpu_numa_id, links}], "nics":
+    Returns ``{"gpus": [{index, name, numa_node, numa_nodes, affinity, gpu_numa_id, links}], "nics":
     [{legend, name}], "numa_off": bool, "warnings": [...]}``. ``links`` maps a peer GPU name
     (``GPU1``) or a NIC's RDMA name (``mlx5_0``; the legend id ``NIC0`` when no legend was
     printed) to the matrix cell (``NV18``, ``PIX``...). ``affinity`` is the CPU Affinity column
     normalised as a cpulist, None when blank (it is cut to the caller's cpuset).
+    ``numa_nodes`` is the NUMA Affinity as printed: one id, or on Grace systems a list (the CPU
+    node first, then the GPU's memory-only nodes), ``numa_node`` its first id; None when N/A.
     """
     if not isinstance(text, str):
         raise ParseError(source, "expected text, got %s" % type(text).__name__)
@@ -264,23 +288,27 @@ def parse(text, source=SOURCE):
         raise ParseError(source, "no GPU rows found (not nvidia-smi topo -m output?)")
 
     if labels is None:
-        labels = _infer_labels(rows, gpu_rows)
+        labels = _infer_labels(rows, order, gpu_rows, legend, warnings)
         known = set(labels)
     n_cells = len(labels)
 
     matrix = {}
     tails = {}
+    cut = set()
     for label in order:
         cells, tail, tabbed = _cells_and_tail(rows[label], n_cells)
         if len(cells) < n_cells:
             warnings.append("row %s: %d of %d cells readable" % (label, len(cells), n_cells))
+            if not "".join(tail).strip():
+                cut.add(label)  # the row stops inside the matrix: its affinities were cut
         for column, cell in zip(labels, cells):
             if cell is not None:
                 matrix[(label, column)] = "SYS" if cell == "SOC" else cell
         tails[label] = (tail, tabbed)
 
     gpu_columns = [label for label in labels if _GPU_LABEL.match(label)]
-    nic_columns = [label for label in labels if not _GPU_LABEL.match(label)]
+    nic_columns = [label for label in labels if not _GPU_LABEL.match(label)
+                   and not label.startswith(_UNKNOWN_COLUMN)]
     if nic_columns and all(re.match(r"^NIC\d+\Z", label) for label in nic_columns):
         missing = [label for label in nic_columns if label not in legend]
         if missing:
@@ -298,8 +326,8 @@ def parse(text, source=SOURCE):
         if label not in known:
             warnings.append("row %s has no column in the header; skipped" % label)
             continue
-        gpus.append(_gpu_entry(label, labels, matrix, tails[label], nic_name, has_numa,
-                               has_gpu_numa_id, warnings))
+        gpus.append(_gpu_entry(label, labels, matrix, tails[label], nic_name,
+                               has_numa and label not in cut, has_gpu_numa_id, warnings))
     if not gpus:
         raise ParseError(source, "no GPU row matches a header column")
     gpus.sort(key=lambda gpu: gpu["index"])
@@ -308,26 +336,52 @@ def parse(text, source=SOURCE):
     return {"gpus": gpus, "nics": nics, "numa_off": numa_off, "warnings": warnings}
 
 
-def _infer_labels(rows, gpu_rows):
-    """Column labels of a header-less capture: GPU columns from the X diagonal and NV# run."""
-    longest = []
-    n_gpu = len(gpu_rows)
-    for label in gpu_rows:
+def _infer_labels(rows, order, gpu_rows, legend, warnings):
+    """Column labels of a header-less capture, from the cells, never from the rows present.
+
+    A column is a GPU's when a GPU row holds its ``X`` or any row an ``NV#`` cell in it (an
+    NVLink joins two GPUs); the GPU/NIC boundary is where the first NIC row has its ``X``
+    (NIC<k>'s at n_gpu + k), else the NIC Legend's count, else - GPUs joined pairwise by
+    NVLink - the first column without NV#. Without any of these the columns past the last
+    known GPU are left out with a warning: no phantom NIC, no NIC made of a cut GPU's column.
+    """
+    width = 0
+    n_gpu = 0
+    for label in order:
         cells, _tail, _tabbed = _cells_and_tail(rows[label], None)
-        if len(cells) > len(longest):
-            longest = cells
+        width = max(width, len(cells))
+        for column, cell in enumerate(cells):
+            if cell.startswith("NV"):
+                n_gpu = max(n_gpu, column + 1)
+        if label in gpu_rows:
+            if "X" in cells:
+                n_gpu = max(n_gpu, cells.index("X") + 1)
+            n_gpu = max(n_gpu, int(_GPU_LABEL.match(label).group(1)) + 1)
+    boundary = None
+    for label in order:
+        match = re.match(r"^NIC(\d+)\Z", label)
+        if not match:
+            continue
+        cells, _tail, _tabbed = _cells_and_tail(rows[label], None)
         if "X" in cells:
-            n_gpu = max(n_gpu, cells.index("X") + 1)
-        run = 0
-        for cell in cells:
-            if cell == "X" or cell.startswith("NV"):
-                run += 1
-            else:
-                break
-        if run > 1:
-            n_gpu = max(n_gpu, run)
-        n_gpu = max(n_gpu, int(_GPU_LABEL.match(label).group(1)) + 1)
-    n_nic = max(0, len(longest) - n_gpu)
+            boundary = cells.index("X") - int(match.group(1))
+            break
+    if boundary is None and legend:
+        boundary = width - len(legend)
+    if boundary is None and n_gpu > 1 and all(
+            cell.startswith("NV") or cell == "X"
+            for label in gpu_rows
+            for cell in _cells_and_tail(rows[label], None)[0][:n_gpu]):
+        boundary = n_gpu  # NVLinked GPUs (every GPU pair NV#): a column without NV# is a NIC
+    if boundary is None:
+        if width > n_gpu:
+            warnings.append("matrix columns %d-%d: no row, no NIC row and no NIC Legend say "
+                            "whether they are GPUs or NICs; their cells are left out"
+                            % (n_gpu, width - 1))
+        return (["GPU%d" % i for i in range(n_gpu)]
+                + ["%s%d" % (_UNKNOWN_COLUMN, i) for i in range(n_gpu, width)])
+    n_gpu = max(n_gpu, boundary)
+    n_nic = max(0, width - n_gpu)
     return ["GPU%d" % i for i in range(n_gpu)] + ["NIC%d" % i for i in range(n_nic)]
 
 
@@ -349,15 +403,22 @@ def _gpu_entry(label, labels, matrix, tail_info, nic_name, has_numa, has_gpu_num
         warnings.append("%s: CPU Affinity is blank (the caller's cpuset holds none of its "
                         "CPUs); use the NUMA node's CPUs instead" % label)
     numa_node = _numa_value(numa_text)
+    numa_nodes = None
     if numa_node is False:
-        warnings.append("%s: NUMA Affinity %r is not a NUMA id" % (label, numa_text))
-        numa_node = None
+        numa_nodes = _numa_list(numa_text)
+        if numa_nodes is None:
+            warnings.append("%s: NUMA Affinity %r is not a NUMA id" % (label, numa_text))
+            numa_node = None
+        else:
+            numa_node = numa_nodes[0]
+    elif numa_node is not None:
+        numa_nodes = [numa_node]
     gpu_numa_id = _numa_value(gpu_numa_text) if has_gpu_numa_id else None
     if gpu_numa_id is False:
         gpu_numa_id = None
     links = {}
     for column in labels:
-        if column == label:
+        if column == label or column.startswith(_UNKNOWN_COLUMN):
             continue
         cell = matrix.get((label, column))
         if cell is None:
@@ -365,8 +426,8 @@ def _gpu_entry(label, labels, matrix, tail_info, nic_name, has_numa, has_gpu_num
         if cell is None or cell == "X":
             continue
         links[nic_name.get(column, column)] = cell
-    return {"index": index, "name": label, "numa_node": numa_node, "affinity": affinity,
-            "gpu_numa_id": gpu_numa_id, "links": links}
+    return {"index": index, "name": label, "numa_node": numa_node, "numa_nodes": numa_nodes,
+            "affinity": affinity, "gpu_numa_id": gpu_numa_id, "links": links}
 
 
 def _detect_numa_off(gpus, matrix, warnings):

@@ -180,6 +180,18 @@ def _release(topology, version):
     return vllm_ascend_releases.select(None)
 
 
+def _no_cpus(allowed_all, allowed_cpus, reserved_cpus):
+    """Why no CPU is left to plan on, naming only what the caller or the facts gave."""
+    if allowed_all.size:
+        return "no allowed CPUs left: %s minus reserved_cpus is empty" % (
+            "allowed_cpus" if allowed_cpus is not None else "the host's allowed CPUs (facts "
+            "cpu.allowed)")
+    if allowed_cpus is not None:
+        return "allowed_cpus is empty"
+    return ("no CPUs known for this host: its facts have neither cpu.allowed nor cpu.online "
+            "(/proc/self/status, sysfs and lscpu gave none); gather the facts again")
+
+
 def make_plan(topology, policy="strict", npus=None, instances=None, device_type=None,
               allowed_cpus=None, reserved_cpus=None, nics=None, frontend_cpus=None,
               full_check=False, vllm_ascend_version=None):
@@ -238,6 +250,11 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
     if vendors.is_gpu_vendor(vendor):
         return _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics, host)
     ids, affinity, pci_nodes, busy = _npu_facts(topology)
+    if vendor == "ascend" and not ids:
+        # npu-smi answered with a table no parser could read: not a host without NPUs
+        raise PlanError("an Ascend host whose NPUs could not be read: %s" % ("; ".join(
+            "%s: %s" % (e.get("source"), e.get("msg")) for e in topology.get("errors") or []
+            if str(e.get("source", "")).startswith("npu-smi")) or "no NPU in the facts"))
     if vendor not in (None, "ascend") or not ids:
         plan["skipped"] = True
         plan["reason"] = "no NPU on this host (vendor %s): CPU binding does not apply" % (vendor,)
@@ -252,7 +269,7 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
     if requested is None and insts:
         requested = sorted(set(n for dummy, members in insts for n in members))
     if not allowed.size:
-        raise PlanError("no allowed CPUs left (allowed_cpus minus reserved_cpus is empty)")
+        raise PlanError(_no_cpus(allowed_all, allowed_cpus, reserved_cpus))
     request = layout.NpuRequest(ids, requested, affinity, pci_nodes, busy, dtype)
     fronts = POLICY_PLANNERS[policy](plan, request, host, insts, release)
     if insts:

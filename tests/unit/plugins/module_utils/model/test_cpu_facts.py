@@ -143,9 +143,10 @@ def test_no_cpu_data_still_returns_npu_facts():
     assert got["cpu"]["allowed"] is None and got["cpu"]["allowed_source"] is None
     assert [e["source"] for e in got["errors"]] == ["cpu"]
     assert "no CPU information could be read from this host" in got["errors"][0]["msg"]
-    # a plan then fails with a message, not a traceback
-    with pytest.raises(Exception, match="no allowed CPUs"):
+    # a plan then fails with a message naming what is missing (not options never given)
+    with pytest.raises(Exception, match="no CPUs known for this host") as err:
         dispatch.make_plan(got)
+    assert "reserved_cpus" not in str(err.value)
 
 
 def test_phy_id_header_over_a2_gives_a2_with_a_warning():

@@ -23,6 +23,8 @@ HOSTS = {
     "a2i-910b4x8": ("aarch64", "ascend", "A2", "0-191", 8, 1, 8, 0, 0, 800, []),
     "a3-16die": ("aarch64", "ascend", "A3", "0-639", 8, 2, 16, 0, 0, 1600, [NO_DIST, NO_SMT]),
     "a5-950": ("aarch64", "ascend", "A5", "0-383", 4, 1, 8, 0, 0, 800, [NO_DIST, NO_PKG, NO_SMT]),
+    "a5-950dt-nabus": ("aarch64", "ascend", "A5", "0-383", 4, 1, 4, 0, 0, 400,
+                       [NO_DIST, NO_PKG, NO_SMT]),
     "atlas300-310p": ("x86_64", "ascend", "310P", "0-127", 2, 2, 4, 0, 0, 400, [NO_DIST]),
     "a910a-9000": ("aarch64", "ascend", "910A", "0-191", 8, 1, 8, 0, 0, 800,
                    ["npu-smi info -t topo"]),
@@ -31,6 +33,7 @@ HOSTS = {
                      [NO_DIST, NO_PKG, NO_SMT]),
     "h100-cgroup": ("x86_64", "nvidia", None, "1", 2, 1, 0, 8, 6, 0, []),
     "pcie-8gpu": ("x86_64", "nvidia", None, "0-127", 2, 2, 0, 8, 0, 0, [NO_DIST, NO_PKG, NO_SMT]),
+    "gb200-4gpu": ("aarch64", "nvidia", None, "0-143", 34, 1, 0, 4, 8, 0, [NO_DIST]),
     "x86-none": ("x86_64", "none", None, "0-127", 2, 2, 0, 0, 0, 0, [NO_DIST]),
     "mi300x-8gpu": ("x86_64", "amd", None, "0-127", 2, 2, 0, 8, 8, 0, [NO_DIST]),
 }
@@ -56,7 +59,10 @@ def test_snapshot_facts(host):
     assert (len(got["npus"]), len(got["gpus"]), len(got["nics"])) == (nnpu, ngpu, nnic)
     assert got["softshare"]["capacity"] == cap
     assert [e["source"] for e in got["errors"]] == errs
-    assert [n["logic_id"] for n in got["npus"]] == list(range(nnpu))
+    logic = [n["logic_id"] for n in got["npus"]]
+    # ascending and distinct; the 950 host with NPUs 0,1,6,7 keeps its ids (logic id = NPU id)
+    assert logic == sorted(set(logic)) and len(logic) == nnpu
+    assert logic == (list(range(nnpu)) if host != "a5-950dt-nabus" else [0, 1, 6, 7])
     json.dumps(got)  # plain data only
 
 
@@ -164,7 +170,9 @@ def test_failed_and_garbage_sources_go_to_errors():
     assert "no device table" in sources["npu-smi info"]
     assert sources["npu-smi info -m"] == "timed out after 2.0s"
     assert sources["lscpu"] == "exit code 1: lscpu: failed"
-    assert got["cpu"]["allowed"] == "0-7" and got["vendor"] == "none"
+    # npu-smi answered with text no parser reads: an Ascend host whose NPUs are unknown
+    assert got["cpu"]["allowed"] == "0-7" and got["vendor"] == "ascend" and got["npus"] == []
+    assert "no NPU could be read" in sources["npu-smi"]
     assert got["visible_devices"]["ASCEND_RT_VISIBLE_DEVICES"] == "0,1"
 
 

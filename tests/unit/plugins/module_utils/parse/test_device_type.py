@@ -11,6 +11,8 @@ from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_t
     ("Ascend 910B4", "A2"), ("Ascend910B3", "A2"), ("A2G1", "A2"),
     ("Ascend910", "A3"), ("910", "A3"), ("9391", "A3"), ("9392", "A3"), ("9372", "A3"),
     ("9362", "A3"), ("9381", "A3"), ("9382", "A3"), ("Ascend910_9392", "A3"), ("910C", "A3"),
+    # vllm-ascend 0.30 (vllm_ascend/device/hardware.py) adds ascend910_9363 to its A3 names
+    ("Ascend910_9363", "A3"), ("910_9363", "A3"), ("9363", "A3"),
     ("Ascend950PR", "A5"), ("Ascend950DT", "A5"), ("950", "A5"),
     ("310P3", "310P"), ("Ascend310P1", "310P"), ("I21", "310P"),
     ("910A", "910A"), ("Ascend 910A", "910A"), ("910ProB", "910A"), ("910PremiumA", "910A"),

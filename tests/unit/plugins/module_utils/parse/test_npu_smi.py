@@ -115,6 +115,37 @@ def test_topo_950_matrix_links():
     assert got["links"]["NPU0"] == {"NPU0": "X", "NPU1": "UB", "NIC0": "NA"}
 
 
+def test_topo_header_at_column_0_keeps_the_matrix():
+    # the real A2 capture with its header row's leading blanks lost (as pasted in some posts)
+    lines = fixture_text("ascend/a2-910b3x8_npu-smi-info-t-topo.txt").split("\n")
+    header = [i for i, line in enumerate(lines) if line.split()[:2] == ["NPU0", "NPU1"]][0]
+    lines[header] = lines[header].lstrip()
+    got = npu_smi.parse_topo("\n".join(lines))
+    want = npu_smi.parse_topo(fixture_text("ascend/a2-910b3x8_npu-smi-info-t-topo.txt"))
+    assert got["columns"] == want["columns"] and got["columns"][:2] == ["NPU0", "NPU1"]
+    assert got["links"] == want["links"] and got["links"]["NPU0"]["NPU1"] == "HCCS"
+    assert got["affinity"] == want["affinity"]
+
+
+def test_info_masked_bus_ids_keep_their_chips():
+    # the real A2 table with every Bus-Id masked as posts print it: the 8 chips stay, bus None,
+    # and the warning names the cell (it used to reject the table as "NPU row without ...")
+    import re
+    text = re.sub(r"0000:[0-9A-Fa-f]{2}:00\.0", "0000:xx:00.0",
+                  fixture_text("ascend/a2-910b3x8_npu-smi-info_v23.0.7.txt"))
+    got = npu_smi.parse_info(text)
+    assert [c["npu_id"] for c in got["chips"]] == list(range(8))
+    assert all(c["bus_id"] is None and c["name"] == "910B3" for c in got["chips"])
+    assert len(got["warnings"]) == 8 and "'0000:xx:00.0' is masked" in got["warnings"][0]
+
+
+def test_info_unreadable_second_cell_is_named():
+    with pytest.raises(ParseError) as err:
+        npu_smi.parse_info("| NPU Name | Health | Power |\n| Chip | Bus-Id | AICore |\n"
+                           "| 0 910B3 | OK | 1 |\n| 0 | 00:zz | 1 |\n")
+    assert "'00:zz' is neither a Bus-Id nor NA" in str(err.value)
+
+
 @pytest.mark.parametrize("text", ["", "Legend:\n  X = Self\n"])
 def test_topo_without_rows_is_an_error(text):
     with pytest.raises(ParseError, match="npu-smi info -t topo"):

@@ -201,3 +201,55 @@ def test_read_rdma_nics_ports_and_cards():
 
 def test_read_rdma_nics_without_infiniband_class():
     assert topology.read_rdma_nics(FakeSysfs()) == []
+
+
+def _headerless(rel, cut_from=None):
+    """A real capture with its header row taken out (and cut from a row on, when given)."""
+    lines = fixture_text(rel).split("\n")
+    header = [i for i, line in enumerate(lines) if "GPU0" in line and "CPU" in line][0]
+    lines = lines[:header] + lines[header + 1:]
+    if cut_from is not None:
+        lines = lines[:[i for i, line in enumerate(lines) if line.startswith(cut_from)][0]]
+    return "\n".join(lines)
+
+
+def test_headerless_cut_gpu_row_makes_no_nic_of_its_column():
+    # PCIe host, no NVLink, no NIC: the GPU7 row and everything after it cut away. Column 7
+    # can be neither named a NIC (no NIC row, no legend) nor proven a GPU: left out.
+    result = nvidia_topo.parse(_headerless(PCIE8, cut_from="GPU7"))
+    assert [g["name"] for g in result["gpus"]] == ["GPU%d" % i for i in range(7)]
+    assert result["nics"] == []
+    assert all(not any(k.startswith("NIC") for k in g["links"]) for g in result["gpus"])
+    assert any("columns 7-7" in w for w in result["warnings"])
+
+
+def test_headerless_nvlink_column_is_a_gpu_and_nic_rows_set_the_boundary():
+    # DGX A100 without its header and its GPU7 row: the NV12 cells make column 7 GPU7, the
+    # NIC rows' X cells put NIC0 at column 8; the 10 NICs keep their legend names.
+    text = "\n".join(line for line in _headerless(DGXA100).split("\n")
+                     if not line.startswith("GPU7"))
+    result = nvidia_topo.parse(text)
+    assert len(result["gpus"]) == 7 and len(result["nics"]) == 10
+    assert result["gpus"][0]["links"]["GPU7"] == "NV12"
+    assert result["gpus"][0]["links"]["mlx5_0"] == "PXB"
+    assert [n["name"] for n in result["nics"]][:2] == ["mlx5_0", "mlx5_1"]
+    # cut from GPU7 on (no NIC row, no legend): the GPUs are joined pairwise by NVLink, so
+    # the columns past the NV# cells are the 10 NICs (by legend id), column 7 still GPU7
+    cut = nvidia_topo.parse(_headerless(DGXA100, cut_from="GPU7"))
+    assert [n["name"] for n in cut["nics"]] == ["NIC%d" % i for i in range(10)]
+    assert cut["gpus"][0]["links"]["GPU7"] == "NV12"
+    assert cut["gpus"][0]["links"]["NIC0"] == "PXB" and "GPU8" not in cut["gpus"][0]["links"]
+
+
+def test_grace_node_list_is_read_not_refused():
+    text = ("\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+            "GPU0\t X \tNV18\t0-71\t0,3-9\t\t2\n"
+            "GPU1\tNV18\t X \t72-143\t1,10-16\t\t10\n")
+    result = nvidia_topo.parse(text)
+    assert [g["numa_node"] for g in result["gpus"]] == [0, 1]
+    assert result["gpus"][1]["numa_nodes"] == [1, 10, 11, 12, 13, 14, 15, 16]
+    assert result["numa_off"] is False and not result["warnings"]
+    # a list that is not one (ids past the node bound, repeats) is still refused by name
+    bad = nvidia_topo.parse(text.replace("0,3-9", "0,3-9999"))
+    assert bad["gpus"][0]["numa_node"] is None
+    assert any("not a NUMA id" in w for w in bad["warnings"])

@@ -30,7 +30,7 @@ MAPS = sorted(os.path.relpath(p, _REAL) for p in glob.glob(os.path.join(_REAL, "
 
 
 def test_the_real_captures_are_all_here():
-    assert len(INFO_TABLES) == 5 and len(MAPS) == 2
+    assert len(INFO_TABLES) == 7 and len(MAPS) == 2
 
 
 def test_the_binder_s_rules_are_the_collection_s():
@@ -97,10 +97,12 @@ def test_every_real_npu_smi_table_reads_as_the_collection_reads_it(rel):
     expected = [(p["npu_id"], p["chip_id"], p["pid"], p["memory_mb"] or 0)
                 for p in npu_smi.parse_info(text)["processes"]]
     assert smi.parse_npu_processes(text) == expected
-    # and every process row of the table is one of them (pid column read back by hand)
+    # and every process row of the table is one of them (pid column read back by hand): the
+    # first cell holds "NPU Chip" (910B, A3) or the NPU ID alone (950's own column)
     pids = set(int(line.split("|")[2]) for line in text.splitlines()
                if line.startswith("| ") and line.count("|") >= 4 and
-               line.split("|")[2].strip().isdigit() and len(line.split("|")[1].split()) == 2)
+               line.split("|")[2].strip().isdigit() and len(line.split("|")[1].split()) in (1, 2)
+               and line.split("|")[1].split()[0].isdigit())
     assert set(row[2] for row in expected) == pids
 
 

@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the kubelet's static CPU Manager and Topology Manager would give a pod, or why they
 would refuse it - a reading of ``pkg/kubelet/cm/cpumanager`` (``cpu_assignment.go``
-takeByTopologyNUMAPacked, ``policy_static.go`` allocateCPUs / hints) and ``topologymanager``
-(hint merging), checked against the kubelet's own table-driven cases (tests, as data).
+takeByTopologyNUMAPacked, ``policy_static.go`` allocateCPUs / generateCPUTopologyHints /
+enforceSMTAlignment) and ``topologymanager`` (the merge: ``plan/kubelet_merge.py``), checked
+against the kubelet's own table-driven cases (tests/fixtures/kubelet/, as data).
 
 - ``Topo``: CPUs with their core, socket and NUMA node (``Topo.from_facts``: the facts' NUMA
   cpulists, SMT siblings and packages; ``Topo.from_spec``: the same keys in a test case);
@@ -13,13 +14,16 @@ takeByTopologyNUMAPacked, ``policy_static.go`` allocateCPUs / hints) and ``topol
   ascending then id; ``free_cpus`` the order single CPUs are taken in;
 - ``cpu_hints`` / ``device_hints``: the NUMA masks that can satisfy a request, preferred when
   they are as narrow as the request can be on an empty node;
-- ``merge_hints(policy, providers, nodes)``: the best merged hint and whether the policy
-  admits it (``best-effort`` always, ``restricted`` when preferred, ``single-numa-node`` when
-  preferred and one node);
-- ``whatif(topo, reserved, pod, ...)``: the pod's CPUs or the admission error.
+- ``merge_hints`` (``plan/kubelet_merge``): the best merged hint of the node's kubelet version
+  and whether the policy admits it (``none``: no merge, no alignment; ``best-effort`` always;
+  ``restricted`` when preferred; ``single-numa-node`` when preferred and one node);
+- ``whatif(topo, reserved, pod, ...)``: the pod's CPUs or the admission error
+  (``SMTAlignmentError`` under ``full-pcpus-only``: a request that is not whole cores, or more
+  CPUs than the free whole cores hold; ``TopologyAffinityError``).
 
-Not modelled: ``distribute-cpus-across-numa``, ``prefer-closest-numa-nodes``'s distance
-tie-break (the narrowest mask wins, lowest id first), init-container reuse, memory hints.
+Not modelled: ``distribute-cpus-across-numa``, ``distribute-cpus-across-cores``,
+``align-by-socket``, ``prefer-align-cpus-by-uncorecache``, init-container reuse, pod-level
+resource managers, memory hints.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -31,6 +35,8 @@ from itertools import combinations
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
+from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_merge import (  # noqa: F401 (re-exported)
+    merge_hints, merge_provider_maps)
 
 MAX_MASK_NODES = 16  # 2^16 masks at most, as the kubelet's own limit keeps it small
 LEVELS = {"core": 0, "socket": 1, "numa": 2}  # a level's index in a CPU's (core, socket, numa)
@@ -202,68 +208,6 @@ def device_hints(nodes, device_nodes, free_device_nodes, request):
     return [(mask, len(mask) == minimum) for mask in hints]
 
 
-def _narrower(a, b):
-    """bitmask.IsNarrowerThan: fewer nodes, or as many with a lower mask value."""
-    return (len(a), sum(1 << n for n in a)) < (len(b), sum(1 << n for n in b))
-
-
-def merge_hints(policy, providers, nodes):
-    """``(mask, preferred, admit)``; ``providers``: each a hint list, or None (no preference)."""
-    everything = frozenset(nodes)
-    lists = []
-    for hints in providers:
-        if hints is None:
-            lists.append([(None, True)])
-        elif not hints:
-            lists.append([(None, False)])
-        else:
-            lists.append(hints)
-    if policy == "single-numa-node":  # filterSingleNumaHints: preferred any-node or one-node hints
-        lists = [[h for h in hints if h[1] and (h[0] is None or len(h[0]) == 1)] for hints in lists]
-    best = None
-    for combo in _product(lists):
-        mask, preferred = everything, True
-        for hint_mask, hint_preferred in combo:
-            mask = mask & (hint_mask if hint_mask is not None else everything)
-            preferred = preferred and hint_preferred
-        if not mask:
-            continue
-        if best is None or (preferred and not best[1]) or \
-                (preferred == best[1] and _narrower(mask, best[0])):
-            best = (mask, preferred)
-    if best is None:
-        best = (everything, False)
-    mask, preferred = best
-    if policy == "single-numa-node" and mask == everything:
-        mask = None  # any node, as the kubelet reports it
-    admit = policy in ("none", "best-effort") or preferred
-    return mask, preferred, admit
-
-
-def merge_provider_maps(policy, providers, nodes):
-    """The same from the kubelet's own input shape: each provider a map resource -> hints
-    (None or {} = no preference; a resource's None = no preference, [] = cannot be satisfied;
-    a hint ``(nodes, preferred)``)."""
-    lists = []
-    for provider in providers:
-        if not provider:
-            lists.append(None)
-            continue
-        for dummy, hints in sorted(provider.items()):
-            lists.append(None if hints is None else
-                         [(frozenset(m) if m is not None else None, bool(p)) for m, p in hints])
-    return merge_hints(policy, lists, nodes)
-
-
-def _product(lists):
-    if not lists:
-        yield ()
-        return
-    for head in lists[0]:
-        for tail in _product(lists[1:]):
-            yield (head,) + tail
-
-
 def allocate(topo, available, n, mask):
     """allocateCPUs: the hint's nodes first, the rest from anywhere."""
     result = set()
@@ -279,35 +223,49 @@ def allocate(topo, available, n, mask):
     return result | rest, None
 
 
+def _refused(reason, shown=None):
+    return {"admitted": False, "cpus": None, "numa_nodes": shown, "reason": reason, "hint": None}
+
+
 def whatif(topo, reserved, cpus, devices=None, policy="restricted", full_pcpus_only=False,
-           assigned=()):
+           assigned=(), version=None, distances=None, closest_numa=False):
     """A Guaranteed pod asking ``cpus`` exclusive CPUs and ``devices`` ({"nodes": [each
     healthy device's node], "free": [the free ones' nodes], "count": n}) on a node whose
-    kubelet reserves ``reserved`` and already gave ``assigned`` CPUs away.
+    kubelet (``version``) reserves ``reserved`` and already gave ``assigned`` CPUs away;
+    ``closest_numa``: prefer-closest-numa-nodes with ``distances`` ({node: {node: int}}).
 
-    -> {admitted, cpus, numa_nodes, reason}."""
+    -> {admitted, cpus, numa_nodes, reason, hint: {numa_nodes, preferred} or None}."""
     reserved, assigned = set(reserved), set(assigned)
-    if full_pcpus_only and cpus % topo.cpus_per_core:
-        return {"admitted": False, "cpus": None, "numa_nodes": None,
-                "reason": "SMTAlignmentError: requested %d CPUs, not a multiple of %d CPUs per core"
-                          % (cpus, topo.cpus_per_core)}
     available = topo.cpus - reserved - assigned
-    if full_pcpus_only:  # the kubelet keeps the reserved CPUs' whole cores out too
+    if full_pcpus_only:  # policy_static.go enforceSMTAlignment
+        if cpus % topo.cpus_per_core:
+            return _refused("SMTAlignmentError: requested %d cpus not multiple cpus per core = %d"
+                            % (cpus, topo.cpus_per_core))
+        # the reserved CPUs' whole cores do not count as free physical CPUs
         cores = set(topo.info[c][0] for c in reserved)
-        available = set(c for c in available if topo.info[c][0] not in cores)
+        physical = len([c for c in available if topo.info[c][0] not in cores])
+        if cpus > physical:
+            return _refused("SMTAlignmentError: not enough free physical CPUs: available physical "
+                            "CPUs = %d, requested CPUs = %d, CPUs per core = %d"
+                            % (physical, cpus, topo.cpus_per_core))
     providers = [cpu_hints(topo, available, cpus)]
     if devices and devices.get("count"):
         providers.append(device_hints(topo.numas, devices.get("nodes") or [],
                                       devices.get("free", devices.get("nodes")) or [], devices["count"]))
-    mask, preferred, admit = merge_hints(policy, providers, topo.numas)
+    mask, preferred, admit = merge_hints(policy, providers, topo.numas, version=version,
+                                         distances=distances, closest_numa=closest_numa)
     shown = sorted(mask) if mask is not None else None
+    hint = {"numa_nodes": shown, "preferred": preferred} if policy != "none" else None
     if not admit:
-        return {"admitted": False, "cpus": None, "numa_nodes": shown,
-                "reason": "TopologyAffinityError: the best merged hint (NUMA %s, %s) is not admitted by "
-                          "%s" % (",".join(map(str, shown)) if shown else "any", "preferred" if preferred
-                                  else "not preferred", policy)}
+        out = _refused("TopologyAffinityError: the best merged hint (NUMA %s, %s) is not admitted "
+                       "by %s" % (",".join(map(str, shown)) if shown else "any",
+                                  "preferred" if preferred else "not preferred", policy), shown)
+        out["hint"] = hint
+        return out
     got, err = allocate(topo, available, cpus, mask)
     if err:
-        return {"admitted": False, "cpus": None, "numa_nodes": shown, "reason": err}
+        out = _refused(err, shown)
+        out["hint"] = hint
+        return out
     return {"admitted": True, "cpus": cpulist.format(sorted(got)),
-            "numa_nodes": sorted(set(topo.info[c][2] for c in got)), "reason": None}
+            "numa_nodes": sorted(set(topo.info[c][2] for c in got)), "reason": None, "hint": hint}

@@ -88,12 +88,48 @@ def test_a2_pod_with_two_npus_lands_on_their_node():
     # 21 CPUs do not fit node 6's 20 unreserved ones: single-numa-node refuses
     refused = w.whatif(topo, reserved, 21, pod, policy="single-numa-node")
     assert not refused["admitted"] and "TopologyAffinityError" in refused["reason"]
-    # restricted, 8 NPUs, 80 CPUs: a CPU hint such as {0,1,3,5} (preferred: 4 nodes hold 80 CPUs) and
-    # the device hint {0,2,4,6} merge to {0}, still "preferred" (the kubelet ANDs the masks and
-    # never re-checks the size), the narrowest: 20 CPUs from node 0, the other 60 packed onto
-    # the free nodes 1 and 3 and then node 2 - CPUs on 0-3 for NPUs on 0, 2, 4, 6
+    # restricted, 8 NPUs, 80 CPUs: the CPU hint {0,2,4,6} (4 nodes are the fewest that hold 80
+    # CPUs) and the device hint {0,2,4,6} are the same mask, so their merge is preferred (the
+    # kubelet since 1.24 prefers a merge only of equal masks): the CPUs come from the NPUs' nodes
     whole = w.whatif(topo, reserved, 80, {"count": 8, "nodes": npu_nodes}, policy="restricted")
-    assert whole["admitted"] and whole["numa_nodes"] == [0, 1, 2, 3]
+    assert whole["admitted"] and whole["numa_nodes"] == [0, 2, 4, 6]
+    assert whole["hint"] == {"numa_nodes": [0, 2, 4, 6], "preferred": True}
+    # before 1.24 a merge of {0,1,3,5} and {0,2,4,6} was "preferred" too: {0}, the narrowest
+    legacy = w.whatif(topo, reserved, 80, {"count": 8, "nodes": npu_nodes}, policy="restricted",
+                      version="v1.23.0")
+    assert legacy["hint"] == {"numa_nodes": [0], "preferred": True}
+    assert legacy["numa_nodes"] == [0, 1, 2, 3]
+
+
+def test_restricted_refuses_cpus_narrower_than_the_devices():
+    """The current merge: a CPU request that fits one node merged with two NPUs on two nodes is
+    never preferred (the masks differ), so restricted refuses it; best-effort admits it."""
+    facts, profile = a2()
+    topo = w.Topo.from_facts(facts)
+    reserved = cpulist.parse(profile["reserved_cpus"])
+    pod = {"count": 2, "nodes": [4, 6], "free": [4, 6]}  # one NPU on each of nodes 4 and 6
+    refused = w.whatif(topo, reserved, 8, pod, policy="restricted")
+    assert not refused["admitted"] and "TopologyAffinityError" in refused["reason"]
+    assert w.whatif(topo, reserved, 8, pod, policy="best-effort")["admitted"]
+    # the 1.23 kubelet took {4} & {4,6} as preferred
+    assert w.whatif(topo, reserved, 8, pod, policy="restricted", version="1.23")["admitted"]
+
+
+def test_none_does_not_align():
+    facts, profile = a2()
+    topo = w.Topo.from_facts(facts)
+    reserved = cpulist.parse(profile["reserved_cpus"])
+    got = w.whatif(topo, reserved, 4, {"count": 1, "nodes": [6], "free": [6]}, policy="none")
+    assert got["admitted"] and got["hint"] is None
+    assert got["numa_nodes"] != [6]  # packed from the lowest free node, not the NPU's
+
+
+def test_smt_alignment_error_for_lack_of_physical_cpus():
+    topo = topo_of("topoDualSocketHT")
+    got = w.whatif(topo, [1, 6], 10, None, policy="best-effort", full_pcpus_only=True)
+    assert not got["admitted"]
+    assert got["reason"] == ("SMTAlignmentError: not enough free physical CPUs: available physical CPUs = 8, "
+                             "requested CPUs = 10, CPUs per core = 2")
 
 
 def test_full_pcpus_only_refuses_odd_requests():

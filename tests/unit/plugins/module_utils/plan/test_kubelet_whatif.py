@@ -138,21 +138,3 @@ def test_full_pcpus_only_refuses_odd_requests():
     assert not got["admitted"] and "SMTAlignmentError" in got["reason"]
     ok = w.whatif(topo, [0, 6], 4, None, policy="restricted", full_pcpus_only=True)
     assert ok["admitted"] and ok["numa_nodes"] == [0]
-
-
-with open(os.path.join(FIXTURES_KUBELET, "topology_merge.yml")) as _handle:
-    MERGE = yaml.safe_load(_handle)
-
-
-def merged(case):
-    mask, preferred, dummy = w.merge_provider_maps(MERGE["policy"], case["providers"], MERGE["nodes"])
-    return [sorted(mask) if mask is not None else None, preferred]
-
-
-@pytest.mark.parametrize("case", MERGE["cases"], ids=[c["id"] for c in MERGE["cases"]])
-def test_single_numa_node_merge_case(case):
-    assert merged(case) == case["expected"]
-
-
-def test_k_of_n_topology_merge_cases_agree():
-    assert sum(1 for c in MERGE["cases"] if merged(c) == c["expected"]) == len(MERGE["cases"]) == 12

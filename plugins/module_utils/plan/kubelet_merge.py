@@ -25,6 +25,7 @@ import re
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 
 POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
+MAX_PERMUTATIONS = 1 << 20  # the merge walks every permutation, as the kubelet does: bounded here
 
 # (first kubelet version, rule, what the kubelet does, where it is written). The first row whose
 # version is <= the node's kubelet applies; an unknown version takes the newest row.
@@ -179,6 +180,12 @@ class Merger(object):
         return self.fitter(current, candidate)
 
     def merge(self):
+        count = 1
+        for hints in self.lists:
+            count *= max(1, len(hints))
+        if count > MAX_PERMUTATIONS:
+            raise PlanError("topology merge: %d hint permutations over %d NUMA nodes, more than the %d "
+                            "the what-if walks" % (count, len(self.everything), MAX_PERMUTATIONS))
         best = None
         for combo in _product(self.lists):
             candidate = self.permutation(combo)

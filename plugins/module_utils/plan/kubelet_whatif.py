@@ -182,13 +182,21 @@ def _masks(nodes):
 
 
 def cpu_hints(topo, available, request):
-    """[(mask, preferred)] as generateCPUTopologyHints."""
+    """[(mask, preferred)] as generateCPUTopologyHints: a mask whose available CPUs cover the
+    request; preferred when it has as few nodes as the smallest mask whose CPUs (all of them,
+    free or not) could."""
+    total, free = {}, {}
+    for cpu, (dummy, dummy2, node) in topo.info.items():
+        total[node] = total.get(node, 0) + 1
+    for cpu in available:
+        node = topo.info.get(cpu, (0, 0, None))[2]
+        if node is not None:
+            free[node] = free.get(node, 0) + 1
     hints, minimum = [], len(topo.numas)
     for mask in _masks(topo.numas):
-        total = sum(len(topo.cpus_in(topo.cpus, "numa", n)) for n in mask)
-        if total >= request:
+        if sum(total.get(n, 0) for n in mask) >= request:
             minimum = min(minimum, len(mask))
-        if len(set(c for c in available if topo.info.get(c, (0, 0, -1))[2] in mask)) >= request:
+        if sum(free.get(n, 0) for n in mask) >= request:
             hints.append(mask)
     return [(mask, len(mask) == minimum) for mask in hints]
 

@@ -67,6 +67,12 @@ def _devices(plan):
     return out, kind
 
 
+def device_nodes(plan):
+    """{device key: NUMA node or None} of the plan's NPUs, else GPUs."""
+    devices, dummy = _devices(plan)
+    return dict((key, node) for key, (node, dummy2) in devices.items())
+
+
 def pod_shapes(plan, reserved, pod_devices=None):
     """The pod shapes of a plan (see the module doc); [] when it plans no device."""
     devices, kind = _devices(plan)

@@ -21,7 +21,9 @@ against the kubelet's own table-driven cases (tests/fixtures/kubelet/, as data).
   (``SMTAlignmentError`` under ``full-pcpus-only``: a request that is not whole cores, or more
   CPUs than the free whole cores hold; ``TopologyAffinityError``).
 
-Not modelled: ``distribute-cpus-across-numa``, ``distribute-cpus-across-cores``,
+- ``take_distributed``: takeByTopologyNUMADistributed (``distribute-cpus-across-numa``).
+
+Not modelled: ``distribute-cpus-across-cores``,
 ``align-by-socket``, ``prefer-align-cpus-by-uncorecache``, init-container reuse, pod-level
 resource managers, memory hints.
 """
@@ -30,6 +32,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 from itertools import combinations
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
@@ -56,19 +59,25 @@ class Topo(object):
         self.numa_first = len(self.sockets) >= len(self.numas)
 
     @classmethod
-    def from_spec(cls, numa_nodes, smt_siblings=(), packages=None):
+    def from_spec(cls, numa_nodes, smt_siblings=(), packages=None, sockets=None):
+        """``packages``: NUMA node -> socket (a socket per node when None); ``sockets``:
+        cpulist -> socket, for a node that holds several sockets."""
         core_of = {}
         for group in smt_siblings or []:
             ids = cpulist.parse(str(group))
             for cpu in ids:
                 core_of[cpu] = ids[0]
+        socket_of = {}
+        for text, socket in (sockets or {}).items():
+            for cpu in cpulist.parse(str(text)):
+                socket_of[cpu] = int(socket)
         info = {}
         for node, text in numa_nodes.items():
             node = int(node)
             socket = int((packages or {}).get(str(node), (packages or {}).get(node, node))) \
                 if packages is not None else node
             for cpu in cpulist.parse(str(text)):
-                info[cpu] = (core_of.get(cpu, cpu), socket, node)
+                info[cpu] = (core_of.get(cpu, cpu), socket_of.get(cpu, socket), node)
         return cls(info)
 
     @classmethod
@@ -172,6 +181,115 @@ def take_by_topology(topo, available, n):
     return None, "failed to allocate cpus"
 
 
+def _round3(value):
+    """Go's math.Round(v*1000)/1000 for the non-negative values it is used on."""
+    return math.floor(value * 1000 + 0.5) / 1000.0
+
+
+def _balance(values):
+    """cpu_assignment.go standardDeviation: both the mean and the result rounded to 3 decimals."""
+    mean = _round3(sum(values) / float(len(values)))
+    return _round3(math.sqrt(sum((v - mean) ** 2 for v in values) / float(len(values))))
+
+
+def _numa_range(acc, group):
+    """rangeNUMANodesNeededToSatisfy: (fewest, most) NUMA nodes worth trying."""
+    topo = acc.topo
+    groups = (len(topo.cpus) - 1) // group + 1
+    per_node = (groups - 1) // len(topo.numas) + 1
+    needed = (acc.need - 1) // group + 1
+    return (needed - 1) // per_node + 1, min(needed, len(topo.units(acc.free, "numa")))
+
+
+def _remainder_plan(after, combo, remainder, group):
+    """(balance, subset) of the best subset of ``combo`` to take the remainder groups from."""
+    candidates = [n for n in combo if after[n] >= group]
+    best = (float("inf"), None)
+    for size in range(len(candidates), 0, -1):
+        for subset in combinations(candidates, size):
+            if sum(after[n] for n in subset) < remainder:
+                continue
+            left, local = remainder, dict(after)
+            while left > 0:
+                moved = False
+                for node in subset:
+                    if left == 0:
+                        break
+                    if local[node] >= group:
+                        local[node] -= group
+                        left -= group
+                        moved = True
+                if not moved:
+                    break
+            balance = _balance(list(local.values()))
+            if balance < best[0]:
+                best = (balance, subset)
+    return best
+
+
+def take_distributed(topo, available, n, group=1):
+    """``(cpus, None)`` or ``(None, error)``: takeByTopologyNUMADistributed
+    (distribute-cpus-across-numa; ``group`` the CPUs handed out together - a core's threads
+    under full-pcpus-only). The fewest NUMA nodes that take an even share each, the remainder
+    where it leaves the free CPUs most balanced; packed when no such set exists."""
+    if n % group:
+        return take_by_topology(topo, available, n)
+    acc = _Acc(topo, available, n)
+    if acc.need < 1:
+        return set(), None
+    if acc.need > len(acc.free):
+        return None, ("not enough cpus available to satisfy request: requested=%d, available=%d"
+                      % (n, len(set(available))))
+    numas = acc.numas()
+    free_on = dict((node, len(topo.cpus_in(acc.free, "numa", node))) for node in numas)
+    low, high = _numa_range(acc, group)
+    for size in range(low, high + 1):
+        best = (float("inf"), None, None)
+        for combo in combinations(numas, size):
+            if best[0] == 0:
+                break
+            if sum(free_on[c] for c in combo) < n or sum(free_on[c] // group for c in combo) * group < n:
+                continue
+            share = (n // size // group) * group
+            if any(free_on[c] < share for c in combo):
+                continue
+            after = dict(free_on)
+            for node in combo:
+                after[node] -= share
+            remainder = n - share * size
+            if remainder == 0:
+                local = (_balance(list(after.values())), None)
+            else:
+                local = _remainder_plan(after, combo, remainder, group)
+            if local[0] < best[0]:
+                best = (local[0], local[1], combo)
+        if best[2] is None:
+            continue
+        share = (n // size // group) * group
+        for node in best[2]:
+            got, dummy = take_by_topology(topo, topo.cpus_in(acc.free, "numa", node), share)
+            acc.take(got)
+        remainder = n - share * size
+        while remainder > 0:
+            moved = False
+            for node in best[1] or ():
+                if remainder == 0:
+                    break
+                here = topo.cpus_in(acc.free, "numa", node)
+                if len(here) < group:
+                    continue
+                got, dummy = take_by_topology(topo, here, group)
+                acc.take(got)
+                remainder -= group
+                moved = True
+            if not moved:
+                break
+        if acc.need != 0:
+            return None, "accounting error, not enough CPUs allocated, remaining: %d" % acc.need
+        return acc.result, None
+    return take_by_topology(topo, available, n)
+
+
 def _masks(nodes):
     nodes = sorted(nodes)
     if len(nodes) > MAX_MASK_NODES:
@@ -216,16 +334,22 @@ def device_hints(nodes, device_nodes, free_device_nodes, request):
     return [(mask, len(mask) == minimum) for mask in hints]
 
 
-def allocate(topo, available, n, mask):
-    """allocateCPUs: the hint's nodes first, the rest from anywhere."""
+def allocate(topo, available, n, mask, distribute=False, group=1):
+    """allocateCPUs: the hint's nodes first, the rest from anywhere; each take packed, or
+    distributed over NUMA nodes (``distribute``: distribute-cpus-across-numa, in groups of
+    ``group`` CPUs)."""
+    def take(cpus, count):
+        if distribute:
+            return take_distributed(topo, cpus, count, group)
+        return take_by_topology(topo, cpus, count)
     result = set()
     if mask is not None:
         aligned = set(c for c in available if topo.info[c][2] in mask)
-        got, err = take_by_topology(topo, aligned, min(n, len(aligned)))
+        got, err = take(aligned, min(n, len(aligned)))
         if err:
             return None, err
         result |= got
-    rest, err = take_by_topology(topo, set(available) - result, n - len(result))
+    rest, err = take(set(available) - result, n - len(result))
     if err:
         return None, err
     return result | rest, None
@@ -236,11 +360,12 @@ def _refused(reason, shown=None):
 
 
 def whatif(topo, reserved, cpus, devices=None, policy="restricted", full_pcpus_only=False,
-           assigned=(), version=None, distances=None, closest_numa=False):
+           assigned=(), version=None, distances=None, closest_numa=False, distribute_numa=False):
     """A Guaranteed pod asking ``cpus`` exclusive CPUs and ``devices`` ({"nodes": [each
     healthy device's node], "free": [the free ones' nodes], "count": n}) on a node whose
     kubelet (``version``) reserves ``reserved`` and already gave ``assigned`` CPUs away;
-    ``closest_numa``: prefer-closest-numa-nodes with ``distances`` ({node: {node: int}}).
+    ``closest_numa``: prefer-closest-numa-nodes with ``distances`` ({node: {node: int}});
+    ``distribute_numa``: the CPU Manager's distribute-cpus-across-numa.
 
     -> {admitted, cpus, numa_nodes, reason, hint: {numa_nodes, preferred} or None}."""
     reserved, assigned = set(reserved), set(assigned)
@@ -270,7 +395,8 @@ def whatif(topo, reserved, cpus, devices=None, policy="restricted", full_pcpus_o
                                   "preferred" if preferred else "not preferred", policy), shown)
         out["hint"] = hint
         return out
-    got, err = allocate(topo, available, cpus, mask)
+    got, err = allocate(topo, available, cpus, mask, distribute_numa,
+                        topo.cpus_per_core if full_pcpus_only else 1)
     if err:
         out = _refused(err, shown)
         out["hint"] = hint

@@ -7,7 +7,7 @@ node's kubelet admits the pod and which CPUs and NUMA nodes it gets.
 ``whatif_audit(facts, plan, instances, pod_shapes)`` -> None on a host without a kubelet, else::
 
     kubelet: {version, cpu_manager_policy, topology_manager_policy, full_pcpus_only,
-              prefer_closest_numa_nodes, reserved_cpus, merge_rule}
+              distribute_cpus_across_numa, prefer_closest_numa_nodes, reserved_cpus, merge_rule}
     shapes: [{name, source, devices, kind, cpus,
               now: {admitted, cpus, numa_nodes, reason},      # beside the pods running now
               empty: {admitted, cpus, numa_nodes, reason}}]   # on the node with no pod
@@ -49,6 +49,8 @@ def _settings(kube):
             "cpu_manager_policy": str(effective.get("cpuManagerPolicy") or "none"),
             "topology_manager_policy": str(effective.get("topologyManagerPolicy") or "none"),
             "full_pcpus_only": _options(effective, "cpuManagerPolicyOptions").get("full-pcpus-only") in _TRUE,
+            "distribute_cpus_across_numa":
+                _options(effective, "cpuManagerPolicyOptions").get("distribute-cpus-across-numa") in _TRUE,
             "prefer_closest_numa_nodes":
                 _options(effective, "topologyManagerPolicyOptions").get("prefer-closest-numa-nodes") in _TRUE,
             "reserved_cpus": effective.get("reservedSystemCPUs") or "",
@@ -132,7 +134,8 @@ def whatif_audit(facts, plan, instances=None, pod_shapes=None):
                 got = kubelet_whatif.whatif(topo, reserved, shape["cpus"], devices, policy=policy,
                                             full_pcpus_only=settings["full_pcpus_only"], assigned=cpus_held,
                                             version=settings["version"], distances=distances,
-                                            closest_numa=settings["prefer_closest_numa_nodes"])
+                                            closest_numa=settings["prefer_closest_numa_nodes"],
+                                            distribute_numa=settings["distribute_cpus_across_numa"])
                 row[when] = _result(got, settings)
             out["shapes"].append(row)
     except NpuopsError as err:
@@ -151,6 +154,7 @@ def _cell(result):
 
 def _kubelet_text(settings):
     options = [name for name, on in (("full-pcpus-only", settings["full_pcpus_only"]),
+                                     ("distribute-cpus-across-numa", settings["distribute_cpus_across_numa"]),
                                      ("prefer-closest-numa-nodes", settings["prefer_closest_numa_nodes"])) if on]
     return "%s, cpu %s, topology %s%s" % (settings["version"] or "version unknown",
                                           settings["cpu_manager_policy"], settings["topology_manager_policy"],

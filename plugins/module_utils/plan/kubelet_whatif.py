@@ -38,8 +38,7 @@ from itertools import combinations
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
-from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_merge import (  # noqa: F401 (re-exported)
-    merge_hints, merge_provider_maps)
+from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_merge import merge_hints
 
 MAX_MASK_NODES = 16  # 2^16 masks at most, as the kubelet's own limit keeps it small
 LEVELS = {"core": 0, "socket": 1, "numa": 2}  # a level's index in a CPU's (core, socket, numa)

@@ -31,7 +31,8 @@ __metaclass__ = type
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
-from ansible_collections.npuops.fleet.plugins.module_utils.plan import kubelet_merge, kubelet_policy_choice, kubelet_whatif
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import (
+    kubelet_merge, kubelet_policy_choice, kubelet_whatif)
 
 SHAPES_VARIABLE = "npuops_audit_pod_shapes"
 _TRUE = ("true", "True", True)

@@ -144,7 +144,8 @@ def test_take_distributed_case(case):
     assert agrees_distributed(case), distributed(case)
 
 
-@pytest.mark.parametrize("case", DATA["free_units"], ids=["%s-%d" % (c["function"], i) for i, c in enumerate(DATA["free_units"])])
+@pytest.mark.parametrize("case", DATA["free_units"],
+                         ids=["%s-%d" % (c["function"], i) for i, c in enumerate(DATA["free_units"])])
 def test_free_units_case(case):
     assert free_units(case) == case["expected"]
 

@@ -320,7 +320,7 @@ def analyse_host(name, entry):
         ("kubernetes", kubernetes_audit(facts, entry.get("plan_strict"))),
         # what the node's kubelet does with each pod shape (report/kubelet_whatif.py)
         ("kubernetes_whatif", whatif_audit(facts, entry.get("plan_strict"),
-                                           (entry.get("config") or {}).get("instances"),
+                                           as_dict(entry.get("config")).get("instances"),
                                            entry.get("pod_shapes"))),
     ])
     host["facts_error_count"] = len(host["facts_errors"])

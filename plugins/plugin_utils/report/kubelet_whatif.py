@@ -29,7 +29,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, PlanError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import (
     kubelet_merge, kubelet_policy_choice, kubelet_whatif)
@@ -96,8 +96,11 @@ def _result(got, settings):
 def _shapes(plan, reserved, instances, pod_shapes):
     shapes = []
     if instances:
+        if not isinstance(instances, list) or not all(
+                isinstance(i, dict) and isinstance(i.get("npus") or [], list) for i in instances):
+            raise PlanError("npuops_vllm_instances: a list of {name, npus: [ids]}, got %r" % (instances,))
         with_instances = dict(plan, instances=dict(
-            (str(i.get("name")), {"npus": list(i.get("npus") or [])}) for i in instances if isinstance(i, dict)))
+            (str(i.get("name")), {"npus": list(i.get("npus") or [])}) for i in instances))
         shapes += kubelet_policy_choice.pod_shapes(with_instances, reserved)
         shapes = [s for s in shapes if s["source"].startswith("plan instance")]
     if pod_shapes:

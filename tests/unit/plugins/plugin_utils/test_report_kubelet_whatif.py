@@ -80,6 +80,13 @@ def test_bad_user_shapes_are_reported_not_raised(node):
     assert audit["shapes"] == [] and "npuops_audit_pod_shapes[0] (x): cpus must be an integer" in audit["error"]
 
 
+@pytest.mark.parametrize("instances", [[{"name": "x", "npus": 3}], "tp2", [1]])
+def test_malformed_instances_are_reported_not_raised(node, instances):
+    facts, plan, dummy = node
+    audit = whatif_audit(facts, plan, instances, None)
+    assert audit["shapes"] == [] and audit["error"].startswith("npuops_vllm_instances: a list of")
+
+
 def test_no_kubelet_no_section():
     facts = topology.gather(hostio.SnapshotHostIO(os.path.join(SNAPSHOTS, "a2-910b3x8")))
     assert whatif_audit(facts, {}, INSTANCES, SHAPES) is None

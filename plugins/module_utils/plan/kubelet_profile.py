@@ -234,7 +234,7 @@ def kubelet_profile(topology, plan, housekeeping_cpus=None, pod_devices=None,
             "exclusive_cpus_per_node": free,
             "topology_reason": reason,
             "device_groups": [{"name": row["name"], "numa_nodes": row["device_numa_nodes"]}
-                              for row in choice["shapes"]],
+                              for row in choice["shapes"] if row["device_numa_nodes"] is not None],
             "topology_policy_whatif": choice["shapes"],
             "memory_reason": memory_reason,
             "smt": smt,

@@ -47,6 +47,8 @@ def test_policy_chosen_for_the_recorded_hosts(host, pods, policy):
         prof = kubelet_profile(facts, make_plan(facts), pod_devices=pods, kubelet_version="v1.33.0")
     assert prof["config"]["topologyManagerPolicy"] == policy
     assert prof["topology_reason"].startswith("%s admits every pod shape" % policy)
+    assert [g["name"] for g in prof["device_groups"]] == \
+        ([i["name"] for i in INSTANCES[host]] if pods == "instances" else [])
     reserved = set(cpulist.parse(prof["reserved_cpus"]))
     for row in prof["topology_policy_whatif"]:
         got = row["results"][policy]

@@ -26,9 +26,11 @@ description:
   - C(reservedSystemCPUs) holds every planned IRQ CPU (each NPU's IRQ pair; on GPU hosts one
     core, or the plan's spare CPUs, on the node of each paired NIC), the plan's reserved CPUs and
     O(housekeeping_cpus), widened to whole cores.
-  - C(topologyManagerPolicy=single-numa-node) when every device group (each planned instance's
-    devices, else O(pod_devices) devices) fits one NUMA node, else C(restricted) with
-    C(prefer-closest-numa-nodes); C(topologyManagerScope=pod).
+  - C(topologyManagerPolicy) the strictest of C(single-numa-node), C(restricted) and
+    C(best-effort) under which the kubelet (its own hint merge, of its version) admits every pod
+    the plan describes (each planned instance's devices and CPUs, else O(pod_devices) devices),
+    found by running the kubelet what-if for each; C(prefer-closest-numa-nodes) with
+    C(restricted); C(topologyManagerScope=pod).
   - With O(memory_manager), C(memoryManagerPolicy=Static) and C(reservedMemory) equal to
     kubeReserved + systemReserved + the hard eviction threshold, as the kubelet checks at start.
   - Where the kubelet runs with C(--config-dir), writes a drop-in (O(dropin_name)) there;
@@ -159,7 +161,9 @@ profile:
   description:
     - The profile; C(config) holds the KubeletConfiguration keys written, with
       C(reserved_cpus), C(irq_cpus), C(irq_nodes), C(banned_cpus) (every allowed CPU but the
-      reserved ones, for irqbalance), C(topology_reason) and C(exclusive_cpus_per_node).
+      reserved ones, for irqbalance), C(topology_reason) (why this topology policy, and the pod
+      a stricter one would refuse), C(topology_policy_whatif) (each pod shape's what-if under
+      each candidate policy) and C(exclusive_cpus_per_node).
   returned: always
   type: dict
   sample: {config: {cpuManagerPolicy: static, reservedSystemCPUs: "0-1,12-13", topologyManagerPolicy: restricted}}

@@ -20,10 +20,12 @@ accepts is written.
 - ``reservedSystemCPUs``: every planned IRQ CPU (NPU plans: each NPU's ``irq`` pair; GPU plans:
   the spare CPUs on each paired NIC's node, else its first core) plus the plan's reserved CPUs
   and the user's housekeeping CPUs, widened to whole cores;
-- ``topologyManagerPolicy``: ``single-numa-node`` when every device group (an instance's
-  devices, else ``pod_devices`` devices) fits one NUMA node, else ``restricted`` with
-  ``prefer-closest-numa-nodes`` (alpha on 1.26-1.27); ``max-allowable-numa-nodes`` past the
-  kubelet's 8 nodes (1.31 and later; before, ``none`` with a warning);
+- ``topologyManagerPolicy``: the strictest of single-numa-node, restricted, best-effort under
+  which the kubelet what-if admits every pod shape of the plan (its instances' devices and
+  CPUs, else ``pod_devices`` devices; ``plan/kubelet_policy_choice``), the reason and the
+  what-if table in ``topology_reason`` / ``topology_policy_whatif``; ``prefer-closest-numa-nodes``
+  with restricted (alpha on 1.26-1.27); ``max-allowable-numa-nodes`` past the kubelet's 8
+  nodes (1.31 and later; before, ``none`` with a warning);
   ``topologyManagerScope: pod`` (the pod's containers are aligned together);
 - with ``memory_manager``: ``memoryManagerPolicy: Static`` and ``reservedMemory`` on one NUMA
   node holding, per memory type (memory, hugepages-<size>), what the kubelet reserves:
@@ -41,6 +43,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet_
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
 from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_checks import (
     format_quantity, parse_quantity, reservation)
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import kubelet_policy_choice
 
 
 def _cpus(text, source):
@@ -91,59 +94,6 @@ def _npu_irq_cpus(plan):
         if irq:
             nodes.update(n for n in entry.get("numa_nodes") or [] if isinstance(n, int))
     return out, nodes
-
-
-def _node_id(value, where):
-    """A device's NUMA node from the plan: an int id or None; PlanError naming ``where`` else."""
-    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
-        return value
-    raise PlanError("plan %s: %r is not a NUMA node id" % (where, value))
-
-
-def _device_nodes(plan, topology):
-    """{device key: NUMA node or None} of the plan's NPUs or GPUs, and the kind."""
-    if plan.get("npus"):
-        out = {}
-        for key, entry in plan["npus"].items():
-            home = entry.get("home_node")
-            where = "npus %s home_node" % key
-            if home is None and len(entry.get("numa_nodes") or []) == 1:
-                home, where = entry["numa_nodes"][0], "npus %s numa_nodes" % key
-            out[str(key)] = _node_id(home, where)
-        return out, "npus"
-    return dict((str(k), _node_id((v or {}).get("numa_node"), "gpus %s numa_node" % k))
-                for k, v in (plan.get("gpus") or {}).items()), "gpus"
-
-
-def _topology_policy(plan, topology, pod_devices):
-    """(policy, reason, groups): single-numa-node when every device group fits one node."""
-    nodes, kind = _device_nodes(plan, topology)
-    if not nodes:
-        return "restricted", "no NPU or GPU in the plan: restricted still aligns CPUs and memory", []
-    groups = []
-    for name, inst in sorted((plan.get("instances") or {}).items()):
-        ids = [str(i) for i in inst.get(kind) or inst.get("npus") or []]
-        if ids:
-            groups.append((name, ids))
-    if groups:
-        spans = [(name, sorted(set(nodes.get(i) for i in ids), key=str)) for name, ids in groups]
-        wide = [(name, span) for name, span in spans if len(span) != 1 or span[0] is None]
-        if not wide:
-            return ("single-numa-node", "every instance's %s sit on one NUMA node (%s)"
-                    % (kind, ", ".join("%s: node %s" % (n, s[0]) for n, s in spans)), spans)
-        return ("restricted", "instance %s spans NUMA nodes %s: single-numa-node would refuse it"
-                % (wide[0][0], wide[0][1]), spans)
-    per_node = {}
-    for node in nodes.values():
-        per_node[node] = per_node.get(node, 0) + 1
-    want = len(nodes) if not pod_devices else int(pod_devices)
-    best = max(count for node, count in per_node.items() if node is not None) \
-        if any(n is not None for n in per_node) else 0
-    if want <= best:
-        return ("single-numa-node", "a pod of %d %s fits one NUMA node (up to %d per node)"
-                % (want, kind, best), [])
-    return ("restricted", "a pod of %d %s needs more than one NUMA node (at most %d per node): "
-            "single-numa-node would refuse it" % (want, kind, best), [])
 
 
 def _memory(current, options, nodes_with_cpus, irq_nodes, version, warnings):
@@ -292,7 +242,9 @@ def kubelet_profile(topology, plan, housekeeping_cpus=None, pod_devices=None,
                             "pods may run on the reserved (IRQ) CPUs")
     elif strict_cpu_reservation and want(ko.CPU_OPTIONS, "strict-cpu-reservation", explicit=True):
         cpu_options["strict-cpu-reservation"] = "true"
-    policy, reason, groups = _topology_policy(plan, topology, pod_devices)
+    choice = kubelet_policy_choice.choose(topology, plan, reserved, pod_devices, full_pcpus_only=smt,
+                                          version=kubelet_version, closest_numa=True)
+    policy, reason = choice["policy"], choice["reason"]
     tm_options = {}
     if policy == "restricted" and want(ko.TOPOLOGY_OPTIONS, "prefer-closest-numa-nodes"):
         tm_options["prefer-closest-numa-nodes"] = "true"
@@ -335,7 +287,9 @@ def kubelet_profile(topology, plan, housekeeping_cpus=None, pod_devices=None,
             "banned_cpus": cpulist.format(sorted(allowed - reserved)),
             "exclusive_cpus_per_node": free,
             "topology_reason": reason,
-            "device_groups": [{"name": n, "numa_nodes": s} for n, s in groups],
+            "device_groups": [{"name": row["name"], "numa_nodes": row["device_numa_nodes"]}
+                              for row in choice["shapes"] if row["device_numa_nodes"] is not None],
+            "topology_policy_whatif": choice["shapes"],
             "memory_reason": memory_reason,
             "smt": smt,
             "kubelet_version": ko.show(version) if version else None,

@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the kubelet's static CPU Manager and Topology Manager would give a pod, or why they
 would refuse it - a reading of ``pkg/kubelet/cm/cpumanager`` (``cpu_assignment.go``
-takeByTopologyNUMAPacked, ``policy_static.go`` allocateCPUs / hints) and ``topologymanager``
-(hint merging), checked against the kubelet's own table-driven cases (tests, as data).
+takeByTopologyNUMAPacked, ``policy_static.go`` allocateCPUs / generateCPUTopologyHints /
+enforceSMTAlignment) and ``topologymanager`` (the merge: ``plan/kubelet_merge.py``), checked
+against the kubelet's own table-driven cases (tests/fixtures/kubelet/, as data).
 
 - ``Topo``: CPUs with their core, socket and NUMA node (``Topo.from_facts``: the facts' NUMA
   cpulists, SMT siblings and packages; ``Topo.from_spec``: the same keys in a test case);
@@ -13,24 +14,31 @@ takeByTopologyNUMAPacked, ``policy_static.go`` allocateCPUs / hints) and ``topol
   ascending then id; ``free_cpus`` the order single CPUs are taken in;
 - ``cpu_hints`` / ``device_hints``: the NUMA masks that can satisfy a request, preferred when
   they are as narrow as the request can be on an empty node;
-- ``merge_hints(policy, providers, nodes)``: the best merged hint and whether the policy
-  admits it (``best-effort`` always, ``restricted`` when preferred, ``single-numa-node`` when
-  preferred and one node);
-- ``whatif(topo, reserved, pod, ...)``: the pod's CPUs or the admission error.
+- ``merge_hints`` (``plan/kubelet_merge``): the best merged hint of the node's kubelet version
+  and whether the policy admits it (``none``: no merge, no alignment; ``best-effort`` always;
+  ``restricted`` when preferred; ``single-numa-node`` when preferred and one node);
+- ``whatif(topo, reserved, pod, ...)``: the pod's CPUs or the admission error
+  (``SMTAlignmentError`` under ``full-pcpus-only``: a request that is not whole cores, or more
+  CPUs than the free whole cores hold; ``TopologyAffinityError``).
 
-Not modelled: ``distribute-cpus-across-numa``, ``prefer-closest-numa-nodes``'s distance
-tie-break (the narrowest mask wins, lowest id first), init-container reuse, memory hints.
+- ``take_distributed``: takeByTopologyNUMADistributed (``distribute-cpus-across-numa``).
+
+Not modelled: ``distribute-cpus-across-cores``,
+``align-by-socket``, ``prefer-align-cpus-by-uncorecache``, init-container reuse, pod-level
+resource managers, memory hints.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 from itertools import combinations
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
+from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_merge import merge_hints
 
 MAX_MASK_NODES = 16  # 2^16 masks at most, as the kubelet's own limit keeps it small
 LEVELS = {"core": 0, "socket": 1, "numa": 2}  # a level's index in a CPU's (core, socket, numa)
@@ -50,19 +58,25 @@ class Topo(object):
         self.numa_first = len(self.sockets) >= len(self.numas)
 
     @classmethod
-    def from_spec(cls, numa_nodes, smt_siblings=(), packages=None):
+    def from_spec(cls, numa_nodes, smt_siblings=(), packages=None, sockets=None):
+        """``packages``: NUMA node -> socket (a socket per node when None); ``sockets``:
+        cpulist -> socket, for a node that holds several sockets."""
         core_of = {}
         for group in smt_siblings or []:
             ids = cpulist.parse(str(group))
             for cpu in ids:
                 core_of[cpu] = ids[0]
+        socket_of = {}
+        for text, socket in (sockets or {}).items():
+            for cpu in cpulist.parse(str(text)):
+                socket_of[cpu] = int(socket)
         info = {}
         for node, text in numa_nodes.items():
             node = int(node)
             socket = int((packages or {}).get(str(node), (packages or {}).get(node, node))) \
                 if packages is not None else node
             for cpu in cpulist.parse(str(text)):
-                info[cpu] = (core_of.get(cpu, cpu), socket, node)
+                info[cpu] = (core_of.get(cpu, cpu), socket_of.get(cpu, socket), node)
         return cls(info)
 
     @classmethod
@@ -166,6 +180,115 @@ def take_by_topology(topo, available, n):
     return None, "failed to allocate cpus"
 
 
+def _round3(value):
+    """Go's math.Round(v*1000)/1000 for the non-negative values it is used on."""
+    return math.floor(value * 1000 + 0.5) / 1000.0
+
+
+def _balance(values):
+    """cpu_assignment.go standardDeviation: both the mean and the result rounded to 3 decimals."""
+    mean = _round3(sum(values) / float(len(values)))
+    return _round3(math.sqrt(sum((v - mean) ** 2 for v in values) / float(len(values))))
+
+
+def _numa_range(acc, group):
+    """rangeNUMANodesNeededToSatisfy: (fewest, most) NUMA nodes worth trying."""
+    topo = acc.topo
+    groups = (len(topo.cpus) - 1) // group + 1
+    per_node = (groups - 1) // len(topo.numas) + 1
+    needed = (acc.need - 1) // group + 1
+    return (needed - 1) // per_node + 1, min(needed, len(topo.units(acc.free, "numa")))
+
+
+def _remainder_plan(after, combo, remainder, group):
+    """(balance, subset) of the best subset of ``combo`` to take the remainder groups from."""
+    candidates = [n for n in combo if after[n] >= group]
+    best = (float("inf"), None)
+    for size in range(len(candidates), 0, -1):
+        for subset in combinations(candidates, size):
+            if sum(after[n] for n in subset) < remainder:
+                continue
+            left, local = remainder, dict(after)
+            while left > 0:
+                moved = False
+                for node in subset:
+                    if left == 0:
+                        break
+                    if local[node] >= group:
+                        local[node] -= group
+                        left -= group
+                        moved = True
+                if not moved:
+                    break
+            balance = _balance(list(local.values()))
+            if balance < best[0]:
+                best = (balance, subset)
+    return best
+
+
+def take_distributed(topo, available, n, group=1):
+    """``(cpus, None)`` or ``(None, error)``: takeByTopologyNUMADistributed
+    (distribute-cpus-across-numa; ``group`` the CPUs handed out together - a core's threads
+    under full-pcpus-only). The fewest NUMA nodes that take an even share each, the remainder
+    where it leaves the free CPUs most balanced; packed when no such set exists."""
+    if n % group:
+        return take_by_topology(topo, available, n)
+    acc = _Acc(topo, available, n)
+    if acc.need < 1:
+        return set(), None
+    if acc.need > len(acc.free):
+        return None, ("not enough cpus available to satisfy request: requested=%d, available=%d"
+                      % (n, len(set(available))))
+    numas = acc.numas()
+    free_on = dict((node, len(topo.cpus_in(acc.free, "numa", node))) for node in numas)
+    low, high = _numa_range(acc, group)
+    for size in range(low, high + 1):
+        best = (float("inf"), None, None)
+        for combo in combinations(numas, size):
+            if best[0] == 0:
+                break
+            if sum(free_on[c] for c in combo) < n or sum(free_on[c] // group for c in combo) * group < n:
+                continue
+            share = (n // size // group) * group
+            if any(free_on[c] < share for c in combo):
+                continue
+            after = dict(free_on)
+            for node in combo:
+                after[node] -= share
+            remainder = n - share * size
+            if remainder == 0:
+                local = (_balance(list(after.values())), None)
+            else:
+                local = _remainder_plan(after, combo, remainder, group)
+            if local[0] < best[0]:
+                best = (local[0], local[1], combo)
+        if best[2] is None:
+            continue
+        share = (n // size // group) * group
+        for node in best[2]:
+            got, dummy = take_by_topology(topo, topo.cpus_in(acc.free, "numa", node), share)
+            acc.take(got)
+        remainder = n - share * size
+        while remainder > 0:
+            moved = False
+            for node in best[1] or ():
+                if remainder == 0:
+                    break
+                here = topo.cpus_in(acc.free, "numa", node)
+                if len(here) < group:
+                    continue
+                got, dummy = take_by_topology(topo, here, group)
+                acc.take(got)
+                remainder -= group
+                moved = True
+            if not moved:
+                break
+        if acc.need != 0:
+            return None, "accounting error, not enough CPUs allocated, remaining: %d" % acc.need
+        return acc.result, None
+    return take_by_topology(topo, available, n)
+
+
 def _masks(nodes):
     nodes = sorted(nodes)
     if len(nodes) > MAX_MASK_NODES:
@@ -176,13 +299,21 @@ def _masks(nodes):
 
 
 def cpu_hints(topo, available, request):
-    """[(mask, preferred)] as generateCPUTopologyHints."""
+    """[(mask, preferred)] as generateCPUTopologyHints: a mask whose available CPUs cover the
+    request; preferred when it has as few nodes as the smallest mask whose CPUs (all of them,
+    free or not) could."""
+    total, free = {}, {}
+    for cpu, (dummy, dummy2, node) in topo.info.items():
+        total[node] = total.get(node, 0) + 1
+    for cpu in available:
+        node = topo.info.get(cpu, (0, 0, None))[2]
+        if node is not None:
+            free[node] = free.get(node, 0) + 1
     hints, minimum = [], len(topo.numas)
     for mask in _masks(topo.numas):
-        total = sum(len(topo.cpus_in(topo.cpus, "numa", n)) for n in mask)
-        if total >= request:
+        if sum(total.get(n, 0) for n in mask) >= request:
             minimum = min(minimum, len(mask))
-        if len(set(c for c in available if topo.info.get(c, (0, 0, -1))[2] in mask)) >= request:
+        if sum(free.get(n, 0) for n in mask) >= request:
             hints.append(mask)
     return [(mask, len(mask) == minimum) for mask in hints]
 
@@ -202,112 +333,72 @@ def device_hints(nodes, device_nodes, free_device_nodes, request):
     return [(mask, len(mask) == minimum) for mask in hints]
 
 
-def _narrower(a, b):
-    """bitmask.IsNarrowerThan: fewer nodes, or as many with a lower mask value."""
-    return (len(a), sum(1 << n for n in a)) < (len(b), sum(1 << n for n in b))
-
-
-def merge_hints(policy, providers, nodes):
-    """``(mask, preferred, admit)``; ``providers``: each a hint list, or None (no preference)."""
-    everything = frozenset(nodes)
-    lists = []
-    for hints in providers:
-        if hints is None:
-            lists.append([(None, True)])
-        elif not hints:
-            lists.append([(None, False)])
-        else:
-            lists.append(hints)
-    if policy == "single-numa-node":  # filterSingleNumaHints: preferred any-node or one-node hints
-        lists = [[h for h in hints if h[1] and (h[0] is None or len(h[0]) == 1)] for hints in lists]
-    best = None
-    for combo in _product(lists):
-        mask, preferred = everything, True
-        for hint_mask, hint_preferred in combo:
-            mask = mask & (hint_mask if hint_mask is not None else everything)
-            preferred = preferred and hint_preferred
-        if not mask:
-            continue
-        if best is None or (preferred and not best[1]) or \
-                (preferred == best[1] and _narrower(mask, best[0])):
-            best = (mask, preferred)
-    if best is None:
-        best = (everything, False)
-    mask, preferred = best
-    if policy == "single-numa-node" and mask == everything:
-        mask = None  # any node, as the kubelet reports it
-    admit = policy in ("none", "best-effort") or preferred
-    return mask, preferred, admit
-
-
-def merge_provider_maps(policy, providers, nodes):
-    """The same from the kubelet's own input shape: each provider a map resource -> hints
-    (None or {} = no preference; a resource's None = no preference, [] = cannot be satisfied;
-    a hint ``(nodes, preferred)``)."""
-    lists = []
-    for provider in providers:
-        if not provider:
-            lists.append(None)
-            continue
-        for dummy, hints in sorted(provider.items()):
-            lists.append(None if hints is None else
-                         [(frozenset(m) if m is not None else None, bool(p)) for m, p in hints])
-    return merge_hints(policy, lists, nodes)
-
-
-def _product(lists):
-    if not lists:
-        yield ()
-        return
-    for head in lists[0]:
-        for tail in _product(lists[1:]):
-            yield (head,) + tail
-
-
-def allocate(topo, available, n, mask):
-    """allocateCPUs: the hint's nodes first, the rest from anywhere."""
+def allocate(topo, available, n, mask, distribute=False, group=1):
+    """allocateCPUs: the hint's nodes first, the rest from anywhere; each take packed, or
+    distributed over NUMA nodes (``distribute``: distribute-cpus-across-numa, in groups of
+    ``group`` CPUs)."""
+    def take(cpus, count):
+        if distribute:
+            return take_distributed(topo, cpus, count, group)
+        return take_by_topology(topo, cpus, count)
     result = set()
     if mask is not None:
         aligned = set(c for c in available if topo.info[c][2] in mask)
-        got, err = take_by_topology(topo, aligned, min(n, len(aligned)))
+        got, err = take(aligned, min(n, len(aligned)))
         if err:
             return None, err
         result |= got
-    rest, err = take_by_topology(topo, set(available) - result, n - len(result))
+    rest, err = take(set(available) - result, n - len(result))
     if err:
         return None, err
     return result | rest, None
 
 
+def _refused(reason, shown=None):
+    return {"admitted": False, "cpus": None, "numa_nodes": shown, "reason": reason, "hint": None}
+
+
 def whatif(topo, reserved, cpus, devices=None, policy="restricted", full_pcpus_only=False,
-           assigned=()):
+           assigned=(), version=None, distances=None, closest_numa=False, distribute_numa=False):
     """A Guaranteed pod asking ``cpus`` exclusive CPUs and ``devices`` ({"nodes": [each
     healthy device's node], "free": [the free ones' nodes], "count": n}) on a node whose
-    kubelet reserves ``reserved`` and already gave ``assigned`` CPUs away.
+    kubelet (``version``) reserves ``reserved`` and already gave ``assigned`` CPUs away;
+    ``closest_numa``: prefer-closest-numa-nodes with ``distances`` ({node: {node: int}});
+    ``distribute_numa``: the CPU Manager's distribute-cpus-across-numa.
 
-    -> {admitted, cpus, numa_nodes, reason}."""
+    -> {admitted, cpus, numa_nodes, reason, hint: {numa_nodes, preferred} or None}."""
     reserved, assigned = set(reserved), set(assigned)
-    if full_pcpus_only and cpus % topo.cpus_per_core:
-        return {"admitted": False, "cpus": None, "numa_nodes": None,
-                "reason": "SMTAlignmentError: requested %d CPUs, not a multiple of %d CPUs per core"
-                          % (cpus, topo.cpus_per_core)}
     available = topo.cpus - reserved - assigned
-    if full_pcpus_only:  # the kubelet keeps the reserved CPUs' whole cores out too
+    if full_pcpus_only:  # policy_static.go enforceSMTAlignment
+        if cpus % topo.cpus_per_core:
+            return _refused("SMTAlignmentError: requested %d cpus not multiple cpus per core = %d"
+                            % (cpus, topo.cpus_per_core))
+        # the reserved CPUs' whole cores do not count as free physical CPUs
         cores = set(topo.info[c][0] for c in reserved)
-        available = set(c for c in available if topo.info[c][0] not in cores)
+        physical = len([c for c in available if topo.info[c][0] not in cores])
+        if cpus > physical:
+            return _refused("SMTAlignmentError: not enough free physical CPUs: available physical "
+                            "CPUs = %d, requested CPUs = %d, CPUs per core = %d"
+                            % (physical, cpus, topo.cpus_per_core))
     providers = [cpu_hints(topo, available, cpus)]
     if devices and devices.get("count"):
         providers.append(device_hints(topo.numas, devices.get("nodes") or [],
                                       devices.get("free", devices.get("nodes")) or [], devices["count"]))
-    mask, preferred, admit = merge_hints(policy, providers, topo.numas)
+    mask, preferred, admit = merge_hints(policy, providers, topo.numas, version=version,
+                                         distances=distances, closest_numa=closest_numa)
     shown = sorted(mask) if mask is not None else None
+    hint = {"numa_nodes": shown, "preferred": preferred} if policy != "none" else None
     if not admit:
-        return {"admitted": False, "cpus": None, "numa_nodes": shown,
-                "reason": "TopologyAffinityError: the best merged hint (NUMA %s, %s) is not admitted by "
-                          "%s" % (",".join(map(str, shown)) if shown else "any", "preferred" if preferred
-                                  else "not preferred", policy)}
-    got, err = allocate(topo, available, cpus, mask)
+        out = _refused("TopologyAffinityError: the best merged hint (NUMA %s, %s) is not admitted "
+                       "by %s" % (",".join(map(str, shown)) if shown else "any",
+                                  "preferred" if preferred else "not preferred", policy), shown)
+        out["hint"] = hint
+        return out
+    got, err = allocate(topo, available, cpus, mask, distribute_numa,
+                        topo.cpus_per_core if full_pcpus_only else 1)
     if err:
-        return {"admitted": False, "cpus": None, "numa_nodes": shown, "reason": err}
+        out = _refused(err, shown)
+        out["hint"] = hint
+        return out
     return {"admitted": True, "cpus": cpulist.format(sorted(got)),
-            "numa_nodes": sorted(set(topo.info[c][2] for c in got)), "reason": None}
+            "numa_nodes": sorted(set(topo.info[c][2] for c in got)), "reason": None, "hint": hint}

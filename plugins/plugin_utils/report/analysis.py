@@ -24,6 +24,7 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report.problems impor
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.gpu_rails import analyse_rails, gpu_model, rail_shapes
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.untrusted import guarded, screen_hosts
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.vllm_ascend_release import summarize_release
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubelet_whatif import whatif_audit
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubernetes import kubernetes_audit
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import (
     analyse_once, compact_hosts, evidence_groups, group_shapes)
@@ -317,6 +318,10 @@ def analyse_host(name, entry):
         ("vllm_ascend_release", summarize_release(entry.get("plan_" + VLLM), facts)),
         # Kubernetes nodes: where the pods' CPUs landed (report/kubernetes.py); None elsewhere
         ("kubernetes", kubernetes_audit(facts, entry.get("plan_strict"))),
+        # what the node's kubelet does with each pod shape (report/kubelet_whatif.py)
+        ("kubernetes_whatif", whatif_audit(facts, entry.get("plan_strict"),
+                                           as_dict(entry.get("config")).get("instances"),
+                                           entry.get("pod_shapes"))),
     ])
     host["facts_error_count"] = len(host["facts_errors"])
     return host

@@ -25,6 +25,7 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import 
     policy_heading)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_base import Ptr as _Ptr, escape as _e
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_drift import binding_cell, drift_html
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubelet_whatif import whatif_html
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_filter import (
     CSP, SCRIPT as _SCRIPT, filter_html as _filter_html)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_problems import (
@@ -454,6 +455,8 @@ def render_html(report):
              "<h2>%s</h2>%s</section>" % (
                  _types_html(report), _hosts_html(report), _e(comparison_title()),
                  _binding_html(report)),
+             whatif_html([(sh["id"], sh["hosts"][0] if sh["host_count"] == 1 else sh["hosts_text"],
+                           report["hosts"][sh["host"]]) for sh in shapes_of(report)], _e),
              '<section id="maps"><h2>CPU maps, one per host shape</h2>%s' % _legend_html()]
     for shape in shapes_of(report):
         parts.append(_host_article(report["hosts"][shape["host"]], shape["host"], shape, report))

@@ -19,6 +19,7 @@ from collections import OrderedDict
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import applied
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
     COMPARED, POLICIES, ROLES, VLLM, comparison_title, one_line, plural)
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubelet_whatif import whatif_markdown
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import shapes_of
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.vllm_ascend_release import release_markdown
 
@@ -205,6 +206,7 @@ def render_markdown(report):
                       for shape, h in shapes])
     out += _comparison_md(shapes)
     out += release_markdown(shapes, _md_table, _hosts_cell)
+    out += whatif_markdown([(shape["id"], _hosts_cell(shape), h) for shape, h in shapes], _md_table)
     out += ["", "## Pools per shape", ""]
     for shape, h in shapes:
         out += ["### " + _md(_hosts_cell(shape)), ""]

@@ -93,10 +93,22 @@ def test_instances_decide_the_topology_policy():
     prof = kubelet_profile(facts, plan)
     assert prof["config"]["topologyManagerPolicy"] == "single-numa-node"
     assert prof["device_groups"] == [{"name": "a", "numa_nodes": [6]}, {"name": "b", "numa_nodes": [0]}]
+    # two NPUs on nodes 4 and 2 with a CPU request one node holds: the kubelet (1.24+) never
+    # prefers the merge of a one-node CPU hint and a two-node device hint, so restricted
+    # refuses the pod as single-numa-node does; only best-effort admits it
     plan["instances"]["c"] = {"npus": [2, 6]}
     prof = kubelet_profile(facts, plan)
+    assert prof["config"]["topologyManagerPolicy"] == "best-effort"
+    assert "restricted would refuse plan instance c" in prof["topology_reason"]
+    # four NPUs on two nodes (more than one node holds) with CPUs of two nodes: both hints are
+    # the same two nodes, preferred: restricted admits it
+    del plan["instances"]["c"]
+    plan["instances"]["d"] = {"npus": [2, 3, 6, 7], "pool": "48-71,96-119"}
+    prof = kubelet_profile(facts, plan)
     assert prof["config"]["topologyManagerPolicy"] == "restricted"
-    assert "instance c" in prof["topology_reason"]
+    assert "single-numa-node would refuse plan instance d" in prof["topology_reason"]
+    d = [r for r in prof["topology_policy_whatif"] if r["name"] == "d"][0]
+    assert d["results"]["restricted"]["numa_nodes"] == [2, 4]
 
 
 def test_housekeeping_cpus_added_and_outside_refused():

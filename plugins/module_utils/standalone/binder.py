@@ -212,8 +212,7 @@ class Binder(discovery.Discovery):
     def reconcile_irqs(self):
         if self.args.irq_state:
             devices = None if self.args.all_irqs else self.devices
-            self.irq_rows = irqs.reconcile(irqs.load_state(self.args.irq_state, devices),
-                                           self.args.check)
+            self.irq_rows = irqs.reconcile_state(self.args.irq_state, devices, self.args.check)
             for row in self.irq_rows:
                 if row["drift"] or row["error"]:
                     LOG.warning("[irq] %s", row["error"] or "IRQ %d (%s %s) moved to %s; pinned "
@@ -230,6 +229,8 @@ class Binder(discovery.Discovery):
             out.append(("npuops_binding_drift_threads", labels, off))
             out.append(("npuops_binding_threads", labels, checked))
         for row in self.irq_rows:
+            if row["irq"] is None:
+                continue  # a pass skipped (the state file's lock held): no IRQ to report
             # the device label the thread metrics use (NPU0), so the two join in PromQL
             label = (self.device_targets.get(row["device"]) or {}).get("label", row["device"])
             out.append(("npuops_irq_drift", [("instance", name), ("device", label),

@@ -371,11 +371,11 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model.instances impor
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app, units
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import (
-    binder, discovery, irqs, metrics, procs, rules, smi, targets)
+    binder, cli, discovery, irqs, metrics, procs, rules, smi, targets)
 from ansible_collections.npuops.fleet.plugins.module_utils import errors
 
 # every module the binder zipapp holds (its closure), imported so that AnsiballZ ships it
-BINDER_MODULES = (binder, discovery, irqs, metrics, procs, rules, smi, targets, errors,
+BINDER_MODULES = (binder, cli, discovery, irqs, metrics, procs, rules, smi, targets, errors,
                   cpulist, command, locks, paths, vendors, npu_smi, pci, rocm_smi)
 # a week: the binder's own deadline (the bind unit is Type=simple, no start timeout covers it)
 MAX_BIND_TIMEOUT = 7 * 24 * 3600

@@ -105,6 +105,11 @@ notes:
   - "With O(irqbalance=ban) a marker line C(# npuops.fleet banned IRQs: ...) in the irqbalance
     file remembers which bans are ours, so IRQs that left the plan are unbanned on the next full
     run (with O(npus) set, earlier bans are kept)."
+  - "Runs at once (two instances' tasks, two playbooks) merge the irqbalance file and the IRQ
+    state file one at a time, each under a lock file beside it (C(.irqbalance.lock),
+    C(.irq-state.json.lock)), so no run loses another's bans or rows. The state file's lock is
+    held from the first C(/proc/irq) write to the state file's rewrite and the binder's IRQ
+    reconcile pass takes it too, so a pass never pins IRQs back to the CPUs a run moves them off."
   - C(IRQBALANCE_BANNED_CPULIST) is not used; banning CPUs would make irqbalance move our IRQs
     I(off) the IRQ CPUs.
   - RV(irqbalance_restart_needed) is true when the config changed and irqbalance is not known to

@@ -43,28 +43,21 @@ def lock_name(name):
 
 
 def open_lock_at(dir_fd, name, label, create=True):
-    """fd of the lock file ``name`` in ``dir_fd`` (``label``: its path, for errors), created
-    (mode 0600) when ``create``; None when it does not exist and is not created. A symlink, a
-    file that is not regular or has more than one link is refused (UnsafePathError)."""
+    """fd of the lock file ``name`` in ``dir_fd`` (``label``: its path, for errors). A writer
+    (``create``) makes it (mode 0600); a reader takes it as it is, and gets None when there is
+    none or it may not open it (no writer has used this file yet, or the reader is not root).
+    A symlink, a file that is not regular or has more than one link is refused
+    (UnsafePathError)."""
     flags = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        fd = os.open(name, flags | os.O_RDWR | (os.O_CREAT if create else 0), 0o600,
+        fd = os.open(name, flags | (os.O_RDWR | os.O_CREAT if create else os.O_RDONLY), 0o600,
                      dir_fd=dir_fd)
     except OSError as err:
         if err.errno == errno.ELOOP:
             raise UnsafePathError(label, "is a symlink (refused)")
-        if err.errno == errno.ENOENT and not create:
-            return None
-        if err.errno not in (errno.EACCES, errno.EROFS, errno.EPERM) or create:
+        if create or err.errno not in (errno.ENOENT, errno.EACCES, errno.EPERM):
             raise
-        try:  # a reader that may not write the directory: the lock of an existing file
-            fd = os.open(name, flags | os.O_RDONLY, dir_fd=dir_fd)
-        except OSError as again:
-            if again.errno == errno.ELOOP:
-                raise UnsafePathError(label, "is a symlink (refused)")
-            if again.errno == errno.ENOENT:
-                return None
-            raise
+        return None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

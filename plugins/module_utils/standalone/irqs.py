@@ -98,8 +98,9 @@ def reconcile(entries, check=False):
 
 def reconcile_state(path, devices=None, check=False):
     """``reconcile(load_state(path, devices), check)`` under the state file's shared lock
-    (taken on the lock file beside it, when it exists or can be made): the rows, or one row
-    with ``irq`` None and the error when the lock stayed held past ``LOCK_TIMEOUT``."""
+    (the lock file beside it, which every ``npu_irq_affinity`` run that writes the state file
+    makes; none yet: no lock): the rows, or one row with ``irq`` None and the error when the
+    lock stayed held past ``LOCK_TIMEOUT`` or is not a plain file (a symlink planted there)."""
     directory, name = os.path.split(os.path.abspath(path))
     label = os.path.join(directory, locks.lock_name(name))
     fd = None
@@ -109,11 +110,11 @@ def reconcile_state(path, devices=None, check=False):
         dir_fd = None  # no directory: no state file either (load_state says so)
     try:
         if dir_fd is not None:
-            fd = locks.open_lock_at(dir_fd, locks.lock_name(name), label, create=not check)
+            fd = locks.open_lock_at(dir_fd, locks.lock_name(name), label, create=False)
             if fd is not None:
                 locks.hold(fd, label, path, LOCK_TIMEOUT, shared=True)
         return reconcile(load_state(path, devices), check)
-    except locks.LockTimeout as err:
+    except (locks.LockTimeout, UnsafePathError) as err:  # a hung run, a planted lock file
         return [{"irq": None, "device": None, "role": None, "drift": False, "before": None,
                  "after": None, "error": "IRQ pass skipped: %s" % err}]
     except (NpuopsError, OSError) as err:

@@ -132,3 +132,29 @@ def test_a_reconcile_pass_does_not_wait_forever_for_a_hung_run(tmp_path, monkeyp
     finally:
         os.close(lock)
     assert len(rows) == 1 and rows[0]["irq"] is None and "held this lock" in rows[0]["error"]
+
+
+def test_a_planted_lock_symlink_skips_the_pass_and_writes_nothing_through_it(tmp_path, monkeypatch):
+    root = str(irq_sandbox(tmp_path / "root", INTERRUPTS, {BUS[0]: MSI[BUS[0]]}))
+    npu_irq_affinity.pin_irqs(FakeModule(host_root=root, npus=[0], irqbalance="ignore"))
+    monkeypatch.setattr(irqs, "PROC_IRQ", root + "/proc/irq")
+    lock = root + "/var/lib/npuops/" + locks.lock_name("irq-state.json")
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    os.remove(lock)
+    os.symlink(str(victim), lock)
+    rows = irqs.reconcile_state(root + STATE, [0])
+    assert len(rows) == 1 and rows[0]["irq"] is None and "symlink" in rows[0]["error"]
+    assert victim.read_text() == "keep"
+
+
+def test_a_state_file_no_run_has_locked_yet_is_reconciled_without_a_lock(tmp_path, monkeypatch):
+    root = str(irq_sandbox(tmp_path / "root", INTERRUPTS, {BUS[0]: MSI[BUS[0]]}))
+    npu_irq_affinity.pin_irqs(FakeModule(host_root=root, npus=[0], irqbalance="ignore"))
+    os.remove(root + "/var/lib/npuops/" + locks.lock_name("irq-state.json"))
+    monkeypatch.setattr(irqs, "PROC_IRQ", root + "/proc/irq")
+    with open("%s/proc/irq/%d/smp_affinity_list" % (root, MSI[BUS[0]][0]), "w") as handle:
+        handle.write("0-3\n")  # irqbalance moved it
+    rows = irqs.reconcile_state(root + STATE, [0])
+    assert [r["drift"] for r in rows] == [True, False] and not any(r["error"] for r in rows)
+    assert not os.path.exists(root + "/var/lib/npuops/" + locks.lock_name("irq-state.json"))

@@ -6,8 +6,9 @@
 - ``METADATA`` (dist-info) and ``PKG-INFO`` (egg-info): the email header format of the core
   metadata specification (packaging.python.org ``specifications/core-metadata``: what
   ``email.parser`` reads with the compat32 policy; line ends and continuation lines as CPython's
-  ``Lib/email/feedparser.py`` takes them); ``Version:`` in the header block (before the first
-  empty line, where the long description starts).
+  ``Lib/email/feedparser.py`` takes them: ``NLCRE``, ``headerRE`` and the header loop of
+  ``_parsegen``, read at python/cpython 043eb0e3); ``Version:`` in the header block (before
+  the first empty line, where the long description starts).
 - ``_version.py`` written by setuptools-scm / vcs-versioning: ``__version__ = version = '...'``
   and, for builds from a checkout, ``__commit_id__ = commit_id = 'g<hash>'``.
 """

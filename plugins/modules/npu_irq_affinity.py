@@ -105,6 +105,11 @@ notes:
   - "With O(irqbalance=ban) a marker line C(# npuops.fleet banned IRQs: ...) in the irqbalance
     file remembers which bans are ours, so IRQs that left the plan are unbanned on the next full
     run (with O(npus) set, earlier bans are kept)."
+  - "Runs at once (two instances' tasks, two playbooks) merge the irqbalance file and the IRQ
+    state file one at a time, each under a lock file beside it (C(.irqbalance.lock),
+    C(.irq-state.json.lock)), so no run loses another's bans or rows. The state file's lock is
+    held from the first C(/proc/irq) write to the state file's rewrite and the binder's IRQ
+    reconcile pass takes it too, so a pass never pins IRQs back to the CPUs a run moves them off."
   - C(IRQBALANCE_BANNED_CPULIST) is not used; banning CPUs would make irqbalance move our IRQs
     I(off) the IRQ CPUs.
   - RV(irqbalance_restart_needed) is true when the config changed and irqbalance is not known to
@@ -188,6 +193,7 @@ irqbalance_stop_needed:
   type: bool
 '''
 
+import contextlib
 import json
 import shutil
 import socket
@@ -205,19 +211,27 @@ from ansible_collections.npuops.fleet.plugins.module_utils.render import irqbala
 
 
 def irqbalance_step(p, irqs, check_mode, warnings=None):
-    """(config path or None, file result or None) for irqbalance: ban."""
+    """(config path or None, file result or None) for irqbalance: ban. Every run of every
+    instance merges its bans into the same file: read, merge and write under its lock."""
     state = (p["topology"] or {}).get("irqbalance") or {}
     if p["irqbalance"] != "ban" or not irqs or state.get("installed") is False:
         return None, None
     path = irq.irqbalance_config_path(p["host_root"], unit_files(p))
+    if check_mode:
+        return path, merge_irqbalance_config(p, path, irqs, True, warnings)
+    with fileops.exclusive(p["host_root"], path):
+        return path, merge_irqbalance_config(p, path, irqs, False, warnings)
+
+
+def merge_irqbalance_config(p, path, irqs, check_mode, warnings):
     current = fileops.read_host_text(p["host_root"], path)
     workers = (p["plan"].get("cpu_budget") or {}).get("workers") or None
     if p.get("reserved_cpus"):
         workers = on_reserved_banned(p)
     text = irqbalance.render_irqbalance_config(current, irqs, keep_previous=p["npus"] is not None,
                                                source=path, banned_cpus=workers, warnings=warnings)
-    return path, fileops.ensure_file(p["host_root"], path, text, check_mode=check_mode,
-                                     create_parents=True)
+    return fileops.ensure_file(p["host_root"], path, text, check_mode=check_mode,
+                               create_parents=True)
 
 
 def on_reserved_banned(p):
@@ -238,13 +252,24 @@ def unit_files(p):
     return irqbalance_conf.unit_environment_files(result.stdout) if result.ok else None
 
 
-def state_file(p, targets, check_mode, warnings):
+def state_lock(p, targets, check_mode):
+    """The IRQ state file's lock (``fileops.exclusive``), held from the first ``/proc/irq``
+    write to the state file's rewrite: the binder's reconcile pass takes it too, so it never
+    sees IRQs written and the old rows (it would pin them back to the old CPUs). A no-op in
+    check mode or when nothing is recorded."""
+    if check_mode or not targets or not p["irq_state"]:
+        return contextlib.nullcontext()
+    return fileops.exclusive(p["host_root"], p["irq_state"])
+
+
+def state_file(p, targets, check_mode, warnings, locked=False):
     """The IRQ state file (which IRQ belongs on which CPUs) the reconciler pins back from.
-    With ``npus`` (one instance's devices) the IRQs recorded for other devices are kept."""
+    With ``npus`` (one instance's devices) the IRQs recorded for other devices are kept.
+    ``locked``: the caller holds ``state_lock`` already."""
     if not targets or not p["irq_state"]:
         return None
-    if check_mode:
-        return merge_state_file(p, targets, True, warnings)
+    if check_mode or locked:
+        return merge_state_file(p, targets, check_mode, warnings)
     # another instance's run may merge into the same file at the same time: one at a time
     with fileops.exclusive(p["host_root"], p["irq_state"]):
         return merge_state_file(p, targets, False, warnings)
@@ -278,9 +303,12 @@ def pin_irqs(module):
     numbers = sorted(set(t["irq"] for t in targets))
     if p["irqbalance"] == "ban" and numbers:
         irqbalance_step(p, numbers, check_mode=True)
-    results = irq.apply_targets(targets, p["host_root"], module.check_mode)
-    config_path, config = irqbalance_step(p, numbers, module.check_mode, warnings)
-    recorded = state_file(p, targets, module.check_mode, warnings)
+    # the IRQ writes and their rows one step as a reconcile pass sees them (lock order: the
+    # state file's, then the irqbalance file's)
+    with state_lock(p, targets, module.check_mode):
+        results = irq.apply_targets(targets, p["host_root"], module.check_mode)
+        config_path, config = irqbalance_step(p, numbers, module.check_mode, warnings)
+        recorded = state_file(p, targets, module.check_mode, warnings, locked=True)
     if module.check_mode:
         blocked = irq.blocked_irqs([r for r in results if r["changed"]], p["host_root"])
         if blocked:

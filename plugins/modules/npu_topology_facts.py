@@ -88,9 +88,14 @@ options:
     description:
       - Python environments (a venv or conda root, or a C(site-packages) directory) where
         vllm-ascend may be installed; C(vllm_ascend) in the facts gives the version found and
-        where. Nothing is imported - the C(Version:) of C(vllm_ascend-*.dist-info/METADATA) (or
-        C(egg-info/PKG-INFO), or C(vllm_ascend/_version.py), which also names the commit of a
-        build from a checkout) is read.
+        where. Nothing is imported; the version the interpreter would import is read, the
+        package's own C(vllm_ascend/_version.py) (which also names the commit of a build from a
+        checkout), else the C(Version:) of C(vllm_ascend-*.dist-info/METADATA), else of
+        C(egg-info/PKG-INFO). Another record naming another version (a stale egg-info) is a
+        warning.
+      - A worker's root is a container image, so only the first 64 KiB of a file, 8 records of a
+        directory and 12 distinct C(site-packages) of a root are read; what one root cannot
+        give is one C(errors) row, never a failed task.
       - Searched after the root of every running NPU worker (C(/proc/<pid>/root), containers
         included - its interpreter's environment, then the usual site-packages) and before the
         host's usual C(site-packages) (C(/usr/local/lib), C(/usr/lib), C(/usr/lib64),

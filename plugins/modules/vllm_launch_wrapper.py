@@ -362,7 +362,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import WrapperError
-from ansible_collections.npuops.fleet.plugins.module_utils.host import command, hostio, paths
+from ansible_collections.npuops.fleet.plugins.module_utils.host import command, hostio, locks, paths
 from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import host_path
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import cgroup, npu_smi, pci, rocm_smi
 from ansible_collections.npuops.fleet.plugins.module_utils.model import instance_files
@@ -371,12 +371,12 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model.instances impor
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app, units
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import (
-    binder, discovery, irqs, metrics, procs, rules, smi, targets)
+    binder, cli, discovery, irqs, metrics, procs, rules, smi, targets)
 from ansible_collections.npuops.fleet.plugins.module_utils import errors
 
 # every module the binder zipapp holds (its closure), imported so that AnsiballZ ships it
-BINDER_MODULES = (binder, discovery, irqs, metrics, procs, rules, smi, targets, errors,
-                  cpulist, command, paths, vendors, npu_smi, pci, rocm_smi)
+BINDER_MODULES = (binder, cli, discovery, irqs, metrics, procs, rules, smi, targets, errors,
+                  cpulist, command, locks, paths, vendors, npu_smi, pci, rocm_smi)
 # a week: the binder's own deadline (the bind unit is Type=simple, no start timeout covers it)
 MAX_BIND_TIMEOUT = 7 * 24 * 3600
 

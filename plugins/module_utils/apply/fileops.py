@@ -20,7 +20,8 @@ between a check and the act cannot redirect it.
 - ``write_in_place`` (procfs files, which cannot be replaced by rename) writes only to a
   regular, single-link file;
 - ``exclusive`` serialises read-merge-write cycles of one shared file (the IRQ state file every
-  instance's run merges into) between runs on the same host, with a lock file beside it.
+  instance's run merges into, the irqbalance environment file) between runs on the same host,
+  with a lock file beside it (``host/locks``).
 
 Standard library only; importable on Python 3.7.
 """
@@ -31,16 +32,14 @@ __metaclass__ = type
 
 import contextlib
 import errno
-import fcntl
 import grp
 import os
 import pwd
 import re
 import stat
-import time
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, UnsafePathError
-from ansible_collections.npuops.fleet.plugins.module_utils.host import paths
+from ansible_collections.npuops.fleet.plugins.module_utils.host import locks, paths
 
 _ID = re.compile(r"^[0-9]{1,10}\Z")
 _MAX_ID = (1 << 32) - 2  # uid/gid: 32 bits, -1 (4294967295) means "unchanged"
@@ -345,47 +344,24 @@ def ensure_file(host_root, path, content=None, mode=None, owner=None, group=None
     return result
 
 
-LOCK_POLL_SECONDS = 0.05
-
-
 @contextlib.contextmanager
 def exclusive(host_root, path, timeout=60.0):
     """Hold an exclusive ``flock`` on ``<dir>/.<name>.lock`` beside host path ``path`` for the
-    ``with`` block, so two runs that read, merge and rewrite ``path`` at once (two playbooks,
-    two instances' tasks) cannot lose each other's rows. The directory is created when missing
-    (as ``ensure_file(create_parents=True)`` would); the lock file is opened through directory
-    fds without following a symlink and must be a regular single-link file. A lock held longer
-    than ``timeout`` seconds is an error naming the lock file, never a wait without end."""
+    ``with`` block (``host/locks``: the one lock of a shared file, which the binder's IRQ
+    reconcile pass takes too), so two runs that read, merge and rewrite ``path`` at once (two
+    playbooks, two instances' tasks) cannot lose each other's rows. The directory is created
+    when missing (as ``ensure_file(create_parents=True)`` would); the lock file is opened
+    through directory fds without following a symlink and must be a regular single-link file.
+    A lock held longer than ``timeout`` seconds is an error naming the lock file, never a wait
+    without end."""
     parts = paths.check_components(path)
-    lock_path = "/" + "/".join(parts[:-1] + [".%s.lock" % parts[-1]])
+    lock_path = "/" + "/".join(parts[:-1] + [locks.lock_name(parts[-1])])
     with _Parent(host_root, lock_path, create=True) as parent:
         if parent.fd is None:
             raise UnsafePathError(lock_path, "parent directory does not exist")
-        try:
-            fd = os.open(parent.name, os.O_RDWR | os.O_CREAT | paths.NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                         0o600, dir_fd=parent.fd)
-        except OSError as err:
-            if err.errno == errno.ELOOP:
-                raise UnsafePathError(lock_path, "is a symlink (refused)")
-            raise
+        fd = locks.open_lock_at(parent.fd, parent.name, lock_path)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UnsafePathError(lock_path, "is not a regular file")
-        _single_link(lock_path, st)
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as err:
-                if err.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-            if time.monotonic() >= deadline:
-                raise NpuopsError("%s: another run has held this lock for over %g s (a run still "
-                                  "writing %s, or a hung one: find it with fuser)"
-                                  % (lock_path, timeout, path))
-            time.sleep(LOCK_POLL_SECONDS)
+        locks.hold(fd, lock_path, path, timeout)
         yield
     finally:
         os.close(fd)  # closing the last fd releases the flock

@@ -43,8 +43,9 @@ class HostIO(abc.ABC):
     arch = None
 
     @abc.abstractmethod
-    def read_text(self, path):
-        """File contents as text, or None when the path does not exist / is unreadable."""
+    def read_text(self, path, limit=None):
+        """File contents as text, or None when the path does not exist / is unreadable; with
+        ``limit``, at most the file's first ``limit`` bytes (nothing past them is read)."""
 
     @abc.abstractmethod
     def listdir(self, path):
@@ -70,10 +71,8 @@ class HostIO(abc.ABC):
     TOOL_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 
     def which(self, name):
-        """Absolute host path of an executable ``name``, or None when it is not installed.
-
-        The default looks in the usual system directories through ``exists()``.
-        """
+        """Absolute host path of an executable ``name`` (the usual system directories, through
+        ``exists()``), or None when it is not installed."""
         for directory in self.TOOL_DIRS:
             path = directory + "/" + name
             if self.exists(path):
@@ -103,9 +102,10 @@ class HostIO(abc.ABC):
         return results
 
 
-def _read_file(dir_fd, name, st):
-    """``paths.read_at`` of a file; a directory reads as absent."""
-    return (None, None) if stat.S_ISDIR(st.st_mode) else paths.read_at(dir_fd, name)
+def _read_file(dir_fd, name, st, limit=None):
+    """``paths.read_at`` of a file (its head only with ``limit``); a directory reads as absent."""
+    return (None, None) if stat.S_ISDIR(st.st_mode) else \
+        paths.read_at(dir_fd, name, limit or paths.MAX_FILE_BYTES, head=bool(limit))
 
 
 class TreeHostIO(HostIO):
@@ -146,8 +146,8 @@ class TreeHostIO(HostIO):
         finally:
             os.close(found[0])
 
-    def read_text(self, path):
-        data, problem = self._at(path, _read_file) or (None, None)
+    def read_text(self, path, limit=None):
+        data, problem = self._at(path, lambda *at: _read_file(*at, limit=limit)) or (None, None)
         if problem is not None:
             return self._refused(path, problem)
         return None if data is None else data.decode("utf-8", "replace")
@@ -392,8 +392,8 @@ class RecordingHostIO(HostIO):
             table[key] = value
         return value
 
-    def read_text(self, path):
-        return self._note(self.files, _normalise(path), self.inner.read_text(path))
+    def read_text(self, path, limit=None):
+        return self._note(self.files, _normalise(path), self.inner.read_text(path, limit))
 
     def listdir(self, path):
         return self._note(self.dirs, _normalise(path), self.inner.listdir(path))
@@ -473,9 +473,9 @@ class OverlayHostIO(HostIO):
         self.hostname = base.hostname
         self.arch = base.arch
 
-    def read_text(self, path):
-        text = self.top.read_text(path)
-        return text if text is not None else self.base.read_text(path)
+    def read_text(self, path, limit=None):
+        text = self.top.read_text(path, limit)
+        return text if text is not None else self.base.read_text(path, limit)
 
     def listdir(self, path):
         top, base = self.top.listdir(path), self.base.listdir(path)

@@ -241,12 +241,14 @@ def resolve(root_fd, parts, max_links=MAX_LINKS):
             os.close(fd)
 
 
-def read_at(dir_fd, name, limit=MAX_FILE_BYTES):
+def read_at(dir_fd, name, limit=MAX_FILE_BYTES, head=False):
     """Bytes of regular file ``name`` in ``dir_fd`` (a symlink is not followed).
 
     Returns ``(data, problem)``: ``(bytes, None)``, ``(None, None)`` when it does not exist, or
     ``(None, reason)`` when it is a symlink, not a regular file (a FIFO, a device: never
-    opened in a way that could block) or larger than ``limit`` bytes.
+    opened in a way that could block) or larger than ``limit`` bytes. With ``head`` a larger
+    file gives its first ``limit`` bytes: the size is what is read, never ``st_size`` (a
+    sparse file's size says nothing of what reading it costs).
     """
     try:
         fd = os.open(name, READ_FLAGS, dir_fd=dir_fd)
@@ -269,6 +271,8 @@ def read_at(dir_fd, name, limit=MAX_FILE_BYTES):
             chunks.append(chunk)
             total += len(chunk)
             if total > limit:
+                if head:
+                    return b"".join(chunks)[:limit], None
                 return None, "is larger than %d MiB" % (limit // (1024 * 1024))
         return b"".join(chunks), None
     finally:

@@ -9,7 +9,8 @@ scalars (JSON-style escapes), ints, floats, bools, null, ``|`` literal blocks an
 Anything outside the subset, or nested deeper than ``MAX_DEPTH``, raises SnapshotError naming
 the source and line; more than ``MAX_INT_DIGITS`` digits make a string. JSON objects too.
 
-``dumps`` emits only that subset, so what it writes ``loads`` reads back: JSON-style
+``dumps`` emits only that subset, so what it writes ``loads`` reads back (the scalars of both
+sides are ``host/yaml_scalars``'s, one rule): JSON-style
 double-quoted ASCII strings, keys quoted where a YAML 1.1 reader (PyYAML) would take them for
 something else. ``flow=True`` (snapshot.yml) writes small scalar mappings inline and nested
 sequence items on their own ``-`` line; ``flow=False`` (Kubernetes manifests, node patches)
@@ -24,18 +25,16 @@ import json
 import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import SnapshotError
+from ansible_collections.npuops.fleet.plugins.module_utils.host import yaml_scalars
+from ansible_collections.npuops.fleet.plugins.module_utils.host.yaml_scalars import MAX_INT_DIGITS  # noqa: F401 (re-exported)
 
 MAX_DEPTH = 32        # nested mappings/sequences (snapshot.yml needs 4)
-MAX_INT_DIGITS = 20   # a 64-bit integer: int() is never asked to read a longer digit run
-_INT = re.compile(r"^[-+]?(0|[1-9][0-9]{0,%d})\Z" % (MAX_INT_DIGITS - 1))
-_FLOAT = re.compile(r"^[-+]?([0-9]+\.[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\Z")
-_NULLS = ("null", "Null", "NULL", "~")
-_TRUES = ("true", "True", "TRUE")
-_FALSES = ("false", "False", "FALSE")
+_resolve = yaml_scalars.resolve
+_scalar = yaml_scalars.scalar
+_key = yaml_scalars.key
+
 # Characters that start YAML constructs outside the subset (anchors, tags, directives...).
 _BAD_START = "&*!%@`>?"
-_YAML11_WORDS = frozenset(["y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"])
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*\Z")
 
 
 def _is_item(text):
@@ -360,20 +359,6 @@ class _Reader(object):
         return _resolve(raw.strip()), match.end()
 
 
-def _resolve(raw):
-    if raw in _NULLS or raw == "":
-        return None
-    if raw in _TRUES:
-        return True
-    if raw in _FALSES:
-        return False
-    if _INT.match(raw):
-        return int(raw)
-    if _FLOAT.match(raw):
-        return float(raw)
-    return raw
-
-
 def loads(text, source="snapshot.yml"):
     """Parse YAML-subset (or JSON) text; raises SnapshotError naming ``source`` and line."""
     if not isinstance(text, str):
@@ -399,43 +384,6 @@ def check_depth(value, source, error=SnapshotError):
 
 
 # -- writer -------------------------------------------------------------------------------
-def _quote(text):
-    """A JSON string is a YAML double-quoted scalar. Non-ASCII characters of the Basic
-    Multilingual Plane (controls, U+0085, U+2028/9 and lone surrogates included) become
-    ``\\u`` escapes of four hex digits; characters beyond it stay as they are (UTF-8), because YAML readers do
-    not join JSON's surrogate-pair escapes into one character."""
-    out = []
-    for char in json.dumps(text, ensure_ascii=False):
-        code = ord(char)
-        out.append(char if code < 0x7F or code > 0xFFFF else "\\u%04x" % code)
-    return "".join(out)
-
-
-def _scalar(value):
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, str):
-        return _quote(value)
-    raise SnapshotError("cannot write %r (type %s) as YAML" % (value, type(value).__name__))
-
-
-def _key(key):
-    if not isinstance(key, str):
-        raise SnapshotError("YAML keys must be strings, got %r" % (key,))
-    # Words YAML 1.1 readers (PyYAML) take for booleans/null are quoted too.
-    if _PLAIN_KEY.match(key) and _resolve(key) == key and key.lower() not in _YAML11_WORDS:
-        return key
-    return _quote(key)
-
-
 def _is_scalar(value):
     return value is None or isinstance(value, (bool, int, float, str))
 

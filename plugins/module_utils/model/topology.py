@@ -430,7 +430,7 @@ def gather(io, timeout=30, vllm_ascend_paths=None):
         "visible_devices": dict((name, io.getenv(name)) for name in ENV),
         "vllm_ascend": vllm_ascend_version.gather(io, vllm_ascend_paths, [
             p.get("pid") for n in npus for p in n.get("processes") or []
-            if isinstance(p.get("pid"), int)], src.errors) if npus else None,
+            if isinstance(p.get("pid"), int)], src.errors, warnings) if npus else None,
         "softshare": rules.softshare_capacity(npus, detected["device_type"]),
         "cgroup": cgroup.cgroup_mode(io.read_text("/proc/self/mounts"),
                                      io.read_text("/sys/fs/cgroup/cgroup.controllers")),

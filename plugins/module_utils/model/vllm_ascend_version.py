@@ -6,17 +6,28 @@
 Looked for, first found wins: in the root of each running NPU worker (``/proc/<pid>/root``,
 containers included: its interpreter's environment from ``/proc/<pid>/cmdline``, then the
 usual site-packages), then in the Python environments the user names, then in the usual
-site-packages of the host. In a site-packages directory: ``vllm_ascend-*.dist-info/METADATA``,
-``vllm_ascend-*.egg-info/PKG-INFO`` (or an egg-info file), ``vllm_ascend/_version.py`` (it also
-names the commit of a build from a checkout). Every read goes through the HostIO (so it is
-recorded in, and replayed from, snapshots) and is size-bounded there.
+site-packages of the host. Every read goes through the HostIO (so it is recorded in, and
+replayed from, snapshots).
+
+In one site-packages directory the version is the one the interpreter would import:
+``vllm_ascend/_version.py`` of the package itself (it also names the commit of a build from a
+checkout), else a ``vllm_ascend-*.dist-info/METADATA``, else an ``egg-info`` (``PKG-INFO``, or
+an egg-info file). Another record there that names another version (an egg-info left by an
+older install) is a warning naming both.
+
+A worker's root is a tenant's container image, so every read is bounded and skip-and-say:
+only a file's first ``HEAD_BYTES`` are read (what is read bounds it, never ``st_size``: a
+sparse 65 MiB METADATA costs 64 KiB); at most ``MAX_RECORDS`` vllm-ascend records of a
+directory and ``MAX_SITES`` distinct site-packages of a root are read, a directory whose
+listing is one already read (a python3.N or dist-packages alias) is not read again; what a
+root could not give is one ``errors`` row for that root, never an exception.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import python_dist
 
 LIB_DIRS = ("/usr/local/lib", "/usr/lib", "/usr/lib64", "/opt/conda/lib", "/root/.local/lib")
@@ -24,6 +35,10 @@ SITE_NAMES = ("site-packages", "dist-packages")
 PYTHONS = ("python3",) + tuple("python3.%d" % minor for minor in range(6, 16))
 MAX_PIDS = 8          # workers whose root is searched
 MAX_ENTRIES = 20000   # names of one directory looked at
+MAX_RECORDS = 8       # vllm-ascend dist-info / egg-info records of one directory read
+MAX_SITES = 12        # distinct site-packages directories of one root read
+HEAD_BYTES = 64 << 10  # of a METADATA / PKG-INFO / _version.py: the header block is ~2 KiB
+_RECORD_KIND = {".dist-info": 0, ".egg-info": 1}  # the record an install tool writes today first
 
 
 def _join(*parts):
@@ -49,51 +64,78 @@ def _env_site_dirs(io, path):
     return _site_dirs(io, _join(path, "lib"))
 
 
-def in_site_dir(io, site, errors):
-    """``{version, source[, commit]}`` of vllm-ascend in one site-packages dir, or None."""
-    names = (io.listdir(site) or [])[:MAX_ENTRIES]
-    found = None
+def _records(site, names):
+    """The vllm-ascend metadata records among ``names``: ``[(kind, name)]``, dist-info first."""
+    out = []
     for name in names:
         lower = name.lower()
-        if not (lower.startswith("vllm_ascend-") or lower.startswith("vllm-ascend-")):
-            continue
-        if lower.endswith(".dist-info"):
-            path = _join(site, name, "METADATA")
-        elif lower.endswith(".egg-info"):
-            path = _join(site, name)
-            if io.listdir(path) is not None:
-                path = _join(path, "PKG-INFO")
-        else:
-            continue
-        text = io.read_text(path)
-        if text is None:
-            continue
-        try:
-            found = {"version": python_dist.metadata_version(text, path), "source": path}
-        except ParseError as err:
-            errors.append({"source": path, "msg": err.msg})
-            continue
-        break
+        if lower.startswith(("vllm_ascend-", "vllm-ascend-")):
+            for suffix, kind in _RECORD_KIND.items():
+                if lower.endswith(suffix):
+                    out.append((kind, name))
+    return sorted(out)
+
+
+def _record_version(io, site, name, problems):
+    path = _join(site, name, "METADATA") if name.lower().endswith(".dist-info") else _join(site, name)
+    if not path.endswith("/METADATA") and io.listdir(path) is not None:
+        path = _join(path, "PKG-INFO")
+    text = io.read_text(path, HEAD_BYTES)
+    if text is None:
+        return None
+    try:
+        return {"version": python_dist.metadata_version(text, path), "source": path}
+    except ParseError as err:
+        problems.append((path, err.msg))
+        return None
+
+
+def in_site_dir(io, site, problems, warnings=None, names=None):
+    """``{version, source[, commit]}`` of vllm-ascend in one site-packages dir, or None; what
+    cannot be read is added to ``problems`` (``(source, message)``), another record naming another version to
+    ``warnings``."""
+    names = (io.listdir(site) if names is None else names) or []
+    names = names[:MAX_ENTRIES]
+    found = []
     if "vllm_ascend" in names:
         path = _join(site, "vllm_ascend", "_version.py")
-        text = io.read_text(path)
+        text = io.read_text(path, HEAD_BYTES)
         if text is not None:
             try:
                 version, commit = python_dist.version_module(text, path)
             except ParseError as err:
-                errors.append({"source": path, "msg": err.msg})
+                problems.append((path, err.msg))
             else:
-                if found is None:
-                    found = {"version": version, "source": path}
-                if commit and found["version"] == version:
-                    found["commit"] = commit
-    return found
+                found.append(dict({"version": version, "source": path},
+                                  **({"commit": commit} if commit else {})))
+    records = _records(site, names)
+    if len(records) > MAX_RECORDS:
+        problems.append((site, "%d vllm-ascend records, only the first %d read"
+                         % (len(records), MAX_RECORDS)))
+    for _kind, name in records[:MAX_RECORDS]:
+        record = _record_version(io, site, name, problems)
+        if record is not None:
+            found.append(record)
+    if not found:
+        return None
+    best = found[0]
+    for other in found[1:]:
+        if other["version"] != best["version"] and warnings is not None:
+            warnings.append("vllm-ascend: %s says %s, but %s says %s; %s is the one the "
+                            "interpreter imports (the other record is stale: reinstall or "
+                            "remove it)" % (best["source"], best["version"], other["source"],
+                                            other["version"], best["version"]))
+    if "commit" not in best:
+        commits = [f["commit"] for f in found if f.get("commit") and f["version"] == best["version"]]
+        if commits:
+            best = dict(best, commit=commits[0])
+    return best
 
 
 def _process_sites(io, pid):
     root = "/proc/%d/root" % pid
     sites = []
-    argv0 = (io.read_text("/proc/%d/cmdline" % pid) or "").split("\0", 1)[0]
+    argv0 = (io.read_text("/proc/%d/cmdline" % pid, 4096) or "").split("\0", 1)[0]
     if argv0.startswith("/") and "/bin/" in argv0 and ".." not in argv0.split("/"):
         env = argv0.rsplit("/bin/", 1)[0]
         sites.extend(_site_dirs(io, _join(root, env, "lib")))
@@ -102,23 +144,59 @@ def _process_sites(io, pid):
     return sites
 
 
-def gather(io, paths=None, pids=(), errors=None):
+def _search(io, label, sites, seen, warnings):
+    """``(found or None, problems)`` of one group of site dirs (one root)."""
+    problems, listings, read = [], set(), 0
+    for site in sites:
+        if site in seen:
+            continue
+        seen.add(site)
+        names = io.listdir(site)
+        if names is None:
+            continue
+        listing = tuple(names[:MAX_ENTRIES])
+        if listing in listings:
+            continue  # an alias of a directory read already (python3.N, dist-packages links)
+        if read >= MAX_SITES:
+            problems.append((label, "more than %d site-packages directories, the rest not read"
+                             % MAX_SITES))
+            break
+        listings.add(listing)
+        read += 1
+        found = in_site_dir(io, site, problems, warnings, list(listing))
+        if found is not None:
+            return found, problems
+    return None, problems
+
+
+def gather(io, paths=None, pids=(), errors=None, warnings=None):
     """``{version, source[, commit]}`` or None when vllm-ascend is found nowhere.
 
     ``paths``: Python environments (roots or site-packages dirs) to search before the usual
-    ones; ``pids``: the NPU workers whose roots are searched first.
+    ones; ``pids``: the NPU workers whose roots are searched first. Whatever one root (or
+    environment) could not give is one row in ``errors``; a stale record, one in ``warnings``.
     """
     errors = errors if errors is not None else []
     seen = set()
-    groups = [_process_sites(io, pid) for pid in sorted(set(pids))[:MAX_PIDS]]
-    groups.extend(_env_site_dirs(io, p) for p in paths or ())
-    groups.append([site for lib in LIB_DIRS for site in _site_dirs(io, lib)])
-    for sites in groups:
-        for site in sites:
-            if site in seen:
-                continue
-            seen.add(site)
-            found = in_site_dir(io, site, errors)
-            if found is not None:
-                return found
+    for label, sites in _groups(io, paths, pids):
+        try:
+            found, problems = _search(io, label, sites(), seen, warnings)
+        except (NpuopsError, OSError, ValueError) as err:
+            found, problems = None, [(label, str(err))]
+        if len(problems) == 1:
+            errors.append({"source": problems[0][0], "msg": problems[0][1]})
+        elif problems:
+            errors.append({"source": label, "msg": "vllm-ascend version: %d problems, skipped; "
+                           "the first: %s: %s" % (len(problems), problems[0][0], problems[0][1])})
+        if found is not None:
+            return found
     return None
+
+
+def _groups(io, paths, pids):
+    """``[(label, sites())]``: each worker's root, each named environment, the host."""
+    groups = [("/proc/%d/root" % pid, lambda pid=pid: _process_sites(io, pid))
+              for pid in sorted(set(pids))[:MAX_PIDS]]
+    groups.extend((p, lambda p=p: _env_site_dirs(io, p)) for p in paths or ())
+    groups.append(("/", lambda: [site for lib in LIB_DIRS for site in _site_dirs(io, lib)]))
+    return groups

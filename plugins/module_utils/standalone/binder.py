@@ -25,13 +25,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import argparse
 import json
 import os
 import sys
 import time
 
 from . import discovery, irqs, metrics, procs, smi, targets
+from .cli import parse_args
 from .rules import BindError, format_cpulist
 
 
@@ -80,6 +80,7 @@ class Binder(discovery.Discovery):
         self.pending = set()   # processes whose role is not known yet: left alone for now
         self.titles = {}
         self.tool_homes = {}   # pid -> device, from npu-smi / nvidia-smi
+        self.engines = set()   # the EngineCore processes of the tree, at the last pass
         self.ready_seen = False
         self.late = False      # past --timeout
         self.plan_seen = None
@@ -90,18 +91,24 @@ class Binder(discovery.Discovery):
         self.use_plan(doc)
 
     def use_plan(self, doc):
-        """Take ``doc`` as the plan (validated: every target parses before any is used)."""
-        info = doc["npuops_instance"]
+        """Take ``doc`` as the plan, validated first: every target and the NUMA nodes parse
+        before any is used, or BindError naming the plan file and what is wrong (nothing of
+        ``doc`` is taken then: a --follow run keeps the plan in use)."""
         try:
-            devices = [int(d) for d in info.get("devices") or []]
+            devices = targets.instance_devices(doc)
+            vendor = targets.vendor_of(doc)
             device_targets = dict((d, targets.device_target(doc, d)) for d in devices)
             frontend = targets.frontend_target(doc) if self.args.frontend else None
-        except (AttributeError, TypeError, ValueError) as err:
-            raise BindError("plan %s: not a plan vllm_launch_wrapper writes (%s)"
-                            % (self.args.plan, err))
-        self.doc, self.vendor, self.devices = doc, targets.vendor_of(doc), devices
-        self.device_targets, self.frontend = device_targets, frontend
-        self.nodes = targets.all_nodes(doc)
+            nodes = targets.all_nodes(doc)
+        except BindError as err:
+            text = str(err)
+            raise BindError("plan %s: %s" % (self.args.plan, text[6:] if text.startswith("plan: ")
+                                             else text))
+        except (AttributeError, KeyError, TypeError, ValueError) as err:
+            raise BindError("plan %s: not a plan vllm_launch_wrapper writes (%s: %s)"
+                            % (self.args.plan, type(err).__name__, err))
+        self.doc, self.vendor, self.devices = doc, vendor, devices
+        self.device_targets, self.frontend, self.nodes = device_targets, frontend, nodes
 
     # -- binding ------------------------------------------------------------------------
     def bind_process(self, pid, target, label):
@@ -212,8 +219,7 @@ class Binder(discovery.Discovery):
     def reconcile_irqs(self):
         if self.args.irq_state:
             devices = None if self.args.all_irqs else self.devices
-            self.irq_rows = irqs.reconcile(irqs.load_state(self.args.irq_state, devices),
-                                           self.args.check)
+            self.irq_rows = irqs.reconcile_state(self.args.irq_state, devices, self.args.check)
             for row in self.irq_rows:
                 if row["drift"] or row["error"]:
                     LOG.warning("[irq] %s", row["error"] or "IRQ %d (%s %s) moved to %s; pinned "
@@ -230,6 +236,8 @@ class Binder(discovery.Discovery):
             out.append(("npuops_binding_drift_threads", labels, off))
             out.append(("npuops_binding_threads", labels, checked))
         for row in self.irq_rows:
+            if row["irq"] is None:
+                continue  # a pass skipped (the state file's lock held): no IRQ to report
             # the device label the thread metrics use (NPU0), so the two join in PromQL
             label = (self.device_targets.get(row["device"]) or {}).get("label", row["device"])
             out.append(("npuops_irq_drift", [("instance", name), ("device", label),
@@ -324,6 +332,39 @@ class Binder(discovery.Discovery):
         return missing
 
 
+def write_metrics(args, binder, result):
+    """The run's metrics in every case: the binder's samples, or (a plan that could not be
+    used, a crash) the run's failure alone, under the instance named by --instance or the
+    plan. EXIT_ERROR when they cannot be written, else None."""
+    name = args.instance
+    samples = None
+    if binder is not None:
+        name = name or binder.doc["npuops_instance"].get("name")
+        try:
+            samples = binder.samples(result["missing"], result["failed"])
+        except Exception as err:  # pylint: disable=broad-except  # the failure is still said
+            LOG.error("metrics: the run's samples cannot be made (%s: %s); writing its failure "
+                      "only", type(err).__name__, err)
+            result["failed"] = result["failed"] or "metrics: %s: %s" % (type(err).__name__, err)
+    if name is None:
+        try:
+            name = targets.load_plan(args.plan)["npuops_instance"].get("name")
+        except BindError:
+            name = None
+    if not isinstance(name, str) or not name:
+        LOG.error("metrics: no instance name (give --instance): nothing written to %s",
+                  args.metrics_dir)
+        return EXIT_ERROR
+    if samples is None:
+        samples = metrics.failure_samples(name, bool(result["failed"]))
+    try:
+        metrics.write(args.metrics_dir, name, samples)
+    except (OSError, ValueError) as err:
+        LOG.error("metrics: cannot write to %s: %s", args.metrics_dir, err)
+        return EXIT_ERROR
+    return None
+
+
 def plan_signature(path):
     try:
         info = os.stat(path)
@@ -339,53 +380,8 @@ def unit_main_pid(unit, timeout):
     return int(out) if out.isdigit() and int(out) > 0 else None
 
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="npuops-bind", description=__doc__.split("\n", 1)[0])
-    add = parser.add_argument
-    add("--plan", required=True, help="plan JSON written by vllm_launch_wrapper")
-    add("--instance", help="refuse a plan written for another instance")
-    add("--timeout", type=float, default=900.0, help="seconds for every device to show its worker")
-    add("--interval", type=float, default=2.0, help="polling interval (s)")
-    add("--tool-timeout", type=float, default=30.0, help="seconds one npu-smi/nvidia-smi call may take")
-    add("--thread-wait", type=float, default=60.0,
-        help="seconds a worker may take to start its acl/release threads")
-    add("--follow", type=float, default=0.0,
-        help="keep re-binding new threads and processes this long after all is bound (s)")
-    add("--once", action="store_true", help="one pass: bind what runs now, wait for nothing")
-    add("--root-pid", type=int, default=None,
-        help="the service's main process (default: $MAINPID when set, else --unit's)")
-    add("--unit", help="systemd unit of the instance: its MainPID is the root when none is given")
-    add("--no-frontend", dest="frontend", action="store_false",
-        help="leave the frontend processes alone")
-    add("--ready-url", help="http URL answering 200 once the server is ready (memory moves then)")
-    add("--ready-timeout", type=float, default=1800.0, help="seconds to wait for --ready-url")
-    add("--uniproc-after", type=float, default=60.0,
-        help="an EngineCore with no worker child this long after it started runs the model "
-             "itself (vLLM's uniproc executor) and is bound as its device's worker; sooner when "
-             "--ready-url answers or the device tools show it (s)")
-    add("--no-migrate", dest="migrate", action="store_false", help="never move memory")
-    add("--migrate-shared", action="store_true",
-        help="also move pages shared with other processes (migratepages with CAP_SYS_NICE)")
-    add("--migrate-timeout", type=float, default=600.0, help="seconds one migratepages may take")
-    add("--pid", type=int, action="append", default=[],
-        help="bind this known worker pid (with --npu), skip discovery")
-    add("--npu", type=int, action="append", default=[], help="the device of the matching --pid")
-    add("--irq-state", help="IRQ state file of npu_irq_affinity: re-pin the instance's IRQs")
-    add("--all-irqs", action="store_true", help="with --irq-state: every IRQ, not only ours")
-    add("--proc-irq", default=irqs.PROC_IRQ, help="where the IRQ directories are (a sandbox)")
-    add("--metrics-dir", help="write npuops_<instance>.prom here (node_exporter textfiles)")
-    add("--check", action="store_true", help="report, change nothing")
-    add("--json", action="store_true", help="write a JSON report to stdout")
-    args = parser.parse_args(argv)
-    if len(args.pid) != len(args.npu):
-        parser.error("--pid and --npu must be given in pairs")
-    if args.ready_url and not args.ready_url.startswith(("http://", "https://")):
-        parser.error("--ready-url must be an http(s) URL")
-    return args
-
-
 def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    args = parse_args(sys.argv[1:] if argv is None else argv, __doc__.split("\n", 1)[0])
     irqs.PROC_IRQ = args.proc_irq
     LOG.stream = sys.stderr
     result = {"changed": False, "workers": [], "frontend": [], "irqs": [], "missing": [],
@@ -456,13 +452,14 @@ def main(argv=None):
         LOG.error("%s", err)
         result["failed"] = str(err)
         code = EXIT_ERROR
-    if args.metrics_dir and binder is not None:
-        try:
-            metrics.write(args.metrics_dir, binder.doc["npuops_instance"].get("name") or "",
-                          binder.samples(result["missing"], result["failed"]))
-        except (OSError, ValueError) as err:
-            LOG.error("metrics: cannot write to %s: %s", args.metrics_dir, err)
-            code = code or EXIT_ERROR
+    except Exception as err:  # pylint: disable=broad-except  # a bug: still a report and metrics
+        import traceback  # pylint: disable=import-outside-toplevel
+        LOG.error("internal error (a bug of npuops-bind; please report it):\n%s",
+                  traceback.format_exc().rstrip())
+        result["failed"] = "internal error: %s: %s" % (type(err).__name__, err)
+        code = EXIT_ERROR
+    if args.metrics_dir:
+        code = write_metrics(args, binder, result) or code
     if args.json:
         sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")
     return code

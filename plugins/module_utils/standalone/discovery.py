@@ -20,7 +20,8 @@ FULL_WALK_EVERY = 15
 
 class Discovery(object):
     """The discovery half of the Binder: needs its ``root``, ``args``, ``devices``,
-    ``device_targets``, ``frontend``, ``prefix``, ``workers``, ``pending`` and ``reports``."""
+    ``device_targets``, ``frontend``, ``prefix``, ``workers``, ``pending``, ``engines`` and
+    ``reports``."""
 
     def tree(self):
         """``(pids, parents)`` of the instance's tree (the --pid workers without a root). Every
@@ -58,6 +59,7 @@ class Discovery(object):
                             for p in pids)  # a process's start never changes
         engines.sort(key=lambda p: (procs.engine_rank(self.titles[p], self.prefix),
                                     self.started[p], p))
+        self.engines = set(engines)
         workers, pending = {}, set()
         share = max(1, len(self.devices) // len(engines)) if engines else 0
         for index, engine in enumerate(engines):
@@ -135,15 +137,29 @@ class Discovery(object):
 
     def from_tools(self, missing, parents):
         """Workers of ``missing`` devices from the tools' process tables (in the tree, not
-        below a worker); remembered while they live."""
+        below a worker); remembered while they live. A worker is a process holding a device
+        under an engine (the engine itself: uniproc), never the service's main process, which
+        a tool may list on a device too (rocm-smi lists the process that opened a HIP context);
+        without an engine in the tree (no EngineCore), any process below the main one."""
         homes = smi.home_devices(smi.device_rows(self.vendor, self.args.tool_timeout))
         self.tool_homes = dict((pid, dev) for pid, dev in homes.items()
-                               if self.root is None or pid in parents)
+                               if self.root is None or (pid in parents and pid != self.root
+                                                        and self.under_engine(pid, parents)))
         for pid, device in sorted(self.tool_homes.items()):
             if device in missing and pid not in self.workers and \
                     (self.root is None or self.below_worker(pid, parents) is None):
                 self.add_worker(pid, device)
                 missing.remove(device)
+
+    def under_engine(self, pid, parents):
+        """True when ``pid`` is an engine or below one, or the tree has no engine."""
+        if not self.engines:
+            return True
+        while pid is not None:
+            if pid in self.engines:
+                return True
+            pid = parents.get(pid)
+        return False
 
     def below_worker(self, pid, parents):
         ancestor = parents.get(pid)

@@ -4,7 +4,12 @@
 """The IRQ part of a reconcile: compare each planned IRQ's ``/proc/irq/<n>/smp_affinity_list``
 with the CPUs ``npu_irq_affinity`` pinned it to (its state file), and pin it again when it moved
 (irqbalance back, a driver reload). Only numeric IRQs are written, to a regular single-link
-procfs file opened without following links."""
+procfs file opened without following links.
+
+A pass reads the state file and compares under the file's shared lock (``host/locks``, the
+lock ``npu_irq_affinity`` holds from its first ``/proc/irq`` write to the state file's
+rewrite): it never sees IRQs moved and their old rows, which would pin them back to the old
+CPUs. A run holding the lock past ``LOCK_TIMEOUT`` skips the pass with one error row."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -12,12 +17,14 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import UnsafePathError
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, UnsafePathError
+from ansible_collections.npuops.fleet.plugins.module_utils.host import locks
 
 from .rules import BindError, format_cpulist, parse_cpulist, read_json
 
 PROC_IRQ = "/proc/irq"
 MAX_STATE_BYTES = 16 << 20
+LOCK_TIMEOUT = 20.0  # a run writes its IRQs and rows in well under a second
 
 
 def load_state(path, devices=None):
@@ -26,7 +33,9 @@ def load_state(path, devices=None):
     entries = []
     for item in (doc.get("irqs") if isinstance(doc, dict) else None) or []:
         if not isinstance(item, dict) or not isinstance(item.get("irq"), int) \
-                or isinstance(item.get("irq"), bool) or item["irq"] < 0:
+                or isinstance(item.get("irq"), bool) or item["irq"] < 0 \
+                or not (item.get("device") is None or (isinstance(item.get("device"), int)
+                                                       and not isinstance(item.get("device"), bool))):
             raise BindError("IRQ state %s: %r is not an IRQ entry" % (path, item))
         if devices is not None and item.get("device") not in devices:
             continue
@@ -85,3 +94,34 @@ def reconcile(entries, check=False):
                 row["error"] = "IRQ %d: %s" % (entry["irq"], err)
         out.append(row)
     return out
+
+
+def reconcile_state(path, devices=None, check=False):
+    """``reconcile(load_state(path, devices), check)`` under the state file's shared lock
+    (the lock file beside it, which every ``npu_irq_affinity`` run that writes the state file
+    makes; none yet: no lock): the rows, or one row with ``irq`` None and the error when the
+    lock stayed held past ``LOCK_TIMEOUT`` or is not a plain file (a symlink planted there)."""
+    directory, name = os.path.split(os.path.abspath(path))
+    label = os.path.join(directory, locks.lock_name(name))
+    fd = None
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        dir_fd = None  # no directory: no state file either (load_state says so)
+    try:
+        if dir_fd is not None:
+            fd = locks.open_lock_at(dir_fd, locks.lock_name(name), label, create=False)
+            if fd is not None:
+                locks.hold(fd, label, path, LOCK_TIMEOUT, shared=True)
+        return reconcile(load_state(path, devices), check)
+    except (locks.LockTimeout, UnsafePathError) as err:  # a hung run, a planted lock file
+        return [{"irq": None, "device": None, "role": None, "drift": False, "before": None,
+                 "after": None, "error": "IRQ pass skipped: %s" % err}]
+    except (NpuopsError, OSError) as err:
+        if isinstance(err, BindError):
+            raise
+        raise BindError("IRQ state %s: %s" % (path, err))
+    finally:
+        for one in (fd, dir_fd):
+            if one is not None:
+                os.close(one)

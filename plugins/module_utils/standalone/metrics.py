@@ -53,6 +53,15 @@ def render(samples):
     return "\n".join(lines) + "\n"
 
 
+def failure_samples(instance, failed=True):
+    """The samples of a run that could not bind at all (a bad plan, a crash): its success
+    (0) and its time, so the last success is never left exported."""
+    import time  # pylint: disable=import-outside-toplevel
+    labels = [("instance", instance)]
+    return [("npuops_binder_last_run_success", labels, int(not failed)),
+            ("npuops_binder_last_run_timestamp_seconds", labels, float(int(time.time())))]
+
+
 def write(directory, instance, samples):
     """Write ``npuops_<instance>.prom`` atomically (``host/paths.write_atomic_at``); returns
     its path. Everything acts on one descriptor of ``directory`` (opened without following a
@@ -61,7 +70,7 @@ def write(directory, instance, samples):
     path under the binder, which runs as root."""
     # imported here: a run without --metrics-dir writes nothing
     from ansible_collections.npuops.fleet.plugins.module_utils.host import paths  # pylint: disable=import-outside-toplevel
-    if not re.match(_NAME_RE, instance or ""):
+    if not isinstance(instance, str) or not re.match(_NAME_RE, instance):
         raise ValueError("instance name %r cannot name a metrics file" % (instance,))
     name = "npuops_%s.prom" % instance
     flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)

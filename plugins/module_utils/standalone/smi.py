@@ -60,38 +60,6 @@ def _memory(cell):
     return int(match.group(1)) if match else 0
 
 
-def parse_npu_processes(text):
-    """``npu-smi info`` process table -> [(npu_id, chip_id or None, pid, memory_mb)]."""
-    rows = []
-    in_section = False
-    with_chip = False
-    for raw in (text or "").splitlines():
-        line = raw.strip()
-        if not in_section:
-            if line.startswith("| NPU") and "Process id" in line:
-                in_section = True
-                first = " ".join(line.split("|")[1].split())
-                with_chip = first.startswith("NPU Chip")
-            continue
-        if not line.startswith("| "):
-            continue
-        cells = line.split("|")
-        if len(cells) < 3:
-            continue
-        ids = cells[1].split()
-        pid = cells[2].strip()
-        if not ids or not ids[0].isdigit() or not pid.isdigit():
-            continue
-        chip = None
-        if with_chip:
-            if len(ids) < 2 or not ids[1].isdigit():
-                continue
-            chip = int(ids[1])
-        memory = _memory(cells[4]) if len(cells) > 4 else 0
-        rows.append((int(ids[0]), chip, int(pid), memory))
-    return rows
-
-
 def home_devices(rows):
     """{pid: device} where each pid holds the most device memory: a worker also opens a small
     context (~126 MB) on another chip of its instance (real A3 table: pid 2268928, 126 MB on

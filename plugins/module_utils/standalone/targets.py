@@ -28,9 +28,45 @@ def load_plan(path, instance=None):
     if not isinstance(info, dict):
         raise BindError("plan %s: no npuops_instance block (write it with vllm_launch_wrapper)"
                         % path)
+    if info.get("name") is not None and not isinstance(info.get("name"), str):
+        raise BindError("plan %s: npuops_instance.name %r is not a name" % (path, info.get("name")))
     if instance is not None and info.get("name") != instance:
         raise BindError("plan %s: is for instance %r, not %r" % (path, info.get("name"), instance))
     return doc
+
+
+def _node_id(value, source):
+    """A NUMA node id: an int (not a bool) or its decimal text; BindError naming ``source``."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 4096:
+        return value
+    if isinstance(value, str) and value.isdigit() and len(value) <= 4:
+        return int(value)
+    raise BindError("plan: %s: %r is not a NUMA node id" % (source, value))
+
+
+def instance_devices(doc):
+    """The instance's devices (``npuops_instance.devices``): a list of device ids (ints)."""
+    devices = doc["npuops_instance"].get("devices")
+    if devices is None:
+        return []
+    if not isinstance(devices, list) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in devices):
+        raise BindError("plan: npuops_instance.devices %r is not a list of device ids"
+                        % (devices,))
+    return list(devices)
+
+
+def plan_nodes(doc):
+    """``{node: [cpus]}`` of the plan's ``numa_nodes`` (a mapping of node id -> cpulist);
+    BindError saying what is wrong with it."""
+    nodes = doc.get("numa_nodes")
+    if nodes is None:
+        return {}
+    if not isinstance(nodes, dict):
+        raise BindError("plan: numa_nodes is a %s, not a mapping of NUMA node -> CPUs"
+                        % type(nodes).__name__)
+    return dict((_node_id(node, "numa_nodes key"),
+                 parse_cpulist(cpus, "plan numa_nodes %s" % node)) for node, cpus in nodes.items())
 
 
 def vendor_of(doc):
@@ -49,6 +85,9 @@ def device_target(doc, device):
     has one pool and its node, an NPU entry main / ACL / release CPUs and its nodes."""
     row = vendor_of(doc)
     table = doc.get(row.device_key) or {}
+    if not isinstance(table, dict):
+        raise BindError("plan: %s is a %s, not a mapping of device -> CPUs"
+                        % (row.device_key, type(table).__name__))
     entry = table.get(str(device))
     if not isinstance(entry, dict):
         raise BindError("plan: device %s is not in the plan" % device)
@@ -56,11 +95,16 @@ def device_target(doc, device):
     if row.is_gpu:
         main = parse_cpulist(entry.get("pool"), label + " pool")
         acl, release, node = [], [], entry.get("numa_node")
+        if node is not None:
+            node = _node_id(node, "%s numa_node" % label)
     else:
         main = parse_cpulist(entry.get("main"), label + " main")
         acl = parse_cpulist(entry.get("acl"), label + " acl")
         release = parse_cpulist(entry.get("release"), label + " release")
         nodes = entry.get("numa_nodes") or []
+        if not isinstance(nodes, list):
+            raise BindError("plan: %s numa_nodes %r is not a list of NUMA nodes" % (label, nodes))
+        nodes = [_node_id(n, "%s numa_nodes" % label) for n in nodes]
         node = nodes[0] if nodes else node_of(doc, main[0] if main else None)
     if not main:
         raise BindError("plan: %s has no main CPUs" % label)
@@ -69,16 +113,16 @@ def device_target(doc, device):
 
 
 def node_of(doc, cpu):
-    for node, cpus in (doc.get("numa_nodes") or {}).items():
-        if cpu is not None and cpu in parse_cpulist(cpus, "numa node %s" % node):
-            return int(node)
+    for node, cpus in sorted(plan_nodes(doc).items()):
+        if cpu is not None and cpu in cpus:
+            return node
     return None
 
 
 def all_nodes(doc):
-    nodes = doc.get("numa_nodes") or {}
+    nodes = plan_nodes(doc)
     if nodes:
-        return sorted(int(n) for n in nodes)
+        return sorted(nodes)
     try:
         with open("/sys/devices/system/node/online") as handle:
             return parse_cpulist(handle.read().strip(), "node/online")

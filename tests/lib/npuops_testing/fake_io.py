@@ -18,8 +18,9 @@ class FakeIO(hostio.HostIO):
         self.links = dict(links or {})
         self.env = dict(env or {})
 
-    def read_text(self, path):
-        return self.files.get(path)
+    def read_text(self, path, limit=None):
+        text = self.files.get(path)
+        return text if text is None or limit is None else text[:limit]
 
     def listdir(self, path):
         prefix = path.rstrip("/") + "/"

@@ -195,7 +195,7 @@ def test_oversize_file_refused(tmp_path, monkeypatch):
     from ansible_collections.npuops.fleet.plugins.module_utils.host import paths
     snap, dummy = _minimal(tmp_path, files={"/proc/interrupts": "CPU0\n" + "x" * 5000})
     monkeypatch.setattr(paths, "MAX_FILE_BYTES", 1024)
-    monkeypatch.setattr(paths.read_at, "__defaults__", (1024,))
+    monkeypatch.setattr(paths.read_at, "__defaults__", (1024, False))
     with pytest.raises(SnapshotError, match="larger than"):
         hostio.SnapshotHostIO(str(snap)).read_text("/proc/interrupts")
 

@@ -10,6 +10,7 @@ import pytest
 
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, UnsafePathError
+from ansible_collections.npuops.fleet.plugins.module_utils.host import locks
 from ansible_collections.npuops.fleet.plugins.modules import npu_irq_affinity
 
 STATE = "/var/lib/npuops/irq-state.json"
@@ -22,13 +23,13 @@ def _target(irq, device):
 def test_a_second_run_waits_and_keeps_the_first_runs_rows(tmp_path, monkeypatch):
     root = str(tmp_path)
     waiting = threading.Event()
-    real_sleep = fileops.time.sleep
+    real_sleep = locks.time.sleep
 
     def sleep(seconds):  # the second run found the lock taken
         waiting.set()
         real_sleep(seconds)
 
-    monkeypatch.setattr(fileops.time, "sleep", sleep)
+    monkeypatch.setattr(locks.time, "sleep", sleep)
     params = {"host_root": root, "irq_state": STATE, "npus": [1]}
     outcome = {}
 

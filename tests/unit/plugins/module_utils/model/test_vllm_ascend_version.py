@@ -62,7 +62,8 @@ def test_search_order_and_kinds(tmp_path):
     write(env + "/vllm_ascend/_version.py", VERSION_PY % "0.26.1.dev12+gf2f74a16c")
     found = reader.gather(io, paths=["/opt/venv"])
     assert found["version"] == "0.26.1.dev12+gf2f74a16c" and found["commit"] == "gf2f74a16c"
-    assert found["source"].endswith("egg-info/PKG-INFO")
+    # the package's own _version.py: what the interpreter imports
+    assert found["source"] == "/opt/venv/lib/python3.10/site-packages/vllm_ascend/_version.py"
     # only a _version.py (a build from a checkout)
     only = root + "/srv/site-packages"
     write(only + "/vllm_ascend/_version.py", VERSION_PY % "0.27.1rc1")

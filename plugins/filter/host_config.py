@@ -32,7 +32,9 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.ansible_data import t
 
 def instance_problems(instances, topology=None, npus=None, need_command=False, host_env=None):
     instances = to_plain(instances)
-    devices, word = (None, None) if topology is None else host_variables.host_devices(to_plain(topology))
+    devices, word = (None, None)
+    if topology is not None:
+        devices, word = host_variables.host_devices(to_plain(topology))
     try:
         restricted = [int(n) for n in (to_plain(npus) or [])]
     except (TypeError, ValueError):

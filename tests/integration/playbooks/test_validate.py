@@ -174,3 +174,24 @@ def test_the_documented_switches_are_known_variables(tmp_path):
     proc = run_playbook(SITE, inv, ["--tags", "facts"])
     assert proc.returncode == 0, proc.stdout
     assert "is not a variable of npuops.fleet" not in proc.stdout
+
+
+@pytest.mark.slow
+def test_a_typo_in_the_play_vars_or_extra_vars_is_found_too(tmp_path):
+    """Not only the inventory's variables: a play's ``vars:`` and ``-e`` are looked at too."""
+    inv = fleet(tmp_path, {"npuops_vllm_instances": [inst()]})
+    playbook = tmp_path / "own.yml"
+    playbook.write_text(json.dumps([{
+        "name": "Own play", "hosts": "all", "gather_facts": False,
+        "vars": {"npuops_cpu_reserverd": "0-1"},
+        "tasks": [{"name": "Check", "ansible.builtin.import_role": {"name": "npuops.fleet.validate"}}]}]))
+    proc = run_playbook(str(playbook), inv, ["-e", json.dumps({"npuops_irq_enable": False})])
+    assert proc.returncode == 0, proc.stdout
+    # (Ansible shows a warning repeated for several hosts once)
+    assert ("npuops_cpu_reserverd is not a variable of npuops.fleet: no role reads it; did you "
+            "mean npuops_cpu_reserved?") in proc.stdout, proc.stdout
+    assert ("npuops_irq_enable is not a variable of npuops.fleet: no role reads it; did you mean "
+            "npuops_irq_enabled?") in proc.stdout, proc.stdout
+    strict = run_playbook(str(playbook), inv, ["-e", json.dumps({"npuops_strict_variables": True})])
+    assert strict.returncode != 0
+    assert recap(strict.stdout)["a3"]["failed"] == 1 and recap(strict.stdout)["h100"]["failed"] == 1

@@ -93,6 +93,17 @@ def _cpus(name, value):
     return cpulist.parse(value, name)
 
 
+def _facts_cpus(text):
+    """The CPU ids of a facts cpulist; None when the facts do not know them (the planner and
+    the facts' own schema check report unreadable facts)."""
+    if not text or not isinstance(text, str):
+        return None
+    try:
+        return set(cpulist.parse(text, "facts"))
+    except ParseError:
+        return None
+
+
 def problems(values, spec, topology=None):
     """Every problem of the single variables, in name order (see the module docstring)."""
     out = []
@@ -124,7 +135,7 @@ def _against_facts(values, cpus, topology):
     out = []
     cpu = topology.get("cpu") or {}
     online = cpu.get("online")
-    online_ids = set(cpulist.parse(online, "facts cpu.online")) if online else None
+    online_ids = _facts_cpus(online)
     for name in CPULISTS:
         outside = sorted(set(cpus.get(name) or ()) - online_ids) if online_ids else []
         if outside:
@@ -136,8 +147,8 @@ def _against_facts(values, cpus, topology):
         if "npuops_cpu_allowed" in cpus and cpus["npuops_cpu_allowed"]:
             allowed, where = cpus["npuops_cpu_allowed"], "npuops_cpu_allowed (%s)" % \
                 values["npuops_cpu_allowed"]
-        elif cpu.get("allowed"):
-            allowed, where = cpulist.parse(cpu["allowed"], "facts cpu.allowed"), \
+        elif _facts_cpus(cpu.get("allowed")):
+            allowed, where = _facts_cpus(cpu["allowed"]), \
                 "the CPUs this host allows (%s)" % cpu["allowed"]
         else:
             allowed = None

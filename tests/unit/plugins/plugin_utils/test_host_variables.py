@@ -96,6 +96,13 @@ def test_good_values_pass(values, topology):
     assert hv.problems(values, SPEC) == []
 
 
+def test_facts_without_cpu_data_check_the_rest():
+    topo = {"vendor": "ascend", "cpu": {"online": None, "allowed": "garbage"},
+            "npus": [{"logic_id": 0}]}
+    assert hv.problems({"npuops_cpu_reserved": "0-400", "npuops_npus": [0, 3]}, SPEC, topo) == [
+        "npuops_npus: NPU 3 is not on this host (its NPUs are [0])"]
+
+
 def test_checks_that_need_facts_wait_for_them():
     assert hv.problems({"npuops_cpu_reserved": "400", "npuops_npus": [99]}, SPEC) == []
 

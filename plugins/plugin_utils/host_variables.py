@@ -39,7 +39,8 @@ LEAST = {
     "npuops_k8s_kubelet_start_timeout": 1,
     "npuops_vllm_restart_throttle": 0,     # the handler's throttle: 0 = no limit
 }
-# Documented switches this version cannot act on: name -> (refused value, why).
+# Documented switches this version cannot act on: name -> (refused value, why). A row goes when
+# a role acts on its switch (and the switch's option moves into that role's argument spec).
 NOT_YET = {
     "npuops_cpu_partition": (True, "partitioning a systemd host's CPUs from the plan is not "
                                    "implemented in this version of npuops.fleet; nothing would "

@@ -9,7 +9,8 @@ planner refuses it later, naming its own option, after an earlier stage has writ
 here close that gap and check what needs the host's facts, each message naming the variable:
 
 - ``problems(values, spec)``: no facts needed. A ``str`` variable given a list, a mapping or a
-  boolean; a cpulist variable (``CPULISTS``) that is not a cpulist; an integer below its
+  boolean; a mode variable (``MODES``) given a number; a cpulist variable (``CPULISTS``) that is
+  not a cpulist; an integer below its
   least value (``LEAST``); a switch whose value this version cannot act on (``NOT_YET``).
 - ``problems(values, spec, topology)``: also the values against the host's facts: CPUs that
   are not online, reserved CPUs that leave none to plan, device ids (``npuops_npus``) and RDMA
@@ -30,6 +31,9 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model import vendors
 # Variables whose value is a cpulist ("0-3,8"; a single CPU id as a number is one too).
 CPULISTS = ("npuops_cpu_allowed", "npuops_cpu_reserved", "npuops_irq_reserved_cpus",
             "npuops_k8s_housekeeping_cpus")
+# Variables whose value is an octal file mode ("0750"): YAML reads an unquoted 0750 as the number
+# 488, which Ansible would then pass on as the text "488" (and 0644 as "420", a valid but other mode).
+MODES = ("npuops_softshare_mode",)
 # The least value of an integer variable (what the module or Ansible keyword behind it takes).
 LEAST = {
     "npuops_facts_timeout": 1,             # npu_topology_facts: a positive number of seconds
@@ -87,6 +91,23 @@ def _type_problem(name, value, option):
     return "%s: must be a string, got %s %s; %s" % (name, kind, _show(value), hint)
 
 
+def _mode_problem(name, value):
+    """An unquoted 0644 reached Ansible as 420: name both readings when both are modes."""
+    readings = []
+    if 0 <= value <= 0o7777:
+        readings.append("0%o" % value)
+    written = str(value)
+    if 3 <= len(written) <= 4 and not set(written) - set("01234567"):
+        readings.append(written)
+    how = "write the mode in quotes"
+    if readings:
+        how += ", e.g. %s" % " or ".join("'%s'" % r for r in readings)
+    if value >= 0 and value <= 0o7777:
+        how = "YAML reads an unquoted 0%o as %d; %s" % (value, value, how)
+    return "%s: must be a quoted octal mode such as '0750', got the number %d; %s" % (
+        name, value, how)
+
+
 def _cpus(name, value):
     """The CPU ids of a cpulist variable's value; ParseError naming the variable."""
     if isinstance(value, int) and not isinstance(value, bool):
@@ -116,6 +137,9 @@ def problems(values, spec, topology=None):
         problem = _type_problem(name, value, spec[name])
         if problem:
             out.append(problem)
+            continue
+        if name in MODES and isinstance(value, int) and not isinstance(value, bool):
+            out.append(_mode_problem(name, value))
             continue
         if name in CPULISTS:
             try:

@@ -102,6 +102,9 @@ MISTAKES = [
      "npuops_nics: mlx5_99 is not an RDMA device of this host"),
     ("a boolean for a string", {"npuops_k8s_kubelet_version": True, "npuops_vllm_instances": [inst()]},
      "npuops_k8s_kubelet_version: must be a string, got a boolean True"),
+    ("mode written unquoted", {"npuops_softshare_mode": 0o644, "npuops_vllm_instances": [inst()]},
+     "npuops_softshare_mode: must be a quoted octal mode such as '0750', got the number 420; YAML "
+     "reads an unquoted 0644 as 420; write the mode in quotes, e.g. '0644' or '420'"),
     ("a timeout of 0", {"npuops_facts_timeout": 0, "npuops_vllm_instances": [inst()]},
      "npuops_facts_timeout: must be 1 or more, got 0"),
     ("partition switch on", {"npuops_cpu_partition": True, "npuops_vllm_instances": [inst()]},

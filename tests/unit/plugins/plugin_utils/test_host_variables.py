@@ -41,6 +41,15 @@ CASES = [
     ({"npuops_cpu_reserved": "9000"}, None,
      ["npuops_cpu_reserved: CPU id 9000 in '9000' is beyond the kernel's limit (8191) (a "
       "cpulist such as '0-3,8')"]),
+    ({"npuops_softshare_mode": 0o750}, None,
+     ["npuops_softshare_mode: must be a quoted octal mode such as '0750', got the number 488; "
+      "YAML reads an unquoted 0750 as 488; write the mode in quotes, e.g. '0750'"]),
+    ({"npuops_softshare_mode": 750}, None,
+     ["npuops_softshare_mode: must be a quoted octal mode such as '0750', got the number 750; "
+      "YAML reads an unquoted 01356 as 750; write the mode in quotes, e.g. '01356' or '750'"]),
+    ({"npuops_softshare_mode": 99999}, None,
+     ["npuops_softshare_mode: must be a quoted octal mode such as '0750', got the number 99999; "
+      "write the mode in quotes"]),
     ({"npuops_facts_timeout": 0}, None, ["npuops_facts_timeout: must be 1 or more, got 0"]),
     ({"npuops_frontend_cpus": -2}, None, ["npuops_frontend_cpus: must be 0 or more, got -2"]),
     ({"npuops_cpu_partition": True}, None,
@@ -78,7 +87,8 @@ CASES = [
 GOOD = [
     ({"npuops_cpu_reserved": "0-1", "npuops_cpu_allowed": "", "npuops_npus": [0, 7],
       "npuops_frontend_cpus": 0, "npuops_cpu_partition": False, "npuops_k8s_node": True,
-      "npuops_vllm_dest": "/opt/npuops", "npuops_k8s_pod_devices": 8}, A2),
+      "npuops_vllm_dest": "/opt/npuops", "npuops_k8s_pod_devices": 8,
+      "npuops_softshare_mode": "0750"}, A2),
     ({"npuops_cpu_reserved": 4, "npuops_nics": ["mlx5_3"], "npuops_npus": ["7"]}, GPU),
     ({"npuops_cpu_reserved": None, "npuops_not_in_the_spec": [1]}, A2),
 ]
@@ -125,8 +135,11 @@ def test_every_cpulist_variable_of_the_spec_is_checked_as_one():
                                                         or name.endswith("_cpus")):
                         described.add(name)
     assert described == set(hv.CPULISTS)
-    for name in list(hv.CPULISTS) + list(hv.LEAST) + list(hv.NOT_YET):
+    for name in list(hv.CPULISTS) + list(hv.LEAST) + list(hv.NOT_YET) + list(hv.MODES):
         assert name in SPEC, name
+    modes = set(n for n, o in SPEC.items() if o.get("type") == "str" and n.endswith("_mode")
+                and not o.get("choices"))
+    assert modes == set(hv.MODES)
 
 
 def test_the_filter_needs_the_spec_and_a_mapping():

@@ -85,7 +85,7 @@ MISTAKES = [
      "npuops_vllm_env.HF_HOME: value must be a string"),
     ("irqbalance not a choice", {"npuops_irqbalance": "off", "npuops_vllm_instances": [inst()]},
      "npuops_irqbalance"),
-    # what the argument specs let through, and the values against the host (issue 33): the a3
+    # what the argument specs let through, and the values against the host: the a3
     # host's soft-share stage wrote before the planner refused a list given for a cpulist
     ("cpulist given as a list", {"npuops_cpu_reserved": [0, 1], "npuops_vllm_instances": [inst()]},
      "npuops_cpu_reserved: must be a string, got a list [0, 1]; a cpulist is one string"),

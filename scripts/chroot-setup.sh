@@ -114,7 +114,7 @@ if chroot_ready; then
 else
     command -v debootstrap >/dev/null 2>&1 \
         || skip "debootstrap is not installed (apt-get install debootstrap, or make deps)"
-    MIRROR=${NPUOPS_CHROOT_MIRROR:-$(apt_mirror | head -1)}
+    MIRROR=${NPUOPS_CHROOT_MIRROR:-$(apt_mirror | sed -n 1p)}
     [[ -n "$MIRROR" ]] || skip "no Debian mirror for '$SUITE' in /etc/apt/sources.list* (set NPUOPS_CHROOT_MIRROR)"
     MIRROR=${MIRROR%/}
     reachable "$MIRROR/dists/$SUITE/Release" 2>/dev/null \

@@ -48,4 +48,7 @@ log "installing $(basename "$REQ")"
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$REQ" </dev/null
 printf '%s\n' "$want" >"$STAMP"
 link_collection
-log "ready: $("$VENV/bin/ansible" --version | head -1)"
+# The version from the package metadata: `ansible --version | head -1` made ansible-core print a
+# "Broken pipe" traceback whenever head closed the pipe before ansible had written everything.
+log "ready: ansible-core $("$VENV/bin/python" -c \
+    'from importlib.metadata import version; print(version("ansible-core"))')"

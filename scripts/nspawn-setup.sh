@@ -43,7 +43,7 @@ fi
 mirror=${NPUOPS_NSPAWN_MIRROR:-}
 if [[ -z $mirror ]]; then
     mirror=$(grep -hoE '(https?://[^ ]+/debian)/?( |$)' /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
-        /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v security | head -1 | tr -d ' ' || true)
+        /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v security | sed -n 1p | tr -d ' ' || true)
 fi
 [[ -n $mirror ]] || { echo "SKIPPED: no Debian mirror known (set NPUOPS_NSPAWN_MIRROR)"; exit $SKIP; }
 

@@ -48,7 +48,7 @@ if [[ $setup_rc -eq 77 ]]; then cannot_run "${setup_out#SKIPPED: }"; fi
 [[ $setup_rc -eq 0 ]] || cannot_run "scripts/nspawn-setup.sh failed (rc=$setup_rc)"
 BASE=$(tail -1 <<<"$setup_out")
 command -v systemd-nspawn >/dev/null 2>&1 || cannot_run "no systemd-nspawn after nspawn-setup.sh"
-if ss -ltn 2>/dev/null | grep -qE "127\.0\.0\.1:$PORT\b|\*:$PORT\b|0\.0\.0\.0:$PORT\b"; then
+if ss -ltn 2>/dev/null | grep -E "127\.0\.0\.1:$PORT\b|\*:$PORT\b|0\.0\.0\.0:$PORT\b" >/dev/null; then
     cannot_run "port $PORT is in use (NPUOPS_SYSTEMD_SSH_PORT)"
 fi
 
@@ -73,7 +73,7 @@ cleanup() {
     if [[ -n $WATCHDOG ]]; then kill $(pgrep -P "$WATCHDOG") "$WATCHDOG" 2>/dev/null; fi
     if [[ -n $MOUNTED ]]; then umount "$ROOT" 2>/dev/null || umount -l "$ROOT" 2>/dev/null || true; fi
     rmdir /run/systemd/nspawn/propagate /run/systemd/nspawn/locks /run/systemd/nspawn 2>/dev/null
-    if findmnt -rn -o TARGET | grep -q "^$WORK"; then
+    if findmnt -rn -o TARGET | grep "^$WORK" >/dev/null; then
         say "mounts left under $WORK; not removing it"
     else
         rm -rf --one-file-system "$WORK"
@@ -144,7 +144,7 @@ NSPAWN=$!
 ) &
 WATCHDOG=$!
 booted() {
-    LEADER=$(pgrep -P "$NSPAWN" -x systemd | head -1)
+    LEADER=$(pgrep -P "$NSPAWN" -x systemd | sed -n 1p)
     [[ -n $LEADER ]] && [[ $(E systemctl is-system-running 2>/dev/null) =~ ^(running|degraded)$ ]]
 }
 wait_for 60 booted || { cat "$WORK/nspawn.log"; echo "FAIL: the container did not boot"; exit 1; }
@@ -234,7 +234,7 @@ grep -E '^npuops_(instance|binder_last)' "$PROM" | sed 's/^/  /'
 # (systemd 252 logs "Start request repeated too quickly"; Result= keeps the last exit's)
 crashed() {
     [[ $(prop vllm-crash.service ActiveState) == failed ]] &&
-        E journalctl -u vllm-crash.service -o cat --no-pager | grep -q 'Start request repeated too quickly'
+        E journalctl -u vllm-crash.service -o cat --no-pager | grep 'Start request repeated too quickly' >/dev/null
 }
 check "crash loop reaches the start limit (failed: start request repeated too quickly)" wait_for 90 crashed
 echo "  crash loop: $(prop vllm-crash.service NRestarts) restarts, limit hit $(( $(date +%s) - CRASH_T0 ))s after the first start"
@@ -288,7 +288,7 @@ role() {  # role LOG EXTRA-VARS...
     [[ $rc -eq 0 ]] || { echo "  role run failed (rc=$rc), $log:"; tail -25 "$log" | sed 's/^/  /'; }
     return "$rc"
 }
-environ_has() { E cat "/proc/$1/environ" 2>/dev/null | tr '\0' '\n' | grep -qx "$2"; }
+environ_has() { E cat "/proc/$1/environ" 2>/dev/null | tr '\0' '\n' | grep -x "$2" >/dev/null; }
 
 check "role run 1 (first start) succeeds" role first -e lifetime=3600
 check "role run 1: the service and its bind unit and timer run, enabled" bash -c \
@@ -296,8 +296,8 @@ check "role run 1: the service and its bind unit and timer run, enabled" bash -c
        [[ \$(nsenter -t $LEADER -a systemctl is-active \$u) == active ]] || exit 1; \
        [[ \$(nsenter -t $LEADER -a systemctl is-enabled \$u) == enabled ]] || exit 1; done"
 check "role run 1: the units the module rendered in the sandbox are what the role installs (unchanged)" \
-    bash -c "grep -A4 'TASK \[npuops.fleet.vllm_launch : Install' $WORK/role-first.log | grep -q 'ok: \[ct-a\]' && \
-             ! grep -A4 'TASK \[npuops.fleet.vllm_launch : Install' $WORK/role-first.log | grep -q 'changed: \[ct-a\]'"
+    bash -c "grep -A4 'TASK \[npuops.fleet.vllm_launch : Install' $WORK/role-first.log | grep 'ok: \[ct-a\]' >/dev/null && \
+             ! grep -A4 'TASK \[npuops.fleet.vllm_launch : Install' $WORK/role-first.log | grep 'changed: \[ct-a\]' >/dev/null"
 check "role run 1: threads bound" wait_for 20 bound
 check "role run 1: the host is not degraded" not_degraded
 mode=$(E grep -hE '^cgroup2? ' /proc/self/mounts | awk '{print $1}' | sort -u | paste -sd+)

@@ -45,7 +45,7 @@ rc=$?
 printf '%s\n' "$setup_out" | grep -v "^WARNING: Location" | tail -5
 case $rc in
     0) vllm_venv=$(printf '%s\n' "$setup_out" | tail -1) ;;
-    77) cannot "$(printf '%s\n' "$setup_out" | grep -m1 '^SKIPPED:' | sed 's/^SKIPPED: //')" ;;
+    77) cannot "$(grep '^SKIPPED:' <<<"$setup_out" | sed -n '1s/^SKIPPED: //p')" ;;
     *) cannot "scripts/real-vllm-setup.sh failed (rc=$rc; PyPI reachable for a cold install?)" ;;
 esac
 setup_s=$(( $(date +%s) - start ))

@@ -9,6 +9,9 @@
   the variable. An empty list means the instances are fine.
 - ``names | npuops.fleet.unknown_variables(known)``: a warning for each ``npuops_*`` name that no
   role reads, naming the nearest known one (difflib).
+- ``values | npuops.fleet.variable_problems(spec, topology=None)``: every problem of single
+  ``npuops_*`` variables that Ansible's argument spec lets through, and (with the facts) their
+  values against the host (``plugin_utils/host_variables.py``).
 - ``instances | npuops.fleet.plan_instances``: the ``[{name, npus}]`` of ``npu_cpu_plan``'s
   ``instances`` option, in order (a duplicate name stays, for the planner to refuse).
 """
@@ -23,26 +26,15 @@ from ansible.errors import AnsibleFilterError
 from ansible.utils.display import Display
 
 from ansible_collections.npuops.fleet.plugins.module_utils.model import instances as instance_schema
-from ansible_collections.npuops.fleet.plugins.module_utils.model import vendors
+from ansible_collections.npuops.fleet.plugins.plugin_utils import host_variables
 from ansible_collections.npuops.fleet.plugins.plugin_utils.ansible_data import to_plain
-
-
-def host_devices(topology):
-    """(device ids, device word) of a host's ``npu_topology`` facts."""
-    topology = topology or {}
-    if vendors.is_gpu_vendor(topology.get("vendor")):
-        return sorted(int(g["index"]) for g in topology.get("gpus") or [] if "index" in g), "GPU"
-    ids = []
-    for npu in topology.get("npus") or []:
-        logic = npu.get("logic_id", npu.get("npu_id"))
-        if logic is not None:
-            ids.append(int(logic))
-    return sorted(set(ids)), "NPU"
 
 
 def instance_problems(instances, topology=None, npus=None, need_command=False, host_env=None):
     instances = to_plain(instances)
-    devices, word = (None, None) if topology is None else host_devices(to_plain(topology))
+    devices, word = (None, None)
+    if topology is not None:
+        devices, word = host_variables.host_devices(to_plain(topology))
     try:
         restricted = [int(n) for n in (to_plain(npus) or [])]
     except (TypeError, ValueError):
@@ -71,6 +63,16 @@ def unknown_variables(names, known=None, warn=False):
     return out
 
 
+def variable_problems(values, spec=None, topology=None):
+    if not isinstance(spec, dict) or not spec:
+        raise AnsibleFilterError("variable_problems: the argument spec (name -> option) is required")
+    values = to_plain(values)
+    if not isinstance(values, dict):
+        raise AnsibleFilterError("variable_problems: expects a mapping of variable names to values")
+    return host_variables.problems(values, to_plain(spec),
+                                   None if topology is None else to_plain(topology))
+
+
 def plan_instances(instances, binding=False):
     out = []
     for inst in to_plain(instances) or []:
@@ -86,5 +88,6 @@ class FilterModule(object):
         return {
             "instance_problems": instance_problems,
             "unknown_variables": unknown_variables,
+            "variable_problems": variable_problems,
             "plan_instances": plan_instances,
         }

@@ -163,7 +163,7 @@ kubelet:
 '''
 
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
-from ansible_collections.npuops.fleet.plugins.module_utils.apply import kubelet_config
+from ansible_collections.npuops.fleet.plugins.module_utils.apply import kubelet_config, kubelet_reset
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.module_utils.host.hostio import LiveHostIO
@@ -216,7 +216,8 @@ def prepare(module):
         strict_cpu_reservation=params["strict_cpu_reservation"],
         memory=dict((k, params[k]) for k in MEMORY_OPTIONS))
     mode, path, warnings = _target(params, state)
-    current = fileops.read_host_text(host_root, path)
+    real_path = kubelet_reset.resolve_dirs(host_root, path)  # a symlinked /var/lib/kubelet followed
+    current = fileops.read_host_text(host_root, real_path)
     if mode == "dropin":
         text = kubelet_config.render_dropin(profile["config"])
         others = [(d["name"], d["config"]) for d in kube["dropins"] if d["name"] != params["dropin_name"]]
@@ -233,7 +234,7 @@ def prepare(module):
                                     [(d["name"], d["config"]) for d in kube["dropins"]])
     reasons = kubelet_config.reset_reasons(before, after, state["cpu_manager_state"],
                                            state["memory_manager_state"])
-    result = fileops.ensure_file(host_root, path, text, mode=0o644 if current is None else None,
+    result = fileops.ensure_file(host_root, real_path, text, mode=0o644 if current is None else None,
                                  check_mode=module.check_mode, create_parents=True)
     warnings.extend(profile["warnings"])
     warnings.extend("%s: %s" % (e["source"], e["msg"]) for e in state["errors"])

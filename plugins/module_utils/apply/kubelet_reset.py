@@ -47,6 +47,28 @@ MAX_CONFIG_BYTES = 1024 * 1024
 STEPS = ("apply", "rollback", "commit")
 
 
+def resolve_dirs(host_root, path):
+    """``path`` with the symlinks of its directories resolved as the kubelet resolves them
+    (absolute targets restart at ``host_root``): where ``fileops``, which follows none, finds
+    the file the kubelet reads. A directory missing on the way leaves ``path`` as it is (it is
+    created without following anything)."""
+    parts = paths.check_components(path)
+    if len(parts) < 2:
+        return path
+    root_fd = paths.open_root(host_root)
+    try:
+        try:
+            parent, name, names = paths.resolve(root_fd, parts[:-1])
+        except OSError as err:
+            if err.errno == errno.ENOENT:
+                return path
+            raise NpuopsError("%s: its directory cannot be resolved (%s)" % (path, os.strerror(err.errno)))
+        os.close(parent)
+    finally:
+        os.close(root_fd)
+    return "/" + "/".join(list(names) + ([name] if name else []) + [parts[-1]])
+
+
 class _Dir(object):
     """The directory that holds host path ``path`` under ``host_root``, symlinks on the way
     followed as the kubelet would (absolute targets restart at the root); ``fd`` is None when

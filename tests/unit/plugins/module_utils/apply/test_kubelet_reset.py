@@ -171,3 +171,17 @@ def test_plan_only_does_nothing(tmp_path):
     finally:
         change.close()
     assert tree(kdir) == before
+
+
+def test_resolve_dirs_follows_directory_links_inside_the_root(tmp_path):
+    root, kdir = sandbox(tmp_path, "data/kubelet")
+    (root / "var/lib").mkdir(parents=True)
+    os.symlink("/data/kubelet", str(root / "var/lib/kubelet"))
+    assert kubelet_reset.resolve_dirs(str(root), CONFIG) == "/data/kubelet/config.yaml"
+    os.symlink("../../data/kubelet", str(root / "var/lib/relative"))
+    assert kubelet_reset.resolve_dirs(str(root), "/var/lib/relative/x") == "/data/kubelet/x"
+    # escaping upwards stops at the root, as under chroot
+    os.symlink("../../../../../../data/kubelet", str(root / "var/lib/up"))
+    assert kubelet_reset.resolve_dirs(str(root), "/var/lib/up/x") == "/data/kubelet/x"
+    assert kubelet_reset.resolve_dirs(str(root), "/etc/kubernetes/new.d/x.conf") == "/etc/kubernetes/new.d/x.conf"
+    assert kubelet_reset.resolve_dirs(str(root), "/x.conf") == "/x.conf"

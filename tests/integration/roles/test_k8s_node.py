@@ -284,6 +284,25 @@ def test_stuck_pod_is_a_failed_drain_not_a_stopped_kubelet(world):
     assert w.api.unschedulable is False
 
 
+def test_trickled_eviction_answer_is_bounded_by_the_drain_timeout(world):
+    """An API server that answers an eviction one byte a second: the attempt is killed at the
+    drain's bound (+20 s), the cordon undone, the kubelet untouched."""
+    import time
+    w = world(npuops_k8s_drain_timeout=2)
+    w.api.trickle = 1.0
+    started = time.monotonic()
+    result = w.run()
+    took = time.monotonic() - started
+    assert result.returncode != 0
+    msg = _msg(result)
+    assert "the drain failed" in msg and "timed out" in msg.lower(), msg[-3000:]
+    assert "the node was uncordoned again" in msg
+    assert took < 120, took
+    assert w.api.unschedulable is False
+    assert "stop kubelet" not in w.systemd.calls()
+    assert w.files() == ["config.yaml", "cpu_manager_state"]
+
+
 def test_symlinked_kubelet_directory_followed(world):
     w = world(kubelet_dir="/data/kubelet")
     result = w.run()

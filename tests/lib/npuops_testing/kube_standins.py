@@ -197,7 +197,7 @@ class KubeApi(_Server):
     """The API server stand-in. ``pods``: pod documents on the node; ``unschedulable``: the
     node's cordon as the operator left it; ``pdb_refusals``: evictions refused (429) first;
     ``stuck``: pods whose eviction is accepted but that never go away; ``trickle``: seconds
-    to wait between bytes of each answer (a server that never finishes)."""
+    to wait between bytes of each answer to an eviction (a server that never finishes)."""
 
     def __init__(self, kubelet, node, pods=(), unschedulable=False, pdb_refusals=0, stuck=(),
                  trickle=0):
@@ -215,17 +215,17 @@ class KubeApi(_Server):
             def log_message(self, *args):
                 pass
 
-            def _send(self, status, doc):
+            def _send(self, status, doc, trickle=0):
                 body = json.dumps(doc).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                if api.trickle:
+                if trickle:
                     for i in range(len(body)):
                         self.wfile.write(body[i:i + 1])
                         self.wfile.flush()
-                        time.sleep(api.trickle)
+                        time.sleep(trickle)
                 else:
                     self.wfile.write(body)
 
@@ -248,7 +248,10 @@ class KubeApi(_Server):
                 body = self._body()
                 with api.lock:
                     status, doc = api.post(self.path, body)
-                self._send(status, doc)
+                try:
+                    self._send(status, doc, api.trickle)
+                except OSError:
+                    pass  # the client gave up
 
         _Server.__init__(self, Handler)
 

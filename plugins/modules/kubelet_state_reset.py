@@ -60,40 +60,30 @@ options:
     type: str
     default: kubelet
   node_name:
-    description: Ignored; the drain is the role's (C(kubernetes.core.k8s_drain) on the controller).
+    description:
+      - Deprecated, will be removed in 1.0.0; setting it gives a deprecation warning and does nothing.
+      - The drain is the role's (C(kubernetes.core.k8s_drain) on the controller); use its C(npuops_k8s_node_name).
     type: str
-    deprecated:
-      why: The module no longer drains; cluster credentials stay on the controller.
-      version: 1.0.0
-      alternative: The role npuops.fleet.k8s_node, variable npuops_k8s_node_name.
   kubeconfig:
-    description: Ignored; no cluster credentials on nodes any more.
+    description:
+      - Deprecated, will be removed in 1.0.0; setting it gives a deprecation warning and does nothing.
+      - No cluster credentials on nodes any more; the role's C(npuops_k8s_kubeconfig) is a kubeconfig on the controller.
     type: path
-    deprecated:
-      why: The module no longer calls the Kubernetes API.
-      version: 1.0.0
-      alternative: The role npuops.fleet.k8s_node, variable npuops_k8s_kubeconfig (a kubeconfig on the controller).
   healthz_url:
-    description: Ignored; the role checks the kubelet's healthz with C(ansible.builtin.uri).
+    description:
+      - Deprecated, will be removed in 1.0.0; setting it gives a deprecation warning and does nothing.
+      - The role checks the kubelet's healthz with C(ansible.builtin.uri) and the node's Ready.
     type: str
-    deprecated:
-      why: The module no longer starts the kubelet.
-      version: 1.0.0
-      alternative: The role npuops.fleet.k8s_node.
   drain_timeout:
-    description: Ignored; see the role's C(npuops_k8s_drain_timeout).
+    description:
+      - Deprecated, will be removed in 1.0.0; setting it gives a deprecation warning and does nothing.
+      - See the role's C(npuops_k8s_drain_timeout).
     type: int
-    deprecated:
-      why: The module no longer drains.
-      version: 1.0.0
-      alternative: The role npuops.fleet.k8s_node, variable npuops_k8s_drain_timeout.
   start_timeout:
-    description: Ignored; see the role's C(npuops_k8s_kubelet_start_timeout).
+    description:
+      - Deprecated, will be removed in 1.0.0; setting it gives a deprecation warning and does nothing.
+      - See the role's C(npuops_k8s_kubelet_start_timeout).
     type: int
-    deprecated:
-      why: The module no longer starts the kubelet.
-      version: 1.0.0
-      alternative: The role npuops.fleet.k8s_node, variable npuops_k8s_kubelet_start_timeout.
 attributes:
   check_mode:
     support: full

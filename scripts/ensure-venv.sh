@@ -13,7 +13,7 @@ VENV=${VENV:-$REPO/.venv}
 REQ=$REPO/${REQUIREMENTS:-requirements-dev.txt}
 # the dev venv must also run the tests; the demo venv only ansible
 CHECK=ansible
-[[ "$(basename "$REQ")" == requirements-dev.txt ]] && CHECK="ansible, pytest"
+[[ "$(basename "$REQ")" == requirements-dev.txt ]] && CHECK="ansible, pytest, kubernetes"
 STAMP=$VENV/.requirements.sha256
 
 log() { printf 'venv: %s\n' "$*"; }

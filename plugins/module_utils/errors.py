@@ -97,10 +97,6 @@ class WrapperError(NpuopsError):
     """A wrapper or unit cannot be rendered from these inputs; the message says why."""
 
 
-class KubeApiError(NpuopsError):
-    """A Kubernetes API call (drain, uncordon) failed, or the kubeconfig cannot be used."""
-
-
 class BindError(NpuopsError):
     """The binder (standalone/) cannot bind a worker, or its plan is unusable; the message
     says why."""

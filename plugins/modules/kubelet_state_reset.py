@@ -9,57 +9,85 @@ __metaclass__ = type
 
 DOCUMENTATION = r'''
 module: kubelet_state_reset
-short_description: Change the kubelet's CPU or Memory Manager policy safely - drain, stop, remove state, write, start, uncordon
+short_description: The host-side steps of a kubelet policy change - state files aside, the new configuration written, put back on failure
 version_added: 0.2.0
 description:
   - The kubelet refuses to start when C(cpu_manager_state) or C(memory_manager_state) was written
-    under another policy or reservation. This module makes the change in the order the
-    Kubernetes documentation gives, on a live node.
-  - Cordons the node and evicts its pods through the Kubernetes API (O(kubeconfig); DaemonSet and
-    mirror pods stay; a PodDisruptionBudget refusal is retried until O(drain_timeout)), stops the
-    kubelet, moves its state files aside, writes O(config_content) to O(config_path), starts the
-    kubelet and waits for O(healthz_url), then uncordons.
-  - When the kubelet does not come back healthy the previous configuration and state files are
-    restored and the kubelet started again (and the node uncordoned when it answers); the task
-    fails with the steps taken. A drain that cannot finish changes nothing but the cordon.
-  - Runs only on a real host (O(host_root=/)); run it one node at a time (C(serial=1)).
+    under another policy or reservation. With the kubelet stopped, this module moves those files
+    aside and writes the new configuration (O(step=apply)), puts everything back when the kubelet
+    does not come up with it (O(step=rollback)), or drops the saved copies once it did
+    (O(step=commit)). Each step is atomic and leaves every file where the kubelet expects it.
+  - The drain, stop, start, healthz and uncordon are not this module's any more; the role
+    C(npuops.fleet.k8s_node) does them around it (C(kubernetes.core.k8s_drain) on the controller,
+    C(ansible.builtin.systemd_service), C(ansible.builtin.uri)), one node at a time.
+  - Files are found as the kubelet finds them - a symlinked directory on the way (a
+    C(/var/lib/kubelet) on a data disk) is followed - but a state or configuration file that is a
+    symlink, not a regular file, hard-linked or oversized is refused before anything moves; so is a
+    copy left aside by a run that did not finish (run O(step=rollback) or O(step=commit) first).
+  - Check mode checks all of that and says what the step would do (the role runs it before the
+    drain). Outside check mode, O(step=apply) and O(step=rollback) refuse to run while
+    C(systemctl is-active) says O(service) is running.
 options:
-  node_name:
-    description: The Kubernetes node name of this host.
+  step:
+    description:
+      - V(apply) saves the configuration file beside itself, moves the state files aside (when
+        O(move_state)) and writes O(config_content); V(rollback) undoes an V(apply); V(commit)
+        removes the saved copies.
     type: str
-    required: true
-  kubeconfig:
-    description: A kubeconfig on the host whose current context may patch nodes, list pods and create evictions.
-    type: path
-    required: true
+    choices: [apply, rollback, commit]
+    default: apply
+    version_added: 0.2.0
   config_path:
-    description: The kubelet configuration file (config file or drop-in) to write while the kubelet is stopped.
+    description: The kubelet configuration file (config file or drop-in), RV(npuops.fleet.kubelet_cpu_profile#module:path).
     type: path
     required: true
   config_content:
-    description: Its new text (RV(npuops.fleet.kubelet_cpu_profile#module:content)).
+    description: Its new text (RV(npuops.fleet.kubelet_cpu_profile#module:content)); required with O(step=apply).
     type: str
-    required: true
-  healthz_url:
-    description: The kubelet's healthz endpoint.
-    type: str
-    default: http://127.0.0.1:10248/healthz
+  move_state:
+    description: Move the state files aside (a change that needs a reset); V(false) for a change that does not.
+    type: bool
+    default: true
+    version_added: 0.2.0
+  state_files:
+    description: The kubelet's state files.
+    type: list
+    elements: path
+    default: [/var/lib/kubelet/cpu_manager_state, /var/lib/kubelet/memory_manager_state]
+    version_added: 0.2.0
   service:
-    description: The kubelet's systemd unit.
+    description: The kubelet's systemd unit, which must not be running while files move.
     type: str
     default: kubelet
+  node_name:
+    description:
+      - Deprecated, will be removed in 1.0.0; setting it gives a deprecation warning and does nothing.
+      - The drain is the role's (C(kubernetes.core.k8s_drain) on the controller); use its C(npuops_k8s_node_name).
+    type: str
+  kubeconfig:
+    description:
+      - Deprecated, will be removed in 1.0.0; setting it gives a deprecation warning and does nothing.
+      - No cluster credentials on nodes any more; the role's C(npuops_k8s_kubeconfig) is a kubeconfig on the controller.
+    type: path
+  healthz_url:
+    description:
+      - Deprecated, will be removed in 1.0.0; setting it gives a deprecation warning and does nothing.
+      - The role checks the kubelet's healthz with C(ansible.builtin.uri) and the node's Ready.
+    type: str
   drain_timeout:
-    description: Seconds the drain may take.
+    description:
+      - Deprecated, will be removed in 1.0.0; setting it gives a deprecation warning and does nothing.
+      - See the role's C(npuops_k8s_drain_timeout).
     type: int
-    default: 600
   start_timeout:
-    description: Seconds the kubelet has to answer its healthz after it starts.
+    description:
+      - Deprecated, will be removed in 1.0.0; setting it gives a deprecation warning and does nothing.
+      - See the role's C(npuops_k8s_kubelet_start_timeout).
     type: int
-    default: 120
 attributes:
   check_mode:
     support: full
-    details: Reports the steps it would take and C(changed=true); touches nothing, calls no API.
+    details: Checks every file and reports what the step would do; moves and writes nothing.
   diff_mode:
     support: none
 extends_documentation_fragment:
@@ -68,6 +96,7 @@ extends_documentation_fragment:
   - npuops.fleet.host_root
 seealso:
   - module: npuops.fleet.kubelet_cpu_profile
+  - module: kubernetes.core.k8s_drain
 '''
 
 EXAMPLES = r'''
@@ -78,72 +107,90 @@ EXAMPLES = r'''
   check_mode: true
   register: profile
 
-- name: Apply it with the drain and state-file reset it needs
+- name: With the node drained and the kubelet stopped - state files aside, profile written
   npuops.fleet.kubelet_state_reset:
-    node_name: "{{ inventory_hostname_short }}"
-    kubeconfig: /etc/kubernetes/admin.conf
     config_path: "{{ profile.path }}"
     config_content: "{{ profile.content }}"
-  when: profile.reset_needed
+    move_state: "{{ profile.reset_needed }}"
+
+- name: The kubelet did not come up - put the old configuration and state back
+  npuops.fleet.kubelet_state_reset:
+    step: rollback
+    config_path: "{{ profile.path }}"
 '''
 
 RETURN = r'''
 steps:
-  description: What was done, in order.
+  description: What was done (in check mode, what would be), in order.
   returned: always
   type: list
   elements: str
-  sample: ["cordon node-1", "evict infer/vllm-0", "drained node-1", "stop kubelet",
-           "moved /var/lib/kubelet/cpu_manager_state aside", "wrote /var/lib/kubelet/config.yaml",
-           "start kubelet", "kubelet healthy", "uncordon node-1"]
+  sample: ["saved /var/lib/kubelet/config.yaml as /var/lib/kubelet/config.yaml.npuops-old",
+           "moved /var/lib/kubelet/cpu_manager_state aside", "wrote /var/lib/kubelet/config.yaml"]
 '''
 
-from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops, kubelet_reset
+from ansible_collections.npuops.fleet.plugins.module_utils.apply import kubelet_reset
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
-from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import check_components
+from ansible_collections.npuops.fleet.plugins.module_utils.host import command
 
-PLANNED = ["cordon", "evict the node's pods", "stop kubelet", "move its state files aside",
-           "write the configuration", "start kubelet", "wait for healthz", "uncordon"]
+RUNNING = ("active", "activating", "deactivating", "reloading", "refreshing")
+DEPRECATED = ("node_name", "kubeconfig", "healthz_url", "drain_timeout", "start_timeout")
 
 
-def prepare(module):
+def _stopped(service, host_root):
+    """Refuse while ``systemctl is-active`` says the unit runs (a sandbox root without
+    systemctl has no kubelet to stop)."""
+    result = command.run(["systemctl", "is-active", service], timeout=30)
+    if result.missing:
+        if host_root in ("/", ""):
+            raise NpuopsError("systemctl not found: cannot tell whether %s is stopped; nothing was changed" % service)
+        return
+    state = (result.stdout or "").strip()
+    if result.timed_out or state in RUNNING:
+        raise NpuopsError("%s is %s: stop it before its state files move (the role k8s_node drains the "
+                          "node, stops it, runs this module, starts it); nothing was changed"
+                          % (service, state or "not answering"))
+
+
+def body(module):
     params = module.params
-    if params["host_root"] not in ("/", ""):
-        raise NpuopsError("kubelet_state_reset stops and starts the real kubelet: it runs only with "
-                          "host_root=/ (got %s)" % params["host_root"])
-    check_components(params["config_path"])
-    if not params["healthz_url"].startswith("http://127.0.0.1:") and not params["healthz_url"].startswith("http://localhost:"):
-        raise NpuopsError("healthz_url %r: the kubelet's local healthz (http://127.0.0.1:<port>/healthz)"
-                          % params["healthz_url"])
-    if module.check_mode:
-        return dict(changed=True, steps=["(check mode) " + s for s in PLANNED])
-    text = fileops.read_host_text("/", params["kubeconfig"])
-    if text is None:
-        raise NpuopsError("kubeconfig %s does not exist" % params["kubeconfig"])
-    api = kubelet_reset.KubeApi(text, params["kubeconfig"])
+    step = params["step"]
+    if step == "apply" and params["config_content"] is None:
+        raise NpuopsError("config_content is required with step=apply")
+    change = kubelet_reset.Change(params["host_root"], params["config_path"],
+                                  params["config_content"] if step == "apply" else None,
+                                  state_files=params["state_files"], move_state=params["move_state"],
+                                  create=not module.check_mode)
     try:
-        steps = kubelet_reset.Reset(
-            "/", api, params["node_name"], kubelet_reset.Service(params["service"]),
-            params["healthz_url"], [(params["config_path"], params["config_content"])],
-            drain_timeout=params["drain_timeout"], start_timeout=params["start_timeout"]).run()
+        planned = change.plan(step)
+        if module.check_mode or not planned:
+            return dict(changed=bool(planned), steps=planned)
+        if step != "commit" and params["move_state"]:
+            _stopped(params["service"], params["host_root"])
+        return dict(changed=True, steps=change.run(step))
     finally:
-        api.close()
-    return dict(changed=True, steps=steps)
+        change.close()
 
 
 def main():
-    run(dict(
-        node_name=dict(type="str", required=True),
-        kubeconfig=dict(type="path", required=True, no_log=False),
+    spec = dict(
+        step=dict(type="str", default="apply", choices=list(kubelet_reset.STEPS)),
         config_path=dict(type="path", required=True),
-        config_content=dict(type="str", required=True),
-        healthz_url=dict(type="str", default="http://127.0.0.1:10248/healthz"),
+        config_content=dict(type="str"),
+        move_state=dict(type="bool", default=True),
+        state_files=dict(type="list", elements="path", default=list(kubelet_reset.STATE_FILES)),
         service=dict(type="str", default="kubelet"),
-        drain_timeout=dict(type="int", default=600),
-        start_timeout=dict(type="int", default=120),
+        node_name=dict(type="str"),
+        kubeconfig=dict(type="path", no_log=False),
+        healthz_url=dict(type="str"),
+        drain_timeout=dict(type="int"),
+        start_timeout=dict(type="int"),
         host_root=dict(type="path", default="/"),
-    ), prepare)
+    )
+    for name in DEPRECATED:
+        spec[name].update(removed_in_version="1.0.0", removed_from_collection="npuops.fleet")
+    run(spec, body)
 
 
 if __name__ == "__main__":

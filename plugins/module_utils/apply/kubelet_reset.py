@@ -1,292 +1,274 @@
 # -*- coding: utf-8 -*-
 # Copyright: npuops.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A CPU or Memory Manager policy change on a live node, in the order the kubelet docs give:
+"""The host-side steps of a kubelet configuration change, taken while the kubelet is stopped.
 
-1. cordon the node and evict its pods through the Kubernetes API (DaemonSet and mirror pods
-   stay, as ``kubectl drain --ignore-daemonsets``; a PodDisruptionBudget's 429 is retried) and
-   wait until they are gone;
-2. stop the kubelet;
-3. move its state files (``cpu_manager_state``, ``memory_manager_state``) aside;
-4. write the new configuration;
-5. start the kubelet and wait for its healthz;
-6. uncordon.
+The drain, the stop and start, the healthz and Ready checks and the uncordon are the role's
+(``roles/k8s_node/tasks/kubelet_change.yml``: ``kubernetes.core.k8s_drain`` on the controller,
+``ansible.builtin.systemd_service``, ``ansible.builtin.uri``); what is left for the host is
+three file steps, each one atomic and each one leaving every file where the kubelet expects it:
 
-When the kubelet does not come back healthy, the previous configuration and state files are
-put back and the kubelet started again, so the node is never left with a kubelet that cannot
-start; the step list and the error say what happened. ``KubeApi`` is a small client over
-urllib from a kubeconfig (token or client certificate); ``Service`` runs ``systemctl``.
+- ``apply``: the configuration file saved beside itself (``<name>.npuops-old``, or an empty
+  ``<name>.npuops-none`` when there was none), the kubelet's state files moved aside
+  (``<name>.npuops-old``, when ``move_state``), the new text written (temporary file + rename);
+- ``rollback``: the saved configuration put back (the new file removed when there was none)
+  and the state files moved back over whatever a failed kubelet wrote there;
+- ``commit``: the saved copies removed (the change is kept).
+
+Every file is found as the kubelet finds it: a symlinked directory on the way (a
+``/var/lib/kubelet`` on a data disk) is followed, as if the host root were ``/``
+(``host/paths.resolve``); the files themselves are never followed: a state or configuration
+file that is a symlink, a directory, a device, has more than one hard link or is larger than
+``MAX_STATE_BYTES`` is refused, by ``inspect`` before anything moves (the role runs it in
+check mode before the drain), so nothing is read outside the rollback once the kubelet is
+stopped. A copy left aside by an earlier run that did not finish is refused too: ``apply``
+never overwrites the only copy of the old state; ``rollback`` (or ``commit``) resolves it.
+
+Standard library only; importable on Python 3.7.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import base64
-import json
+import errno
 import os
-import ssl
-import tempfile
-import time
+import stat
 
-from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import KubeApiError, NpuopsError, SnapshotError
-from ansible_collections.npuops.fleet.plugins.module_utils.host import command, yaml_subset
-from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import host_path
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
+from ansible_collections.npuops.fleet.plugins.module_utils.host import paths
 
-from urllib.error import HTTPError, URLError
-from urllib.parse import quote
-from urllib.request import HTTPHandler, HTTPSHandler, Request, build_opener
-
-MAX_RESPONSE = 32 << 20
 STATE_FILES = ("/var/lib/kubelet/cpu_manager_state", "/var/lib/kubelet/memory_manager_state")
+OLD = ".npuops-old"      # the saved copy of a file, beside it
+NONE = ".npuops-none"    # the marker of a configuration file that did not exist
+# the kubelet's checkpoints are a few KB (a CPU set and a few containers' sets per pod)
+MAX_STATE_BYTES = 4 * 1024 * 1024
+MAX_CONFIG_BYTES = 1024 * 1024
+STEPS = ("apply", "rollback", "commit")
 
 
-def _pick(items, name, what, source):
-    for item in items or []:
-        if isinstance(item, dict) and item.get("name") == name:
-            return item.get(what) or {}
-    raise KubeApiError("%s: no %s named %r" % (source, what, name))
-
-
-class KubeApi(object):
-    """The API calls a drain needs, authenticated as the kubeconfig's current context says."""
-
-    def __init__(self, kubeconfig_text, source="kubeconfig", timeout=30):
+def resolve_dirs(host_root, path):
+    """``path`` with the symlinks of its directories resolved as the kubelet resolves them
+    (absolute targets restart at ``host_root``): where ``fileops``, which follows none, finds
+    the file the kubelet reads. A directory missing on the way leaves ``path`` as it is (it is
+    created without following anything)."""
+    parts = paths.check_components(path)
+    if len(parts) < 2:
+        return path
+    root_fd = paths.open_root(host_root)
+    try:
         try:
-            doc = yaml_subset.loads(kubeconfig_text, source)
-        except SnapshotError as err:
-            raise KubeApiError("%s: cannot be read (%s)" % (source, err))
-        if not isinstance(doc, dict):
-            raise KubeApiError("%s: not a kubeconfig" % source)
-        context = _pick(doc.get("contexts"), doc.get("current-context"), "context", source)
-        cluster = _pick(doc.get("clusters"), context.get("cluster"), "cluster", source)
-        user = _pick(doc.get("users"), context.get("user"), "user", source) if context.get("user") else {}
-        self.server = str(cluster.get("server") or "").rstrip("/")
-        if not self.server.startswith(("https://", "http://")):
-            raise KubeApiError("%s: cluster server %r is not an http(s) URL" % (source, self.server))
-        self.timeout = timeout
-        self.headers = {"Accept": "application/json"}
-        if user.get("token"):
-            self.headers["Authorization"] = "Bearer %s" % user["token"]
-        self._tmp = []
-        handlers = [HTTPHandler()]
-        if self.server.startswith("https://"):
-            ctx = ssl.create_default_context()
-            if cluster.get("insecure-skip-tls-verify"):
-                ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-            elif cluster.get("certificate-authority-data"):
-                ctx.load_verify_locations(cadata=base64.b64decode(
-                    cluster["certificate-authority-data"]).decode("ascii"))
-            elif cluster.get("certificate-authority"):
-                ctx.load_verify_locations(cafile=cluster["certificate-authority"])
-            cert, key = self._file(user, "client-certificate"), self._file(user, "client-key")
-            if cert and key:
-                ctx.load_cert_chain(cert, key)
-            handlers.append(HTTPSHandler(context=ctx))
-        self._opener = build_opener(*handlers)
+            parent, name, names = paths.resolve(root_fd, parts[:-1])
+        except OSError as err:
+            if err.errno == errno.ENOENT:
+                return path
+            raise NpuopsError("%s: its directory cannot be resolved (%s)" % (path, os.strerror(err.errno)))
+        os.close(parent)
+    finally:
+        os.close(root_fd)
+    return "/" + "/".join(list(names) + ([name] if name else []) + [parts[-1]])
 
-    def _file(self, user, name):
-        if user.get(name + "-data"):
-            handle, path = tempfile.mkstemp(prefix="npuops-kube-")
-            os.write(handle, base64.b64decode(user[name + "-data"]))
-            os.close(handle)
-            self._tmp.append(path)
-            return path
-        return user.get(name)
+
+class _Dir(object):
+    """The directory that holds host path ``path`` under ``host_root``, symlinks on the way
+    followed as the kubelet would (absolute targets restart at the root); ``fd`` is None when
+    the directory does not exist (and ``create`` was not asked)."""
+
+    def __init__(self, host_root, path, create=False):
+        self.path = path
+        parts = paths.check_components(path)
+        if not parts:
+            raise NpuopsError("%s: a file path, not the root" % path)
+        self.name = parts[-1]
+        self.fd = None
+        root_fd = paths.open_root(host_root)
+        try:
+            try:
+                parent, name, dummy = paths.resolve(root_fd, parts[:-1])
+            except OSError as err:
+                if err.errno == errno.ENOENT and create:
+                    # a directory missing on the way: created, no symlink followed while creating
+                    self.fd = paths.open_dirs(root_fd, parts[:-1], path, create_mode=0o755)
+                    return
+                if err.errno == errno.ENOENT:
+                    return  # no directory: no file
+                raise NpuopsError("%s: its directory cannot be resolved (%s)"
+                                  % (path, os.strerror(err.errno)))
+            if name is None:
+                self.fd = parent
+                return
+            try:
+                self.fd = os.open(name, paths.DIR_FLAGS | paths.NOFOLLOW, dir_fd=parent)
+            except OSError as err:
+                if err.errno != errno.ENOENT:
+                    raise NpuopsError("%s: its directory is not one (%s)" % (path, os.strerror(err.errno)))
+                if create:
+                    os.mkdir(name, 0o755, dir_fd=parent)
+                    self.fd = os.open(name, paths.DIR_FLAGS | paths.NOFOLLOW, dir_fd=parent)
+            finally:
+                os.close(parent)
+        finally:
+            os.close(root_fd)
 
     def close(self):
-        for path in self._tmp:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-        self._tmp = []
+        paths.close(self.fd)
+        self.fd = None
 
-    def call(self, method, path, body=None, content_type="application/json"):
-        """``(HTTP status, JSON body or {})``; raises KubeApiError when the server is unreachable."""
-        data = None if body is None else json.dumps(body).encode("utf-8")
-        headers = dict(self.headers)
-        if data is not None:
-            headers["Content-Type"] = content_type
-        request = Request(self.server + path, data=data, headers=headers)
-        request.get_method = lambda: method
+    def lstat(self, name=None):
+        return None if self.fd is None else paths.lstat_at(self.fd, name or self.name)
+
+    def exists(self, suffix=""):
+        return self.lstat(self.name + suffix) is not None
+
+
+def _check_file(directory, name, path, limit):
+    """Refuse what the kubelet's own file cannot be: returns the lstat (None when absent)."""
+    st = directory.lstat(name)
+    if st is None:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        raise NpuopsError("%s is a symlink: the kubelet writes its own files in place, so this one "
+                          "was put there by someone else; nothing was changed - look at it by hand"
+                          % path)
+    if not stat.S_ISREG(st.st_mode):
+        raise NpuopsError("%s is not a regular file; nothing was changed" % path)
+    if st.st_nlink > 1:
+        raise NpuopsError("%s has %d hard links (a link can lead outside the kubelet's directory); "
+                          "nothing was changed" % (path, st.st_nlink))
+    if st.st_size > limit:
+        raise NpuopsError("%s is %d bytes, more than the %d a kubelet file can be; nothing was changed"
+                          % (path, st.st_size, limit))
+    return st
+
+
+def _read(directory, name, path, limit):
+    data, problem = paths.read_at(directory.fd, name, limit)
+    if problem:
+        raise NpuopsError("%s %s; nothing was changed" % (path, problem))
+    return data
+
+
+class Change(object):
+    """One configuration file and the kubelet's state files, opened (directories resolved)
+    and checked; ``plan(step)`` says what ``run(step)`` does, without doing it. ``content``:
+    the new configuration text (``apply`` only); ``create``: make a missing configuration
+    directory (False in check mode). The caller closes it."""
+
+    def __init__(self, host_root, config_path, content=None, state_files=STATE_FILES,
+                 move_state=True, create=True):
+        self.host_root = host_root
+        self.content = None if content is None else content.encode("utf-8")
+        if self.content is not None and len(self.content) > MAX_CONFIG_BYTES:
+            raise NpuopsError("config_content: %d bytes, more than %d" % (len(self.content), MAX_CONFIG_BYTES))
+        self.config = _Dir(host_root, config_path, create=create and content is not None)
+        self.states = []
         try:
-            response = self._opener.open(request, timeout=self.timeout)
-            status, raw = response.status, response.read(MAX_RESPONSE + 1)
-        except HTTPError as err:
-            status, raw = err.code, err.read(MAX_RESPONSE + 1)
-        except (URLError, OSError) as err:
-            raise KubeApiError("%s %s: %s" % (method, self.server + path, getattr(err, "reason", err)))
-        if len(raw) > MAX_RESPONSE:
-            raise KubeApiError("%s %s: response larger than %d bytes" % (method, path, MAX_RESPONSE))
-        try:
-            doc = json.loads(raw.decode("utf-8")) if raw else {}
-        except ValueError:
-            doc = {}
-        return status, doc
+            for path in (state_files if move_state else ()):
+                self.states.append(_Dir(host_root, path))
+            self._inspect()
+        except BaseException:
+            self.close()
+            raise
 
-    def cordon(self, node, unschedulable=True):
-        status, doc = self.call("PATCH", "/api/v1/nodes/%s" % quote(node, safe=""),
-                                {"spec": {"unschedulable": bool(unschedulable)}},
-                                "application/strategic-merge-patch+json")
-        if status != 200:
-            verb = "cordon" if unschedulable else "uncordon"
-            raise KubeApiError("%s node %s: HTTP %d %s" % (verb, node, status, doc.get("message", "")))
+    def close(self):
+        self.config.close()
+        for state in self.states:
+            state.close()
 
-    def pods_to_evict(self, node):
-        status, doc = self.call("GET", "/api/v1/pods?fieldSelector=%s" % quote("spec.nodeName=" + node))
-        if status != 200:
-            raise KubeApiError("list pods on %s: HTTP %d %s" % (node, status, doc.get("message", "")))
+    def _inspect(self):
+        config = self.config
+        self.config_st = _check_file(config, config.name, config.path, MAX_CONFIG_BYTES)
+        self.old_config = None
+        if self.config_st is not None:
+            self.old_config = _read(config, config.name, config.path, MAX_CONFIG_BYTES)
+        self.saved = None   # OLD or NONE when an earlier apply left its copy
+        for suffix in (OLD, NONE):
+            if config.exists(suffix):
+                _check_file(config, config.name + suffix, config.path + suffix, MAX_CONFIG_BYTES)
+                if self.saved:
+                    raise NpuopsError("%s: both %s and %s are there; put the right one back by hand"
+                                      % (config.path, OLD, NONE))
+                self.saved = suffix
+        for state in self.states:
+            _check_file(state, state.name, state.path, MAX_STATE_BYTES)
+            _check_file(state, state.name + OLD, state.path + OLD, MAX_STATE_BYTES)
+
+    def _aside(self):
+        """State files moved aside by an earlier apply (their copies are there)."""
+        return [s for s in self.states if s.exists(OLD)]
+
+    def plan(self, step):
+        """The effects ``run(step)`` would have, as text, in order (empty: nothing to do)."""
+        if step not in STEPS:
+            raise NpuopsError("step %r: one of %s" % (step, ", ".join(STEPS)))
+        config = self.config
         out = []
-        for pod in doc.get("items") or []:
-            meta = pod.get("metadata") or {}
-            owners = [o.get("kind") for o in meta.get("ownerReferences") or []]
-            if "DaemonSet" in owners or "kubernetes.io/config.mirror" in (meta.get("annotations") or {}):
-                continue
-            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-                continue
-            out.append((meta.get("namespace"), meta.get("name")))
-        return sorted(out)
-
-    def evict(self, namespace, name):
-        """True when evicted or gone; False when a disruption budget refuses it now (429)."""
-        body = {"apiVersion": "policy/v1", "kind": "Eviction",
-                "metadata": {"name": name, "namespace": namespace}}
-        status, doc = self.call("POST", "/api/v1/namespaces/%s/pods/%s/eviction"
-                                % (quote(namespace, safe=""), quote(name, safe="")), body)
-        if status in (200, 201, 404):
-            return True
-        if status == 429:
-            return False
-        raise KubeApiError("evict pod %s/%s: HTTP %d %s" % (namespace, name, status, doc.get("message", "")))
-
-
-class Service(object):
-    """``systemctl <verb> <unit>`` on the host, bounded."""
-
-    def __init__(self, unit="kubelet", timeout=120):
-        self.unit, self.timeout = unit, timeout
-
-    def __call__(self, verb):
-        result = command.run(["systemctl", verb, self.unit], timeout=self.timeout)
-        if result.rc != 0:
-            why = (result.stderr or result.stdout or "rc %d" % result.rc).strip()
-            raise NpuopsError("systemctl %s %s: %s" % (verb, self.unit, why))
-
-
-def healthy(url, timeout):
-    """Wait up to ``timeout`` s for ``url`` (the kubelet's healthz) to answer 200 ``ok``."""
-    deadline = time.monotonic() + timeout
-    opener = build_opener(HTTPHandler())
-    while True:
-        try:
-            if opener.open(url, timeout=5).status == 200:
-                return True
-        except (URLError, OSError):
-            pass
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(1)
-
-
-class Reset(object):
-    """The sequence; ``steps`` records what was done, in order."""
-
-    def __init__(self, host_root, api, node, service, healthz, files, state_files=STATE_FILES,
-                 drain_timeout=600, start_timeout=120, poll=2.0):
-        self.host_root, self.api, self.node, self.service = host_root, api, node, service
-        self.healthz, self.files, self.state_files = healthz, files, state_files
-        self.drain_timeout, self.start_timeout, self.poll = drain_timeout, start_timeout, poll
-        self.steps = []
-
-    def _step(self, text):
-        self.steps.append(text)
-
-    def drain(self):
-        self.api.cordon(self.node, True)
-        self._step("cordon %s" % self.node)
-        deadline = time.monotonic() + self.drain_timeout
-        while True:
-            pods = self.api.pods_to_evict(self.node)
-            if not pods:
-                self._step("drained %s" % self.node)
-                return
-            for namespace, name in pods:
-                if self.api.evict(namespace, name):
-                    self._step("evict %s/%s" % (namespace, name))
-            if time.monotonic() >= deadline:
-                raise NpuopsError("drain %s: pods still there after %ds: %s; the node stays cordoned, "
-                                  "the kubelet and its configuration are untouched"
-                                  % (self.node, self.drain_timeout,
-                                     ", ".join("%s/%s" % p for p in self.api.pods_to_evict(self.node))))
-            time.sleep(self.poll)
-
-    def _move_state(self):
-        moved = {}
-        for path in self.state_files:
-            text = fileops.read_host_text(self.host_root, path)
-            if text is None:
-                continue
-            real = host_path(self.host_root, path)
-            os.rename(real, real + ".npuops-old")
-            moved[path] = text
-            self._step("moved %s aside" % path)
-        return moved
-
-    def _restore(self, previous, moved):
-        for path, text in previous.items():
-            if text is None:
-                real = host_path(self.host_root, path)
-                if os.path.lexists(real):
-                    os.unlink(real)
-            else:
-                fileops.ensure_file(self.host_root, path, text)
-        for path in moved:
-            real = host_path(self.host_root, path)
-            if os.path.lexists(real):
-                os.unlink(real)
-            os.rename(real + ".npuops-old", real)
-        self._step("restored the previous configuration and state files")
-
-    def run(self):
-        self.drain()
-        previous = dict((path, fileops.read_host_text(self.host_root, path)) for path, dummy in self.files)
-        self.service("stop")
-        self._step("stop kubelet")
-        moved = self._move_state()
-        try:
-            for path, text in self.files:
-                fileops.ensure_file(self.host_root, path, text, create_parents=True)
-                self._step("wrote %s" % path)
-            self.service("start")
-            self._step("start kubelet")
-            ok = healthy(self.healthz, self.start_timeout)
-        except (NpuopsError, OSError) as err:
-            ok, failure = False, str(err)
+        if step == "apply":
+            left = [config.path + self.saved] if self.saved else []
+            left += [s.path + OLD for s in self._aside()]
+            if left:
+                raise NpuopsError("%s left by a run that did not finish: run step=rollback (put the "
+                                  "old files back) or step=commit (keep the new ones) first; "
+                                  "nothing was changed" % ", ".join(left))
+            moving = [s for s in self.states if s.exists()]
+            if self.content != self.old_config:
+                out.append("saved %s as %s" % (config.path, config.path + (OLD if self.config_st else NONE)))
+            out.extend("moved %s aside" % s.path for s in moving)
+            if self.content != self.old_config:
+                out.append("wrote %s" % config.path)
+        elif step == "rollback":
+            if self.saved == OLD:
+                out.append("put back %s" % config.path)
+            elif self.saved == NONE:
+                out.append("removed %s (there was none)" % config.path)
+            out.extend("put back %s" % s.path for s in self._aside())
         else:
-            failure = "the kubelet did not answer %s within %ds" % (self.healthz, self.start_timeout)
-        if not ok:
-            self._rollback(previous, moved)
-            raise NpuopsError("%s; rolled back to the previous configuration and state, the kubelet "
-                              "restarted and the node uncordoned (steps: %s)" % (failure, "; ".join(self.steps)))
-        self._step("kubelet healthy")
-        for path in moved:
-            real = host_path(self.host_root, path) + ".npuops-old"
-            if os.path.lexists(real):
-                os.unlink(real)
-        self.api.cordon(self.node, False)
-        self._step("uncordon %s" % self.node)
-        return self.steps
+            if self.saved:
+                out.append("removed %s" % (config.path + self.saved))
+            out.extend("removed %s" % (s.path + OLD) for s in self._aside())
+        return out
 
-    def _rollback(self, previous, moved):
-        try:
-            self.service("stop")
-        except NpuopsError:
-            pass
-        self._restore(previous, moved)
-        self.service("start")
-        self._step("start kubelet (previous configuration)")
-        if healthy(self.healthz, self.start_timeout):
-            self.api.cordon(self.node, False)
-            self._step("uncordon %s" % self.node)
+    def run(self, step):
+        """Do ``step``; returns what was done (``plan(step)``)."""
+        done = self.plan(step)
+        getattr(self, "_" + step)()
+        return done
+
+    def _write(self, directory, name, data, like):
+        mode = 0o644 if like is None else stat.S_IMODE(like.st_mode)
+        uid = None if like is None else like.st_uid
+        gid = None if like is None else like.st_gid
+        paths.write_atomic_at(directory.fd, name, data, mode=mode, uid=uid, gid=gid)
+
+    def _apply(self):
+        config = self.config
+        changed = self.content != self.old_config
+        if changed:
+            if self.config_st is not None:
+                self._write(config, config.name + OLD, self.old_config, self.config_st)
+            else:
+                self._write(config, config.name + NONE, b"", None)
+        for state in self.states:
+            if state.exists():
+                os.rename(state.name, state.name + OLD, src_dir_fd=state.fd, dst_dir_fd=state.fd)
+        if changed:
+            self._write(config, config.name, self.content, self.config_st)
+
+    def _rollback(self):
+        config = self.config
+        if self.saved == OLD:
+            os.rename(config.name + OLD, config.name, src_dir_fd=config.fd, dst_dir_fd=config.fd)
+        elif self.saved == NONE:
+            if config.exists():
+                os.unlink(config.name, dir_fd=config.fd)
+            os.unlink(config.name + NONE, dir_fd=config.fd)
+        for state in self._aside():
+            # a failed kubelet may have written a new state file: the old one replaces it
+            os.rename(state.name + OLD, state.name, src_dir_fd=state.fd, dst_dir_fd=state.fd)
+
+    def _commit(self):
+        config = self.config
+        if self.saved:
+            os.unlink(config.name + self.saved, dir_fd=config.fd)
+        for state in self._aside():
+            os.unlink(state.name + OLD, dir_fd=state.fd)

@@ -1,181 +1,187 @@
 # -*- coding: utf-8 -*-
-"""apply/kubelet_reset.py step by step against a fake Kubernetes API server on 127.0.0.1 (a
-real HTTP server in a thread, stopped at the end of each test), a fake systemctl and a sandbox
-root: drain before stop, state files moved while the kubelet is stopped, the configuration
-written then, start, healthz, uncordon - and the rollback when the kubelet does not come back."""
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+"""apply/kubelet_reset.py: the host-side steps of a kubelet change on a sandbox root - apply
+(configuration saved, state files aside, new text written), rollback (everything back where the
+kubelet expects it, over what a failed kubelet wrote), commit (copies gone) - and every file the
+kubelet could not have written itself refused before anything moves: a symlinked kubelet
+directory is followed, a symlinked, hard-linked, directory or oversized state file is not."""
+import os
 
 import pytest
 
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import kubelet_reset
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 
-NODE = "a2-node-01"
-PODS = [
-    {"metadata": {"namespace": "infer", "name": "vllm-0", "ownerReferences": [{"kind": "StatefulSet"}]},
-     "status": {"phase": "Running"}},
-    {"metadata": {"namespace": "kube-system", "name": "ascend-device-plugin-x",
-                  "ownerReferences": [{"kind": "DaemonSet"}]}, "status": {"phase": "Running"}},
-    {"metadata": {"namespace": "kube-system", "name": "etcd-x",
-                  "annotations": {"kubernetes.io/config.mirror": "abc"}}, "status": {"phase": "Running"}},
-    {"metadata": {"namespace": "infer", "name": "done-job"}, "status": {"phase": "Succeeded"}},
-]
+CONFIG = "/var/lib/kubelet/config.yaml"
+OLD_TEXT = "kind: KubeletConfiguration\ncpuManagerPolicy: none\n"
+NEW_TEXT = "kind: KubeletConfiguration\ncpuManagerPolicy: static\n"
+CPU_STATE = '{"policyName":"none","defaultCpuSet":"","checksum":1}'
+MEM_STATE = '{"policyName":"None","machineState":{},"checksum":2}'
 
 
-class FakeCluster(object):
-    def __init__(self, pdb_refusals=0, kubelet_starts=True):
-        self.log, self.pods = [], [dict(p) for p in PODS]
-        self.pdb_refusals, self.kubelet_starts, self.kubelet_up = pdb_refusals, kubelet_starts, True
-        cluster = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _send(self, status, doc):
-                body = json.dumps(doc).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def _body(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                return json.loads(self.rfile.read(length)) if length else None
-
-            def do_GET(self):
-                if self.path == "/healthz":
-                    return self._send(200 if cluster.kubelet_up else 503, {})
-                assert self.headers["Authorization"] == "Bearer t0ken"
-                cluster.log.append("GET pods")
-                return self._send(200, {"items": cluster.pods})
-
-            def do_PATCH(self):
-                body = self._body()
-                assert self.headers["Content-Type"] == "application/strategic-merge-patch+json"
-                cluster.log.append("PATCH %s unschedulable=%s" % (self.path, body["spec"]["unschedulable"]))
-                return self._send(200, {})
-
-            def do_POST(self):
-                body = self._body()
-                name = body["metadata"]["name"]
-                if cluster.pdb_refusals:
-                    cluster.pdb_refusals -= 1
-                    cluster.log.append("POST eviction %s -> 429" % name)
-                    return self._send(429, {"message": "Cannot evict pod as it would violate the pod's disruption budget."})
-                cluster.log.append("POST eviction %s" % name)
-                cluster.pods = [p for p in cluster.pods if p["metadata"]["name"] != name]
-                return self._send(201, {})
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05})
-        self.thread.daemon = True
-        self.thread.start()
-
-    def service(self, verb):
-        self.log.append("systemctl %s kubelet" % verb)
-        if verb == "stop":
-            self.kubelet_up = False
-        elif verb == "start":
-            self.kubelet_up = self.kubelet_starts
-            self.kubelet_starts = True  # the previous configuration starts
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def cluster_factory():
-    made = []
-
-    def make(**kw):
-        made.append(FakeCluster(**kw))
-        return made[-1]
-    yield make
-    for cluster in made:
-        cluster.close()
-
-
-def kubeconfig(url):
-    return ("apiVersion: v1\nkind: Config\ncurrent-context: admin\nclusters:\n- name: c\n  cluster:\n"
-            "    server: %s\ncontexts:\n- name: admin\n  context:\n    cluster: c\n    user: u\n"
-            "users:\n- name: u\n  user:\n    token: t0ken\n" % url)
-
-
-def sandbox(tmp_path):
+def sandbox(tmp_path, kubelet_dir="var/lib/kubelet"):
     root = tmp_path / "host"
-    (root / "var/lib/kubelet").mkdir(parents=True)
-    (root / "var/lib/kubelet/config.yaml").write_text("kind: KubeletConfiguration\ncpuManagerPolicy: none\n")
-    (root / "var/lib/kubelet/cpu_manager_state").write_text('{"policyName":"none","defaultCpuSet":"","checksum":1}')
-    return root
+    kdir = root / kubelet_dir
+    kdir.mkdir(parents=True)
+    (kdir / "config.yaml").write_text(OLD_TEXT)
+    (kdir / "cpu_manager_state").write_text(CPU_STATE)
+    (kdir / "memory_manager_state").write_text(MEM_STATE)
+    os.chmod(str(kdir / "config.yaml"), 0o600)
+    return root, kdir
 
 
-def reset(root, cluster, **kw):
-    files = [("/var/lib/kubelet/config.yaml", "kind: KubeletConfiguration\ncpuManagerPolicy: static\n")]
-    api = kubelet_reset.KubeApi(kubeconfig(cluster.url))
-    return kubelet_reset.Reset(str(root), api, NODE, cluster.service, cluster.url + "/healthz", files,
-                               drain_timeout=kw.pop("drain_timeout", 30), start_timeout=2, poll=0.05, **kw)
+def tree(directory):
+    return dict((name, (directory / name).read_text()) for name in sorted(os.listdir(str(directory))))
 
 
-def test_policy_change_step_by_step(tmp_path, cluster_factory):
-    cluster = cluster_factory(pdb_refusals=1)
-    root = sandbox(tmp_path)
-    sequence = reset(root, cluster)
-    steps = sequence.run()
-    assert steps == ["cordon a2-node-01", "evict infer/vllm-0", "drained a2-node-01", "stop kubelet",
-                     "moved /var/lib/kubelet/cpu_manager_state aside", "wrote /var/lib/kubelet/config.yaml",
-                     "start kubelet", "kubelet healthy", "uncordon a2-node-01"]
-    # the API and the service saw it in that order: the pod evicted (after one PDB refusal)
-    # before the kubelet stopped, the node uncordoned only after it started again
-    assert cluster.log == [
-        "PATCH /api/v1/nodes/a2-node-01 unschedulable=True", "GET pods",
-        "POST eviction vllm-0 -> 429", "GET pods", "POST eviction vllm-0", "GET pods",
-        "systemctl stop kubelet", "systemctl start kubelet",
-        "PATCH /api/v1/nodes/a2-node-01 unschedulable=False"]
-    assert not (root / "var/lib/kubelet/cpu_manager_state").exists()
-    assert not (root / "var/lib/kubelet/cpu_manager_state.npuops-old").exists()
-    assert "static" in (root / "var/lib/kubelet/config.yaml").read_text()
+def step(root, name, content=None, **kw):
+    change = kubelet_reset.Change(str(root), CONFIG, content, **kw)
+    try:
+        return change.run(name)
+    finally:
+        change.close()
 
 
-def test_kubelet_that_does_not_start_is_rolled_back(tmp_path, cluster_factory):
-    cluster = cluster_factory(kubelet_starts=False)
-    root = sandbox(tmp_path)
-    with pytest.raises(NpuopsError, match="rolled back"):
-        reset(root, cluster).run()
-    assert cluster.log[-4:] == ["systemctl start kubelet", "systemctl stop kubelet",
-                                "systemctl start kubelet",
-                                "PATCH /api/v1/nodes/a2-node-01 unschedulable=False"]
-    assert "none" in (root / "var/lib/kubelet/config.yaml").read_text()
-    assert '"policyName":"none"' in (root / "var/lib/kubelet/cpu_manager_state").read_text()
+def test_apply_then_commit(tmp_path):
+    root, kdir = sandbox(tmp_path)
+    done = step(root, "apply", NEW_TEXT)
+    assert done == ["saved %s as %s.npuops-old" % (CONFIG, CONFIG),
+                    "moved /var/lib/kubelet/cpu_manager_state aside",
+                    "moved /var/lib/kubelet/memory_manager_state aside", "wrote %s" % CONFIG]
+    assert tree(kdir) == {"config.yaml": NEW_TEXT, "config.yaml.npuops-old": OLD_TEXT,
+                          "cpu_manager_state.npuops-old": CPU_STATE,
+                          "memory_manager_state.npuops-old": MEM_STATE}
+    assert oct(os.stat(str(kdir / "config.yaml")).st_mode & 0o777) == "0o600"  # its mode kept
+    (kdir / "cpu_manager_state").write_text('{"policyName":"static"}')  # the new kubelet's
+    assert step(root, "commit") == ["removed %s.npuops-old" % CONFIG,
+                                    "removed /var/lib/kubelet/cpu_manager_state.npuops-old",
+                                    "removed /var/lib/kubelet/memory_manager_state.npuops-old"]
+    assert tree(kdir) == {"config.yaml": NEW_TEXT, "cpu_manager_state": '{"policyName":"static"}'}
+    assert step(root, "commit") == []  # a second run changes nothing
 
 
-def test_drain_that_cannot_finish_touches_nothing(tmp_path, cluster_factory):
-    cluster = cluster_factory(pdb_refusals=10 ** 6)
-    root = sandbox(tmp_path)
-    with pytest.raises(NpuopsError, match="stays cordoned"):
-        reset(root, cluster, drain_timeout=0.3).run()
-    assert not any(line.startswith("systemctl") for line in cluster.log)
-    assert "none" in (root / "var/lib/kubelet/config.yaml").read_text()
-    assert (root / "var/lib/kubelet/cpu_manager_state").exists()
+def test_rollback_puts_back_over_what_the_failed_kubelet_wrote(tmp_path):
+    root, kdir = sandbox(tmp_path)
+    step(root, "apply", NEW_TEXT)
+    (kdir / "cpu_manager_state").write_text('{"policyName":"static","defaultCpuSet":"0-7"}')
+    assert step(root, "rollback") == ["put back %s" % CONFIG,
+                                      "put back /var/lib/kubelet/cpu_manager_state",
+                                      "put back /var/lib/kubelet/memory_manager_state"]
+    assert tree(kdir) == {"config.yaml": OLD_TEXT, "cpu_manager_state": CPU_STATE,
+                          "memory_manager_state": MEM_STATE}
+    assert step(root, "rollback") == []
 
 
-@pytest.mark.parametrize("text, match", [
-    ("apiVersion: v1\nkind: Config\ncurrent-context: x\ncontexts: []\n", "no context"),
-    ("- a\n", "not a kubeconfig"),
-    ("current-context: a\ncontexts:\n- name: a\n  context:\n    cluster: c\nclusters:\n- name: c\n"
-     "  cluster:\n    server: ftp://x\n", "http"),
+def test_new_dropin_rolled_back_is_removed(tmp_path):
+    root, kdir = sandbox(tmp_path)
+    path = "/etc/kubernetes/kubelet.conf.d/50-npuops.conf"
+    change = kubelet_reset.Change(str(root), path, NEW_TEXT, move_state=False)
+    try:
+        assert change.run("apply") == ["saved %s as %s.npuops-none" % (path, path), "wrote %s" % path]
+    finally:
+        change.close()
+    ddir = root / "etc/kubernetes/kubelet.conf.d"
+    assert tree(ddir) == {"50-npuops.conf": NEW_TEXT, "50-npuops.conf.npuops-none": ""}
+    assert tree(kdir)["cpu_manager_state"] == CPU_STATE  # move_state=False: untouched
+    change = kubelet_reset.Change(str(root), path, None, move_state=False)
+    try:
+        assert change.run("rollback") == ["removed %s (there was none)" % path]
+    finally:
+        change.close()
+    assert tree(ddir) == {}
+
+
+def test_same_text_no_state_changes_nothing(tmp_path):
+    root, kdir = sandbox(tmp_path)
+    before = tree(kdir)
+    assert step(root, "apply", OLD_TEXT, move_state=False) == []
+    assert tree(kdir) == before
+
+
+def test_symlinked_kubelet_directory_followed(tmp_path):
+    """/var/lib/kubelet -> /data/kubelet (a data disk, an absolute link inside the root): the
+    files are found where the kubelet finds them and stay there."""
+    root, kdir = sandbox(tmp_path, "data/kubelet")
+    (root / "var/lib").mkdir(parents=True)
+    os.symlink("/data/kubelet", str(root / "var/lib/kubelet"))
+    step(root, "apply", NEW_TEXT)
+    assert sorted(os.listdir(str(kdir))) == ["config.yaml", "config.yaml.npuops-old",
+                                             "cpu_manager_state.npuops-old",
+                                             "memory_manager_state.npuops-old"]
+    assert os.path.islink(str(root / "var/lib/kubelet"))
+    step(root, "rollback")
+    assert tree(kdir) == {"config.yaml": OLD_TEXT, "cpu_manager_state": CPU_STATE,
+                          "memory_manager_state": MEM_STATE}
+
+
+def _symlinked_state(kdir, tmp_path):
+    outside = tmp_path / "outside"
+    outside.write_text(CPU_STATE)
+    os.unlink(str(kdir / "cpu_manager_state"))
+    os.symlink(str(outside), str(kdir / "cpu_manager_state"))
+
+
+def _hardlinked_state(kdir, tmp_path):
+    os.link(str(kdir / "cpu_manager_state"), str(tmp_path / "elsewhere"))
+
+
+def _directory_state(kdir, tmp_path):
+    os.unlink(str(kdir / "cpu_manager_state"))
+    (kdir / "cpu_manager_state").mkdir()
+
+
+def _oversized_state(kdir, tmp_path):
+    (kdir / "memory_manager_state").write_text("x" * (kubelet_reset.MAX_STATE_BYTES + 1))
+
+
+def _leftover_copy(kdir, tmp_path):
+    (kdir / "cpu_manager_state.npuops-old").write_text(CPU_STATE)
+
+
+def _symlinked_config(kdir, tmp_path):
+    os.rename(str(kdir / "config.yaml"), str(tmp_path / "real.yaml"))
+    os.symlink(str(tmp_path / "real.yaml"), str(kdir / "config.yaml"))
+
+
+@pytest.mark.parametrize("trap, match", [
+    (_symlinked_state, "cpu_manager_state is a symlink"),
+    (_hardlinked_state, "cpu_manager_state has 2 hard links"),
+    (_directory_state, "cpu_manager_state is not a regular file"),
+    (_oversized_state, "memory_manager_state is %d bytes" % (kubelet_reset.MAX_STATE_BYTES + 1)),
+    (_leftover_copy, "cpu_manager_state.npuops-old left by a run that did not finish"),
+    (_symlinked_config, "config.yaml is a symlink"),
 ])
-def test_bad_kubeconfig(text, match):
-    with pytest.raises(kubelet_reset.KubeApiError, match=match):
-        kubelet_reset.KubeApi(text)
+def test_traps_refused_before_anything_moves(tmp_path, trap, match):
+    root, kdir = sandbox(tmp_path)
+    trap(kdir, tmp_path)
+    before = sorted(os.listdir(str(kdir)))
+    with pytest.raises(NpuopsError, match=match):
+        step(root, "apply", NEW_TEXT)
+    assert sorted(os.listdir(str(kdir))) == before
+    assert os.stat(str(kdir / "config.yaml")).st_size == len(OLD_TEXT)
 
 
-def test_unreachable_api_server_is_a_message():
-    api = kubelet_reset.KubeApi(kubeconfig("http://127.0.0.1:9"), timeout=2)
-    with pytest.raises(kubelet_reset.KubeApiError, match="127.0.0.1:9"):
-        api.cordon(NODE)
+def test_plan_only_does_nothing(tmp_path):
+    root, kdir = sandbox(tmp_path)
+    before = tree(kdir)
+    change = kubelet_reset.Change(str(root), CONFIG, NEW_TEXT, create=False)
+    try:
+        assert len(change.plan("apply")) == 4
+        with pytest.raises(NpuopsError, match="step 'undo'"):
+            change.plan("undo")
+    finally:
+        change.close()
+    assert tree(kdir) == before
+
+
+def test_resolve_dirs_follows_directory_links_inside_the_root(tmp_path):
+    root, kdir = sandbox(tmp_path, "data/kubelet")
+    (root / "var/lib").mkdir(parents=True)
+    os.symlink("/data/kubelet", str(root / "var/lib/kubelet"))
+    assert kubelet_reset.resolve_dirs(str(root), CONFIG) == "/data/kubelet/config.yaml"
+    os.symlink("../../data/kubelet", str(root / "var/lib/relative"))
+    assert kubelet_reset.resolve_dirs(str(root), "/var/lib/relative/x") == "/data/kubelet/x"
+    # escaping upwards stops at the root, as under chroot
+    os.symlink("../../../../../../data/kubelet", str(root / "var/lib/up"))
+    assert kubelet_reset.resolve_dirs(str(root), "/var/lib/up/x") == "/data/kubelet/x"
+    assert kubelet_reset.resolve_dirs(str(root), "/etc/kubernetes/new.d/x.conf") == "/etc/kubernetes/new.d/x.conf"
+    assert kubelet_reset.resolve_dirs(str(root), "/x.conf") == "/x.conf"

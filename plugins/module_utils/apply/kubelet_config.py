@@ -1,17 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: npuops.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The kubelet profile on a host: the drop-in text, the merge into the kubelet's own config
-file (every other key and line kept), and when a change needs the kubelet's state files gone.
+"""The kubelet profile on a host: the drop-in text and the merge into the kubelet's own config
+file (every other key and line kept). Whether a change needs the kubelet's state files gone is
+decided once, as the kubelet decides it, in ``plan/kubelet_state.reset_reasons``.
 
 - ``render_dropin(config)``: a ``--config-dir`` drop-in (the kubelet wants apiVersion and kind
   in each one);
 - ``merge_text(text, updates, source)``: ``text`` (YAML or JSON) with the top-level keys of
   ``updates`` replaced or appended; YAML is edited block by block, so comments and the other
-  keys stay byte for byte; the result is parsed back and checked;
-- ``reset_reasons(before, after, cpu_state, memory_state)``: why the kubelet would refuse to
-  start on its old state files with the new configuration (policy changed; reserved CPUs not
-  in the state's default set; Memory Manager reservation changed) - empty when none.
+  keys stay byte for byte; the result is parsed back and checked.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,7 +19,6 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import yaml_subset
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import kubelet as parse
@@ -83,36 +80,3 @@ def merge_text(text, updates, source="kubelet config"):
         raise NpuopsError("%s: the merged configuration reads back different keys; edit it by "
                           "hand or use a --config-dir drop-in" % source)
     return merged
-
-
-def _policy(config, key, default):
-    return (config or {}).get(key) or default
-
-
-def reset_reasons(before, after, cpu_state, memory_state):
-    """Why the kubelet's state files must go before it starts with ``after`` (list of text)."""
-    reasons = []
-    new_cpu = _policy(after, "cpuManagerPolicy", "none")
-    if cpu_state is not None and cpu_state.get("policy") != new_cpu:
-        reasons.append("cpuManagerPolicy %s -> %s: cpu_manager_state holds policy %s, which the "
-                       "kubelet refuses" % (_policy(before, "cpuManagerPolicy", "none"), new_cpu,
-                                            cpu_state.get("policy")))
-    elif cpu_state is not None and new_cpu == "static":
-        reserved = set(cpulist.parse(str((after or {}).get("reservedSystemCPUs") or ""), "reservedSystemCPUs"))
-        default = set(cpulist.parse(cpu_state.get("default_cpus") or "", "cpu_manager_state"))
-        if default and not reserved <= default:
-            reasons.append("reservedSystemCPUs %s are not all in cpu_manager_state's defaultCpuSet "
-                           "%s (assigned to pods): the static policy refuses to start"
-                           % (cpulist.format(sorted(reserved)), cpu_state.get("default_cpus")))
-    new_mem = _policy(after, "memoryManagerPolicy", "None")
-    if memory_state is not None:
-        if memory_state.get("policy", "").lower() != new_mem.lower():
-            reasons.append("memoryManagerPolicy %s -> %s: memory_manager_state holds policy %s"
-                           % (_policy(before, "memoryManagerPolicy", "None"), new_mem,
-                              memory_state.get("policy")))
-        elif new_mem == "Static" and (before or {}).get("reservedMemory") != (after or {}).get("reservedMemory"):
-            reasons.append("reservedMemory changed: the Static Memory Manager refuses a "
-                           "memory_manager_state computed with the old reservation")
-    elif new_mem == "Static" and _policy(before, "memoryManagerPolicy", "None") != "Static":
-        pass  # no state file yet: the kubelet starts with a fresh one
-    return reasons

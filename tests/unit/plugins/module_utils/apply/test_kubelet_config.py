@@ -7,6 +7,7 @@ import pytest
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import kubelet_config as kc
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import kubelet as parse
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import kubelet_state
 from npuops_testing import fixture_text
 
 UPDATES = {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1",
@@ -41,23 +42,26 @@ def test_unreadable_file_refused():
 
 
 STATIC = {"policy": "static", "default_cpus": "0-63"}
+ONLINE = list(range(64))
 
 
-@pytest.mark.parametrize("before, after, cpu, mem, expect", [
-    ({}, {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1"},
-     {"policy": "none", "default_cpus": ""}, None, ["cpuManagerPolicy none -> static"]),
-    ({"cpuManagerPolicy": "static"}, {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1"},
-     STATIC, None, []),
-    ({"cpuManagerPolicy": "static"}, {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1"},
-     {"policy": "static", "default_cpus": "1-63"}, None, ["not all in cpu_manager_state"]),
-    ({}, {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0"}, None, None, []),  # fresh node
-    ({}, {"memoryManagerPolicy": "Static"}, None, {"policy": "None"}, ["memoryManagerPolicy None -> Static"]),
-    ({"memoryManagerPolicy": "Static", "reservedMemory": [1]},
-     {"memoryManagerPolicy": "Static", "reservedMemory": [2]}, None, {"policy": "Static"},
-     ["reservedMemory changed"]),
+# The cases this file held when the module kept a second copy of the reset rule, now asked of
+# the one rule (plan/kubelet_state), on a 64-CPU node at kubelet 1.30 (no strict option).
+@pytest.mark.parametrize("after, cpu, mem, expect", [
+    ({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1"},
+     {"policy": "none", "default_cpus": ""}, None, ["cpu_manager_state"]),
+    ({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1"}, STATIC, None, []),
+    ({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1"},
+     {"policy": "static", "default_cpus": "1-63"}, None, ["reservedSystemCPUs"]),
+    ({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0"}, None, None, []),  # fresh node
+    ({"memoryManagerPolicy": "Static"}, None, {"policy": "None"}, ["memory_manager_state"]),
 ])
-def test_reset_reasons(before, after, cpu, mem, expect):
-    reasons = kc.reset_reasons(before, after, cpu, mem)
-    assert len(reasons) == len(expect)
+def test_reset_reasons_are_the_kubelet_state_rule(after, cpu, mem, expect):
+    reasons = kubelet_state.reset_reasons(after, cpu, mem, ONLINE, (1, 30))
+    assert len(reasons) == len(expect), reasons
     for reason, text in zip(reasons, expect):
         assert text in reason
+
+
+def test_the_module_keeps_no_second_reset_rule():
+    assert not hasattr(kc, "reset_reasons")

@@ -50,12 +50,15 @@ ROWS = (
         "vllm/engine/arg_utils.py and vllm/config/parallel.py (numa_bind: bool = False), "
         "v0.20.0; absent in v0.19.1 (vllm#38635, merged 2026-04-09)",
         platforms=NUMA_BIND_VENDORS),
-    Row(DEVICE_IDS, "0.32.0",
+    Row(DEVICE_IDS, "0.24.0",
         "--device-ids: physical device ids, or indices into the visibility variable when it "
         "is set (EngineArgs._resolve_device_ids); the worker of local rank r in DP engine d "
         "gets D'[d*ws + r] (get_physical_gpu_ids_for_local_dp_rank, Worker.init_device)",
         "vllm/engine/arg_utils.py, vllm/v1/engine/utils.py, vllm/v1/worker/gpu_worker.py, "
-        "v0.32.0, v0.33.0, v0.34.0"),
+        "v0.24.0 and v0.32.0-v0.34.0 (the same rule); absent in v0.23.0. vllm-ascend's worker "
+        "skips its DP shift when assigned_physical_gpu_ids is set and binds "
+        "device_id_to_physical_device_id(local_rank): vllm_ascend/worker/worker.py "
+        "_init_device, 0.26.0rc1-0.30.0rc2"),
     Row(NUMA_BIND_AUTO, "0.34.0",
         "numa_bind unset means auto: vLLM numactl-binds EngineCore and each worker "
         "(--cpunodebind and --preferred) when the launching process may run on every CPU, "
@@ -73,6 +76,76 @@ BY_KEY = dict((row.key, row) for row in ROWS)
 
 _VERSION = re.compile(r"^v?(\d{1,6}(?:\.\d{1,6}){0,4})((?:a|b|rc|\.?post|\.?dev)\d{0,6})*"
                       r"(?:\+[A-Za-z0-9.]{1,64})?\Z", re.IGNORECASE)
+
+
+# vLLM's parser takes an underscore spelling of every option too (FlexibleArgumentParser)
+DEVICE_IDS_FLAGS = ("--device-ids", "--device_ids")
+MAX_DEVICE_IDS = 4096
+_INDEX = re.compile(r"^[0-9]{1,6}\Z")
+
+
+def flag_value(argv, names):
+    """``(index, value)`` of the one ``--flag value`` / ``--flag=value`` in ``argv``, or None.
+    ValueError when it is given twice or has no value."""
+    found = []
+    index = 1
+    while index < len(argv):
+        arg = argv[index]
+        for name in names:
+            if arg == name:
+                if index + 1 >= len(argv):
+                    raise ValueError("command[%d]: %s has no value" % (index, name))
+                found.append((index, argv[index + 1]))
+                index += 1
+                break
+            if isinstance(arg, str) and arg.startswith(name + "="):
+                found.append((index, arg[len(name) + 1:]))
+                break
+        index += 1
+    if len(found) > 1:
+        raise ValueError("command: %s is given %d times (at %s); give it once"
+                         % (names[0], len(found), ", ".join("[%d]" % i for i, _v in found)))
+    return found[0] if found else None
+
+
+def device_ids(argv):
+    """The ``--device-ids`` of a command as a list of ints, or None when it has none.
+    ValueError naming the flag for a value the plan cannot follow."""
+    found = flag_value(list(argv or []), DEVICE_IDS_FLAGS)
+    if found is None:
+        return None
+    index, value = found
+    value = str(value)
+    parts = [part.strip() for part in value.split(",")]
+    if len(parts) > MAX_DEVICE_IDS or not value.strip():
+        raise ValueError("command[%d]: --device-ids %r: expected 1 to %d comma-separated "
+                         "device indexes" % (index, value[:60], MAX_DEVICE_IDS))
+    if not all(_INDEX.match(part) for part in parts):
+        raise ValueError("command[%d]: --device-ids %r: only device indexes can be followed "
+                         "by the plan (vLLM also takes UUIDs, which the plan does not know); "
+                         "give indexes into the instance's devices" % (index, value[:60]))
+    ids = [int(part) for part in parts]
+    if len(set(ids)) != len(ids):
+        raise ValueError("command[%d]: --device-ids %s lists an index twice (vLLM refuses "
+                         "duplicates)" % (index, value))
+    return ids
+
+
+def device_order(argv, visible, variable):
+    """The devices in rank order: ``visible`` without ``--device-ids``, else
+    ``[visible[i] for i in ids]``: vLLM reads the ids as indices into the visibility variable
+    (``variable``), which the wrapper sets to ``visible`` (EngineArgs._resolve_device_ids,
+    v0.24.0-v0.34.0). ValueError naming the flag for an index out of range."""
+    ids = device_ids(argv)
+    if ids is None:
+        return list(visible)
+    out_of_range = [i for i in ids if i >= len(visible)]
+    if out_of_range:
+        raise ValueError("command: --device-ids %s: index %d is out of range for the "
+                         "instance's %d devices (%s=%s: vLLM reads the ids as indices into it)"
+                         % (",".join(str(i) for i in ids), out_of_range[0], len(visible),
+                            variable, ",".join(str(d) for d in visible)))
+    return [visible[i] for i in ids]
 
 
 def release_of(version):

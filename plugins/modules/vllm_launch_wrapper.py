@@ -490,7 +490,7 @@ def main():
         reconcile_interval=dict(type="str", default="5min"),
         metrics_dir=dict(type="path", default="/var/lib/prometheus/node-exporter"),
         irq_state=dict(type="path", default=instance_files.DEFAULT_IRQ_STATE),
-        vllm_version=dict(type="str"),
+        vllm_version=instance_option("vllm_version"),
         allow_foreign_plan=dict(type="bool", default=False),
         host_root=dict(type="path", default="/"),
     ), install)

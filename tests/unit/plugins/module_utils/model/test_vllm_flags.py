@@ -184,3 +184,28 @@ def test_plan_refuses_device_ids_it_cannot_follow():
                                         "of range"):
         plan_mod.make_plan(cpu_hosts.a2(), "strict", instances=[
             {"name": "svc", "npus": [4, 5, 6, 7], "command": ["vllm", "--device-ids", "4"]}])
+
+
+def test_recorded_host_replays_its_vllm(tmp_path):
+    # the facts' vllm is read through the HostIO: a recorded snapshot replays it
+    root = str(tmp_path / "host")
+    _write(root + "/usr/local/lib/python3.12/dist-packages/vllm-0.34.0.dist-info/METADATA",
+           _read("METADATA-0.34.0.txt"))
+    recorder = hostio.RecordingHostIO(hostio.LiveHostIO(root))
+    live = vllm_version.gather(recorder)
+    recorder.save(str(tmp_path / "snap"))
+    replayed = vllm_version.gather(hostio.SnapshotHostIO(str(tmp_path / "snap")))
+    assert replayed == live and live["version"] == "0.34.0"
+
+
+def test_a_workers_root_comes_first_as_for_vllm_ascend(tmp_path):
+    # an NPU worker's container (/proc/<pid>/root) holds vLLM 0.30.0; the host 0.34.0
+    root = str(tmp_path)
+    _write(root + "/proc/4242/cmdline", "/opt/venv/bin/python3\0-m\0vllm.entrypoints\0")
+    _write(root + "/proc/4242/root/opt/venv/lib/python3.11/site-packages/vllm/_version.py",
+           "__version__ = version = '0.30.0'\n")
+    _write(root + "/usr/lib/python3/dist-packages/vllm-0.34.0.dist-info/METADATA",
+           _read("METADATA-0.34.0.txt"))
+    found = vllm_version.gather(hostio.LiveHostIO(root), pids=[4242])
+    assert found == {"version": "0.30.0", "source": "/proc/4242/root/opt/venv/lib/python3.11/"
+                                                    "site-packages/vllm/_version.py"}

@@ -81,6 +81,8 @@ def plan_instances(instances, binding=False):
                 out[-1]["command"] = inst.get("command")
             if binding:
                 out[-1]["binding"] = inst.get("binding")
+                if inst.get("vllm_version"):
+                    out[-1]["vllm_version"] = inst.get("vllm_version")
     return out
 
 

@@ -24,8 +24,9 @@ def _command(inst):
 
 
 def summarize_instances(entry, facts):
-    """``{version, source, instances: [{name, binding, numa, devices}]}`` or None when the host
-    has no instance in its configuration and no vLLM was read."""
+    """``{version, source, instances: [{name, binding, vllm, numa, rank_devices}]}`` or None
+    when the host has no instance in its configuration and no vLLM was read. An instance's
+    stated ``vllm_version`` wins over the host's vLLM, as in the wrapper."""
     facts = as_dict(facts)
     config = as_dict(as_dict(entry).get("config"))
     found = as_dict(facts.get("vllm"))
@@ -39,8 +40,11 @@ def summarize_instances(entry, facts):
         command = _command(inst)
         binding = inst.get("binding") or config.get("binding") or "host"
         view = {"vendor": vendor, "host_cpus": [], "name": str(inst.get("name"))}
+        stated = inst.get("vllm_version")
+        own = {"version": str(stated), "source": "npuops_vllm_instances vllm_version"} \
+            if stated else vllm
         try:
-            numa = launch_flags.numa_flags(view, command, binding, vllm, [])["numa"]
+            numa = launch_flags.numa_flags(view, command, binding, own, [])["numa"]
         except NpuopsError as err:
             numa = "refused by the wrapper: %s" % err
         devices = [i for i in (int_or_none(n) for n in as_list(inst.get("npus"))) if i is not None]
@@ -53,6 +57,7 @@ def summarize_instances(entry, facts):
             if order == devices:
                 order = None
         rows.append(OrderedDict([("name", str(inst.get("name"))), ("binding", str(binding)),
+                                 ("vllm", own["version"] if own else None),
                                  ("numa", numa), ("rank_devices", order)]))
     if not rows and vllm is None:
         return None
@@ -69,16 +74,17 @@ def instances_markdown(shapes, md_table, hosts_cell):
         if not found:
             continue
         version = found["version"] or "unknown"
-        for inst in found["instances"] or [{"name": "-", "binding": "-", "numa": "-",
-                                             "rank_devices": None}]:
+        for inst in found["instances"] or [{"name": "-", "vllm": "-", "binding": "-", "numa": "-",
+                                            "rank_devices": None}]:
             order = inst["rank_devices"]
             rows.append([hosts_cell(shape), version, found["source"] or "not found",
-                         inst["name"], inst["binding"], inst["numa"],
+                         inst["name"], inst.get("vllm") or "unknown", inst["binding"], inst["numa"],
                          order if isinstance(order, str) else
                          ", ".join("rank %d: %d" % (r, d) for r, d in enumerate(order or []))
                          or "as listed"])
     if not rows:
         return []
     return ["", "## vLLM per instance: version and NUMA binding", ""] + md_table(
-        ["hosts", "vLLM", "read from", "instance", "binding", "vLLM's own NUMA binding",
+        ["hosts", "host's vLLM", "read from", "instance", "its vLLM", "binding",
+         "vLLM's own NUMA binding",
          "devices by rank (--device-ids)"], rows)

@@ -60,3 +60,10 @@ def test_a_command_the_wrapper_refuses_is_said():
     found = report_of(_facts("0.34.0"), bad)["hosts"][0]["vllm_instances"]["instances"][0]
     assert found["numa"].startswith("refused by the wrapper: command: --numa-bind")
     assert found["rank_devices"].startswith("refused: command: --device-ids 3: index 3")
+
+
+def test_a_stated_vllm_version_wins_for_its_instance():
+    stated = [dict(INSTANCES[0], vllm_version="0.19.1")]
+    found = report_of(_facts("0.34.0"), stated)["hosts"][0]["vllm_instances"]["instances"][0]
+    assert (found["vllm"], found["numa"]) == ("0.19.1", "none (vLLM before 0.20.0 has no NUMA "
+                                                        "binding)")

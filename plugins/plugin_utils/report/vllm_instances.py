@@ -61,7 +61,8 @@ def summarize_instances(entry, facts):
                                  ("numa", numa), ("rank_devices", order)]))
     if not rows and vllm is None:
         return None
-    return OrderedDict([("version", vllm["version"] if vllm else None),
+    return OrderedDict([("word", row.device_word if row is not None else "device"),
+                        ("version", vllm["version"] if vllm else None),
                         ("source", vllm["source"] if vllm else None), ("instances", rows)])
 
 
@@ -80,7 +81,8 @@ def instances_markdown(shapes, md_table, hosts_cell):
             rows.append([hosts_cell(shape), version, found["source"] or "not found",
                          inst["name"], inst.get("vllm") or "unknown", inst["binding"], inst["numa"],
                          order if isinstance(order, str) else
-                         ", ".join("rank %d: %d" % (r, d) for r, d in enumerate(order or []))
+                         ", ".join("rank %d: %s%d" % (r, found.get("word") or "", d)
+                                   for r, d in enumerate(order or []))
                          or "as listed"])
     if not rows:
         return []

@@ -42,7 +42,7 @@ def test_each_instance_says_its_vllm_and_numa_binding():
             ("own", "vllm", "vllm (--numa-bind with the plan's nodes and CPUs)", None)]
     text = report_markdown.render_markdown(report_of(_facts("0.34.0"), INSTANCES))
     assert "## vLLM per instance: version and NUMA binding" in text
-    assert "rank 0: 2, rank 1: 3, rank 2: 0, rank 3: 1" in text
+    assert "rank 0: GPU2, rank 1: GPU3, rank 2: GPU0, rank 3: GPU1" in text
 
 
 def test_an_old_or_unknown_vllm_is_said():

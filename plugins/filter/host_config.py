@@ -78,8 +78,13 @@ def plan_instances(instances, binding=False):
     for inst in to_plain(instances) or []:
         if isinstance(inst, dict):
             out.append({"name": inst.get("name"), "npus": inst.get("npus")})
+            if inst.get("command"):
+                # its --device-ids puts the devices in rank order (the prediction follows)
+                out[-1]["command"] = inst.get("command")
             if binding:
                 out[-1]["binding"] = inst.get("binding")
+                if inst.get("vllm_version"):
+                    out[-1]["vllm_version"] = inst.get("vllm_version")
     return out
 
 

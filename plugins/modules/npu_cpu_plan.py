@@ -60,6 +60,9 @@ options:
       - vLLM instances, each C({name, npus}); the plan gets per instance the union of its NPUs'
         main CPUs and pools, and an C(env) with C(ASCEND_RT_VISIBLE_DEVICES) (C(CUDA_VISIBLE_DEVICES)
         on NVIDIA hosts) naming its devices. An NPU may belong to one instance only.
+      - An instance may carry its C(command); its C(--device-ids) (indices into C(npus), as vLLM
+        reads them) puts the devices in rank order for the C(vllm_ascend) prediction, and an id
+        the plan cannot follow (a UUID, out of range, twice) fails the task naming the flag.
     type: list
     elements: dict
   device_type:

@@ -93,6 +93,9 @@ options:
         checkout), else the C(Version:) of C(vllm_ascend-*.dist-info/METADATA), else of
         C(egg-info/PKG-INFO). Another record naming another version (a stale egg-info) is a
         warning.
+      - vLLM itself is read from the same places by the same rules (C(vllm/_version.py), else
+        C(vllm-*.dist-info/METADATA)) into C(vllm) in the facts, from which the launch wrapper
+        and the audit pick vLLM's flags (C(docs/vllm-versions.md)).
       - A worker's root is a container image, so only the first 64 KiB of a file, 8 records of a
         directory and 12 distinct C(site-packages) of a root are read; what one root cannot
         give is one C(errors) row, never a failed task.
@@ -269,7 +272,7 @@ ansible_facts:
           C(device_type), C(device_type_evidence), C(cpu) (allowed, allowed_self, allowed_source,
           online, threads_per_core, numa_nodes, numa_source, model, numa_distance, packages,
           smt_siblings, isolated, nohz_full), C(npus), C(npu_map), C(gpus), C(numa_off), C(nics),
-          C(tools), C(irqbalance), C(visible_devices), C(vllm_ascend), C(softshare), C(cgroup), C(warnings),
+          C(tools), C(irqbalance), C(visible_devices), C(vllm_ascend), C(vllm), C(softshare), C(cgroup), C(warnings),
           C(errors).
         - C(gpus) entries of a Grace host (GH200, GB200, GB300, whose nvidia-smi prints NUMA
           Affinity as a node list) carry C(memory_nodes), the GPU's memory-only NUMA nodes;
@@ -316,6 +319,7 @@ ansible_facts:
                      banned_cpus: null}
         visible_devices: {ASCEND_RT_VISIBLE_DEVICES: null, CUDA_VISIBLE_DEVICES: null}
         vllm_ascend: {version: 0.23.0.post1, source: /usr/local/lib/python3.11/site-packages/vllm_ascend-0.23.0.post1.dist-info/METADATA}
+        vllm: {version: 0.34.0, source: /usr/local/lib/python3.11/site-packages/vllm-0.34.0.dist-info/METADATA}
         softshare: {chips_total: 8, chips_healthy: 8, capacity: 800}
         cgroup: {version: null, cpuset_controller: null}
         warnings: []

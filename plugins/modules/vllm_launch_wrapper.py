@@ -144,6 +144,12 @@ options:
     description: IRQ state file of M(npuops.fleet.npu_irq_affinity), read by the reconciler.
     type: path
     default: /var/lib/npuops/irq-state.json
+  vllm_version:
+    description:
+      - The instance's vLLM version (C(0.34.0)). Default read, never imported, from the environment
+        the command names (C(/opt/venv/bin/vllm)), then the host's site-packages. It picks the
+        flags (C(docs/vllm-versions.md)); unknown, only flags safe on every vLLM, with a warning.
+    type: str
   allow_foreign_plan:
     description:
       - Accept a plan made for another host (its C(hostname) differs from this host's). Off, such
@@ -172,42 +178,27 @@ notes:
     when O(npus) disagrees with the plan instance."
   - On GPU hosts the wrapper exports C(CUDA_VISIBLE_DEVICES) and the plan's NCCL variables
     (C(NCCL_IB_HCA) for the paired NICs) instead, and C(--additional-config) is left untouched.
-  - "Tools (C(taskset), the vLLM program) are called by name from PATH. Every argument is quoted
-    with C(shlex.quote) and environment values are always single-quoted: quotes, command
-    substitutions, backticks, newlines, globs and leading dashes reach vLLM verbatim and run nothing (tested by
-    running the wrapper with stand-in C(taskset) and C(vllm) and comparing the argv byte for
-    byte). The script passes C(bash -n) and C(shellcheck); the one file-wide
-    C(shellcheck disable=SC1003,SC2016) is there because single-quoted command substitutions and
-    backslashes are intended literals."
+  - "Tools (C(taskset), the vLLM program) are called by name from PATH. Every argument is
+    C(shlex.quote)d, environment values single-quoted: quotes, substitutions, newlines and globs
+    reach vLLM verbatim and run nothing. The script passes C(bash -n) and C(shellcheck)."
   - "The binder C(<dest>/<name>-bind) is the collection's C(plugins/module_utils/standalone/)
     package itself, written as one Python zipapp behind a C(#!<python>) line (byte for byte the
     same on every run). Standard library only, Python 3.7+; it reads C(/proc) directly."
   - "Units (O(binding=host)): C(vllm-<name>.service) runs the wrapper and wants
-    C(vllm-<name>-bind.service), which runs the binder after the service started and is bound to
-    it (C(BindsTo=)). Binding is never in the service's start path, so a slow or failing binder
-    cannot delay or stop the inference service. C(vllm-<name>-reconcile.timer), started with the
-    service (C(Wants=)), runs C(vllm-<name>-reconcile.service) (the binder, C(--once)) one
-    O(reconcile_interval) after it started and then every O(reconcile_interval). A run that finds
-    the instance stopped or its workers not spawned yet ends well (C(SuccessExitStatus=2 3)) and
-    says so in the metrics (C(npuops_instance_workers_missing), C(npuops_instance_up)): it never
-    fails the unit or degrades the host."
-  - "A crash loop ends: the service allows 5 starts in 30 minutes (C(StartLimitBurst=),
-    C(StartLimitIntervalSec=), C(RestartSec=10)), then stays C(failed) (the journal says
-    C(Start request repeated too quickly)) until C(systemctl reset-failed). Every start counts,
-    an operator's or the role's restarts too."
-  - "The binder finds the workers under the service's main process (C(systemctl show -p MainPID))
-    by their place in the tree - the children of its C(<P>::EngineCore[_DP<r>]) children, by
-    their ranks (C(<P>::Worker[_DP][_PP][_PCP][_TP][_DCP][_EP]) titles, C(<P>) the instance's
-    C(VLLM_PROCESS_NAME_PREFIX)) or their spawn order while they are still C(python3) - an
-    EngineCore without workers (uniproc executor, GPU TP=1) being its device's worker, else by
-    the C(npu-smi) (C(nvidia-smi)) process table - within one deadline (O(bind_timeout)) for all
-    devices. A process titled like a worker elsewhere in the tree is no worker. The main process,
-    the EngineCores, C(VLLM::APIServer) and every other process not below a worker go to the
-    frontend CPUs, once their workers exist (no worker inherits the frontend's mask); a worker's
-    C(acl_thread)/C(release_thread) to their CPUs and its other threads to the device's main
-    CPUs. Threads that start later are bound too (it keeps watching for 10 minutes and re-reads
-    the plan file when it changes). Exit codes: 0 bound, 1 error, 2 the instance runs but a
+    C(vllm-<name>-bind.service) (the binder, bound to it: never in the service's start path) and
+    C(vllm-<name>-reconcile.timer) (the binder C(--once) every O(reconcile_interval)). A run that
+    finds the instance stopped or its workers not spawned ends well (C(SuccessExitStatus=2 3))
+    and says so in the metrics (C(npuops_instance_up)); it never fails the unit."
+  - "A crash loop ends: 5 starts in 30 minutes (C(StartLimitBurst=), C(RestartSec=10)), then
+    C(failed) until C(systemctl reset-failed); every start counts, the role's restarts too."
+  - "The binder finds the workers under the service's main process by their place in the tree
+    (the children of its EngineCores, by their ranks or spawn order), else by the C(npu-smi)
+    (C(nvidia-smi)) process table, within O(bind_timeout); every other process of the tree goes
+    to the frontend CPUs. With C(--device-ids) in the command the instance's devices are taken in
+    that order (rank r of DP engine d on the C(d*ws+r)-th). Exit codes: 0 bound, 1 error, 2 a
     device shows no worker, 3 the instance does not run; see C(docs/drift.md)."
+  - "vLLM 0.34 binds NUMA by itself (C(numactl)) when started on every CPU; with O(binding=host)
+    a vLLM that has C(--numa-bind) (0.20+) gets C(--no-numa-bind); see C(docs/vllm-versions.md)."
   - "Memory moves once the server answers O(ready_url), with each worker's first binding only:
     C(migratepages) run with C(CAP_SYS_NICE) dropped and the worker's uid, so the kernel moves only
     the pages the worker maps alone - not vLLM's shared-memory rings or mapped model files, which
@@ -276,6 +267,7 @@ EXAMPLES = r'''
 #   #!/usr/bin/env bash
 #   # vLLM instance qwen3-8b-b, generated by npuops.fleet vllm_launch_wrapper; do not edit.
 #   # devices: 2,3  main CPUs: 98-105,110-117  binding: host
+#   # vLLM: version unknown
 #   # shellcheck disable=SC1003,SC2016
 #   set -euo pipefail
 #
@@ -346,6 +338,11 @@ frontend_cpus:
   returned: always
   type: str
   sample: 120-131
+vllm:
+  description: The instance's vLLM (C(version), C(source); null when unknown) and C(numa_bind), the NUMA binding it gets.
+  returned: always
+  type: dict
+  sample: {version: 0.34.0, source: /opt/venv/lib/python3.12/site-packages/vllm/_version.py, numa_bind: off (--no-numa-bind)}
 units:
   description: The systemd units to enable, in order (the service, its bind unit, the reconcile timer).
   returned: always
@@ -367,6 +364,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import hos
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import cgroup, npu_smi, pci, rocm_smi
 from ansible_collections.npuops.fleet.plugins.module_utils.model import instance_files
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules as host_rules, vendors
+from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_flags, vllm_version
 from ansible_collections.npuops.fleet.plugins.module_utils.model.instances import module_option as instance_option
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app, units
@@ -376,7 +374,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils import errors
 
 # every module the binder zipapp holds (its closure), imported so that AnsiballZ ships it
 BINDER_MODULES = (binder, cli, discovery, irqs, metrics, procs, rules, smi, targets, errors,
-                  cpulist, command, locks, paths, vendors, npu_smi, pci, rocm_smi)
+                  cpulist, command, locks, paths, vendors, vllm_flags, npu_smi, pci, rocm_smi)
 # a week: the binder's own deadline (the bind unit is Type=simple, no start timeout covers it)
 MAX_BIND_TIMEOUT = 7 * 24 * 3600
 
@@ -395,12 +393,14 @@ def build_files(p):
     name = wrapper.check_name(p["name"])
     base = wrapper.check_dir(p["dest"], "dest").rstrip("/")
     unit_dir = wrapper.check_dir(p["unit_dir"], "unit_dir").rstrip("/")
-    view = wrapper.instance_view(p["plan"], name, p["npus"])
+    view = wrapper.instance_view(p["plan"], name, p["npus"], p["command"])
+    io, errors = hostio.LiveHostIO(p["host_root"]), []
+    vllm = vllm_version.resolve(io, p["command"], p["vllm_version"], errors)
     names = instance_files.unit_names(name)
     paths = instance_files.file_paths(base, name)
     paths.update((kind, "%s/%s" % (unit_dir, unit)) for kind, unit in names.items())
-    files = [(paths["wrapper"], wrapper.render_wrapper(view, p["command"], p["env"], p["binding"]),
-              0o755),
+    files = [(paths["wrapper"], wrapper.render_wrapper(view, p["command"], p["env"], p["binding"],
+                                                       vllm), 0o755),
              (paths["plan"], wrapper.render_plan_json(p["plan"], view, p["binding"]), 0o644)]
     host = p["binding"] == "host"
     if host:
@@ -418,10 +418,11 @@ def build_files(p):
                                                    p["reconcile_interval"], p["irq_state"],
                                                    p["metrics_dir"] or None)
             files += [(paths["reconcile"], service, 0o644), (paths["timer"], timer, 0o644)]
-    _argv, warnings = wrapper.launch_argv(view, p["command"], p["binding"])
+    _argv, warnings = wrapper.launch_argv(view, p["command"], p["binding"], vllm)
+    warnings.extend("vLLM version: %s: %s" % (e["source"], e["msg"]) for e in errors)
+    view["vllm"] = wrapper.vllm_summary(view, p["command"], p["binding"], vllm)
     if p["systemd"] and host:
         # AllowedCPUs= holds the tree only on cgroup v2 with the cpuset controller
-        io = hostio.LiveHostIO(p["host_root"])
         note = cgroup.confinement_warning(cgroup.cgroup_mode(
             io.read_text("/proc/self/mounts"), io.read_text("/sys/fs/cgroup/cgroup.controllers")))
         if note:
@@ -464,6 +465,7 @@ def install(module):
         units=enabled,
         main_cpus=cpulist.format(view["main"]),
         frontend_cpus=cpulist.format(view["frontend"]),
+        vllm=view["vllm"],
         warnings=warnings,
         diff=[r["diff"] for r in results if r["changed"]],
     )
@@ -488,6 +490,7 @@ def main():
         reconcile_interval=dict(type="str", default="5min"),
         metrics_dir=dict(type="path", default="/var/lib/prometheus/node-exporter"),
         irq_state=dict(type="path", default=instance_files.DEFAULT_IRQ_STATE),
+        vllm_version=instance_option("vllm_version"),
         allow_foreign_plan=dict(type="bool", default=False),
         host_root=dict(type="path", default="/"),
     ), install)

@@ -48,6 +48,10 @@ OPTIONS = (
     ("migrate", {"type": "bool", "required": False, "role_default": "npuops_vllm_migrate",
                  "description": ["Move the workers' memory to their NUMA nodes once the server is "
                                  "ready (default O(npuops_vllm_migrate))."]}),
+    ("vllm_version", {"type": "str", "required": False,
+                      "description": ["The instance's vLLM version (C(0.34.0)); default read from "
+                                      "the environment its command names, then the host. The "
+                                      "wrapper's vLLM flags follow it (C(docs/vllm-versions.md))."]}),
 )
 NAMES = tuple(name for name, _spec in OPTIONS)
 _SPEC = dict(OPTIONS)

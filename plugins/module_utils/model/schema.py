@@ -109,6 +109,7 @@ TOPOLOGY = (RECORD, {
         "cpuset_controller": _opt((BOOL,)),
     })),
     "vllm_ascend": _opt((RECORD, {"version": (STR,), "source": _TEXT, "commit": _TEXT})),
+    "vllm": _opt((RECORD, {"version": (STR,), "source": _TEXT, "commit": _TEXT})),
 })
 
 # What make_plan and the planners under it (plan/, the model/rules helpers) never read. The
@@ -121,7 +122,7 @@ UNREAD_BY_PLANNERS = (
     "npus.npu_id", "npus.chip_id", "npus.phy_id", "npus.name", "npus.bus_id", "npus.health",
     "npus.hbm_total_mb", "npus.hbm_used_mb", "npus.irqs", "npus.processes.pid",
     "npus.processes.name", "npus.processes.memory_mb", "gpus.name", "nics.legend",
-    "nics.netdev", "nics.irqs", "cgroup", "vllm_ascend.source", "vllm_ascend.commit")
+    "nics.netdev", "nics.irqs", "cgroup", "vllm_ascend.source", "vllm_ascend.commit", "vllm")
 
 
 def _without(spec, path):

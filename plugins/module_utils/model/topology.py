@@ -20,6 +20,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsE
 from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_facts, device_nodes, rules
 from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_ascend_version
+from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_version
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import (
     cgroup, cpu_topology, device_type, interrupts, irqbalance_conf, npu_smi, nvidia_query,
     nvidia_topo, pci, rdma, rocm_smi)
@@ -410,6 +411,8 @@ def gather(io, timeout=30, vllm_ascend_paths=None):
     active = None
     if not irq_state.missing and not irq_state.timed_out:
         active = irq_state.stdout.strip() == "active"
+    worker_pids = [p.get("pid") for n in npus for p in n.get("processes") or []
+                   if isinstance(p.get("pid"), int)]
     vendor = "ascend" if npus or detected.get("unread") else (
         "amd" if amd else ("nvidia" if gpus else "none"))
     facts = {
@@ -428,9 +431,10 @@ def gather(io, timeout=30, vllm_ascend_paths=None):
         "tools": tools,
         "irqbalance": _irqbalance(io, src, active),
         "visible_devices": dict((name, io.getenv(name)) for name in ENV),
-        "vllm_ascend": vllm_ascend_version.gather(io, vllm_ascend_paths, [
-            p.get("pid") for n in npus for p in n.get("processes") or []
-            if isinstance(p.get("pid"), int)], src.errors, warnings) if npus else None,
+        "vllm_ascend": vllm_ascend_version.gather(io, vllm_ascend_paths, worker_pids,
+                                                  src.errors, warnings) if npus else None,
+        # the same reader and places (the named environments hold vLLM beside vllm-ascend)
+        "vllm": vllm_version.gather(io, vllm_ascend_paths, worker_pids, src.errors, warnings),
         "softshare": rules.softshare_capacity(npus, detected["device_type"]),
         "cgroup": cgroup.cgroup_mode(io.read_text("/proc/self/mounts"),
                                      io.read_text("/sys/fs/cgroup/cgroup.controllers")),

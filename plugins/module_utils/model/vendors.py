@@ -16,8 +16,9 @@ to the same device list; the first is the one an instance's env may already carr
 topology tool beyond the PCIe classes, as GPU<->NIC costs), ``process_query`` (the command that
 lists the processes on the devices; the binder runs it), ``process_map`` (the command that maps
 the tool's ids in that list to the plan's device ids, or None), ``irq_source`` (``device``: the accelerator's own IRQs;
-``nic``: the paired RDMA NIC's completion IRQs), ``numa_bind`` (vLLM's ``--numa-bind`` applies
-with ``binding: vllm``), ``nic_links`` (``matrix``: the tool prints GPU<->NIC cells; ``numa``:
+``nic``: the paired RDMA NIC's completion IRQs), ``numa_bind`` (vLLM's NUMA binding -
+``--numa-bind``, and its automatic form from 0.34 - runs on this vendor's platform: read from
+the vLLM version table, ``vllm_flags.NUMA_BIND_VENDORS``, never kept here), ``nic_links`` (``matrix``: the tool prints GPU<->NIC cells; ``numa``:
 the facts derive them from sysfs NUMA nodes).
 """
 
@@ -25,15 +26,21 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_flags
+
 
 class Vendor(object):
     __slots__ = ("name", "device_word", "device_key", "visibility", "clear", "launch_env",
-                 "link_costs", "process_query", "process_map", "irq_source", "numa_bind", "nic_links", "tool", "driver")
+                 "link_costs", "process_query", "process_map", "irq_source", "nic_links", "tool", "driver")
 
     def __init__(self, name, **fields):
         self.name = name
         for key in self.__slots__[1:]:
             setattr(self, key, fields[key])
+
+    @property
+    def numa_bind(self):
+        return vllm_flags.applies_to(vllm_flags.NUMA_BIND, self.name)
 
     @property
     def is_gpu(self):
@@ -46,7 +53,7 @@ VENDORS = {
         visibility=("ASCEND_RT_VISIBLE_DEVICES",), clear=(), launch_env={},
         link_costs={}, process_query=("npu-smi", "info"),
         process_map=("npu-smi", "info", "-m"), irq_source="device",
-        numa_bind=False, nic_links=None),
+        nic_links=None),
     "nvidia": Vendor(
         "nvidia", device_word="GPU", device_key="gpus", tool="nvidia-smi", driver="NVIDIA",
         visibility=("CUDA_VISIBLE_DEVICES",), clear=(),
@@ -56,7 +63,7 @@ VENDORS = {
         process_query=("nvidia-smi", "--query-compute-apps=pid,gpu_bus_id,used_memory",
                        "--format=csv,noheader,nounits"),
         process_map=("nvidia-smi", "--query-gpu=index,pci.bus_id", "--format=csv,noheader"),
-        irq_source="nic", numa_bind=True, nic_links="matrix"),
+        irq_source="nic", nic_links="matrix"),
     # vLLM's ROCm platform (vllm/platforms/rocm.py) reads CUDA_VISIBLE_DEVICES and refuses a
     # HIP_VISIBLE_DEVICES that differs from it: both are exported, equal. ROCR_VISIBLE_DEVICES
     # filters below HIP, so an inherited value would renumber the plan's indexes: unset.
@@ -67,7 +74,7 @@ VENDORS = {
         link_costs={"XGMI": 1},
         # --showpids prints a count of GPUs per process, --showpidgpus their indexes
         process_query=("rocm-smi", "--showpidgpus"), process_map=None,
-        irq_source="nic", numa_bind=False, nic_links="numa"),
+        irq_source="nic", nic_links="numa"),
 }
 GPU_VENDORS = tuple(sorted(name for name, row in VENDORS.items() if row.is_gpu))
 

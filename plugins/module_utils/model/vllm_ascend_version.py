@@ -3,6 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """``npu_topology.vllm_ascend``: which vllm-ascend release the host runs, read, never imported.
 
+The same reader, with ``package=VLLM``, finds vLLM itself (``npu_topology.vllm``,
+``model/vllm_version.py``): one set of rules and bounds for both packages.
+
 Looked for, first found wins: in the root of each running NPU worker (``/proc/<pid>/root``,
 containers included: its interpreter's environment from ``/proc/<pid>/cmdline``, then the
 usual site-packages), then in the Python environments the user names, then in the usual
@@ -27,6 +30,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import python_dist
 
@@ -39,6 +44,20 @@ MAX_RECORDS = 8       # vllm-ascend dist-info / egg-info records of one director
 MAX_SITES = 12        # distinct site-packages directories of one root read
 HEAD_BYTES = 64 << 10  # of a METADATA / PKG-INFO / _version.py: the header block is ~2 KiB
 _RECORD_KIND = {".dist-info": 0, ".egg-info": 1}  # the record an install tool writes today first
+
+
+class Package(object):
+    """A distribution the reader looks for: its label in messages, its import package (whose
+    ``_version.py`` wins) and the pattern of its dist-info / egg-info names (lower case)."""
+    __slots__ = ("label", "module", "record")
+
+    def __init__(self, label, module, record):
+        self.label, self.module, self.record = label, module, re.compile(record)
+
+
+VLLM_ASCEND = Package("vllm-ascend", "vllm_ascend", r"^vllm[-_]ascend-")
+# vllm-0.34.0.dist-info, vllm-0.32.0+cpu.dist-info (the CPU build); never vllm_ascend-*
+VLLM = Package("vllm", "vllm", r"^vllm-[0-9]")
 
 
 def _join(*parts):
@@ -64,12 +83,12 @@ def _env_site_dirs(io, path):
     return _site_dirs(io, _join(path, "lib"))
 
 
-def _records(site, names):
-    """The vllm-ascend metadata records among ``names``: ``[(kind, name)]``, dist-info first."""
+def _records(site, names, package=VLLM_ASCEND):
+    """The package's metadata records among ``names``: ``[(kind, name)]``, dist-info first."""
     out = []
     for name in names:
         lower = name.lower()
-        if lower.startswith(("vllm_ascend-", "vllm-ascend-")):
+        if package.record.match(lower):
             for suffix, kind in _RECORD_KIND.items():
                 if lower.endswith(suffix):
                     out.append((kind, name))
@@ -90,15 +109,15 @@ def _record_version(io, site, name, problems):
         return None
 
 
-def in_site_dir(io, site, problems, warnings=None, names=None):
-    """``{version, source[, commit]}`` of vllm-ascend in one site-packages dir, or None; what
+def in_site_dir(io, site, problems, warnings=None, names=None, package=VLLM_ASCEND):
+    """``{version, source[, commit]}`` of the package in one site-packages dir, or None; what
     cannot be read is added to ``problems`` (``(source, message)``), another record naming another version to
     ``warnings``."""
     names = (io.listdir(site) if names is None else names) or []
     names = names[:MAX_ENTRIES]
     found = []
-    if "vllm_ascend" in names:
-        path = _join(site, "vllm_ascend", "_version.py")
+    if package.module in names:
+        path = _join(site, package.module, "_version.py")
         text = io.read_text(path, HEAD_BYTES)
         if text is not None:
             try:
@@ -108,10 +127,10 @@ def in_site_dir(io, site, problems, warnings=None, names=None):
             else:
                 found.append(dict({"version": version, "source": path},
                                   **({"commit": commit} if commit else {})))
-    records = _records(site, names)
+    records = _records(site, names, package)
     if len(records) > MAX_RECORDS:
-        problems.append((site, "%d vllm-ascend records, only the first %d read"
-                         % (len(records), MAX_RECORDS)))
+        problems.append((site, "%d %s records, only the first %d read"
+                         % (len(records), package.label, MAX_RECORDS)))
     for _kind, name in records[:MAX_RECORDS]:
         record = _record_version(io, site, name, problems)
         if record is not None:
@@ -120,11 +139,13 @@ def in_site_dir(io, site, problems, warnings=None, names=None):
         return None
     best = found[0]
     for other in found[1:]:
-        if other["version"] != best["version"] and warnings is not None:
-            warnings.append("vllm-ascend: %s says %s, but %s says %s; %s is the one the "
+        # a local label is the build's, not another install (vllm 0.32.0 and 0.32.0+cpu)
+        if other["version"].split("+")[0] != best["version"].split("+")[0] and \
+                warnings is not None:
+            warnings.append("%s: %s says %s, but %s says %s; %s is the one the "
                             "interpreter imports (the other record is stale: reinstall or "
-                            "remove it)" % (best["source"], best["version"], other["source"],
-                                            other["version"], best["version"]))
+                            "remove it)" % (package.label, best["source"], best["version"],
+                                            other["source"], other["version"], best["version"]))
     if "commit" not in best:
         commits = [f["commit"] for f in found if f.get("commit") and f["version"] == best["version"]]
         if commits:
@@ -144,7 +165,7 @@ def _process_sites(io, pid):
     return sites
 
 
-def _search(io, label, sites, seen, warnings):
+def _search(io, label, sites, seen, warnings, package=VLLM_ASCEND):
     """``(found or None, problems)`` of one group of site dirs (one root)."""
     problems, listings, read = [], set(), 0
     for site in sites:
@@ -163,14 +184,15 @@ def _search(io, label, sites, seen, warnings):
             break
         listings.add(listing)
         read += 1
-        found = in_site_dir(io, site, problems, warnings, list(listing))
+        found = in_site_dir(io, site, problems, warnings, list(listing), package)
         if found is not None:
             return found, problems
     return None, problems
 
 
-def gather(io, paths=None, pids=(), errors=None, warnings=None):
-    """``{version, source[, commit]}`` or None when vllm-ascend is found nowhere.
+def gather(io, paths=None, pids=(), errors=None, warnings=None, package=VLLM_ASCEND):
+    """``{version, source[, commit]}`` or None when the package (vllm-ascend unless told) is
+    found nowhere.
 
     ``paths``: Python environments (roots or site-packages dirs) to search before the usual
     ones; ``pids``: the NPU workers whose roots are searched first. Whatever one root (or
@@ -180,14 +202,15 @@ def gather(io, paths=None, pids=(), errors=None, warnings=None):
     seen = set()
     for label, sites in _groups(io, paths, pids):
         try:
-            found, problems = _search(io, label, sites(), seen, warnings)
+            found, problems = _search(io, label, sites(), seen, warnings, package)
         except (NpuopsError, OSError, ValueError) as err:
             found, problems = None, [(label, str(err))]
         if len(problems) == 1:
             errors.append({"source": problems[0][0], "msg": problems[0][1]})
         elif problems:
-            errors.append({"source": label, "msg": "vllm-ascend version: %d problems, skipped; "
-                           "the first: %s: %s" % (len(problems), problems[0][0], problems[0][1])})
+            errors.append({"source": label, "msg": "%s version: %d problems, skipped; "
+                           "the first: %s: %s" % (package.label, len(problems), problems[0][0],
+                                                  problems[0][1])})
         if found is not None:
             return found
     return None

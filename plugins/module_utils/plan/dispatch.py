@@ -14,9 +14,10 @@ __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules, schema, vendors
-from ansible_collections.npuops.fleet.plugins.module_utils.model.instances import device_set_text
 from ansible_collections.npuops.fleet.plugins.module_utils.parse.device_type import TYPES as DEVICE_TYPES
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import frontend as placement
+from ansible_collections.npuops.fleet.plugins.module_utils.plan.instance_input import (  # noqa: F401
+    Instance, int_list as _int_list, validate_instances)
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import gpu as gpu_plan
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import layout
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
@@ -28,71 +29,6 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseEr
 
 _TEXT = cpuset.DECIMAL  # the decimal text of small ids (the plan's keys), by lookup
 _SMALL = len(_TEXT)
-
-
-_INTS = frozenset([int])
-
-
-def _int_list(value, what, *args):
-    """``value`` as a list of ints; ``what % args`` names it in the error."""
-    if value is None:
-        return None
-    if value.__class__ is list and set(map(type, value)) <= _INTS:
-        return list(value)  # (the usual option: ints already)
-    if args:
-        what = what % args
-    if not isinstance(value, (list, tuple)):
-        raise PlanError("%s must be a list of integers, got %r" % (what, value))
-    out = []
-    for item in value:
-        try:
-            if isinstance(item, bool):
-                raise ValueError
-            out.append(int(item))
-        except (TypeError, ValueError):
-            raise PlanError("%s must be a list of integers, got item %r" % (what, item))
-    return out
-
-
-def validate_instances(instances, known, host_ids=None, word="NPU"):
-    """``[(name, [npu, ...])]`` from the ``instances`` option; raises PlanError on bad input.
-
-    ``known``: the ids the plan keeps; ``host_ids``: all of the host's (when ``npus`` restricts
-    the plan, a message says both); ``word``: NPU or GPU, as the host's vendor says."""
-    if instances is None:
-        return None
-    if not isinstance(instances, (list, tuple)):
-        raise PlanError("instances must be a list of {name, npus}, got %r" % (instances,))
-    seen_names = set()
-    owner = {}
-    out = []
-    for index, inst in enumerate(instances):
-        if not isinstance(inst, dict) or "name" not in inst or "npus" not in inst:
-            raise PlanError("instances[%d] must be a dict with 'name' and 'npus', got %r"
-                            % (index, inst))
-        name = str(inst["name"])
-        if not name:
-            raise PlanError("instances[%d]: name is empty" % index)
-        if name in seen_names:
-            raise PlanError("instances[%d]: name %r is already used by another instance; instance "
-                            "names must be unique on a host" % (index, name))
-        seen_names.add(name)
-        ids = _int_list(inst["npus"], "instances[%d] (%s) npus", index, name)
-        if not ids:
-            raise PlanError("instance %s has no %ss" % (name, word))
-        for npu in ids:
-            if npu not in known:
-                restricted = sorted(known) if host_ids is not None and set(host_ids) != set(known) \
-                    else None
-                raise PlanError("instance %s: unknown %s id %d; %s" % (
-                    name, word, npu, device_set_text(host_ids if restricted else known, restricted,
-                                                     word, "npus (npuops_npus)")), npu, word=word)
-            if npu in owner:
-                raise PlanError("%s %d is in two instances: %s and %s" % (word, npu, owner[npu], name),
-                                npu, word=word)
-            owner[npu] = name
-        out.append((name, ids))
-    return out
 
 
 def _node_cpus(topology):

@@ -64,8 +64,18 @@ def release_failure(release, topology, device_type):
     return None
 
 
-def _rank_npus(rules, members, visible, running):
-    """``[(rank, npu or None, own npu)]``: the NPU each local rank binds, and its own device."""
+def _rank_npus(rules, members, visible, running, order=None):
+    """``[(rank, npu or None, own npu)]``: the NPU each local rank binds, and its own device.
+    ``order``: the instance's devices in rank order under ``--device-ids`` (local rank r runs on
+    ``order[r]``, and the 0.26+ releases bind ``device_id_to_physical_device_id(r)``, which is
+    that device: vllm_ascend/worker/worker.py _init_device, 0.26.0rc1-0.30.0rc2)."""
+    if order is not None:
+        count = len(order)
+        if rules["rank_npu"] == "visible":
+            npus = list(order)
+        else:
+            npus = running[:count] + [None] * (count - len(running))
+        return list(zip(range(count), npus, list(order)))
     count = len(members) if members is not None else len(running)
     if visible:
         owns = visible[:count] + [None] * (count - len(visible))
@@ -91,6 +101,7 @@ def predict(plan, topology, requested, insts, busy, affinity, node_cpus, allowed
     builds a pool for (the first instance's where two build one)."""
     failure = release_failure(release, topology, dtype)
     env_facts = (topology.get("visible_devices") or {}).get("ASCEND_RT_VISIBLE_DEVICES")
+    orders = dict((inst[0], getattr(inst, "order", None)) for inst in insts or ())
     if insts:
         groups = [(name, list(members), ",".join(str(n) for n in members))
                   for name, members in insts]
@@ -108,7 +119,8 @@ def predict(plan, topology, requested, insts, busy, affinity, node_cpus, allowed
             for rank in range(len(members) if members is not None else len(requested)):
                 ranks.append({"rank": rank, "npu": None, "outcome": "error",
                               "reason": "%s: %s" % (stage, message), "instance": name,
-                              "own_npu": members[rank] if members is not None else None})
+                              "own_npu": (orders.get(name) or members)[rank]
+                              if members is not None else None})
         plan["vllm_ascend"] = _block(release, ranks)
         plan["warnings"].extend(release["warnings"])
         return {}, False, True, None
@@ -130,7 +142,7 @@ def predict(plan, topology, requested, insts, busy, affinity, node_cpus, allowed
         # as one instance launched with ASCEND_RT_VISIBLE_DEVICES=<running>
         rank_npus = _rank_npus(release["rules"], members,
                                visible if visible is not None or name is not None else running,
-                               running)
+                               running, orders.get(name))
         if is_arm and not running:
             for rank, _npu, own in rank_npus:
                 ranks.append({"rank": rank, "npu": None, "outcome": "error",

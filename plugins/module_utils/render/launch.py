@@ -23,6 +23,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import WrapperError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import yaml_subset
 from ansible_collections.npuops.fleet.plugins.module_utils.model import schema, vendors
+from ansible_collections.npuops.fleet.plugins.module_utils.render import launch_flags
 
 NAME_RE = schema.INSTANCE_NAME
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -83,11 +84,13 @@ def _cpus(value, source):
     return list(cpus) if cpus else []
 
 
-def instance_view(plan, name, npus=None):
+def instance_view(plan, name, npus=None, command=None):
     """What instance ``name`` owns under ``plan``.
 
     Devices: ``npus`` when given, else the plan instance's ``npus``, else every device of the
-    plan. The plan's env and the plan instance's env may set the visibility variable
+    plan: the visible list (``visible``). A ``--device-ids`` in ``command`` picks from it, as
+    vLLM does (``launch_flags.device_order``): ``devices`` is then the devices in rank order
+    (local rank r of DP engine d on ``devices[d*ws + r]``) and the CPUs are theirs. The plan's env and the plan instance's env may set the visibility variable
     (npu_cpu_plan does) to exactly these devices; it is dropped from ``env`` (the wrapper
     exports it) and any other value raises WrapperError. Returns ``{name, vendor, devices,
     main, pool, numa_nodes, env, device_type, mode}`` with CPU sets as sorted lists of ints.
@@ -118,6 +121,8 @@ def instance_view(plan, name, npus=None):
         raise WrapperError("npus: the instance %s has no devices" % name)
     if len(set(devices)) != len(devices):
         raise WrapperError("npus: %r lists a device twice" % (devices,))
+    visible = devices
+    devices = launch_flags.device_order(command, visible, row) if command else visible
     main, pool, nodes = set(), set(), set()
     gpu_entries = []
     for dev in devices:
@@ -147,14 +152,18 @@ def instance_view(plan, name, npus=None):
             # when it names the devices derived here (the wrapper exports that value itself).
             extra = check_env(extra, source)
             for var in row.visibility:
-                extra = drop_visibility(extra, var, devices, source,
+                extra = drop_visibility(extra, var, visible, source,
                                         "npus must name the planned devices; leave npus out "
                                         "to use the plan instance's")
             env.update(extra)
     frontend = _cpus(instance.get("frontend"), "plan instance %s frontend" % name)
-    return {"name": name, "vendor": vendor, "devices": devices, "main": sorted(main),
+    host_cpus = set()
+    for node, cpus in sorted((plan.get("numa_nodes") or {}).items()):
+        host_cpus.update(_cpus(cpus, "plan numa_nodes %s" % node) if cpus else [])
+    return {"name": name, "vendor": vendor, "devices": devices, "visible": visible,
+            "main": sorted(main),
             "pool": sorted(pool), "numa_nodes": sorted(nodes), "env": env,
-            "frontend": sorted(frontend), "gpus": gpu_entries,
+            "frontend": sorted(frontend), "gpus": gpu_entries, "host_cpus": sorted(host_cpus),
             "device_type": plan.get("device_type"), "mode": plan.get("mode")}
 
 
@@ -298,19 +307,25 @@ def merge_additional_config(command, settings):
     return argv, overridden
 
 
-def launch_argv(view, command, binding="host"):
-    """The final argv the wrapper execs (before quoting) and warnings about it."""
+def launch_argv(view, command, binding="host", vllm=None):
+    """The final argv the wrapper execs (before quoting) and warnings about it. ``vllm``: the
+    instance's vLLM (``{version, source}``, None unknown): its flags come from
+    ``vllm_flags`` (``launch_flags.numa_flags``)."""
     if binding not in BINDINGS:
         raise WrapperError("binding: %r must be one of %s" % (binding, ", ".join(BINDINGS)))
     argv = check_command(command)
     warnings = []
+    launch_flags.check_device_ids(view, argv, vllm)
     if binding == "host" and view["vendor"] == "ascend":
         # Our binder owns the threads; vllm-ascend's in-process binding would re-pin them.
         argv, overridden = merge_additional_config(argv, {"enable_cpu_binding": False})
         if overridden:
             warnings.append("command: enable_cpu_binding in --additional-config was set to false "
                             "because binding=host (our binder pins the workers)")
-    if binding == "vllm" and vendors.get(view["vendor"]) and vendors.get(view["vendor"]).numa_bind:
+    plain = launch_flags.numa_flags(view, argv, binding, vllm, start_cpus(view))
+    warnings.extend(plain["warnings"])
+    argv = argv + plain["add"]
+    if plain["lists"]:
         argv, note = numa_bind_args(view, argv)
         warnings.extend(note)
     if binding == "host":
@@ -318,6 +333,13 @@ def launch_argv(view, command, binding="host"):
         # each process and thread to its own
         argv = ["taskset", "-c", cpulist.format(start_cpus(view))] + argv
     return argv, warnings
+
+
+def vllm_summary(view, command, binding="host", vllm=None):
+    """The instance's vLLM as the module returns it: ``{version, source, numa_bind}``, the
+    last saying which NUMA binding the instance really gets."""
+    numa = launch_flags.numa_flags(view, check_command(command), binding, vllm, start_cpus(view))
+    return dict(vllm or {"version": None, "source": None}, numa_bind=numa["numa"])
 
 
 def start_cpus(view):
@@ -357,7 +379,10 @@ def gpu_env(view):
 
 
 def visibility_env(view):
-    return visibility_var(view["vendor"]), ",".join(str(d) for d in view["devices"])
+    """The visibility variable and its value: the instance's visible devices (``--device-ids``
+    picks among them)."""
+    return visibility_var(view["vendor"]), ",".join(
+        str(d) for d in view.get("visible") or view["devices"])
 
 
 def quote_always(value):
@@ -366,16 +391,17 @@ def quote_always(value):
     return "'" + value.replace("'", "'\"'\"'") + "'"
 
 
-def render_wrapper(view, command, env=None, binding="host"):
+def render_wrapper(view, command, env=None, binding="host", vllm=None):
     """Bash launch wrapper text for one instance. ``view`` comes from ``instance_view``."""
-    argv, _warnings = launch_argv(view, command, binding)
+    argv, _warnings = launch_argv(view, command, binding, vllm)
     devices = visibility_env(view)[1]
     row = vendors.get(view["vendor"]) or vendors.VENDORS["ascend"]
     merged_env = gpu_env(view)
     plan_env, env = view.get("env") or {}, check_env(env or {}, "env")
+    visible = view.get("visible") or view["devices"]
     for name in row.visibility:
-        plan_env = drop_visibility(plan_env, name, view["devices"], "plan env")
-        env = drop_visibility(env, name, view["devices"], "env")
+        plan_env = drop_visibility(plan_env, name, visible, "plan env")
+        env = drop_visibility(env, name, visible, "env")
     merged_env.update(plan_env)
     merged_env.update(env)
     lines = [
@@ -383,6 +409,7 @@ def render_wrapper(view, command, env=None, binding="host"):
         "# vLLM instance %s, generated by npuops.fleet vllm_launch_wrapper; do not edit." % view["name"],
         "# devices: %s  main CPUs: %s  binding: %s"
         % (devices, cpulist.format(view["main"]), binding),
+        "# vLLM: %s" % launch_flags.describe(view, vllm),
         # Arguments are single-quoted on purpose: '$(...)' and '\\' must stay literal.
         "# shellcheck disable=SC1003,SC2016",
         "set -euo pipefail",
@@ -424,6 +451,9 @@ def render_plan_json(plan, view, binding="host"):
         "pool": cpulist.format(view["pool"]),
         "binding": binding,
     }
+    if view.get("visible") and view["visible"] != view["devices"]:
+        # --device-ids: the devices above in rank order, picked from this visible list
+        doc["npuops_instance"]["visible"] = view["visible"]
     if view.get("frontend"):
         doc["npuops_instance"]["frontend"] = cpulist.format(view["frontend"])
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"

@@ -24,6 +24,7 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report.problems impor
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.gpu_rails import analyse_rails, gpu_model, rail_shapes
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.untrusted import guarded, screen_hosts
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.vllm_ascend_release import summarize_release
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.vllm_instances import summarize_instances
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubelet_whatif import whatif_audit
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubernetes import kubernetes_audit
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import (
@@ -316,6 +317,8 @@ def analyse_host(name, entry):
         ("config", summarize_config(entry, facts)),
         # the vllm-ascend release predicted, rank by rank (report/vllm_ascend_release.py)
         ("vllm_ascend_release", summarize_release(entry.get("plan_" + VLLM), facts)),
+        # which vLLM and which NUMA binding each instance gets (report/vllm_instances.py)
+        ("vllm_instances", summarize_instances(entry, facts)),
         # Kubernetes nodes: where the pods' CPUs landed (report/kubernetes.py); None elsewhere
         ("kubernetes", kubernetes_audit(facts, entry.get("plan_strict"))),
         # what the node's kubelet does with each pod shape (report/kubelet_whatif.py)

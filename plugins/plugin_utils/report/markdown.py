@@ -22,6 +22,7 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import 
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubelet_whatif import whatif_markdown
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import shapes_of
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.vllm_ascend_release import release_markdown
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.vllm_instances import instances_markdown
 
 
 def _md(value):
@@ -206,6 +207,7 @@ def render_markdown(report):
                       for shape, h in shapes])
     out += _comparison_md(shapes)
     out += release_markdown(shapes, _md_table, _hosts_cell)
+    out += instances_markdown(shapes, _md_table, _hosts_cell)
     out += whatif_markdown([(shape["id"], _hosts_cell(shape), h) for shape, h in shapes], _md_table)
     out += ["", "## Pools per shape", ""]
     for shape, h in shapes:

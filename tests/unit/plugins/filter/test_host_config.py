@@ -46,7 +46,9 @@ def test_unknown_variables_name_the_nearest_known_one():
 
 def test_plan_instances_keeps_order_and_duplicates():
     insts = [{"name": "a", "npus": [0], "command": ["x"]}, {"name": "a", "npus": [1]}]
-    assert host_config.plan_instances(insts) == [{"name": "a", "npus": [0]}, {"name": "a", "npus": [1]}]
+    # the command goes on: its --device-ids puts the devices in rank order in the plan
+    assert host_config.plan_instances(insts) == [{"name": "a", "npus": [0], "command": ["x"]},
+                                                 {"name": "a", "npus": [1]}]
 
 
 def test_unknown_variables_needs_the_known_list():

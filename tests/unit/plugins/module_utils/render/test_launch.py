@@ -433,7 +433,8 @@ def test_gpu_wrapper_gets_pci_order_ucx_nics_and_the_frontend():
 
 def test_gpu_vllm_binding_passes_the_plan_to_vllms_numa_bind():
     view = wrapper.instance_view(GPU_PLAN_FRONTEND, "svc")
-    argv, warnings = wrapper.launch_argv(view, ["vllm", "serve", "/m", "-tp", "2"], "vllm")
+    argv, warnings = wrapper.launch_argv(view, ["vllm", "serve", "/m", "-tp", "2"], "vllm",
+                                         {"version": "0.32.0", "source": "test"})
     assert argv == ["vllm", "serve", "/m", "-tp", "2", "--numa-bind", "--numa-bind-nodes", "3",
                     "3", "--numa-bind-cpus", "0-11", "12-23"] and warnings == []
     argv, warnings = wrapper.launch_argv(view, ["vllm", "serve", "--numa-bind"], "vllm")

@@ -26,9 +26,11 @@ description:
     that includes tuned's C(cpu-partitioning) with the plan's isolated cores is activated instead
     (tuned then owns the workqueue mask, the manager's affinity and irqbalance's banned CPUs); the
     vLLM trees are excluded from its scheduler plugin, the slice drop-ins are still written.
-  - The instances' units run in C(npuops-vllm.slice) (the vllm_launch role sets C(Slice=) when
-    the partition is on), so the slice restriction never cuts their pools. On a live cgroup v2
-    host the module refuses while an instance unit still runs in C(system.slice) - restart it first.
+  - The instances' services (the plan's C(instances)) get a drop-in C(Slice=npuops-vllm.slice): the
+    slice is outside C(system.slice), so its restriction never cuts their pools; the service's own
+    C(AllowedCPUs=) (its pools and frontend) still confines it. The move happens at the service's
+    next start; on a live cgroup v2 host, while one still runs in C(system.slice), the module refuses
+    or restarts it (O(restart_instances)).
   - Kernel command-line isolation (C(isolcpus), C(nohz_full), C(rcu_nocbs)) only with
     O(kernel_cmdline=true); it needs a reboot, which the module never does (RV(reboot_pending)).
   - All or nothing - a failing step undoes the steps taken and the message says what state the
@@ -65,6 +67,13 @@ options:
     type: str
     choices: [auto, v2, v1]
     default: auto
+  restart_instances:
+    description:
+      - On a live cgroup v2 host, instance units (C(vllm-<name>.service)) that still run in
+        C(system.slice) are restarted after the reload so they move to C(npuops-vllm.slice)
+        (a running unit cannot change slice). V(false) refuses the run instead, changing nothing.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -129,6 +138,11 @@ reboot_pending:
   description: O(kernel_cmdline=true) and the running kernel's command line lacks the isolation (or a bootloader file changed).
   returned: always
   type: bool
+restarted:
+  description: Instance units restarted into C(npuops-vllm.slice) (O(restart_instances)).
+  returned: state=present
+  type: list
+  elements: str
 tuned:
   description: Whether tuned drives the partition.
   returned: always
@@ -183,25 +197,28 @@ def present(module, part):
     layout = planner.partition(p["plan"], cpu, p["min_housekeeping"])
     version = cgroup_of(p)
     tuned = uses_tuned(p, part)
-    files, runtime = render.files(layout, version, tuned, p["kernel_cmdline"])
+    files, runtime = render.files(layout, version, tuned, p["kernel_cmdline"],
+                                  sorted((p["plan"].get("instances") or {}).keys()))
     steps, warnings = part.compare(files, runtime, render.TUNED_PROFILE if tuned else None)
     state = part.state()
     if not tuned and part.tuned_active() == render.TUNED_PROFILE:
         steps.append({"kind": "tuned", "path": apply.TUNED_ACTIVE, "before": render.TUNED_PROFILE,
                       "after": (state or {}).get("tuned_before") or None})
-    if steps and version == 2 and part.live and any(s["path"].startswith(render.UNIT_DIR + "/system.slice")
-                                                    for s in steps):
-        cut = part.instances_in_system_slice()
-        if cut:
+    restart = []
+    if steps and version == 2 and part.live and any(
+            s["path"].startswith(render.UNIT_DIR + "/system.slice") for s in steps):
+        restart = part.instances_in_system_slice()
+        if restart and not p["restart_instances"]:
             raise NpuopsError(
                 "npu_cpu_partition: %s still run(s) in system.slice, whose AllowedCPUs=%s would "
-                "cut their pools at once; restart them so they move to %s (their units have "
-                "Slice=%s when npuops_cpu_partition is on), then run again. Nothing was changed"
-                % (", ".join(cut), layout["housekeeping"], planner.VLLM_SLICE, planner.VLLM_SLICE))
+                "cut their pools at once. A running unit cannot change slice: set "
+                "restart_instances (npuops_cpu_partition_restart_instances: true) to restart "
+                "them into %s as part of this run, or stop them first. Nothing was changed"
+                % (", ".join(restart), layout["housekeeping"], planner.VLLM_SLICE))
     pending = []
     if steps and not module.check_mode:
         tuned_before = part.tuned_active()
-        pending = part.execute(steps, apply.new_state(state, steps, tuned_before))
+        pending = part.execute(steps, apply.new_state(state, steps, tuned_before), restart)
     cmdline = (part.io.read_text("/proc/cmdline") or "") if p["kernel_cmdline"] else ""
     reboot = p["kernel_cmdline"] and (
         any(s["path"] == render.GRUB_DROPIN for s in steps) or
@@ -209,7 +226,7 @@ def present(module, part):
     return dict(
         changed=bool(steps), isolated=layout["isolated"], irq_cpus=layout["irq"],
         housekeeping=layout["housekeeping"], counts=layout["counts"], files=sorted(files),
-        steps=_shown(steps), pending=pending, tuned=tuned,
+        steps=_shown(steps), pending=pending, tuned=tuned, restarted=restart,
         reexec_needed=any(s["path"] == render.MANAGER_DROPIN for s in steps),
         reboot_pending=bool(reboot), warnings=warnings, diff=apply.diff_of(steps))
 
@@ -242,6 +259,7 @@ def main():
         tuned=dict(type="str", choices=["auto", "always", "never"], default="auto"),
         kernel_cmdline=dict(type="bool", default=False),
         cgroup=dict(type="str", choices=["auto", "v2", "v1"], default="auto"),
+        restart_instances=dict(type="bool", default=False),
         host_root=dict(type="path", default="/"),
     ), body)
 

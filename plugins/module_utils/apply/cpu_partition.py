@@ -84,6 +84,15 @@ class Partition(object):
         text = self.io.read_text(path)
         return None if text is None else text.strip()
 
+    def instance_dropins(self):
+        """The instances' partition drop-ins on the host (``vllm-*.service.d``)."""
+        out = []
+        for name in sorted(self.io.listdir(render.UNIT_DIR) or []):
+            path = "%s/%s/%s" % (render.UNIT_DIR, name, render.DROPIN)
+            if render.is_instance_dropin(path) and self.io.exists(path):
+                out.append(path)
+        return out
+
     def instances_in_system_slice(self):
         """Instance units whose processes still run in system.slice (cgroup v2, live)."""
         names = self.io.listdir(SYSTEM_SLICE_CGROUP) or []
@@ -100,7 +109,10 @@ class Partition(object):
     def compare(self, files, runtime, tuned):
         """``(steps, warnings)``: each step a dict ``{kind, path, before, after}``."""
         steps, warnings = [], []
-        for path in render.every_file():
+        known = render.every_file()
+        for path in sorted(set(self.instance_dropins()) | set(p for p in files if p not in known)):
+            known.insert(0, path)
+        for path in known:
             before = self.read(path)
             after = files.get(path)
             if before is not None and after is None and not before.startswith(render.HEADER):
@@ -158,8 +170,9 @@ class Partition(object):
         else:
             self._command(["tuned-adm", "off"])
 
-    def execute(self, steps, state_text=None):
-        """Carry ``steps`` out (``state_text``: the state file to write first, or None).
+    def execute(self, steps, state_text=None, restart=()):
+        """Carry ``steps`` out (``state_text``: the state file to write first, or None;
+        ``restart``: instance units restarted after the reload, so they move to their slice).
         Returns the commands left pending (sandbox root). All or nothing."""
         done = []
         pending = []
@@ -167,30 +180,32 @@ class Partition(object):
             if state_text is not None:
                 before = self.read(render.STATE_FILE)
                 if before != state_text:
+                    self._write(render.STATE_FILE, state_text)
                     done.append({"kind": "file", "path": render.STATE_FILE, "before": before,
                                  "after": state_text})
-                    self._write(render.STATE_FILE, state_text)
             for step in steps:
                 if step["kind"] == "file":
-                    done.append(step)
                     self._write(step["path"], step["after"])
+                    done.append(step)
             reload_needed = any(s["kind"] == "file" and systemd_file(s["path"]) for s in done)
             if reload_needed:
                 if self.live:
                     self._command(["systemctl", "daemon-reload"])
                 else:
                     pending.append("systemctl daemon-reload")
+            for unit in restart:
+                self._command(["systemctl", "restart", unit])
             for step in steps:
                 if step["kind"] == "runtime":
-                    done.append(step)
                     fileops.write_in_place(self.host_root, step["path"], step["after"] + "\n")
+                    done.append(step)
             for step in steps:
                 if step["kind"] == "tuned":
-                    done.append(step)
                     if self.live:
                         self._tuned(step["after"])
                     else:
                         pending.append("tuned-adm profile %s" % step["after"])
+                    done.append(step)
         except (NpuopsError, OSError) as err:
             undone, left = self._undo(done)
             raise PartitionError(

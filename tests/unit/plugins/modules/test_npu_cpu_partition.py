@@ -1,0 +1,162 @@
+# -*- coding: utf-8 -*-
+"""npu_cpu_partition in-process on a sandbox root: inert in check mode, applied, a second run
+unchanged, taken back to the exact tree it found, tuned driven, rolled back on a failure."""
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.npuops.fleet.plugins.module_utils.apply import cpu_partition as apply
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.render import cpu_partition as render
+from npuops_testing.module_harness import call_module, facts_of, plan_of
+
+HOSTS = ("a2-910b3x8", "dgx-a100")
+ALL_MASK = "ffffffff,ffffffff,ffffffff,ffffffff,ffffffff,ffffffff,ffffffff,ffffffff"
+
+
+def make_root(tmp_path, tuned=None):
+    root = tmp_path / "root"
+    for path in render.RUNTIME_FILES:
+        (root / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        (root / path.lstrip("/")).write_text(ALL_MASK + "\n")
+    (root / "etc").mkdir(exist_ok=True)
+    (root / "proc" / "cmdline").write_text("BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro\n")
+    if tuned:
+        (root / "etc/tuned").mkdir(parents=True)
+        (root / "etc/tuned/active_profile").write_text(tuned + "\n")
+    return root
+
+
+def tree(path):
+    out = []
+    for dirpath, dirnames, files in os.walk(str(path)):
+        dirnames.sort()
+        for name in sorted(files):
+            full = os.path.join(dirpath, name)
+            out.append((os.path.relpath(full, str(path)), open(full).read()))
+    return out
+
+
+def args(root, host="a2-910b3x8", **extra):
+    base = {"plan": plan_of(host), "topology": facts_of(host), "host_root": str(root),
+            "cgroup": "v2", "tuned": "auto"}
+    base.update(extra)
+    return base
+
+
+def read(root, path):
+    return (root / path.lstrip("/")).read_text()
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_check_mode_is_inert_then_applied_idempotent_and_reversible(tmp_path, host):
+    root = make_root(tmp_path)
+    found = tree(root)
+    a = args(root, host)
+    check = call_module("npu_cpu_partition", a, check=True, diff=True)
+    assert not check.get("failed"), check.get("msg")
+    assert check["changed"] is True and tree(root) == found
+    applied = call_module("npu_cpu_partition", a, diff=True)
+    assert applied["changed"] is True and applied["steps"] == check["steps"]
+    assert applied["pending"] == ["systemctl daemon-reload"]
+    housekeeping = set(cpulist.parse(applied["housekeeping"]))
+    for path in render.RUNTIME_FILES:
+        assert set(cpulist.from_mask(read(root, path))) == housekeeping
+    assert read(root, render.unit_dropin("system.slice")).endswith(
+        "AllowedCPUs=%s\n" % applied["housekeeping"])
+    state = json.loads(read(root, render.STATE_FILE))
+    assert state["runtime_before"] == dict((p, ALL_MASK) for p in render.RUNTIME_FILES)
+    again = call_module("npu_cpu_partition", a)
+    assert again["changed"] is False and again["steps"] == []
+    # taken back: check mode inert, then the tree exactly as found
+    applied_tree = tree(root)
+    back_check = call_module("npu_cpu_partition", {"state": "absent", "host_root": str(root)},
+                             check=True)
+    assert back_check["changed"] is True and tree(root) == applied_tree
+    back = call_module("npu_cpu_partition", {"state": "absent", "host_root": str(root)})
+    assert back["changed"] is True and not back.get("failed"), back.get("msg")
+    assert [(p, t.strip() if p.startswith(("proc", "sys")) else t) for p, t in tree(root)] == \
+        [(p, t.strip() if p.startswith(("proc", "sys")) else t) for p, t in found]
+    assert call_module("npu_cpu_partition", {"state": "absent",
+                                             "host_root": str(root)})["changed"] is False
+
+
+def test_a_second_run_keeps_the_first_runs_saved_values(tmp_path):
+    """A changed plan re-applies; the state keeps the values from before the first partition."""
+    root = make_root(tmp_path)
+    call_module("npu_cpu_partition", args(root))
+    other = args(root, min_housekeeping=1)
+    other["plan"] = dict(other["plan"], cpu_budget=dict(other["plan"]["cpu_budget"],
+                                                        frontend="24-47"))
+    assert call_module("npu_cpu_partition", other)["changed"] is True
+    state = json.loads(read(root, render.STATE_FILE))
+    assert state["runtime_before"][render.WORKQUEUE_MASK] == ALL_MASK
+
+
+def test_tuned_host_gets_a_profile_and_its_previous_back(tmp_path):
+    root = make_root(tmp_path, tuned="throughput-performance")
+    result = call_module("npu_cpu_partition", args(root))
+    assert result["tuned"] is True
+    assert "include=cpu-partitioning" in read(root, render.TUNED_CONF)
+    assert result["pending"] == ["systemctl daemon-reload", "tuned-adm profile npuops-cpu-partition"]
+    # tuned writes the masks itself: untouched here
+    assert read(root, render.WORKQUEUE_MASK).strip() == ALL_MASK
+    assert json.loads(read(root, render.STATE_FILE))["tuned_before"] == "throughput-performance"
+    assert not (root / render.TMPFILES.lstrip("/")).exists()
+
+
+def test_refused_plan_writes_nothing(tmp_path):
+    root = make_root(tmp_path)
+    found = tree(root)
+    result = call_module("npu_cpu_partition", args(root, "a3-16die"))
+    assert result["failed"] and "leaves 0 housekeeping CPU(s)" in result["msg"]
+    assert tree(root) == found
+
+
+def test_unknown_cgroup_version_is_an_error(tmp_path):
+    root = make_root(tmp_path)
+    result = call_module("npu_cpu_partition", args(root, cgroup="auto"))
+    assert result["failed"] and "set cgroup: v2 or v1" in result["msg"]
+
+
+def test_failure_rolls_every_step_back(tmp_path):
+    """default_smp_affinity refuses the write (a second hard link: never written through):
+    the drop-ins, the state file and the workqueue mask already written are undone."""
+    root = make_root(tmp_path)
+    smp = root / render.DEFAULT_SMP_AFFINITY.lstrip("/")
+    os.link(str(smp), str(tmp_path / "elsewhere"))
+    found = tree(root)
+    result = call_module("npu_cpu_partition", args(root))
+    assert result["failed"]
+    assert "Rolled back:" in result["msg"] and "The host is as it was before this run." in result["msg"]
+    assert tree(root) == found
+
+
+def test_instances_in_system_slice_are_found(tmp_path):
+    root = tmp_path / "root"
+    for name, procs in (("vllm-svc0.service", "1234\n"), ("vllm-svc0-bind.service", "9\n"),
+                        ("vllm-svc1.service", ""), ("sshd.service", "77\n")):
+        (root / "sys/fs/cgroup/system.slice" / name).mkdir(parents=True)
+        (root / "sys/fs/cgroup/system.slice" / name / "cgroup.procs").write_text(procs)
+    assert apply.Partition(str(root)).instances_in_system_slice() == ["vllm-svc0.service"]
+
+
+def test_instance_services_move_to_their_slice_and_back(tmp_path):
+    from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch
+    root = make_root(tmp_path)
+    found = tree(root)
+    facts = facts_of("a2-910b3x8")
+    plan = dispatch.make_plan(facts, "strict", instances=[
+        {"name": "svc0", "npus": [0, 1, 2, 3]}, {"name": "svc1", "npus": [4, 5, 6, 7]}])
+    a = {"plan": plan, "topology": facts, "host_root": str(root), "cgroup": "v2"}
+    result = call_module("npu_cpu_partition", a)
+    assert not result.get("failed"), result.get("msg")
+    for name in ("svc0", "svc1"):
+        path = "/etc/systemd/system/vllm-%s.service.d/50-npuops-cpu-partition.conf" % name
+        assert path in result["files"]
+        assert read(root, path).endswith("[Service]\nSlice=npuops-vllm.slice\n")
+    assert call_module("npu_cpu_partition", a)["changed"] is False
+    call_module("npu_cpu_partition", {"state": "absent", "host_root": str(root)})
+    assert [p for p, _ in tree(root)] == [p for p, _ in found]

@@ -34,9 +34,9 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import (
     NpuopsError, ParseError, PartitionError)
 from ansible_collections.npuops.fleet.plugins.module_utils.host import command
 from ansible_collections.npuops.fleet.plugins.module_utils.host.hostio import LiveHostIO
+from ansible_collections.npuops.fleet.plugins.module_utils.model.cpu_partition_facts import TUNED_ACTIVE
 from ansible_collections.npuops.fleet.plugins.module_utils.render import cpu_partition as render
 
-TUNED_ACTIVE = "/etc/tuned/active_profile"
 SYSTEM_SLICE_CGROUP = "/sys/fs/cgroup/system.slice"
 MAX_STATE_BYTES = 65536
 

@@ -30,13 +30,10 @@ __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
+from ansible_collections.npuops.fleet.plugins.module_utils.model.cpu_partition_facts import (  # noqa: F401
+    HELD_UNITS, VLLM_SLICE)
 
 DEFAULT_MIN_HOUSEKEEPING = 2
-# the slice the instances' own units run in once the host is partitioned (render/units):
-# outside system.slice, so system.slice's AllowedCPUs= cannot cut their pools
-VLLM_SLICE = "npuops-vllm.slice"
-# the units held on the housekeeping CPUs (cgroup v2) and the section their drop-in sets
-HELD_UNITS = (("system.slice", "Slice"), ("user.slice", "Slice"), ("init.scope", "Scope"))
 
 
 def _ids(text, source):

@@ -201,6 +201,11 @@ def present(module, part):
                                   sorted((p["plan"].get("instances") or {}).keys()))
     steps, warnings = part.compare(files, runtime, render.TUNED_PROFILE if tuned else None)
     state = part.state()
+    state_text = apply.new_state(state, steps, part.tuned_active(), layout)
+    state_before = part.read(render.STATE_FILE)
+    if state_before != state_text:  # first in the list: execute writes it before anything else
+        steps.insert(0, {"kind": "file", "path": render.STATE_FILE, "before": state_before,
+                         "after": state_text})
     if not tuned and part.tuned_active() == render.TUNED_PROFILE:
         steps.append({"kind": "tuned", "path": apply.TUNED_ACTIVE, "before": render.TUNED_PROFILE,
                       "after": (state or {}).get("tuned_before") or None})
@@ -217,8 +222,8 @@ def present(module, part):
                 % (", ".join(restart), layout["housekeeping"], planner.VLLM_SLICE))
     pending = []
     if steps and not module.check_mode:
-        tuned_before = part.tuned_active()
-        pending = part.execute(steps, apply.new_state(state, steps, tuned_before), restart)
+        pending = part.execute([s for s in steps if s["path"] != render.STATE_FILE],
+                               state_text, restart)
     cmdline = (part.io.read_text("/proc/cmdline") or "") if p["kernel_cmdline"] else ""
     reboot = p["kernel_cmdline"] and (
         any(s["path"] == render.GRUB_DROPIN for s in steps) or

@@ -239,10 +239,14 @@ class Partition(object):
         return undone, left
 
 
-def new_state(old, steps, tuned_before):
+def new_state(old, steps, tuned_before, layout=None):
     """The state file's text: the runtime values and tuned profile before the first partition
-    (an existing state keeps its own)."""
+    (an existing state keeps its own), and the partition's CPUs (``layout``: the drift scan
+    reads ``isolated``)."""
     doc = dict(old or {})
+    for key in ("isolated", "housekeeping", "irq"):
+        if layout is not None:
+            doc[key] = layout[key]
     doc.setdefault("runtime_before", {})
     for step in steps:
         if step["kind"] == "runtime":

@@ -13,7 +13,8 @@ per-CPU ones belong on every CPU. ``isolated_cpus(io)`` reads the isolated CPUs 
 recorded in its state file.
 
 The drift kind ``cpu_intruder`` (``model/binding.drift``) and the reconciler's
-``npuops_cpu_intruders`` metric come from here. Nothing here raises. Python 3.7, stdlib only.
+``npuops_cpu_intruders`` metric (``standalone/binder``, through a reader over its own /proc
+reads) come from here. Nothing here raises. Python 3.7, stdlib only.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,8 +26,12 @@ import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
-from ansible_collections.npuops.fleet.plugins.module_utils.model.cpu_partition_facts import (
-    STATE_FILE, VLLM_SLICE)
+
+# defined here, not in cpu_partition_facts: the binder imports this file, and its zipapp
+# carries only what it imports (cpus/cpulist and errors beside this file)
+STATE_FILE = "/var/lib/npuops/cpu_partition.json"
+# the slice the instances' services run in once the host is partitioned
+VLLM_SLICE = "npuops-vllm.slice"
 
 MAX_PIDS = 65536
 PF_KTHREAD = 0x00200000  # include/linux/sched.h

@@ -24,17 +24,16 @@ __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
+from ansible_collections.npuops.fleet.plugins.module_utils.model.cpu_intruders import (  # noqa: F401
+    STATE_FILE, VLLM_SLICE)
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import cpu_topology
 
 DROPIN = "50-npuops-cpu-partition.conf"
 UNIT_DIR = "/etc/systemd/system"
-STATE_FILE = "/var/lib/npuops/cpu_partition.json"
 WORKQUEUE_MASK = "/sys/devices/virtual/workqueue/cpumask"
 DEFAULT_SMP_AFFINITY = "/proc/irq/default_smp_affinity"
 TUNED_ACTIVE = "/etc/tuned/active_profile"
 TUNED_PROFILE = "npuops-cpu-partition"
-# the slice the instances' services run in once the host is partitioned
-VLLM_SLICE = "npuops-vllm.slice"
 # the units held on the housekeeping CPUs (cgroup v2) and the section their drop-in sets
 HELD_UNITS = (("system.slice", "Slice"), ("user.slice", "Slice"), ("init.scope", "Scope"))
 CGROUP = "/sys/fs/cgroup"

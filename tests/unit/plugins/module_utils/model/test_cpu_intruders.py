@@ -65,3 +65,18 @@ def test_no_partition_no_scan(tmp_path):
     (root / "var/lib/npuops/cpu_partition.json").unlink()
     state = binding.gather(LiveHostIO(str(root)), host_root=str(root))
     assert "cpu_intruders" not in state and binding.drift(state) == []
+
+
+def test_the_binders_reader_finds_this_process_on_the_real_proc(tmp_path, monkeypatch):
+    """The reconciler's metric (npuops_cpu_intruders) reads the real /proc through the binder's
+    own reader: this test process, in no vLLM tree, is allowed on its own CPUs."""
+    import os
+    from ansible_collections.npuops.fleet.plugins.module_utils.standalone import binder
+    state = tmp_path / "cpu_partition.json"
+    mine = sorted(os.sched_getaffinity(0))
+    state.write_text(json.dumps({"isolated": ",".join(str(c) for c in mine)}))
+    monkeypatch.setattr(cpu_intruders, "STATE_FILE", str(state))
+    isolated = cpu_intruders.isolated_cpus(binder._ProcReader)
+    assert isolated == set(mine)
+    found = cpu_intruders.scan(binder._ProcReader, isolated)
+    assert os.getpid() in [p["pid"] for p in found]

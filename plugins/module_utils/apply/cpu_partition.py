@@ -128,9 +128,13 @@ class Partition(object):
                 warnings.append("%s is not there (kernel without it, or a sandbox root): not "
                                 "written" % path)
                 continue
-            if _mask_cpus(now, path) != _mask_cpus(runtime[path], path):
-                steps.append({"kind": "runtime", "path": path, "before": now,
-                              "after": runtime[path]})
+            if _mask_cpus(now, path) == _mask_cpus(runtime[path], path):
+                continue
+            if not fileops.writable(self.host_root, path):
+                warnings.append("%s is read-only here (a container's /sys or /proc): not written "
+                                "now; the tmpfiles.d line writes it at boot" % path)
+                continue
+            steps.append({"kind": "runtime", "path": path, "before": now, "after": runtime[path]})
         active = self.tuned_active()
         if tuned and active != tuned:
             steps.append({"kind": "tuned", "path": TUNED_ACTIVE, "before": active, "after": tuned})

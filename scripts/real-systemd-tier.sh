@@ -135,12 +135,14 @@ done
 # as nspawn-setup.sh made it
 TUNED_WHY=
 if [[ ! -x $ROOT/usr/sbin/tuned-adm ]]; then
+    # a chroot, not a second nspawn: nspawn refuses a root it propagated mounts into before
     cp /etc/resolv.conf "$ROOT/etc/resolv.conf" 2>/dev/null
-    if ! timeout 300 systemd-nspawn -q -D "$ROOT" --register=no --pipe sh -c \
-        'apt-get -q update && DEBIAN_FRONTEND=noninteractive apt-get -q install -y --no-install-recommends tuned' \
+    mount -t proc proc "$ROOT/proc" 2>/dev/null
+    if ! timeout 300 chroot "$ROOT" sh -c 'apt-get -q update && DEBIAN_FRONTEND=noninteractive apt-get -q install -y --no-install-recommends tuned' \
         >"$WORK/tuned-install.log" 2>&1; then
         TUNED_WHY="apt-get install tuned failed: $(tail -1 "$WORK/tuned-install.log")"
     fi
+    umount "$ROOT/proc" 2>/dev/null || umount -l "$ROOT/proc" 2>/dev/null
 fi
 setsid systemd-nspawn -D "$ROOT" -b --register=no --keep-unit --console=passive -M npuops-tier \
     >"$WORK/nspawn.log" 2>&1 </dev/null &
@@ -439,8 +441,8 @@ check "partition: a service started in system.slice lands on the housekeeping CP
     bash -c "[[ \$(nsenter -t $LEADER -a awk '/^Cpus_allowed_list/ {print \$2}' /proc/$PROBE/status) == 0 ]]"
 VPID=$(main_pid)
 echo "  vLLM unit: $(prop "vllm-$NAME.service" ControlGroup), Cpus_allowed_list $(allowed_of "$VPID")"
-check "partition: the vLLM unit runs in npuops-vllm.slice" \
-    bash -c "[[ \$(nsenter -t $LEADER -a systemctl show -p ControlGroup --value vllm-$NAME.service) == /npuops-vllm.slice/vllm-$NAME.service ]]"
+check "partition: the vLLM unit runs in npuops-vllm.slice (under npuops.slice, not system.slice)" \
+    bash -c "[[ \$(nsenter -t $LEADER -a systemctl show -p ControlGroup --value vllm-$NAME.service) == /npuops.slice/npuops-vllm.slice/vllm-$NAME.service ]]"
 check "partition: the vLLM unit keeps its pools (0-1, its AllowedCPUs=/CPUAffinity=)" \
     bash -c "[[ \$(nsenter -t $LEADER -a awk '/^Cpus_allowed_list/ {print \$2}' /proc/$VPID/status) == 0-1 ]]"
 if [[ $PCG == v2 ]]; then
@@ -495,7 +497,7 @@ T_PART=$(( $(date +%s) - T_PART0 ))
 echo "systemd tier: partition section ${T_PART}s"
 
 T_ALL=$(( $(date +%s) - T0 ))
-echo "systemd tier: times: boot ${T_BOOT}s, units ${T_UNITS}s, role ${T_ROLE}s ($ROLE_RUNS runs), total ${T_ALL}s"
+echo "systemd tier: times: boot ${T_BOOT}s, units ${T_UNITS:-0}s, role ${T_ROLE:-0}s (${ROLE_RUNS:-0} runs), partition ${T_PART}s, total ${T_ALL}s"
 echo "systemd tier: $PASSED passed, $FAILED failed"
 [[ $FAILED -eq 0 ]]
 exit

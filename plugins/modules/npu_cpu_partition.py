@@ -17,16 +17,16 @@ description:
     C(cpu_budget.frontend), C(spare) and C(reserved) minus kernel-isolated CPUs - and applies it.
   - cgroup v2 - C(AllowedCPUs=) drop-ins for C(system.slice), C(user.slice) and C(init.scope),
     effective for running processes at the C(systemctl daemon-reload) the module runs. cgroup v1 or
-    hybrid - the manager's C(CPUAffinity=) in C(/etc/systemd/system.conf.d/), read at the next
-    C(systemctl daemon-reexec) or boot (RV(reexec_needed)); running services keep their CPUs
-    until they restart.
+    hybrid - the manager's C(CPUAffinity=) in C(/etc/systemd/system.conf.d/), read at the
+    C(systemctl daemon-reexec) the module runs (no service restarts); services started from then on
+    get it, running services keep their CPUs until they restart.
   - C(/sys/devices/virtual/workqueue/cpumask) and C(/proc/irq/default_smp_affinity) are written
     at once and again at boot (C(/etc/tmpfiles.d/npuops-cpu-partition.conf)).
   - Where tuned is the host's tuning daemon (O(tuned)), a tuned profile C(npuops-cpu-partition)
     that includes tuned's C(cpu-partitioning) with the plan's isolated cores is activated instead
     (tuned then owns the workqueue mask, the manager's affinity and irqbalance's banned CPUs); the
     vLLM trees are excluded from its scheduler plugin, the slice drop-ins are still written.
-  - The instances' services (the plan's C(instances)) get a drop-in C(Slice=npuops-vllm.slice): the
+  - The instances' services (the plan's C(instances)) get a drop-in C(Slice=npuops-vllm.slice) - the
     slice is outside C(system.slice), so its restriction never cuts their pools; the service's own
     C(AllowedCPUs=) (its pools and frontend) still confines it. The move happens at the service's
     next start; on a live cgroup v2 host, while one still runs in C(system.slice), the module refuses
@@ -131,7 +131,10 @@ pending:
   type: list
   elements: str
 reexec_needed:
-  description: The manager's C(CPUAffinity=) changed (cgroup v1/hybrid); it applies at C(systemctl daemon-reexec) or boot.
+  description:
+    - The manager's C(CPUAffinity=) changed (cgroup v1/hybrid) in a sandbox root; on a live host the module runs C(systemctl daemon-reexec)
+      itself (it restarts no service) and this is false. Taken back, the drop-in is first rewritten to the affinity the manager had before
+      the partition and the manager re-executed on it - an unset C(CPUAffinity=) would leave the partition's in place.
   returned: always
   type: bool
 reboot_pending:
@@ -181,12 +184,14 @@ def cgroup_of(p):
 
 
 def _shown(steps):
-    return ["%s %s: %s -> %s" % (s["kind"], s["path"],
-                                 "absent" if s["before"] is None else (
-                                     s["before"] if s["kind"] != "file" else "present"),
-                                 "absent" if s["after"] is None else (
-                                     s["after"] if s["kind"] != "file" else "written"))
-            for s in steps]
+    out = []
+    for s in steps:
+        text = s["kind"] in ("file", "manager_restore")
+        out.append("%s %s: %s -> %s" % (
+            "file" if text else s["kind"], s["path"],
+            "absent" if s["before"] is None else ("present" if text else s["before"]),
+            "absent" if s["after"] is None else ("written" if text else s["after"])))
+    return out
 
 
 def present(module, part):
@@ -201,7 +206,7 @@ def present(module, part):
                                   sorted((p["plan"].get("instances") or {}).keys()))
     steps, warnings = part.compare(files, runtime, render.TUNED_PROFILE if tuned else None)
     state = part.state()
-    state_text = apply.new_state(state, steps, part.tuned_active(), layout)
+    state_text = apply.new_state(state, steps, part.tuned_active(), layout, part.manager_affinity())
     state_before = part.read(render.STATE_FILE)
     if state_before != state_text:  # first in the list: execute writes it before anything else
         steps.insert(0, {"kind": "file", "path": render.STATE_FILE, "before": state_before,
@@ -232,7 +237,7 @@ def present(module, part):
         changed=bool(steps), isolated=layout["isolated"], irq_cpus=layout["irq"],
         housekeeping=layout["housekeeping"], counts=layout["counts"], files=sorted(files),
         steps=_shown(steps), pending=pending, tuned=tuned, restarted=restart,
-        reexec_needed=any(s["path"] == render.MANAGER_DROPIN for s in steps),
+        reexec_needed="systemctl daemon-reexec" in pending,
         reboot_pending=bool(reboot), warnings=warnings, diff=apply.diff_of(steps))
 
 
@@ -243,7 +248,7 @@ def absent(module, part):
     if steps and not module.check_mode:
         pending = part.execute(steps)
     return dict(changed=bool(steps), files=[], steps=_shown(steps), pending=pending,
-                tuned=False, reexec_needed=any(s["path"] == render.MANAGER_DROPIN for s in steps),
+                tuned=False, reexec_needed="systemctl daemon-reexec" in pending,
                 reboot_pending=any(s["path"] == render.GRUB_DROPIN for s in steps),
                 warnings=warnings, diff=apply.diff_of(steps))
 

@@ -76,6 +76,13 @@ class Partition(object):
             raise PartitionError("%s: not the partition's state (a JSON object)" % render.STATE_FILE)
         return doc
 
+    def manager_affinity(self):
+        """PID 1's Cpus_allowed_list (the manager's affinity), or None."""
+        for line in (self.io.read_text("/proc/1/status") or "").splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                return line.split(":", 1)[1].strip() or None
+        return None
+
     def tuned_active(self):
         text = self.read(TUNED_ACTIVE)
         return text.strip() if text is not None else None
@@ -146,6 +153,13 @@ class Partition(object):
         steps, warnings = self.compare({}, dict((k, v) for k, v in
                                                ((state or {}).get("runtime_before") or {}).items()
                                                if k in render.RUNTIME_FILES), None)
+        before = (state or {}).get("manager_affinity_before")
+        for step in steps:
+            if step["path"] == render.MANAGER_DROPIN and step["after"] is None and before:
+                # an unset CPUAffinity= leaves the manager's affinity as it is (systemd
+                # src/core/main.c update_cpu_affinity): re-exec it on the old one, then remove
+                step["kind"] = "manager_restore"
+                step["restore"] = render.manager_dropin(before)
         active = self.tuned_active()
         if active == render.TUNED_PROFILE:
             steps.append({"kind": "tuned", "path": TUNED_ACTIVE, "before": active,
@@ -191,12 +205,20 @@ class Partition(object):
                 if step["kind"] == "file":
                     self._write(step["path"], step["after"])
                     done.append(step)
-            reload_needed = any(s["kind"] == "file" and systemd_file(s["path"]) for s in done)
-            if reload_needed:
-                if self.live:
-                    self._command(["systemctl", "daemon-reload"])
+                elif step["kind"] == "manager_restore":
+                    self._write(step["path"], step["restore"])
+                    done.append(dict(step, after=step["restore"]))
+            reexec = any(s["path"] == render.MANAGER_DROPIN for s in done)
+            if any(systemd_file(s["path"]) for s in done):
+                if not self.live:
+                    pending.append("systemctl daemon-reexec" if reexec else "systemctl daemon-reload")
+                elif reexec:  # the manager reads system.conf.d only when it (re)starts
+                    self._command(["systemctl", "daemon-reexec"])
                 else:
-                    pending.append("systemctl daemon-reload")
+                    self._command(["systemctl", "daemon-reload"])
+            for step in steps:
+                if step["kind"] == "manager_restore":
+                    self._write(step["path"], None)
             for unit in restart:
                 self._command(["systemctl", "restart", unit])
             for step in steps:
@@ -225,7 +247,7 @@ class Partition(object):
         for step in reversed(done):
             what = "%s %s" % (step["kind"], step["path"])
             try:
-                if step["kind"] == "file":
+                if step["kind"] in ("file", "manager_restore"):
                     self._write(step["path"], step["before"])
                     reload_needed = reload_needed or systemd_file(step["path"])
                 elif step["kind"] == "runtime":
@@ -237,13 +259,14 @@ class Partition(object):
                 left.append("%s (%s)" % (what, err))
         if reload_needed and self.live:
             try:
-                self._command(["systemctl", "daemon-reload"])
+                self._command(["systemctl", "daemon-reexec" if any(
+                    s["path"] == render.MANAGER_DROPIN for s in done) else "daemon-reload"])
             except NpuopsError as err:
                 left.append("systemctl daemon-reload (%s)" % err)
         return undone, left
 
 
-def new_state(old, steps, tuned_before, layout=None):
+def new_state(old, steps, tuned_before, layout=None, manager_before=None):
     """The state file's text: the runtime values and tuned profile before the first partition
     (an existing state keeps its own), and the partition's CPUs (``layout``: the drift scan
     reads ``isolated``)."""
@@ -255,6 +278,8 @@ def new_state(old, steps, tuned_before, layout=None):
     for step in steps:
         if step["kind"] == "runtime":
             doc["runtime_before"].setdefault(step["path"], step["before"])
+    if "manager_affinity_before" not in doc and manager_before:
+        doc["manager_affinity_before"] = manager_before
     if "tuned_before" not in doc and tuned_before != render.TUNED_PROFILE:
         doc["tuned_before"] = tuned_before
     doc["schema_version"] = 1
@@ -265,9 +290,8 @@ def diff_of(steps):
     """Ansible diffs of the steps."""
     out = []
     for step in steps:
+        end = "" if step["kind"] in ("file", "manager_restore") else "\n"
         out.append({"before_header": step["path"], "after_header": step["path"],
-                    "before": "" if step["before"] is None else step["before"] + (
-                        "" if step["kind"] == "file" else "\n"),
-                    "after": "" if step["after"] is None else step["after"] + (
-                        "" if step["kind"] == "file" else "\n")})
+                    "before": "" if step["before"] is None else step["before"] + end,
+                    "after": "" if step["after"] is None else step["after"] + end})
     return out

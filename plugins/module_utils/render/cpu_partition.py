@@ -50,7 +50,8 @@ TUNED_CONF = TUNED_DIR + "/tuned.conf"
 GRUB_DROPIN = "/etc/default/grub.d/50-npuops-cpu-partition.cfg"
 RUNTIME_FILES = (WORKQUEUE_MASK, DEFAULT_SMP_AFFINITY)
 # tuned matches this against /proc/PID/cgroup ("0::/npuops-vllm.slice/vllm-svc0.service")
-TUNED_CGROUP_BLACKLIST = r":/%s\b" % cpu_partition.VLLM_SLICE.replace(".", r"\.")
+# ("0::/npuops.slice/npuops-vllm.slice/vllm-svc0.service": a dash in a slice name is a level)
+TUNED_CGROUP_BLACKLIST = r"/%s/" % cpu_partition.VLLM_SLICE.replace(".", r"\.")
 
 
 def instance_dropins(names):
@@ -76,6 +77,10 @@ def every_file():
 
 def _slice_dropin(section, cpus):
     return "\n".join([HEADER, "[%s]" % section, "AllowedCPUs=%s" % cpus]) + "\n"
+
+
+def manager_dropin(cpus):
+    return "\n".join([HEADER, "[Manager]", "CPUAffinity=%s" % cpus]) + "\n"
 
 
 def tuned_profile(part, kernel_cmdline=False):
@@ -128,8 +133,7 @@ def files(part, cgroup, tuned=False, kernel_cmdline=False, instances=()):
         out[TUNED_CONF] = tuned_profile(part, kernel_cmdline)
     else:
         if cgroup != 2:
-            out[MANAGER_DROPIN] = "\n".join([HEADER, "[Manager]", "CPUAffinity=%s"
-                                             % part["housekeeping"]]) + "\n"
+            out[MANAGER_DROPIN] = manager_dropin(part["housekeeping"])
         runtime = masks(part)
         out[TMPFILES] = tmpfiles(runtime)
         if kernel_cmdline:

@@ -2,6 +2,8 @@
 """The host CPU partition from the plan, on the recorded A2, A3 and DGX hosts: isolated,
 IRQ and housekeeping CPUs, the refusals with their numbers, and the rendered files."""
 
+import re
+
 import pytest
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
@@ -117,7 +119,14 @@ def test_rendered_tuned_profile_drives_cpu_partitioning():
     assert runtime == {} and render.TMPFILES not in files
     assert "include=cpu-partitioning\n" in text
     assert "isolated_cores=%s\n" % part["isolated"] in text
-    assert "cgroup_ps_blacklist=:/npuops-vllm\\.slice\\b\n" in text
+    blacklist = re.search(r"^cgroup_ps_blacklist=(.*)$", text, re.M).group(1)
+    # /proc/PID/cgroup as systemd 252 wrote it in the systemd tier: a dash in a slice name is a
+    # level, so the instances' slice sits under npuops.slice
+    for line in ("0::/npuops.slice/npuops-vllm.slice/vllm-standin.service",
+                 "1:name=systemd:/npuops.slice/npuops-vllm.slice/vllm-standin.service"):
+        assert re.search(blacklist, line), line
+    for line in ("0::/system.slice/ssh.service", "0::/user.slice/user-0.slice/session-3.scope"):
+        assert not re.search(blacklist, line), line
     assert text.endswith("[bootloader]\n# no kernel command line: nothing waits for a reboot\nenabled=false\n")
     with_cmdline = render.files(part, 2, tuned=True, kernel_cmdline=True)[0][render.TUNED_CONF]
     assert "[bootloader]" not in with_cmdline

@@ -7,9 +7,10 @@ partition off vs on, in one run (the anchor: issue 32's 33 ms max with the neigh
 - The worker CPU is the last CPU this process may use; the plan is the shape npu_cpu_plan
   writes for it (one device, its pool that CPU, the other CPUs the frontend's), and the
   housekeeping CPUs are what ``plan/cpu_partition.partition`` computes from it.
-- The measurement: ``cyclictest`` (rt-tests), one SCHED_OTHER thread pinned to the worker CPU
-  (``--policy=other``, SCHED_OTHER: a vLLM worker is not a real-time thread; ``-p 0`` alone runs it SCHED_FIFO 2 in rt-tests 2.4), 1 ms interval, a latency histogram in
-  microseconds (p50, p99 from it; overflows above the last bucket count as above it).
+- The measurement: ``cyclictest`` (rt-tests), one thread pinned to the worker CPU,
+  ``--policy=other`` (SCHED_OTHER: a vLLM worker is not a real-time thread; ``-p 0`` alone
+  runs it SCHED_FIFO 2 in rt-tests 2.4), 1 ms interval, a latency histogram in microseconds
+  (p50, p99 from it; overflows above the last bucket count as above it).
 - The neighbour: ``stress-ng --cpu <number of CPUs>``. Off: free to run anywhere. On: held on
   the housekeeping CPUs by a cpuset cgroup (the mechanism ``AllowedCPUs=`` drives on cgroup v2
   and the v1 cpuset controller gives here), as system.slice is once partitioned; where no

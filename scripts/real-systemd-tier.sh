@@ -478,13 +478,21 @@ if E test -x /usr/sbin/tuned-adm; then
     wait_for 10 active npuops-probe3.service active
     check "tuned: the partition drives tuned (profile including cpu-partitioning)" partition tuned present -e tuned=auto
     E tuned-adm active 2>&1 | sed 's/^/  /'
-    E journalctl -u tuned.service -o cat --no-pager 2>/dev/null | grep -iE 'error|isolated|cpu-partitioning|npuops' | tail -12 | sed 's/^/  tuned: /'
+    { E journalctl -u tuned.service -o cat --no-pager; E cat /var/log/tuned/tuned.log; } 2>/dev/null \
+        | grep -iE 'error|isolated|scheduler|cpu-partitioning|npuops' | tail -12 | sed 's/^/  tuned: /'
     check "tuned: its active profile is npuops-cpu-partition" bash -c \
         "nsenter -t $LEADER -a tuned-adm active 2>&1 | grep -q 'Current active profile: npuops-cpu-partition'"
     P3=$(prop npuops-probe3.service MainPID)
     echo "  after tuned: probe3 Cpus_allowed_list $(allowed_of "$P3")"
-    check "tuned: its scheduler moved a process outside the vLLM trees off the isolated CPU" \
-        bash -c "[[ \$(nsenter -t $LEADER -a awk '/^Cpus_allowed_list/ {print \$2}' /proc/$P3/status) == 0 ]]"
+    # tuned's scheduler plugin imports perf (tuned/plugins/plugin_scheduler.py); Debian's tuned
+    # depends on no package that provides it (bookworm has no python3-perf): the plugin does not
+    # load there and moves nothing - said, not counted as a pass
+    if E python3 -c 'import perf' >/dev/null 2>&1; then
+        check "tuned: its scheduler moved a process outside the vLLM trees off the isolated CPU" \
+            bash -c "[[ \$(nsenter -t $LEADER -a awk '/^Cpus_allowed_list/ {print \$2}' /proc/$P3/status) == 0 ]]"
+    else
+        echo "  tuned: no python perf module in the container: tuned's scheduler plugin cannot load, no process is moved (not checked)"
+    fi
     check "tuned: the vLLM tree kept its CPUs, the isolated one included (cgroup_ps_blacklist)" bound
     cat "$WORK/tree.txt" | sed 's/^/  /' | head -12
     check "tuned: taken back - the previous profile is active again" bash -c \

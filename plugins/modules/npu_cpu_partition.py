@@ -17,9 +17,11 @@ description:
     C(cpu_budget.frontend), C(spare) and C(reserved) minus kernel-isolated CPUs - and applies it.
   - cgroup v2 - C(AllowedCPUs=) drop-ins for C(system.slice), C(user.slice) and C(init.scope),
     effective for running processes at the C(systemctl daemon-reload) the module runs. cgroup v1 or
-    hybrid - the manager's C(CPUAffinity=) in C(/etc/systemd/system.conf.d/), read at the
-    C(systemctl daemon-reexec) the module runs (no service restarts); services started from then on
-    get it, running services keep their CPUs until they restart.
+    hybrid - the manager's C(CPUAffinity=) in C(/etc/systemd/system.conf.d/), applied by the same
+    C(daemon-reload) (systemd re-reads its configuration and sets its affinity; a C(daemon-reexec)
+    would not); services started from then on get it, running services keep their CPUs until they
+    restart. Taken back, the drop-in is first rewritten to the affinity the manager had before and
+    reloaded - an unset C(CPUAffinity=) leaves the manager's affinity as it is.
   - C(/sys/devices/virtual/workqueue/cpumask) and C(/proc/irq/default_smp_affinity) are written
     at once and again at boot (C(/etc/tmpfiles.d/npuops-cpu-partition.conf)).
   - Where tuned is the host's tuning daemon (O(tuned)), a tuned profile C(npuops-cpu-partition)
@@ -54,7 +56,9 @@ options:
     type: int
     default: 2
   tuned:
-    description: V(auto) drives tuned where it runs (live host - C(tuned.service) active; sandbox root - C(/etc/tuned/active_profile) exists), V(always) or V(never).
+    description:
+      - V(auto) drives tuned where it runs (live host - C(tuned.service) active; sandbox root -
+        C(/etc/tuned/active_profile) exists), V(always) or V(never).
     type: str
     choices: [auto, always, never]
     default: auto
@@ -130,13 +134,6 @@ pending:
   returned: always
   type: list
   elements: str
-reexec_needed:
-  description:
-    - The manager's C(CPUAffinity=) changed (cgroup v1/hybrid) in a sandbox root; on a live host the module runs C(systemctl daemon-reexec)
-      itself (it restarts no service) and this is false. Taken back, the drop-in is first rewritten to the affinity the manager had before
-      the partition and the manager re-executed on it - an unset C(CPUAffinity=) would leave the partition's in place.
-  returned: always
-  type: bool
 reboot_pending:
   description: O(kernel_cmdline=true) and the running kernel's command line lacks the isolation (or a bootloader file changed).
   returned: always
@@ -237,7 +234,6 @@ def present(module, part):
         changed=bool(steps), isolated=layout["isolated"], irq_cpus=layout["irq"],
         housekeeping=layout["housekeeping"], counts=layout["counts"], files=sorted(files),
         steps=_shown(steps), pending=pending, tuned=tuned, restarted=restart,
-        reexec_needed="systemctl daemon-reexec" in pending,
         reboot_pending=bool(reboot), warnings=warnings, diff=apply.diff_of(steps))
 
 
@@ -248,7 +244,7 @@ def absent(module, part):
     if steps and not module.check_mode:
         pending = part.execute(steps)
     return dict(changed=bool(steps), files=[], steps=_shown(steps), pending=pending,
-                tuned=False, reexec_needed="systemctl daemon-reexec" in pending,
+                tuned=False,
                 reboot_pending=any(s["path"] == render.GRUB_DROPIN for s in steps),
                 warnings=warnings, diff=apply.diff_of(steps))
 

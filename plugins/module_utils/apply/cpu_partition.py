@@ -157,7 +157,7 @@ class Partition(object):
         for step in steps:
             if step["path"] == render.MANAGER_DROPIN and step["after"] is None and before:
                 # an unset CPUAffinity= leaves the manager's affinity as it is (systemd
-                # src/core/main.c update_cpu_affinity): re-exec it on the old one, then remove
+                # src/core/main.c update_cpu_affinity): reload it on the old one, then remove
                 step["kind"] = "manager_restore"
                 step["restore"] = render.manager_dropin(before)
         active = self.tuned_active()
@@ -208,14 +208,14 @@ class Partition(object):
                 elif step["kind"] == "manager_restore":
                     self._write(step["path"], step["restore"])
                     done.append(dict(step, after=step["restore"]))
-            reexec = any(s["path"] == render.MANAGER_DROPIN for s in done)
+            # daemon-reload re-reads system.conf.d too and applies the manager's CPUAffinity=
+            # (systemd src/core/main.c, invoke_main_loop MANAGER_RELOAD: update_cpu_affinity);
+            # a re-exec would not (initialize_runtime skips it when re-executing)
             if any(systemd_file(s["path"]) for s in done):
-                if not self.live:
-                    pending.append("systemctl daemon-reexec" if reexec else "systemctl daemon-reload")
-                elif reexec:  # the manager reads system.conf.d only when it (re)starts
-                    self._command(["systemctl", "daemon-reexec"])
-                else:
+                if self.live:
                     self._command(["systemctl", "daemon-reload"])
+                else:
+                    pending.append("systemctl daemon-reload")
             for step in steps:
                 if step["kind"] == "manager_restore":
                     self._write(step["path"], None)
@@ -259,8 +259,7 @@ class Partition(object):
                 left.append("%s (%s)" % (what, err))
         if reload_needed and self.live:
             try:
-                self._command(["systemctl", "daemon-reexec" if any(
-                    s["path"] == render.MANAGER_DROPIN for s in done) else "daemon-reload"])
+                self._command(["systemctl", "daemon-reload"])
             except NpuopsError as err:
                 left.append("systemctl daemon-reload (%s)" % err)
         return undone, left

@@ -9,9 +9,10 @@ Which piece does what, and when it takes effect (docs/cpu_partition.md says the 
   ``init.scope`` (systemd.resource-control(5): the cpuset of the unit's cgroup, effective for
   the running processes of the whole subtree at once, after ``systemctl daemon-reload``).
 - cgroup v1 or hybrid (no cpuset controller under systemd): the manager's ``CPUAffinity=``
-  (systemd-system.conf(5)), in a ``system.conf.d`` drop-in: read by the manager at
-  ``systemctl daemon-reexec`` (or boot) and inherited by what it starts afterwards; running
-  services keep their affinity until they restart.
+  (systemd-system.conf(5)), in a ``system.conf.d`` drop-in: applied by the manager at
+  ``systemctl daemon-reload`` (src/core/main.c: the reload branch of the main loop calls
+  ``update_cpu_affinity``; a re-exec skips it) or boot, and inherited by what it starts
+  afterwards; running services keep their affinity until they restart.
 - ``/sys/devices/virtual/workqueue/cpumask`` (unbound kernel workqueues) and
   ``/proc/irq/default_smp_affinity`` (IRQs that are set up from now on): written at once,
   and again at every boot by systemd-tmpfiles (a ``w`` line, tmpfiles.d(5)).

@@ -164,14 +164,15 @@ def test_instance_services_move_to_their_slice_and_back(tmp_path):
     assert [p for p, _ in tree(root)] == [p for p, _ in found]
 
 
-def test_cgroup_v1_take_back_re_execs_the_manager_on_its_old_affinity(tmp_path):
-    """An unset CPUAffinity= leaves the manager's affinity where the partition put it: taking
-    it back rewrites the drop-in to the affinity before, re-execs, then removes it."""
+def test_cgroup_v1_take_back_reloads_the_manager_on_its_old_affinity(tmp_path):
+    """An unset CPUAffinity= leaves the manager's affinity where the partition put it (the
+    systemd tier saw a new service stay on the housekeeping CPU): taking it back rewrites the
+    drop-in to the affinity before, reloads, then removes it."""
     from ansible_collections.npuops.fleet.plugins.module_utils.apply import cpu_partition as part_apply
     root = make_root(tmp_path)
     found = tree(root)
     applied = call_module("npu_cpu_partition", args(root, "dgx-a100", cgroup="v1"))
-    assert applied["pending"] == ["systemctl daemon-reexec"] and applied["reexec_needed"] is True
+    assert applied["pending"] == ["systemctl daemon-reload"]
     assert json.loads(read(root, render.STATE_FILE))["manager_affinity_before"] == "0-255"
     written = []
     real_write = part_apply.Partition._write
@@ -184,7 +185,7 @@ def test_cgroup_v1_take_back_re_execs_the_manager_on_its_old_affinity(tmp_path):
         back = call_module("npu_cpu_partition", {"state": "absent", "host_root": str(root)})
     finally:
         part_apply.Partition._write = real_write
-    assert back["pending"] == ["systemctl daemon-reexec"]
+    assert back["pending"] == ["systemctl daemon-reload"]
     manager = [t for p, t in written if p == render.MANAGER_DROPIN]
     assert manager[0].endswith("[Manager]\nCPUAffinity=0-255\n") and manager[-1] is None
     assert [(p, t.strip()) for p, t in tree(root)] == [(p, t.strip()) for p, t in found]

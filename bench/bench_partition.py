@@ -19,14 +19,16 @@ partition off vs on, in one run (the anchor: issue 32's 33 ms max with the neigh
   shared.
 
 Needs root, cyclictest and stress-ng (``scripts/install-system-deps.sh bench``) and 2 CPUs;
-prints why not otherwise. ``NPUOPS_BENCH_PARTITION_SECONDS`` (default 15) per case.
-Prints a Markdown table and the on/off ratios.
+prints why not otherwise. ``NPUOPS_BENCH_PARTITION_ROUNDS`` (default 4) rounds of off then on,
+``NPUOPS_BENCH_PARTITION_SECONDS`` (default 10) each. Prints a row per run, the medians of
+each case, the on/off ratios of the medians, and the load average before and after.
 """
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
@@ -34,7 +36,9 @@ sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist  # noqa: E402
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import cpu_partition  # noqa: E402
 
-SECONDS = int(os.environ.get("NPUOPS_BENCH_PARTITION_SECONDS", "15"))
+SECONDS = int(os.environ.get("NPUOPS_BENCH_PARTITION_SECONDS", "10"))
+# off and on alternate, so a load that comes and goes (a shared machine) falls on both alike
+ROUNDS = int(os.environ.get("NPUOPS_BENCH_PARTITION_ROUNDS", "4"))
 BUCKETS = 100000  # microseconds: a 100 ms histogram
 V1_CPUSET = "/sys/fs/cgroup/cpuset"
 V2_ROOT = "/sys/fs/cgroup"
@@ -70,6 +74,8 @@ class Cpuset(object):
                             continue
                 elif not os.path.isfile(os.path.join(base, "cpuset.cpus")):
                     continue
+                if os.path.isdir(path):  # left by a run that was killed
+                    os.rmdir(path)
                 os.mkdir(path)
                 _write(os.path.join(path, cpus_file), cpus)
                 if base == V1_CPUSET:
@@ -88,11 +94,15 @@ class Cpuset(object):
         _write(os.path.join(self.path, "cgroup.procs"), "%d\n" % pid)
 
     def remove(self):
-        if self.path:
+        """Remove the cpuset once the neighbour's last process has left it (a few ms)."""
+        for _ in range(100):
+            if not self.path:
+                return
             try:
                 os.rmdir(self.path)
+                return
             except OSError:
-                pass
+                time.sleep(0.05)
 
 
 def percentile(hist, overflow, fraction):
@@ -114,14 +124,14 @@ def run_case(worker, housekeeping, confine):
     pre = None
     if confine and cpuset.path is None:
         pre = lambda: os.sched_setaffinity(0, housekeeping)  # noqa: E731
+    elif confine:  # in the cpuset before it execs: its workers fork inside it
+        pre = lambda: cpuset.add(os.getpid())  # noqa: E731
     neighbour = subprocess.Popen([stress, "--cpu", str(ncpu), "--timeout", "%ds" % (SECONDS + 5),
                                   "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                  preexec_fn=pre, start_new_session=True)
     try:
         if confine:
             how = cpuset.how
-            if cpuset.path:
-                cpuset.add(neighbour.pid)  # its workers fork after: they start in the cpuset
         with tempfile.NamedTemporaryFile("w+", suffix=".hist") as hist_file:
             out = subprocess.run(
                 ["cyclictest", "-q", "-m", "-t1", "-a", str(worker), "--policy=other", "-i", "1000",
@@ -167,17 +177,32 @@ def main():
     print("Worker CPU %d (isolated %s), housekeeping %s; cyclictest --policy=other -i 1000 -D %ds on the "
           "worker CPU, stress-ng --cpu %d as the neighbour.\n"
           % (worker, part["isolated"], part["housekeeping"], SECONDS, len(cpus)))
-    off = run_case(worker, housekeeping, False)
-    on = run_case(worker, housekeeping, True)
-    print("| partition | neighbour | samples | p50 us | p99 us | max us |")
-    print("|---|---|---:|---:|---:|---:|")
-    for name, row in (("off", off), ("on", on)):
-        print("| %s | %s | %d | %d | %d | %s |" % (name, row["how"], row["samples"], row["p50"],
-                                                   row["p99"], row["max"]))
+    load = os.getloadavg()
+    rows = []
+    for number in range(ROUNDS):
+        for name, confine in (("off", False), ("on", True)):
+            rows.append((number + 1, name, run_case(worker, housekeeping, confine)))
+    print("| round | partition | neighbour | samples | p50 us | p99 us | max us |")
+    print("|---:|---|---|---:|---:|---:|---:|")
+    for number, name, row in rows:
+        print("| %d | %s | %s | %d | %d | %d | %s |" % (number, name, row["how"], row["samples"],
+                                                       row["p50"], row["p99"], row["max"]))
+
+    def median(name, key):
+        values = sorted(r[key] for _n, c, r in rows if c == name and r[key] is not None)
+        return values[len(values) // 2] if values else None
+    print("\n| partition | median p50 us | median p99 us | median max us |")
+    print("|---|---:|---:|---:|")
+    for name in ("off", "on"):
+        print("| %s | %s | %s | %s |" % (name, median(name, "p50"), median(name, "p99"),
+                                         median(name, "max")))
 
     def ratio(key):
-        return "%.1fx" % (float(off[key]) / max(on[key], 1)) if off[key] and on[key] is not None else "n/a"
-    print("\nOff/on: p99 %s, max %s (higher is the partition's gain)." % (ratio("p99"), ratio("max")))
+        off, on = median("off", key), median("on", key)
+        return "%.1fx" % (float(off) / max(on, 1)) if off is not None and on is not None else "n/a"
+    print("\nOff/on (medians): p99 %s, max %s (higher is the partition's gain). Load average "
+          "%.1f before, %.1f after (2 CPUs shared with other work: every figure moves with it)."
+          % (ratio("p99"), ratio("max"), load[0], os.getloadavg()[0]))
     return 0
 
 

@@ -203,7 +203,8 @@ def present(module, part):
                                   sorted((p["plan"].get("instances") or {}).keys()))
     steps, warnings = part.compare(files, runtime, render.TUNED_PROFILE if tuned else None)
     state = part.state()
-    state_text = apply.new_state(state, steps, part.tuned_active(), layout, part.manager_affinity())
+    state_text = apply.new_state(state, steps, part.tuned_active(), layout, part.manager_affinity(),
+                                 planner.kernel_cmdline(layout) if p["kernel_cmdline"] else None)
     state_before = part.read(render.STATE_FILE)
     if state_before != state_text:  # first in the list: execute writes it before anything else
         steps.insert(0, {"kind": "file", "path": render.STATE_FILE, "before": state_before,

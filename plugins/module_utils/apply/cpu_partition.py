@@ -265,7 +265,7 @@ class Partition(object):
         return undone, left
 
 
-def new_state(old, steps, tuned_before, layout=None, manager_before=None):
+def new_state(old, steps, tuned_before, layout=None, manager_before=None, kernel_cmdline=None):
     """The state file's text: the runtime values and tuned profile before the first partition
     (an existing state keeps its own), and the partition's CPUs (``layout``: the drift scan
     reads ``isolated``)."""
@@ -277,6 +277,9 @@ def new_state(old, steps, tuned_before, layout=None, manager_before=None):
     for step in steps:
         if step["kind"] == "runtime":
             doc["runtime_before"].setdefault(step["path"], step["before"])
+    doc.pop("kernel_cmdline", None)
+    if kernel_cmdline:
+        doc["kernel_cmdline"] = list(kernel_cmdline)
     if "manager_affinity_before" not in doc and manager_before:
         doc["manager_affinity_before"] = manager_before
     if "tuned_before" not in doc and tuned_before != render.TUNED_PROFILE:

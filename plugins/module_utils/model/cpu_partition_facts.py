@@ -7,6 +7,8 @@ The paths are defined here, the lowest layer that reads them (``render/cpu_parti
 ``apply/cpu_partition`` import them). ``gather(io)`` reads, through a HostIO:
 
 - ``applied``: the partition's state file exists (``npu_cpu_partition`` applied it);
+- ``kernel_cmdline_wanted``, ``reboot_pending``: the kernel arguments the partition asked for
+  (``kernel_cmdline: true``) and whether the running kernel lacks one of them;
 - ``slices``: for ``system.slice``, ``user.slice``, ``init.scope`` and ``npuops-vllm.slice``,
   the cgroup v2 ``cpuset.cpus`` (what ``AllowedCPUs=`` set; "" when unset) and
   ``cpuset.cpus.effective``;
@@ -21,6 +23,8 @@ Nothing here raises: an unreadable source is null. Standard library only, Python
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+import json
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
@@ -93,12 +97,29 @@ def gather(io):
     except ParseError:
         manager = None
     tuned = io.read_text(TUNED_ACTIVE)
+    cmdline = cmdline_isolation(io.read_text("/proc/cmdline"))
+    wanted = _wanted_cmdline(io)
     return {
         "applied": bool(io.exists(STATE_FILE)),
+        "kernel_cmdline_wanted": wanted,
+        "reboot_pending": bool(wanted) and any(
+            cmdline.get(arg.partition("=")[0]) != arg.partition("=")[2] for arg in wanted),
         "slices": slices,
         "manager_affinity": manager,
         "workqueue": _mask(io, WORKQUEUE_MASK),
         "default_smp_affinity": _mask(io, DEFAULT_SMP_AFFINITY),
         "tuned_profile": tuned.strip() or None if tuned is not None else None,
-        "cmdline": cmdline_isolation(io.read_text("/proc/cmdline")),
+        "cmdline": cmdline,
     }
+
+
+def _wanted_cmdline(io):
+    """The kernel arguments the applied partition asked for (its state file), or None."""
+    text = io.read_text(STATE_FILE)
+    try:
+        wanted = json.loads(text[:1 << 16]).get("kernel_cmdline") if text else None
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(wanted, list) or not all(isinstance(w, str) for w in wanted):
+        return None
+    return wanted

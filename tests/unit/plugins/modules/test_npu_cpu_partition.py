@@ -189,3 +189,19 @@ def test_cgroup_v1_take_back_reloads_the_manager_on_its_old_affinity(tmp_path):
     manager = [t for p, t in written if p == render.MANAGER_DROPIN]
     assert manager[0].endswith("[Manager]\nCPUAffinity=0-255\n") and manager[-1] is None
     assert [(p, t.strip()) for p, t in tree(root)] == [(p, t.strip()) for p, t in found]
+
+
+def test_kernel_cmdline_is_explicit_and_waits_for_a_reboot(tmp_path):
+    root = make_root(tmp_path)
+    plain = call_module("npu_cpu_partition", args(root, "dgx-a100"))
+    assert plain["reboot_pending"] is False and render.GRUB_DROPIN not in plain["files"]
+    asked = call_module("npu_cpu_partition", args(root, "dgx-a100", kernel_cmdline=True))
+    assert asked["reboot_pending"] is True and render.GRUB_DROPIN in asked["files"]
+    iso = asked["isolated"]
+    assert json.loads(read(root, render.STATE_FILE))["kernel_cmdline"] == [
+        "isolcpus=managed_irq,domain,%s" % iso, "nohz_full=%s" % iso, "rcu_nocbs=%s" % iso]
+    # after the reboot the running kernel has them: nothing pending, nothing to change
+    (root / "proc/cmdline").write_text("ro isolcpus=managed_irq,domain,%s nohz_full=%s rcu_nocbs=%s\n"
+                                       % (iso, iso, iso))
+    again = call_module("npu_cpu_partition", args(root, "dgx-a100", kernel_cmdline=True))
+    assert again["changed"] is False and again["reboot_pending"] is False

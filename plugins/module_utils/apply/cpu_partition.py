@@ -155,6 +155,9 @@ class Partition(object):
                                                if k in render.RUNTIME_FILES), None)
         before = (state or {}).get("manager_affinity_before")
         for step in steps:
+            if step["path"] == render.MANAGER_DROPIN and step["after"] is None and not before:
+                warnings.append("the manager's affinity before the partition is not known: "
+                                "it keeps the partition's until the next boot")
             if step["path"] == render.MANAGER_DROPIN and step["after"] is None and before:
                 # an unset CPUAffinity= leaves the manager's affinity as it is (systemd
                 # src/core/main.c update_cpu_affinity): reload it on the old one, then remove

@@ -205,3 +205,39 @@ def test_kernel_cmdline_is_explicit_and_waits_for_a_reboot(tmp_path):
                                        % (iso, iso, iso))
     again = call_module("npu_cpu_partition", args(root, "dgx-a100", kernel_cmdline=True))
     assert again["changed"] is False and again["reboot_pending"] is False
+
+
+def test_a_file_at_a_partition_path_not_written_by_it_is_left_alone(tmp_path):
+    root = make_root(tmp_path)
+    mine = root / render.TMPFILES.lstrip("/")
+    mine.parent.mkdir(parents=True)
+    mine.write_text("w /sys/kernel/mm/transparent_hugepage/enabled - - - - never\n")
+    back = call_module("npu_cpu_partition", {"state": "absent", "host_root": str(root)})
+    assert back["changed"] is False and mine.read_text().startswith("w /sys/kernel/mm")
+    assert "was not written by the partition" in json.dumps(back.get("warnings"))
+
+
+def test_live_cgroup_v2_refuses_while_an_instance_runs_in_system_slice(tmp_path):
+    """A running unit cannot change slice: system.slice's AllowedCPUs= would cut it at once.
+    Refused with the unit named, nothing changed (restart_instances restarts it instead)."""
+    from ansible_collections.npuops.fleet.plugins.module_utils.host.hostio import LiveHostIO
+    from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch
+    from ansible_collections.npuops.fleet.plugins.modules import npu_cpu_partition as module_code
+    root = make_root(tmp_path)
+    unit = root / "sys/fs/cgroup/system.slice/vllm-svc0.service"
+    unit.mkdir(parents=True)
+    (unit / "cgroup.procs").write_text("4242\n")
+    found = tree(root)
+    facts = facts_of("a2-910b3x8")
+    plan = dispatch.make_plan(facts, "strict", instances=[{"name": "svc0", "npus": [0, 1, 2, 3]}])
+
+    class Module(object):
+        check_mode = False
+        params = {"plan": plan, "topology": facts, "min_housekeeping": 2, "cgroup": "v2",
+                  "tuned": "never", "kernel_cmdline": False, "restart_instances": False}
+    part = apply.Partition(str(root))
+    part.live = True  # a live host's decisions, on the sandbox's files
+    with pytest.raises(Exception) as err:
+        module_code.present(Module, part)
+    assert "vllm-svc0.service still run(s) in system.slice" in str(err.value)
+    assert "Nothing was changed" in str(err.value) and tree(root) == found

@@ -139,3 +139,41 @@ def test_rendered_kernel_cmdline_without_tuned():
     assert files[render.GRUB_DROPIN].endswith(
         'GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX isolcpus=managed_irq,domain,%s nohz_full=%s '
         'rcu_nocbs=%s"\n' % (iso, iso, iso))
+
+
+# ---- invariants over random budgets ----------------------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@st.composite
+def budgets(draw):
+    cpus = list(range(draw(st.integers(min_value=2, max_value=96))))
+    kind = draw(st.lists(st.sampled_from(["workers", "frontend", "reserved", "spare"]),
+                         min_size=len(cpus), max_size=len(cpus)))
+    budget = dict((k, cpulist.format([c for c, w in zip(cpus, kind) if w == k]))
+                  for k in ("workers", "frontend", "reserved", "spare"))
+    workers = [c for c, w in zip(cpus, kind) if w == "workers"]
+    irq = draw(st.lists(st.sampled_from(workers), max_size=4)) if workers else []
+    kernel = draw(st.lists(st.sampled_from(cpus), max_size=3))
+    return {"cpu_budget": budget, "npus": {"0": {"irq": cpulist.format(irq)}}}, \
+        {"isolated": cpulist.format(kernel), "nohz_full": ""}
+
+
+@settings(deadline=None, max_examples=300)
+@given(budgets(), st.integers(min_value=1, max_value=8))
+def test_the_three_sets_partition_the_budget(case, least):
+    plan, cpu = case
+    budget = dict((k, ids(v)) for k, v in plan["cpu_budget"].items())
+    kernel = ids(cpu["isolated"])
+    expect_hk = (budget["frontend"] | budget["spare"] | budget["reserved"]) - kernel
+    expect_irq = ids(plan["npus"]["0"]["irq"]) & budget["workers"]
+    if not budget["workers"] - expect_irq or len(expect_hk) < least:
+        with pytest.raises(PlanError):
+            cpu_partition.partition(plan, cpu, least)
+        return
+    part = cpu_partition.partition(plan, cpu, least)
+    iso, irq, hk = ids(part["isolated"]), ids(part["irq"]), ids(part["housekeeping"])
+    assert not iso & irq and not iso & hk and not irq & hk
+    assert iso | irq == budget["workers"] and irq == expect_irq and hk == expect_hk
+    assert len(hk) >= least

@@ -183,7 +183,7 @@ def cgroup_of(p):
 def _shown(steps):
     out = []
     for s in steps:
-        text = s["kind"] in ("file", "manager_restore")
+        text = s["kind"] in ("file", "restore_then_remove")
         out.append("%s %s: %s -> %s" % (
             "file" if text else s["kind"], s["path"],
             "absent" if s["before"] is None else ("present" if text else s["before"]),
@@ -204,7 +204,8 @@ def present(module, part):
     steps, warnings = part.compare(files, runtime, render.TUNED_PROFILE if tuned else None)
     state = part.state()
     state_text = apply.new_state(state, steps, part.tuned_active(), layout, part.manager_affinity(),
-                                 planner.kernel_cmdline(layout) if p["kernel_cmdline"] else None)
+                                 planner.kernel_cmdline(layout) if p["kernel_cmdline"] else None,
+                                 part.root_cpus() or layout["allowed"])
     state_before = part.read(render.STATE_FILE)
     if state_before != state_text:  # first in the list: execute writes it before anything else
         steps.insert(0, {"kind": "file", "path": render.STATE_FILE, "before": state_before,

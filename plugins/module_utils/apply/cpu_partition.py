@@ -83,6 +83,14 @@ class Partition(object):
                 return line.split(":", 1)[1].strip() or None
         return None
 
+    def root_cpus(self):
+        """The cgroup v2 root's effective CPUs (what an unrestricted slice gets), or None."""
+        text = self.io.read_text("/sys/fs/cgroup/cpuset.cpus.effective")
+        try:
+            return cpulist.format(cpulist.parse(text.strip())) or None if text else None
+        except ParseError:
+            return None
+
     def tuned_active(self):
         text = self.read(TUNED_ACTIVE)
         return text.strip() if text is not None else None
@@ -161,8 +169,16 @@ class Partition(object):
             if step["path"] == render.MANAGER_DROPIN and step["after"] is None and before:
                 # an unset CPUAffinity= leaves the manager's affinity as it is (systemd
                 # src/core/main.c update_cpu_affinity): reload it on the old one, then remove
-                step["kind"] = "manager_restore"
+                step["kind"] = "restore_then_remove"
                 step["restore"] = render.manager_dropin(before)
+        every = (state or {}).get("allowed_before")
+        held = dict((render.unit_dropin(unit), section) for unit, section in render.cpu_partition.HELD_UNITS)
+        for step in steps:
+            if step["path"] in held and step["after"] is None and every:
+                # removing AllowedCPUs= leaves the live cpuset as it was (systemd issue 43846,
+                # open): widen it to every CPU first, then remove the drop-in
+                step["kind"] = "restore_then_remove"
+                step["restore"] = render.slice_dropin(held[step["path"]], every)
         active = self.tuned_active()
         if active == render.TUNED_PROFILE:
             steps.append({"kind": "tuned", "path": TUNED_ACTIVE, "before": active,
@@ -208,7 +224,7 @@ class Partition(object):
                 if step["kind"] == "file":
                     self._write(step["path"], step["after"])
                     done.append(step)
-                elif step["kind"] == "manager_restore":
+                elif step["kind"] == "restore_then_remove":
                     self._write(step["path"], step["restore"])
                     done.append(dict(step, after=step["restore"]))
             # daemon-reload re-reads system.conf.d too and applies the manager's CPUAffinity=
@@ -219,9 +235,11 @@ class Partition(object):
                     self._command(["systemctl", "daemon-reload"])
                 else:
                     pending.append("systemctl daemon-reload")
-            for step in steps:
-                if step["kind"] == "manager_restore":
-                    self._write(step["path"], None)
+            restored = [s for s in steps if s["kind"] == "restore_then_remove"]
+            for step in restored:
+                self._write(step["path"], None)
+            if restored and self.live:  # systemd's view matches the files again
+                self._command(["systemctl", "daemon-reload"])
             for unit in restart:
                 self._command(["systemctl", "restart", unit])
             for step in steps:
@@ -250,7 +268,7 @@ class Partition(object):
         for step in reversed(done):
             what = "%s %s" % (step["kind"], step["path"])
             try:
-                if step["kind"] in ("file", "manager_restore"):
+                if step["kind"] in ("file", "restore_then_remove"):
                     self._write(step["path"], step["before"])
                     reload_needed = reload_needed or systemd_file(step["path"])
                 elif step["kind"] == "runtime":
@@ -268,7 +286,8 @@ class Partition(object):
         return undone, left
 
 
-def new_state(old, steps, tuned_before, layout=None, manager_before=None, kernel_cmdline=None):
+def new_state(old, steps, tuned_before, layout=None, manager_before=None, kernel_cmdline=None,
+              allowed_before=None):
     """The state file's text: the runtime values and tuned profile before the first partition
     (an existing state keeps its own), and the partition's CPUs (``layout``: the drift scan
     reads ``isolated``)."""
@@ -283,6 +302,8 @@ def new_state(old, steps, tuned_before, layout=None, manager_before=None, kernel
     doc.pop("kernel_cmdline", None)
     if kernel_cmdline:
         doc["kernel_cmdline"] = list(kernel_cmdline)
+    if "allowed_before" not in doc and allowed_before:
+        doc["allowed_before"] = allowed_before
     if "manager_affinity_before" not in doc and manager_before:
         doc["manager_affinity_before"] = manager_before
     if "tuned_before" not in doc and tuned_before != render.TUNED_PROFILE:
@@ -295,7 +316,7 @@ def diff_of(steps):
     """Ansible diffs of the steps."""
     out = []
     for step in steps:
-        end = "" if step["kind"] in ("file", "manager_restore") else "\n"
+        end = "" if step["kind"] in ("file", "restore_then_remove") else "\n"
         out.append({"before_header": step["path"], "after_header": step["path"],
                     "before": "" if step["before"] is None else step["before"] + end,
                     "after": "" if step["after"] is None else step["after"] + end})

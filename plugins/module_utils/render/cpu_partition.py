@@ -76,7 +76,7 @@ def every_file():
         MANAGER_DROPIN, TMPFILES, TUNED_CONF, GRUB_DROPIN]
 
 
-def _slice_dropin(section, cpus):
+def slice_dropin(section, cpus):
     return "\n".join([HEADER, "[%s]" % section, "AllowedCPUs=%s" % cpus]) + "\n"
 
 
@@ -128,7 +128,7 @@ def files(part, cgroup, tuned=False, kernel_cmdline=False, instances=()):
     out = instance_dropins(instances)
     if cgroup == 2:
         for unit, section in cpu_partition.HELD_UNITS:
-            out[unit_dropin(unit)] = _slice_dropin(section, part["housekeeping"])
+            out[unit_dropin(unit)] = slice_dropin(section, part["housekeeping"])
     runtime = {}
     if tuned:
         out[TUNED_CONF] = tuned_profile(part, kernel_cmdline)

@@ -241,3 +241,31 @@ def test_live_cgroup_v2_refuses_while_an_instance_runs_in_system_slice(tmp_path)
         module_code.present(Module, part)
     assert "vllm-svc0.service still run(s) in system.slice" in str(err.value)
     assert "Nothing was changed" in str(err.value) and tree(root) == found
+
+
+def test_cgroup_v2_take_back_widens_the_slices_before_removing_them(tmp_path):
+    """Removing AllowedCPUs= leaves a running cgroup's cpuset as it was (systemd issue 43846):
+    taken back, each slice's drop-in is first rewritten to every CPU, reloaded, then removed."""
+    from ansible_collections.npuops.fleet.plugins.module_utils.apply import cpu_partition as part_apply
+    root = make_root(tmp_path)
+    (root / "sys/fs/cgroup").mkdir(parents=True)
+    (root / "sys/fs/cgroup/cpuset.cpus.effective").write_text("0-191\n")
+    found = tree(root)
+    call_module("npu_cpu_partition", args(root))
+    assert json.loads(read(root, render.STATE_FILE))["allowed_before"] == "0-191"
+    written = []
+    real_write = part_apply.Partition._write
+
+    def spy(self, path, text):
+        written.append((path, text))
+        return real_write(self, path, text)
+    part_apply.Partition._write = spy
+    try:
+        call_module("npu_cpu_partition", {"state": "absent", "host_root": str(root)})
+    finally:
+        part_apply.Partition._write = real_write
+    system = [t for p, t in written if p == render.unit_dropin("system.slice")]
+    assert system[0].endswith("[Slice]\nAllowedCPUs=0-191\n") and system[-1] is None
+    scope = [t for p, t in written if p == render.unit_dropin("init.scope")]
+    assert scope[0].endswith("[Scope]\nAllowedCPUs=0-191\n")
+    assert [(p, t.strip()) for p, t in tree(root)] == [(p, t.strip()) for p, t in found]

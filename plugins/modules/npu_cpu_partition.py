@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 module: npu_cpu_partition
 short_description: Keep everything that is not a vLLM tree off the workers' CPUs (host CPU partition from the plan)
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Computes the partition from the plan - C(isolated) = the workers' main, ACL and release CPUs
     (C(cpu_budget.workers) minus each NPU's IRQ CPUs; a GPU pool whole), C(housekeeping) =

@@ -43,13 +43,6 @@ EXTRA_OPTIONS = {
         "description": ["This host is a Kubernetes node: site.yml runs the k8s_node role (kubelet "
                         "CPU/Topology Manager profile from the plan, IRQs on the kubelet's reserved "
                         "CPUs) instead of its own IRQ stage."]},
-    # product.md's switch; refused when true (plugin_utils/host_variables.NOT_YET) until a role
-    # acts on it - then its option moves into that role's spec and both entries go
-    "npuops_cpu_partition": {
-        "type": "bool", "default": False,
-        "description": ["Partition a systemd host's CPUs from the plan (everything that is not a vLLM "
-                        "tree kept off the workers' CPUs). Not implemented in this version - C(true) "
-                        "is refused by the validate role before anything is written."]},
     "npuops_strict_variables": {
         "type": "bool", "default": False,
         "description": ["Make an C(npuops_*) variable that no role reads (a typo such as "

@@ -6,6 +6,7 @@
 #   molecule  debootstrap (the Debian chroot scenario), procps
 #   sanity    rsync (scripts/sanity.sh copies the tree)
 #   systemd   systemd-container (systemd-nspawn), debootstrap, util-linux (nsenter): the systemd tier
+#   bench     rt-tests (cyclictest) and stress-ng: bench/bench_partition.py's latency run
 #   test      everything `make test` uses: the groups above plus shellcheck, openssh-server and
 #             -client (the SSH test), chromium (the report in a browser), numactl, prometheus
 #             (promtool checks the reconciler metrics and the sample alert rules)
@@ -24,8 +25,9 @@ for group in "${groups[@]}"; do
         molecule) PACKAGES+=(debootstrap procps) ;;
         sanity) PACKAGES+=(rsync) ;;
         systemd) PACKAGES+=(systemd-container debootstrap util-linux openssh-client) ;;
+        bench) PACKAGES+=(rt-tests stress-ng) ;;
         test) PACKAGES+=(shellcheck openssh-server openssh-client chromium numactl debootstrap rsync procps prometheus systemd-container util-linux) ;;
-        *) log "unknown group '$group' (venv, molecule, sanity, systemd, test)"; exit 2 ;;
+        *) log "unknown group '$group' (venv, molecule, sanity, systemd, bench, test)"; exit 2 ;;
     esac
 done
 

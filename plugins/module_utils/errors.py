@@ -100,3 +100,8 @@ class WrapperError(NpuopsError):
 class BindError(NpuopsError):
     """The binder (standalone/) cannot bind a worker, or its plan is unusable; the message
     says why."""
+
+
+class PartitionError(NpuopsError):
+    """A host CPU partition step failed; the message says what was rolled back and what state
+    the host is in (``apply/cpu_partition``)."""

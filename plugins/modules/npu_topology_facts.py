@@ -129,7 +129,14 @@ notes:
     C(cpuset.effective_cpus) / C(cpuset.cpus)), else the gathering process's own
     C(Cpus_allowed_list), else the online CPUs; C(cpu.allowed_source) says which
     (C(system.slice), C(cgroup root), C(self), C(online)) and C(cpu.allowed_self) keeps the
-    process's own list (an SSH session or a job may run in a narrower cpuset; a warning says so)."
+    process's own list (an SSH session or a job may run in a narrower cpuset; a warning says so).
+    A C(system.slice) held by the host CPU partition (npu_cpu_partition) is skipped: the
+    instances run in their own slice."
+  - "C(cpu_partition) - the host CPU partition as the host has it: C(applied), each slice's
+    C(cpuset.cpus) / C(cpuset.cpus.effective) (C(system.slice), C(user.slice), C(init.scope),
+    C(npuops-vllm.slice)), C(manager_affinity) (PID 1), C(workqueue), C(default_smp_affinity),
+    C(tuned_profile), C(cmdline) (the running kernel's C(isolcpus) / C(nohz_full) / C(rcu_nocbs)),
+    C(kernel_cmdline_wanted) and C(reboot_pending)."
   - "C(cpu.numa_distance) - C({node: {node: distance}}) (SLIT, 10 = local) from
     C(/sys/devices/system/node/node<N>/distance), else C(numactl -H); C(cpu.packages) - C({node:
     physical package}) from C(physical_package_id) of the node's first and last CPU (-1, firmware

@@ -362,9 +362,8 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import Wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.host import command, hostio, locks, paths
 from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import host_path
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import cgroup, npu_smi, pci, rocm_smi
-from ansible_collections.npuops.fleet.plugins.module_utils.model import instance_files
-from ansible_collections.npuops.fleet.plugins.module_utils.model import rules as host_rules, vendors
-from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_flags, vllm_version
+from ansible_collections.npuops.fleet.plugins.module_utils.model import instance_files, rules as host_rules, vendors
+from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_intruders, vllm_flags, vllm_version
 from ansible_collections.npuops.fleet.plugins.module_utils.model.instances import module_option as instance_option
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app, units
@@ -374,7 +373,8 @@ from ansible_collections.npuops.fleet.plugins.module_utils import errors
 
 # every module the binder zipapp holds (its closure), imported so that AnsiballZ ships it
 BINDER_MODULES = (binder, cli, discovery, irqs, metrics, procs, rules, smi, targets, errors,
-                  cpulist, command, locks, paths, vendors, vllm_flags, npu_smi, pci, rocm_smi)
+                  cpulist, command, locks, paths, vendors, vllm_flags, npu_smi, pci, rocm_smi,
+                  cpu_intruders)
 # a week: the binder's own deadline (the bind unit is Type=simple, no start timeout covers it)
 MAX_BIND_TIMEOUT = 7 * 24 * 3600
 

@@ -45,11 +45,7 @@ LEAST = {
 }
 # Documented switches this version cannot act on: name -> (refused value, why). A row goes when
 # a role acts on its switch (and the switch's option moves into that role's argument spec).
-NOT_YET = {
-    "npuops_cpu_partition": (True, "partitioning a systemd host's CPUs from the plan is not "
-                                   "implemented in this version of npuops.fleet; nothing would "
-                                   "do it, so the play stops here (remove it or set it to false)"),
-}
+NOT_YET = {}
 _KIND = {list: "a list", tuple: "a list", dict: "a mapping", bool: "a boolean"}
 
 

@@ -209,6 +209,28 @@ def write_in_place(host_root, path, text):
         paths.write_in_place_at(parent.fd, parent.name, text.encode("utf-8"), path)
 
 
+def remove_file(host_root, path, check_mode=False):
+    """Remove the regular, single-link file ``path`` (reached without a symlink). Returns
+    ``{"path", "changed", "diff"}``; an absent file is unchanged; anything else at ``path``
+    is refused (UnsafePathError)."""
+    result = {"path": path, "changed": False,
+              "diff": {"before_header": path, "after_header": path, "before": "", "after": ""}}
+    with _Parent(host_root, path) as parent:
+        st = parent.lstat()
+        if st is None:
+            return result
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafePathError(path, "exists and is not a regular file: not removed")
+        _single_link(path, st)
+        data, problem = paths.read_at(parent.fd, parent.name)
+        if problem is None and data is not None:
+            result["diff"]["before"] = data.decode("utf-8", "surrogateescape")
+        result["changed"] = True
+        if not check_mode:
+            os.unlink(parent.name, dir_fd=parent.fd)
+    return result
+
+
 def stat_host(host_root, path):
     """``lstat`` of host path ``path`` under ``host_root`` through directory fds (None when
     it or a directory on the way is missing); a symlink on the way raises UnsafePathError."""

@@ -23,12 +23,12 @@ __metaclass__ = type
 import json
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import InputError
-from ansible_collections.npuops.fleet.plugins.module_utils.model import instance_files, schema
+from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_intruders, instance_files, schema
 from ansible_collections.npuops.fleet.plugins.module_utils.model.instance_files import unit_names
 from ansible_collections.npuops.fleet.plugins.module_utils.model.spec import (
     ANY, BOOL, INT, LIST, NUM, OPT, RECORD, SCALAR, STR, check, compile_spec)
 from ansible_collections.npuops.fleet.plugins.module_utils.model.drift_kinds import (
-    FIX_IRQ, FIX_IRQBALANCE, FIX_MEMORY, FIX_MISSING, FIX_THREADS, FIX_UNIT)
+    FIX_INTRUDER, FIX_IRQ, FIX_IRQBALANCE, FIX_MEMORY, FIX_MISSING, FIX_THREADS, FIX_UNIT)
 
 SCHEMA_VERSION = 1
 # a worker with more than this share of its resident memory off its node is drifted
@@ -174,6 +174,9 @@ def gather(io, dest=instance_files.DEFAULT_DEST, irq_state=instance_files.DEFAUL
                 argv += ["--unit", unit]
             entry["report"] = _binder_report(io, prefix + binder, argv, timeout, binder, errors)
         state["instances"][name] = entry
+    isolated = cpu_intruders.isolated_cpus(io)
+    if isolated:  # a partitioned host: who else may run on the workers' CPUs
+        state["cpu_intruders"] = cpu_intruders.scan(io, isolated)
     return state
 
 
@@ -258,4 +261,20 @@ def drift(state, irqbalance=None, limit=REMOTE_MEMORY_LIMIT):
                              % ", ".join(str(i) for i in unbanned[:8]), FIX_IRQBALANCE))
         if report.get("failed"):
             rows.append(_row(name, None, "binder_failed", report["failed"], FIX_THREADS % unit_names(name)))
+    rows.extend(intruder_rows(state))
+    return rows
+
+
+def intruder_rows(state):
+    """``cpu_intruder`` rows: one per process outside the vLLM trees allowed on worker CPUs."""
+    rows = []
+    found = state.get("cpu_intruders") if isinstance(state, dict) else None
+    for proc in found if isinstance(found, list) else []:
+        if not isinstance(proc, dict):
+            continue
+        unit = proc.get("unit") or "its unit"
+        rows.append(_row("-", None, "cpu_intruder",
+                         "pid %s (%s, %s) may run on worker CPUs %s (last ran on CPU %s)"
+                         % (proc.get("pid"), proc.get("comm"), proc.get("unit") or "no unit",
+                            proc.get("cpus"), proc.get("last_cpu")), FIX_INTRUDER % {"unit": unit}))
     return rows

@@ -21,6 +21,7 @@ import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
+from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_partition_facts
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import cpu_topology
 
 NODE_DIR = "/sys/devices/system/node"
@@ -61,8 +62,13 @@ SERVICE_CPUSETS = (
 
 
 def _service_cpus(io, errors):
-    """``(cpulist, source)`` of the first readable service cpuset, else ``(None, None)``."""
+    """``(cpulist, source)`` of the first readable service cpuset, else ``(None, None)``.
+    A system.slice held by the host CPU partition is skipped: the instances run in their own
+    slice, which gets the root's CPUs (a plan made there would shrink to the housekeeping CPUs)."""
+    held = cpu_partition_facts.system_slice_held(io)
     for source, path in SERVICE_CPUSETS:
+        if held and source == "system.slice":
+            continue
         value = read_file(io, path, cpu_topology.parse_cpulist_file, errors)
         if value:
             return value, source

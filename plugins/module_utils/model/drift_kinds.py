@@ -22,6 +22,7 @@ THREADS_OFF_PLAN = "threads_off_plan"
 IRQ_MOVED = "irq_moved"
 IRQBALANCE_UNDOING = "irqbalance_undoing"
 MEMORY_REMOTE = "memory_remote"
+CPU_INTRUDER = "cpu_intruder"
 
 # kind -> the title of its row in the fleet report, in the order the report lists them
 KINDS = OrderedDict([
@@ -32,6 +33,7 @@ KINDS = OrderedDict([
     (IRQ_MOVED, "planned IRQ moved"),
     (IRQBALANCE_UNDOING, "irqbalance can undo the IRQ pins"),
     (MEMORY_REMOTE, "worker memory off its NUMA node"),
+    (CPU_INTRUDER, "process outside the vLLM trees allowed on worker CPUs"),
 ])
 
 # the fix texts name an instance's units: format them with instance_files.unit_names(name)
@@ -48,3 +50,7 @@ FIX_MISSING = ("no process under the instance's EngineCore serves this device: i
 # the one irqbalance fix: for a drift row and for the audit's "irqbalance will undo" problem
 FIX_IRQBALANCE = ("set npuops_irqbalance: ban (the planned IRQs are banned in irqbalance's "
                   "config) or stop, and re-run the cpu_binding role")
+# a process outside the vLLM trees that may run on a partitioned host's isolated CPUs
+FIX_INTRUDER = ("it escaped the partition (a unit with its own CPUAffinity=/AllowedCPUs=, a "
+                "taskset, a process started before the partition): restart %(unit)s, or "
+                "re-run the cpu_binding role's partition (npuops_cpu_partition: true)")

@@ -18,7 +18,7 @@ import re
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_facts, device_nodes, rules
-from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet
+from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_partition_facts, kubelet
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_ascend_version
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_version
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import (
@@ -439,6 +439,7 @@ def gather(io, timeout=30, vllm_ascend_paths=None):
         "cgroup": cgroup.cgroup_mode(io.read_text("/proc/self/mounts"),
                                      io.read_text("/sys/fs/cgroup/cgroup.controllers")),
         "kubernetes": kubelet.gather(io),  # None on a host without a kubelet
+        "cpu_partition": cpu_partition_facts.gather(io),
         "warnings": warnings,
         "errors": src.errors,
     }

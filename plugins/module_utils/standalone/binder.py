@@ -30,9 +30,26 @@ import os
 import sys
 import time
 
+from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_intruders
+
 from . import discovery, irqs, metrics, procs, smi, targets
 from .cli import parse_args
 from .rules import BindError, format_cpulist
+
+
+class _ProcReader(object):
+    """cpu_intruders' reader (``read_text``, ``listdir``) over the binder's own /proc reads."""
+
+    @staticmethod
+    def read_text(path):
+        return procs.read(path)
+
+    @staticmethod
+    def listdir(path):
+        try:
+            return os.listdir(path)
+        except OSError:
+            return None
 
 
 class _Log(object):
@@ -248,6 +265,10 @@ class Binder(discovery.Discovery):
                 out.append(("npuops_worker_remote_memory_ratio",
                             [("instance", name), ("device", self.device_targets[device]["label"])],
                             procs.remote_ratio(nodes, self.device_targets[device]["node"])))
+        isolated = cpu_intruders.isolated_cpus(_ProcReader)
+        if isolated:  # a partitioned host: processes outside the vLLM trees on worker CPUs
+            out.append(("npuops_cpu_intruders", [("instance", name)],
+                        len(cpu_intruders.scan(_ProcReader, isolated))))
         out.append(("npuops_instance_up", [("instance", name)], int(not self.unit_down)))
         out.append(("npuops_instance_workers_missing", [("instance", name)], len(missing)))
         out.append(("npuops_binder_last_run_success", [("instance", name)], int(not failed)))

@@ -22,6 +22,8 @@ HELP = (
     ("npuops_irq_drift", "1 when the IRQ's affinity differed from the plan at the last run."),
     ("npuops_worker_remote_memory_ratio",
      "Share of a worker's resident memory outside its planned NUMA node."),
+    ("npuops_cpu_intruders",
+     "Processes outside the vLLM trees allowed on a partitioned host's isolated CPUs."),
     ("npuops_instance_up", "1 when the instance's main process runs, 0 when it is down."),
     ("npuops_instance_workers_missing", "Devices of the instance that showed no worker."),
     ("npuops_binder_last_run_success", "1 when the last binder run bound everything it found."),

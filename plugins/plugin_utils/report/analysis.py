@@ -305,6 +305,8 @@ def analyse_host(name, entry):
             bool(as_list(facts.get("npus")) or as_list(facts.get("gpus"))))),
         ("migratepages", tools.get("migratepages")),
         ("cgroup", facts.get("cgroup") if isinstance(facts.get("cgroup"), dict) else None),
+        ("cpu_partition", facts.get("cpu_partition")
+         if isinstance(facts.get("cpu_partition"), dict) else None),
         ("facts_errors", [OrderedDict([("source", str(e.get("source"))), ("msg", str(e.get("msg")))])
                           for e in as_list(facts.get("errors")) if isinstance(e, dict)]),
         ("plans", plans),

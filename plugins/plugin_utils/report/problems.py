@@ -270,6 +270,17 @@ def host_problems(host):
                                 "GPU NUMA affinity N/A"),
                             "enable NUMA (drop numa=off from the kernel command line, NPS/SNC "
                             "in BIOS) so pools can be NUMA-local"))
+    partition = host.get("cpu_partition") or {}
+    if partition.get("reboot_pending"):
+        out.append(_problem("warning", name, "partition_reboot_pending",
+                            "CPU partition: kernel command line waits for a reboot",
+                            "the partition asks for %s; the running kernel has %s" % (
+                                " ".join(partition.get("kernel_cmdline_wanted") or []),
+                                " ".join("%s=%s" % kv for kv in sorted(
+                                    (partition.get("cmdline") or {}).items())) or "none of them"),
+                            "reboot the host in a maintenance window (after update-grub / "
+                            "grub2-mkconfig where tuned does not manage the boot loader); the "
+                            "role never reboots"))
     out.extend(release_problems(host))
     out.extend(_problem(severity, name, kind, title, evidence, fix)
                for severity, kind, title, evidence, fix in kubernetes_rows(host))

@@ -40,8 +40,9 @@ def test_site_full_run_is_idempotent_and_task_count_is_independent_of_npu_count(
     # the whole-config check; after the facts, the check against the host) and the argument
     # specs of cpu_binding's plan and irq entry points, which site.yml skipped before
     # (tasks_from: plan.yml matched no entry point), plus the Kubernetes stage's tasks, skipped
-    # on a host without npuops_k8s_node
-    assert rec["a2"]["ok"] + rec["a2"]["skipped"] <= 28
+    # on a host without npuops_k8s_node, plus the CPU partition's 3 (its entry point's argument
+    # spec, the guarded plan, the partition or its take-back)
+    assert rec["a2"]["ok"] + rec["a2"]["skipped"] <= 31
     files = written(tmp_path, "a2", "a2-910b3x8")
     assert any("svc0" in f for f in files) and any("svc1" in f for f in files), files
     assert any(f.startswith("/proc/irq/") for f in files), files

@@ -107,8 +107,6 @@ MISTAKES = [
      "reads an unquoted 0644 as 420; write the mode in quotes, e.g. '0644' or '420'"),
     ("a timeout of 0", {"npuops_facts_timeout": 0, "npuops_vllm_instances": [inst()]},
      "npuops_facts_timeout: must be 1 or more, got 0"),
-    ("partition switch on", {"npuops_cpu_partition": True, "npuops_vllm_instances": [inst()]},
-     "npuops_cpu_partition: partitioning a systemd host's CPUs from the plan is not implemented"),
     ("typo with strict variables", {"npuops_strict_variables": True, "npuops_vllm_instance": [inst()]},
      "npuops_vllm_instance is not a variable of npuops.fleet: no role reads it; did you mean "
      "npuops_vllm_instances?"),

@@ -46,6 +46,10 @@ def _setup(kind, tmp_path):
         irq_sandbox(root, INTERRUPTS, {BUS["0"]: [100, 102], BUS["1"]: [200, 201]})
         (root / "etc" / "default").mkdir(parents=True)
         (root / "etc" / "default" / "irqbalance").write_text("IRQBALANCE_ARGS=\"--journal\"\n")
+    elif kind == "partition_host":  # the runtime masks a partition writes, all CPUs set
+        for rel in ("sys/devices/virtual/workqueue/cpumask", "proc/irq/default_smp_affinity"):
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text("ffffffff,ffffffff,ffffffff,ffffffff,ffffffff,ffffffff\n")
     elif kind == "empty_host":
         (root / "etc").mkdir(parents=True)
     elif kind == "kubelet_host":  # kubeadm's kubelet config and unit drop-in (real formats)

@@ -52,10 +52,7 @@ CASES = [
       "write the mode in quotes"]),
     ({"npuops_facts_timeout": 0}, None, ["npuops_facts_timeout: must be 1 or more, got 0"]),
     ({"npuops_frontend_cpus": -2}, None, ["npuops_frontend_cpus: must be 0 or more, got -2"]),
-    ({"npuops_cpu_partition": True}, None,
-     ["npuops_cpu_partition: partitioning a systemd host's CPUs from the plan is not "
-      "implemented in this version of npuops.fleet; nothing would do it, so the play stops "
-      "here (remove it or set it to false)"]),
+    ({"npuops_cpu_partition": True}, None, []),  # the cpu_binding role partitions the host
     # against the facts
     ({"npuops_cpu_reserved": "0-1,400"}, A2,
      ["npuops_cpu_reserved: CPU 400 is not on this host (its online CPUs are 0-191)"]),

@@ -367,6 +367,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import hos
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import cgroup, npu_smi, pci, rocm_smi
 from ansible_collections.npuops.fleet.plugins.module_utils.model import instance_files
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules as host_rules, vendors
+from ansible_collections.npuops.fleet.plugins.module_utils.model import worker_start
 from ansible_collections.npuops.fleet.plugins.module_utils.model.instances import module_option as instance_option
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app, units
@@ -376,7 +377,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils import errors
 
 # every module the binder zipapp holds (its closure), imported so that AnsiballZ ships it
 BINDER_MODULES = (binder, cli, discovery, irqs, metrics, procs, rules, smi, targets, errors,
-                  cpulist, command, locks, paths, vendors, npu_smi, pci, rocm_smi)
+                  cpulist, command, locks, paths, vendors, worker_start, npu_smi, pci, rocm_smi)
 # a week: the binder's own deadline (the bind unit is Type=simple, no start timeout covers it)
 MAX_BIND_TIMEOUT = 7 * 24 * 3600
 

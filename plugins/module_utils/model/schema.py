@@ -167,6 +167,9 @@ PLAN = (RECORD, {
     "env": _ENV,
     "uvb": _CPULIST,
     "vendor": _TEXT,
+    # model/worker_start.of_facts: how the engine starts the workers (the binder reads it)
+    "worker_start": _opt((RECORD, {"engine": _TEXT, "version": _TEXT, "order": _TEXT,
+                                   "reason": _TEXT, "source": _TEXT})),
 })
 
 

@@ -14,6 +14,7 @@ __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules, schema, vendors
+from ansible_collections.npuops.fleet.plugins.module_utils.model import worker_start
 from ansible_collections.npuops.fleet.plugins.module_utils.model.instances import device_set_text
 from ansible_collections.npuops.fleet.plugins.module_utils.parse.device_type import TYPES as DEVICE_TYPES
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import frontend as placement
@@ -157,11 +158,16 @@ def _all_logic_npus(topology, ids):
 def _empty_plan(policy, device_type, topology):
     # the host the facts were read from: the wrapper and IRQ modules refuse a plan for another
     nodes = (topology.get("cpu") or {}).get("numa_nodes") or {}
-    return {"policy": policy, "hostname": topology.get("hostname"), "mode": None,
+    plan = {"policy": policy, "hostname": topology.get("hostname"), "mode": None,
             "device_type": device_type, "skipped": False,
             "reason": None, "numa_nodes": dict(zip(map(str, nodes), nodes.values())),
             "npus": {}, "instances": {}, "gpus": {}, "env": {}, "log": [], "warnings": [],
             "vendor": topology.get("vendor")}
+    # how the host's engine starts its workers: the binder reads it from the plan JSON
+    starts = worker_start.of_facts(topology)
+    if starts is not None:
+        plan["worker_start"] = starts
+    return plan
 
 
 def _release(topology, version):

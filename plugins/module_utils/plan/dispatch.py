@@ -261,6 +261,10 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
         raise PlanError("an Ascend host whose NPUs could not be read: %s" % ("; ".join(
             "%s: %s" % (e.get("source"), e.get("msg")) for e in topology.get("errors") or []
             if str(e.get("source", "")).startswith("npu-smi")) or "no NPU in the facts"))
+    if release is not None and not ids and va_predict.npu_smi_missing(topology):
+        # no npu-smi: vllm-ascend fails on this host whatever it is asked (rank by rank)
+        return va_predict.without_npu_smi(plan, _int_list(npus, "npus"), validate_instances(
+            instances, va_predict.ANY_ID), release)
     if vendor not in (None, "ascend") or not ids:
         plan["skipped"] = True
         plan["reason"] = "no NPU on this host (vendor %s): CPU binding does not apply" % (vendor,)
@@ -393,14 +397,14 @@ def _vllm_ascend_policy(plan, request, host, insts, release):
     requested = request.requested if request.requested is not None else (request.busy or request.ids)
     _vllm_ascend(plan, host.topology, request.ids, requested, insts, request.busy,
                  request.affinity, host.node_cpus, host.allowed, request.device_type, host.cpu,
-                 release)
+                 release, request.requested is None and bool(request.busy))
 
 
 def _vllm_ascend(plan, topology, ids, requested, insts, busy, affinity, node_cpus, allowed,
-                 dtype, cpu, release):
+                 dtype, cpu, release, audit=False):
     pools, cluster, reserve_irq, cpu_node = va_predict.predict(
         plan, topology, requested, insts, busy, affinity, node_cpus, allowed, dtype, cpu,
-        _all_logic_npus(topology, ids), release)
+        _all_logic_npus(topology, ids), release, audit)
     if plan.get("uvb") is not None:
         plan["uvb"] = cpuset.format(plan["uvb"])
     entries = plan["npus"]

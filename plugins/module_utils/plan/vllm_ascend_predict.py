@@ -31,9 +31,43 @@ def _errors_of(topology, source):
             if isinstance(e, dict) and e.get("source") == source]
 
 
+MAP_SOURCE = "npu-smi info -m"
+NO_NPU_SMI = ("DeviceInfo.get_npu_map_info ('npu-smi info -m')",
+              "FileNotFoundError: [Errno 2] No such file or directory: 'npu-smi'")
+# 'npu-smi info -m' answered nothing: how each parser generation fails on it (released code,
+# run on that output: the positional one finds no logic id for the workers' rows, the header
+# one reads the header of an empty list)
+EMPTY_MAP = {
+    "positional": ("DeviceInfo.get_running_npus ('npu-smi info' rows through 'npu-smi info -m')",
+                   "RuntimeError: Failed to get correct chip_logic_id from command "
+                   "'npu-smi info -m'."),
+    "header": ("DeviceInfo.get_npu_map_info ('npu-smi info -m')",
+               "IndexError: list index out of range"),
+}
+
+
+class _AnyId(object):
+    """``known`` of instances whose ids no fact can check (a host without npu-smi)."""
+
+    def __contains__(self, item):
+        return True
+
+
+ANY_ID = _AnyId()
+
+
+def npu_smi_missing(topology):
+    """True when the facts say npu-smi is not installed (``tools``): every release runs it."""
+    return (topology.get("tools") or {}).get("npu-smi") is False
+
+
 def release_failure(release, topology, device_type):
     """``(stage, message)`` where ``release`` fails on this host before any pool, or None."""
     rules = release["rules"]
+    if npu_smi_missing(topology):
+        return NO_NPU_SMI
+    if any(msg == "empty output" for msg in _errors_of(topology, MAP_SOURCE)):
+        return EMPTY_MAP[rules["parsers"]]
     if rules["profile"] and device_type not in releases.PROFILED_DEVICE_TYPES:
         return ("import of vllm_ascend.device.hardware_profile (the worker does not start)",
                 "RuntimeError: No hardware profile is registered for device type: %s."
@@ -65,10 +99,15 @@ def release_failure(release, topology, device_type):
 
 
 def _rank_npus(rules, members, visible, running):
-    """``[(rank, npu or None, own npu)]``: the NPU each local rank binds, and its own device."""
+    """``[(rank, npu or None, own npu)]``: the NPU each local rank binds, and its own device.
+    Without instances and without a visible list the workers are the running ones, in order:
+    a release that binds ``ASCEND_RT_VISIBLE_DEVICES[rank]`` binds NPU ``rank`` then (released
+    code: a running subset 2,3 without the variable fails with KeyError 0 and 1)."""
     count = len(members) if members is not None else len(running)
     if visible:
         owns = visible[:count] + [None] * (count - len(visible))
+    elif members is None and visible is None:
+        owns = list(running)
     else:
         owns = list(members) if members is not None else list(range(count))
     if rules["rank_npu"] == "visible":
@@ -78,6 +117,24 @@ def _rank_npus(rules, members, visible, running):
     return list(zip(range(count), npus, owns))
 
 
+def without_npu_smi(plan, requested, insts, release):
+    """The prediction on a host without npu-smi (no NPU in the facts): every release fails in
+    ``DeviceInfo`` before any pool; one ``error`` rank per NPU asked for (``npus`` or the
+    instances'), none when none was."""
+    stage, message = NO_NPU_SMI
+    plan["skipped"] = True
+    plan["reason"] = (FAIL_PREFIX % release["version"]) + "%s fails: %s" % (stage, message)
+    plan["warnings"].append(plan["reason"])
+    groups = [(name, list(members)) for name, members in insts] if insts else \
+        [(None, list(requested or []))]
+    ranks = [{"rank": rank, "npu": None, "outcome": "error", "reason": "%s: %s" % (stage, message),
+              "instance": name, "own_npu": npu}
+             for name, members in groups for rank, npu in enumerate(members)]
+    plan["vllm_ascend"] = _block(release, ranks)
+    plan["warnings"].extend(release["warnings"])
+    return plan
+
+
 def _block(release, ranks):
     return {"version": release["version"], "source": release["source"],
             "group": release["group"], "migration": release["rules"]["migration"],
@@ -85,10 +142,12 @@ def _block(release, ranks):
 
 
 def predict(plan, topology, requested, insts, busy, affinity, node_cpus, allowed, dtype, cpu,
-            all_logic, release):
+            all_logic, release, audit=False):
     """Fill ``plan`` (mode, skipped, reason, log, warnings, uvb, ``vllm_ascend``); returns
     ``(pools {npu: pool}, cluster_roles, reserve_irq, cpu_node)`` of every NPU the release
-    builds a pool for (the first instance's where two build one)."""
+    builds a pool for (the first instance's where two build one). ``audit``: the NPUs are the
+    workers the facts show (no ``npus`` asked for), so without a visible list in the facts
+    they run without one; else they are taken as launched with it (the wrapper exports it)."""
     failure = release_failure(release, topology, dtype)
     env_facts = (topology.get("visible_devices") or {}).get("ASCEND_RT_VISIBLE_DEVICES")
     if insts:
@@ -126,11 +185,12 @@ def predict(plan, topology, requested, insts, busy, affinity, node_cpus, allowed
             if dropped:
                 plan["warnings"].append("NPU(s) %s are outside ASCEND_RT_VISIBLE_DEVICES=%s: "
                                         "vllm-ascend plans no pool for them" % (dropped, env))
-        # without instances or a visible list in the facts, the workers of ``running`` are taken
-        # as one instance launched with ASCEND_RT_VISIBLE_DEVICES=<running>
+        # without instances: a plan for ``npus`` is launched with ASCEND_RT_VISIBLE_DEVICES=
+        # <running> (the wrapper exports it); an audit of the workers the facts show keeps the
+        # facts' visible list, or none (each rank then binds by the release's own rule)
         rank_npus = _rank_npus(release["rules"], members,
-                               visible if visible is not None or name is not None else running,
-                               running)
+                               visible if visible is not None or name is not None else
+                               (None if audit else running), running)
         if is_arm and not running:
             for rank, _npu, own in rank_npus:
                 ranks.append({"rank": rank, "npu": None, "outcome": "error",

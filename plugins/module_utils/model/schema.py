@@ -76,6 +76,7 @@ TOPOLOGY = (RECORD, {
         "irqs": _opt((RECORD, {"sq": _opt((INT_TEXT,)), "cq": _opt((INT_TEXT,))})),
     }))),
     "npu_map": _opt((MAP, STR, _opt((MAP, STR, _opt((INT_TEXT,)))))),
+    "npu_process_layout": _TEXT,  # npu-smi info's process table: npu_chip | npu_id
     "gpus": _opt((LIST, (RECORD, {
         "index": (INT,),
         "name": _TEXT,

@@ -57,8 +57,9 @@ ANY_ID = _AnyId()
 
 
 def npu_smi_missing(topology):
-    """True when the facts say npu-smi is not installed (``tools``): every release runs it."""
-    return (topology.get("tools") or {}).get("npu-smi") is False
+    """True when the facts say npu-smi is not installed (``tools``) and show no NPU (a tool
+    that answered is installed, whatever ``which`` said): every release runs it."""
+    return (topology.get("tools") or {}).get("npu-smi") is False and not topology.get("npus")
 
 
 def release_failure(release, topology, device_type):
@@ -72,11 +73,16 @@ def release_failure(release, topology, device_type):
         return ("import of vllm_ascend.device.hardware_profile (the worker does not start)",
                 "RuntimeError: No hardware profile is registered for device type: %s."
                 % (device_type,))
+    layout = topology.get("npu_process_layout")
     if rules["parsers"] == "positional":
         if device_type == "A5":
             return ("DeviceInfo.get_running_npus ('npu-smi info' process table)",
                     "IndexError: list index out of range (the positional parser reads a Chip "
                     "column that the Ascend 950 table '| NPU ID | Process id |' does not have)")
+        if layout == "npu_id":
+            return ("DeviceInfo.get_running_npus ('npu-smi info' process table)",
+                    "IndexError: list index out of range (the positional parser reads a Chip "
+                    "column that this host's '| NPU | Process id |' table does not have)")
         npus = topology.get("npus") or []
         if npus and not _errors_of(topology, TOPO_SOURCE) and \
                 any(isinstance(n, dict) and not n.get("affinity") for n in npus):
@@ -84,6 +90,12 @@ def release_failure(release, topology, device_type):
                     "ValueError: invalid literal for int() with base 10 (the positional parser "
                     "reads the last column of every NPU row as a CPU list; these rows have no "
                     "CPU Affinity column)")
+    elif layout == "npu_id":
+        ambiguous = _ambiguous_card(topology)
+        if ambiguous is not None:
+            return ("DeviceInfo.resolve_logic_id ('npu-smi info' rows through 'npu-smi info -m')",
+                    "RuntimeError: Failed to resolve chip_logic_id because the process table "
+                    "does not contain chip_id and NPU %s has %d mapped chips." % ambiguous)
     status = _errors_of(topology, STATUS_SOURCE)
     if any("no Cpus_allowed_list" in msg for msg in status):
         return ("DeviceInfo.parse_allowed_cpus (/proc/self/status)",
@@ -95,6 +107,19 @@ def release_failure(release, topology, device_type):
                     "RuntimeError: " + va.NO_NUMA_NODE)
         return ("CpuAlloc.build_cpu_node_map (lscpu -e=CPU,NODE)",
                 "ValueError: a row is not two integers (%s)" % msg)
+    return None
+
+
+def _ambiguous_card(topology):
+    """``(card, chips)`` of the first card with a process whose ``-m`` map has several chips,
+    where the process table names cards only (each of its chips then lists the process)."""
+    chips = topology.get("npu_map") or {}
+    cards = sorted(set(n.get("npu_id") for n in topology.get("npus") or []
+                       if isinstance(n, dict) and n.get("processes")), key=str)
+    for card in cards:
+        mapped = chips.get(str(card)) or {}
+        if len(mapped) > 1:
+            return card, len(mapped)
     return None
 
 

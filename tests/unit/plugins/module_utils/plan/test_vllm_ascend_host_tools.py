@@ -2,8 +2,9 @@
 """The vllm-ascend prediction on every host-tool state, rank by rank, per release, checked
 against what each release's own ``cpu_binding.py`` did on the same command output
 (tests/fixtures/vllm_ascend/host_tool_states.json: the outcomes only; the release code ran
-outside the repository). The host is the recorded A2 (tests/snapshots/a2-910b3x8) with two
-workers, its commands changed per state as below; the facts are gathered from that snapshot
+outside the repository). The host is the recorded A2 (tests/snapshots/a2-910b3x8) (the A3 of
+tests/snapshots/a3-16die for the ambiguous table) with two workers, its commands changed per
+state as below; the facts are gathered from that snapshot
 as npu_topology_facts gathers them, then ``make_plan(policy=vllm_ascend)`` predicts."""
 
 import json
@@ -19,7 +20,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_releases as rel
 from npuops_testing import REPO
 
-SNAPSHOT = os.path.join(REPO, "tests", "snapshots", "a2-910b3x8")
+SNAPSHOTS = os.path.join(REPO, "tests", "snapshots")
 with open(os.path.join(REPO, "tests", "fixtures", "vllm_ascend", "host_tool_states.json")) as _f:
     OUTCOMES = json.load(_f)
 STATES = {
@@ -31,11 +32,11 @@ STATES = {
     "table_without_chip": dict(npus=[0, 1], visible="0,1", chip_column=False),
     # workers on NPUs 2 and 3 and no ASCEND_RT_VISIBLE_DEVICES
     "subset_no_visible": dict(npus=[2, 3], visible=None),
+    # the recorded A3 (two chips per card): its process table by card only, two workers on
+    # card 1 (chips with logic ids 2 and 3), ASCEND_RT_VISIBLE_DEVICES=2,3
+    "table_ambiguous": dict(snapshot="a3-16die", cards={1: [3002, 3003]}, visible="2,3"),
 }
-# The facts do not keep the process table's layout: a release whose positional parser needs
-# the Chip column (0.18-0.21) fails on the table without it while the prediction binds.
-KNOWN_DISAGREEMENTS = set(("table_without_chip", v) for v in rel.KNOWN_RELEASES
-                          if rel.select(v)["rules"]["parsers"] == "positional")
+KNOWN_DISAGREEMENTS = set()  # (state, release) the prediction still gets wrong: none
 
 
 def with_workers(info, npus, chip_column=True):
@@ -56,15 +57,34 @@ def with_workers(info, npus, chip_column=True):
     return "\n".join(out) + "\n"
 
 
+def by_card(info, cards):
+    """The process table rebuilt with the card column only: ``cards`` {card: [pid, ...]}."""
+    lines = info.splitlines()
+    head = [i for i, line in enumerate(lines) if line.startswith("| NPU") and "Process id" in line]
+    rule = lines[head[0] + 1]
+    out = lines[:head[0]] + ["| NPU                       | Process id    | Process name         "
+                             "    | Process memory(MB)      |", rule]
+    for card in range(8):
+        pids = cards.get(card)
+        if pids:
+            out.extend("| %-26d| %-14d| %-25s| %-24d|" % (card, pid, "python3", 3000)
+                       for pid in pids)
+        else:
+            out.append("| No running processes found in NPU %d%s|" % (card, " " * 61))
+        out.append(rule)
+    return "\n".join(out) + "\n"
+
+
 def state_facts(tmp_path, name):
     state = STATES[name]
     snap = str(tmp_path / "snap")
-    shutil.copytree(SNAPSHOT, snap)
+    shutil.copytree(os.path.join(SNAPSHOTS, state.get("snapshot", "a2-910b3x8")), snap)
     cmd = os.path.join(snap, "cmd")
     with open(os.path.join(cmd, "npu-smi-info.txt")) as handle:
         info = handle.read()
     with open(os.path.join(cmd, "npu-smi-info.txt"), "w") as handle:
-        handle.write(with_workers(info, state["npus"], state.get("chip_column", True)))
+        handle.write(by_card(info, state["cards"]) if "cards" in state else
+                     with_workers(info, state["npus"], state.get("chip_column", True)))
     if "map_text" in state:
         with open(os.path.join(cmd, "npu-smi-info--m.txt"), "w") as handle:
             handle.write(state["map_text"])
@@ -134,11 +154,10 @@ def test_prediction_agrees_with_the_release_rank_by_rank(facts_of, name, version
 
 
 def test_agreement_per_release(facts_of):
-    """k of N per release (N = the five states); the figures the docs quote."""
+    """k of N per release (N = the states); the figures the docs quote."""
     for version in rel.KNOWN_RELEASES:
         k = sum(agree(predict(facts_of(n), n, version), OUTCOMES[n][version]) for n in STATES)
-        positional = rel.select(version)["rules"]["parsers"] == "positional"
-        assert k == (4 if positional else 5), version
+        assert k == len(STATES), version
 
 
 def test_no_npu_smi_every_rank_is_an_error_naming_it(facts_of):

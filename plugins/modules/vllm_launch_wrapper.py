@@ -198,7 +198,8 @@ notes:
   - "The binder finds the workers under the service's main process (C(systemctl show -p MainPID))
     by their place in the tree - the children of its C(<P>::EngineCore[_DP<r>]) children, by
     their ranks (C(<P>::Worker[_DP][_PP][_PCP][_TP][_DCP][_EP]) titles, C(<P>) the instance's
-    C(VLLM_PROCESS_NAME_PREFIX)) or their spawn order while they are still C(python3) - an
+    C(VLLM_PROCESS_NAME_PREFIX)) or, while still C(python3), their spawn order where the engine
+    starts them in rank order (vLLM <= 0.32, vllm-ascend; the plan's C(worker_start)) - an
     EngineCore without workers (uniproc executor, GPU TP=1) being its device's worker, else by
     the C(npu-smi) (C(nvidia-smi)) process table - within one deadline (O(bind_timeout)) for all
     devices. A process titled like a worker elsewhere in the tree is no worker. The main process,

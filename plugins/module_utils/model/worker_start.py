@@ -18,10 +18,11 @@ What was read (docs/dev/architecture.md: upstream behaviour is a row, never an `
   multiproc_executor.py``) starts each local rank's process in a ``for`` loop over the local
   ranks, each ``proc.start()`` before the next (0.32.0 sdist; the stored revision 00f6c9bf).
 - vLLM 0.33.0 and 0.34.0: ``_can_start_workers_concurrently`` (multiproc_executor.py, 0.34.0
-  lines 346-360; absent in 0.32.0) starts them from a thread pool when the start method is
-  spawn (``inherited_fds is None``), the local world is larger than 1, the platform is not
-  the CPU one and ``parallel_config.numa_bind`` is off; vLLM's own test table of that method
-  (tests/v1/executor, the five cases) is ported in test_worker_start.py.
+  lines 346-360 per the 0.32.0/0.33.0/0.34.0 sdists diffed in the project's upstream notes;
+  absent in 0.32.0) starts them from a thread pool when the start method is spawn
+  (``inherited_fds is None``), the local world is larger than 1, the platform is not the CPU
+  one and ``parallel_config.numa_bind`` is off; vLLM's own unit test of that method (its five
+  parametrized cases, read through the code index) is ported in test_worker_start.py.
 - vllm-ascend 0.11.0 to 0.30.0rc2: its ``AscendMultiprocExecutor._init_executor``
   (``vllm_ascend/patch/platform/patch_multiproc_executor.py``, tag v0.11.0 and snapshot
   182b75ea) loops over the local ranks the same way; where it is not patched in (from

@@ -8,8 +8,8 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model import worker_s
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch
 from npuops_testing import cpu_hosts
 
-# vLLM's own test of MultiprocExecutor._can_start_workers_concurrently (tests/v1/executor,
-# vLLM 0.34), its five cases as data: (start method, local world, CPU platform, numa_bind,
+# vLLM's own unit test of MultiprocExecutor._can_start_workers_concurrently (its parametrized
+# table, 0.34), the five cases as data: (start method, local world, CPU platform, numa_bind,
 # starts concurrently)
 VLLM_CONCURRENT_CASES = [
     ("spawn", 8, False, False, True),    # spawn on a GPU: at once

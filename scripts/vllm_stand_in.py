@@ -22,6 +22,8 @@ later. The layout follows real vLLM 0.32 (docs/research: the real process tree):
 - ``STAND_IN_DECOYS=N``: the main process also starts N processes titled like workers
   (``<P>::Worker_TP0``, ``<P>::Worker``) that are no workers, each with one ``acl_thread``.
 - ``STAND_IN_THREADS=N``: each worker starts N more plain threads (a bench's 100-thread worker).
+- ``STAND_IN_START_ORDER=1,0``: the engine starts its workers in this order of local ranks
+  (vLLM >= 0.33 may start them at once, so rank 1 can be the first), each 0.1 s after the last.
 - ``STAND_IN_SPAWN_DELAY=S``: an engine waits S seconds before it starts its workers (vLLM
   loads its config first), ``STAND_IN_PAD=N``: room in argv for a title of N characters.
 
@@ -101,6 +103,16 @@ def final_title(rank, count):
     return "%s::Worker%s" % (TITLE_PREFIX, "_TP%d" % rank if count > 1 else "")
 
 
+def start_order(count):
+    """The local ranks in the order the engine starts them: ``STAND_IN_START_ORDER`` (``1,0``:
+    rank 1 first, as vLLM >= 0.33's concurrent start may), else rank order."""
+    text = os.environ.get("STAND_IN_START_ORDER")
+    order = [int(x) for x in text.split(",")] if text else list(range(count))
+    if sorted(order) != list(range(count)):
+        raise SystemExit("STAND_IN_START_ORDER=%s is no order of %d ranks" % (text, count))
+    return order
+
+
 def worker(out, rank, count, late_after):
     ready, stop = [], threading.Event()
 
@@ -143,7 +155,9 @@ def engine(prefix, index, count, late_after, dp_rank):
     write_json(prefix + ".spawn%s" % ("" if dp_rank is None else dp_rank),
                {"cpus": sorted(os.sched_getaffinity(0))})  # what its workers inherit
     workers = []
-    for rank in range(count):
+    for position, rank in enumerate(start_order(count)):
+        if position:
+            time.sleep(0.1)  # a later start tick (10 ms) for each worker started after another
         title = None if titles() else final_title(rank, count)
         workers.append(spawn(title, "worker", "%s.%d" % (prefix, index + rank), str(rank),
                              str(count), str(late_after)))

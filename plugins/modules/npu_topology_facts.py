@@ -278,9 +278,12 @@ ansible_facts:
         - Keys C(schema_version), C(hostname), C(arch), C(vendor) (ascend, nvidia, amd, none),
           C(device_type), C(device_type_evidence), C(cpu) (allowed, allowed_self, allowed_source,
           online, threads_per_core, numa_nodes, numa_source, model, numa_distance, packages,
-          smt_siblings, isolated, nohz_full), C(npus), C(npu_map), C(gpus), C(numa_off), C(nics),
+          smt_siblings, isolated, nohz_full), C(npus), C(npu_map), C(npu_process_layout), C(gpus), C(numa_off), C(nics),
           C(tools), C(irqbalance), C(visible_devices), C(vllm_ascend), C(vllm), C(softshare), C(cgroup), C(warnings),
           C(errors).
+        - C(npu_process_layout) - how C(npu-smi info) lists processes, C(npu_chip) (card and
+          chip) or C(npu_id) (card only; a card of two chips then lists each process under
+          both); null without npu-smi. vllm-ascend's parsers depend on it (C(docs/policies.md)).
         - C(gpus) entries of a Grace host (GH200, GB200, GB300, whose nvidia-smi prints NUMA
           Affinity as a node list) carry C(memory_nodes), the GPU's memory-only NUMA nodes;
           C(numa_node) is the listed node that has CPUs, the PCI device's sysfs node where
@@ -317,6 +320,7 @@ ansible_facts:
              processes: [], irqs: {sq: 1024, cq: 1026}}
         npu_map: {"0": {"0": "0"}, "1": {"0": "1"}, "2": {"0": "2"}, "3": {"0": "3"},
                   "4": {"0": "4"}, "5": {"0": "5"}, "6": {"0": "6"}, "7": {"0": "7"}}
+        npu_process_layout: npu_chip
         gpus: []
         numa_off: null
         nics: []

@@ -192,9 +192,9 @@ notes:
   - "A crash loop ends: 5 starts in 30 minutes (C(StartLimitBurst=), C(RestartSec=10)), then
     C(failed) until C(systemctl reset-failed); every start counts, the role's restarts too."
   - "The binder finds the workers under the service's main process by their place in the tree
-    (the children of its EngineCores, by their ranks or spawn order), else by the C(npu-smi)
-    (C(nvidia-smi)) process table, within O(bind_timeout); every other process of the tree goes
-    to the frontend CPUs. With C(--device-ids) in the command the instance's devices are taken in
+    (the children of its EngineCores, by their ranks, or spawn order where the plan's C(worker_start)
+    says so), else by the C(npu-smi) (C(nvidia-smi)) process table, within O(bind_timeout); every
+    other process of the tree goes to the frontend CPUs. With C(--device-ids) in the command the instance's devices are taken in
     that order (rank r of DP engine d on the C(d*ws+r)-th). Exit codes: 0 bound, 1 error, 2 a
     device shows no worker, 3 the instance does not run; see C(docs/drift.md)."
   - "vLLM 0.34 binds NUMA by itself (C(numactl)) when started on every CPU; with O(binding=host)
@@ -363,7 +363,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.host import command, 
 from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import host_path
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import cgroup, npu_smi, pci, rocm_smi
 from ansible_collections.npuops.fleet.plugins.module_utils.model import instance_files, rules as host_rules, vendors
-from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_intruders, vllm_flags, vllm_version
+from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_intruders, vllm_flags, vllm_version, worker_start
 from ansible_collections.npuops.fleet.plugins.module_utils.model.instances import module_option as instance_option
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app, units
@@ -374,7 +374,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils import errors
 # every module the binder zipapp holds (its closure), imported so that AnsiballZ ships it
 BINDER_MODULES = (binder, cli, discovery, irqs, metrics, procs, rules, smi, targets, errors,
                   cpulist, command, locks, paths, vendors, vllm_flags, npu_smi, pci, rocm_smi,
-                  cpu_intruders)
+                  cpu_intruders, worker_start)
 # a week: the binder's own deadline (the bind unit is Type=simple, no start timeout covers it)
 MAX_BIND_TIMEOUT = 7 * 24 * 3600
 

@@ -76,6 +76,7 @@ TOPOLOGY = (RECORD, {
         "irqs": _opt((RECORD, {"sq": _opt((INT_TEXT,)), "cq": _opt((INT_TEXT,))})),
     }))),
     "npu_map": _opt((MAP, STR, _opt((MAP, STR, _opt((INT_TEXT,)))))),
+    "npu_process_layout": _TEXT,  # npu-smi info's process table: npu_chip | npu_id
     "gpus": _opt((LIST, (RECORD, {
         "index": (INT,),
         "name": _TEXT,
@@ -168,6 +169,9 @@ PLAN = (RECORD, {
     "env": _ENV,
     "uvb": _CPULIST,
     "vendor": _TEXT,
+    # model/worker_start.of_facts: how the engine starts the workers (the binder reads it)
+    "worker_start": _opt((RECORD, {"engine": _TEXT, "version": _TEXT, "order": _TEXT,
+                                   "reason": _TEXT, "source": _TEXT})),
 })
 
 

@@ -182,6 +182,7 @@ def _npus(io, src, timeout):
                   "its error above): the NPUs of this Ascend host are unknown, no binding can "
                   "be planned until the table is read")
     detected["unread"] = unread
+    detected["process_layout"] = layout  # vllm-ascend's process-table parsers depend on it
     return npus, raw_map, detected
 
 
@@ -425,6 +426,7 @@ def gather(io, timeout=30, vllm_ascend_paths=None):
         "cpu": cpu,
         "npus": npus,
         "npu_map": raw_map,
+        "npu_process_layout": detected["process_layout"],
         "gpus": gpus,
         "numa_off": numa_off,
         "nics": nics,

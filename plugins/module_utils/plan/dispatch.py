@@ -14,6 +14,7 @@ __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules, schema, vendors
+from ansible_collections.npuops.fleet.plugins.module_utils.model import worker_start
 from ansible_collections.npuops.fleet.plugins.module_utils.parse.device_type import TYPES as DEVICE_TYPES
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import frontend as placement
 from ansible_collections.npuops.fleet.plugins.module_utils.plan.instance_input import (  # noqa: F401
@@ -93,11 +94,16 @@ def _all_logic_npus(topology, ids):
 def _empty_plan(policy, device_type, topology):
     # the host the facts were read from: the wrapper and IRQ modules refuse a plan for another
     nodes = (topology.get("cpu") or {}).get("numa_nodes") or {}
-    return {"policy": policy, "hostname": topology.get("hostname"), "mode": None,
+    plan = {"policy": policy, "hostname": topology.get("hostname"), "mode": None,
             "device_type": device_type, "skipped": False,
             "reason": None, "numa_nodes": dict(zip(map(str, nodes), nodes.values())),
             "npus": {}, "instances": {}, "gpus": {}, "env": {}, "log": [], "warnings": [],
             "vendor": topology.get("vendor")}
+    # how the host's engine starts its workers: the binder reads it from the plan JSON
+    starts = worker_start.of_facts(topology)
+    if starts is not None:
+        plan["worker_start"] = starts
+    return plan
 
 
 def _release(topology, version):
@@ -191,6 +197,10 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
         raise PlanError("an Ascend host whose NPUs could not be read: %s" % ("; ".join(
             "%s: %s" % (e.get("source"), e.get("msg")) for e in topology.get("errors") or []
             if str(e.get("source", "")).startswith("npu-smi")) or "no NPU in the facts"))
+    if release is not None and not ids and va_predict.npu_smi_missing(topology):
+        # no npu-smi: vllm-ascend fails on this host whatever it is asked (rank by rank)
+        return va_predict.without_npu_smi(plan, _int_list(npus, "npus"), validate_instances(
+            instances, va_predict.ANY_ID), release)
     if vendor not in (None, "ascend") or not ids:
         plan["skipped"] = True
         plan["reason"] = "no NPU on this host (vendor %s): CPU binding does not apply" % (vendor,)
@@ -323,14 +333,14 @@ def _vllm_ascend_policy(plan, request, host, insts, release):
     requested = request.requested if request.requested is not None else (request.busy or request.ids)
     _vllm_ascend(plan, host.topology, request.ids, requested, insts, request.busy,
                  request.affinity, host.node_cpus, host.allowed, request.device_type, host.cpu,
-                 release)
+                 release, request.requested is None and bool(request.busy))
 
 
 def _vllm_ascend(plan, topology, ids, requested, insts, busy, affinity, node_cpus, allowed,
-                 dtype, cpu, release):
+                 dtype, cpu, release, audit=False):
     pools, cluster, reserve_irq, cpu_node = va_predict.predict(
         plan, topology, requested, insts, busy, affinity, node_cpus, allowed, dtype, cpu,
-        _all_logic_npus(topology, ids), release)
+        _all_logic_npus(topology, ids), release, audit)
     if plan.get("uvb") is not None:
         plan["uvb"] = cpuset.format(plan["uvb"])
     entries = plan["npus"]

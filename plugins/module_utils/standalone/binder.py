@@ -117,6 +117,9 @@ class Binder(discovery.Discovery):
             device_targets = dict((d, targets.device_target(doc, d)) for d in devices)
             frontend = targets.frontend_target(doc) if self.args.frontend else None
             nodes = targets.all_nodes(doc)
+            method = procs.environ_value(self.root, "VLLM_WORKER_MULTIPROC_METHOD") \
+                if self.root is not None else None
+            starts = targets.worker_start_of(doc, method)
         except BindError as err:
             text = str(err)
             raise BindError("plan %s: %s" % (self.args.plan, text[6:] if text.startswith("plan: ")
@@ -126,6 +129,7 @@ class Binder(discovery.Discovery):
                             % (self.args.plan, type(err).__name__, err))
         self.doc, self.vendor, self.devices = doc, vendor, devices
         self.device_targets, self.frontend, self.nodes = device_targets, frontend, nodes
+        self.worker_start = starts
 
     # -- binding ------------------------------------------------------------------------
     def bind_process(self, pid, target, label):
@@ -439,6 +443,10 @@ def main(argv=None):
                                         if d in binder.device_targets] +
                                        ([binder.frontend] if binder.frontend else [])):
             LOG.info("%s", line)
+        starts = binder.worker_start
+        LOG.info("workers start in %s order (%s %s: %s)", starts["order"], starts["engine"],
+                 starts["version"] or "version unknown", starts["reason"])
+        result["worker_start"] = dict((k, starts[k]) for k in ("engine", "version", "order"))
         for pid, npu in zip(args.pid, args.npu):
             if npu not in binder.device_targets:
                 binder.device_targets[npu] = targets.device_target(doc, npu)

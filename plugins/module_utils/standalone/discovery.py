@@ -13,6 +13,8 @@ __metaclass__ = type
 
 import time
 
+from ansible_collections.npuops.fleet.plugins.module_utils.model import worker_start
+
 from . import procs, smi
 
 FULL_WALK_EVERY = 15
@@ -40,7 +42,7 @@ class Discovery(object):
         an engine's children are its workers, never frontend: the i-th engine serves the i-th
         share of the instance's devices, and a worker its local rank within it - from the title
         (``pp*pcp*tp`` layout) once every worker of the engine carries its ranks, else its spawn
-        order (vLLM starts the workers in local-rank order, titled ``python3`` at first). An
+        order where the engine starts them in local-rank order (``local_ranks``). An
         engine without worker children is vLLM's uniproc executor (GPU TP=1): it is its
         device's worker once that is certain (see ``uniproc``). The main process and an engine
         whose workers are still to come are left alone (pending) until they exist or it is
@@ -86,11 +88,15 @@ class Discovery(object):
         missing = [d for d in self.devices if d not in self.workers.values()]
         if missing:
             self.from_tools(missing, parents)
+            self.pending.difference_update(self.workers)  # placed by the tools' tables
 
     def local_ranks(self, members, size):
         """``{pid: local rank}`` of an engine's worker children: by their titles' ranks when
-        every one carries them and they make a ``pp x pcp x tp`` grid of ``size``, else by
-        spawn order."""
+        every one carries them and they make a ``pp x pcp x tp`` grid of ``size``; else by
+        spawn order only where the engine starts its workers one by one in local-rank order
+        (``model/worker_start``: vLLM <= 0.32, vllm-ascend) or there is one worker for one
+        device; else none (vLLM >= 0.33 may start them at once: the device tools' tables
+        place them, or they wait for their titles)."""
         ranks = [procs.worker_ranks(self.titles.get(p), self.prefix) for p in members]
         if len(members) == size and all(r is not None for r in ranks):
             sizes = dict((part, max([r.get(part, 0) for r in ranks]) + 1)
@@ -100,6 +106,9 @@ class Discovery(object):
                          + r.get("TP", 0) for r in ranks]
                 if len(set(local)) == size:
                     return dict(zip(members, local))
+        if self.worker_start["order"] != worker_start.RANK and not (size == 1 and
+                                                                     len(members) == 1):
+            return {}
         return dict((pid, index) for index, pid in enumerate(members[:size]))
 
     def uniproc(self, engine):

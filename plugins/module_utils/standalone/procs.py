@@ -197,12 +197,20 @@ def process_prefix(pid, limit=1 << 18):
     """``VLLM_PROCESS_NAME_PREFIX`` from a process's environment (``/proc/<pid>/environ``, at
     most ``limit`` bytes), DEFAULT_PREFIX when unset; None when it is set to something no
     title could start with (the caller says so)."""
+    value = environ_value(pid, "VLLM_PROCESS_NAME_PREFIX", limit)
+    if value is None:
+        return DEFAULT_PREFIX
+    return value if re.match(_PREFIX_RE, value) else None
+
+
+def environ_value(pid, name, limit=1 << 18):
+    """The value of variable ``name`` in a process's environment (``/proc/<pid>/environ``, at
+    most ``limit`` bytes), None when it is unset or cannot be read."""
     text = read("/proc/%d/environ" % pid, limit)
     for item in (text or "").split("\x00"):
-        if item.startswith("VLLM_PROCESS_NAME_PREFIX="):
-            value = item.split("=", 1)[1]
-            return value if re.match(_PREFIX_RE, value) else None
-    return DEFAULT_PREFIX
+        if item.startswith(name + "="):
+            return item.split("=", 1)[1]
+    return None
 
 
 def threads(pid):

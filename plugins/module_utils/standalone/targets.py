@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.npuops.fleet.plugins.module_utils.model import vendors
+from ansible_collections.npuops.fleet.plugins.module_utils.model import vendors, worker_start
 
 from .rules import BindError, parse_cpulist, read_json
 
@@ -77,6 +77,29 @@ def vendor_of(doc):
     if row is None:
         raise BindError("plan: vendor %r is not one of %s" % (name, ", ".join(sorted(vendors.VENDORS))))
     return row
+
+
+def worker_start_of(doc, start_method=None):
+    """How the instance's engine starts its workers (``model/worker_start.decide``): the
+    engine and version the plan records (``worker_start``; plans without it: the vendor's
+    engine, version unknown), ``start_method`` the instance's VLLM_WORKER_MULTIPROC_METHOD.
+    The order is looked up again in the binder's own table, never taken from the file."""
+    recorded = doc.get("worker_start")
+    if recorded is not None and not isinstance(recorded, dict):
+        raise BindError("plan: worker_start is a %s, not a mapping" % type(recorded).__name__)
+    recorded = recorded or {}
+    engine = recorded.get("engine")
+    if engine is None:
+        engine = worker_start.ENGINE_OF_VENDOR.get(vendor_of(doc).name)
+    version = recorded.get("version")
+    if engine is not None and not isinstance(engine, str) or \
+            version is not None and not isinstance(version, str):
+        raise BindError("plan: worker_start engine %r / version %r are not texts"
+                        % (engine, version))
+    decision = worker_start.decide(engine, version, start_method)
+    decision["source"] = recorded.get("source") if isinstance(recorded.get("source"), str) \
+        else None
+    return decision
 
 
 def device_target(doc, device):

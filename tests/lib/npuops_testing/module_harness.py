@@ -43,11 +43,20 @@ def run_main(main, args, check=False, diff=False):
     full.update(_ansible_check_mode=check, _ansible_diff=diff)
     out = io.StringIO()
     fresh_warnings()
-    with patch_module_args(full), contextlib.redirect_stdout(out):
-        try:
-            main()
-        except SystemExit:
-            pass
+    # a module runs on a target: once a test has loaded controller code in this process,
+    # ansible-core would send the module's deprecations to the controller's display instead of
+    # its result (module_utils/common/warnings.deprecate)
+    from ansible.module_utils import _internal
+    was_controller = getattr(_internal, "is_controller", False)
+    _internal.is_controller = False
+    try:
+        with patch_module_args(full), contextlib.redirect_stdout(out):
+            try:
+                main()
+            except SystemExit:
+                pass
+    finally:
+        _internal.is_controller = was_controller
     return json.loads(out.getvalue())
 
 

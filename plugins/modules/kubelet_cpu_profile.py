@@ -192,6 +192,8 @@ kubelet:
   type: dict
 '''
 
+import contextlib
+
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import kubelet_config
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
@@ -316,26 +318,30 @@ def prepare(module):
         kubelet_version=version_text, strict_cpu_reservation=params["strict_cpu_reservation"],
         memory=dict((k, params[k]) for k in MEMORY_OPTIONS), alpha_gates=params["alpha_gates"])
     version = ko.parse_version(profile["kubelet_version"]) if profile["kubelet_version"] else None
-    existing = fileops.read_host_text(host_root, path)
-    if mode == "dropin":
-        text = kubelet_config.render_dropin(profile["config"])
-        after = parse.merge_configs(kube["config"] or {}, others + [(params["dropin_name"], profile["config"])])
-        for key, value in sorted(profile["config"].items()):
-            if parse.merge_configs({key: after.get(key)}, [("x", {key: value})]) != {key: after.get(key)}:
-                warnings.append("%s: a later drop-in overrides %s" % (path, key))
-    else:
-        if existing is None:
-            raise NpuopsError("%s: the kubelet's config file does not exist; give config_file or "
-                              "use mode=dropin" % path)
-        text = kubelet_config.merge_text(existing, profile["config"], path)
-        after = parse.merge_configs(parse.parse_config(text, path),
-                                    [(d["name"], d["config"]) for d in kube["dropins"]])
-    _start_check(after, version, params["topology"], path)
-    reasons = kubelet_state.reset_reasons(after, state["cpu_manager_state"],
-                                          state["memory_manager_state"],
-                                          _all_cpus(params["topology"]), version)
-    result = fileops.ensure_file(host_root, path, text, mode=0o644 if existing is None else None,
-                                 check_mode=module.check_mode, create_parents=True)
+    # merge mode reads, merges and rewrites the kubelet's own file: under the one lock of a
+    # shared file (apply/fileops.exclusive), so two runs cannot lose each other's keys
+    locked = mode == "merge" and not module.check_mode
+    with fileops.exclusive(host_root, path) if locked else contextlib.suppress():
+        existing = fileops.read_host_text(host_root, path)
+        if mode == "dropin":
+            text = kubelet_config.render_dropin(profile["config"])
+            after = parse.merge_configs(kube["config"] or {}, others + [(params["dropin_name"], profile["config"])])
+            for key, value in sorted(profile["config"].items()):
+                if parse.merge_configs({key: after.get(key)}, [("x", {key: value})]) != {key: after.get(key)}:
+                    warnings.append("%s: a later drop-in overrides %s" % (path, key))
+        else:
+            if existing is None:
+                raise NpuopsError("%s: the kubelet's config file does not exist; give config_file or "
+                                  "use mode=dropin" % path)
+            text = kubelet_config.merge_text(existing, profile["config"], path)
+            after = parse.merge_configs(parse.parse_config(text, path),
+                                        [(d["name"], d["config"]) for d in kube["dropins"]])
+        _start_check(after, version, params["topology"], path)
+        reasons = kubelet_state.reset_reasons(after, state["cpu_manager_state"],
+                                              state["memory_manager_state"],
+                                              _all_cpus(params["topology"]), version)
+        result = fileops.ensure_file(host_root, path, text, mode=0o644 if existing is None else None,
+                                     check_mode=module.check_mode, create_parents=True)
     warnings.extend(profile["warnings"])
     warnings.extend("%s: %s" % (e["source"], e["msg"]) for e in state["errors"])
     return dict(changed=result["changed"], path=path, mode=mode, profile=profile, content=text,

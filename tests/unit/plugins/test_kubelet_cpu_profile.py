@@ -234,3 +234,30 @@ def test_a_symlinked_kubelet_directory_is_read(tmp_path):
         '{"policyName":"none","defaultCpuSet":"","checksum":1}')
     result = call(root, check=True)
     assert result["reset_needed"] is True and "none -> static" in result["reset_reasons"][0]
+
+
+def test_merge_waits_for_the_shared_file_lock(tmp_path):
+    """The merge reads, merges and rewrites the kubelet's own file under the lock every
+    read-merge-write of a shared host file takes (host/locks): while another run holds it, the
+    file is not written; check mode takes no lock and leaves no lock file."""
+    import fcntl
+    import threading
+    import time
+    root = node(tmp_path)
+    config = root / "var/lib/kubelet/config.yaml"
+    lock = root / "var/lib/kubelet/.config.yaml.lock"
+    call(root, check=True, mode="merge")
+    assert not lock.exists()
+    lock.write_text("")
+    held = open(str(lock), "r+")
+    fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+    before = config.read_text()
+    done = []
+    worker = threading.Thread(target=lambda: done.append(call(root, mode="merge")))
+    worker.start()
+    time.sleep(1.0)
+    assert config.read_text() == before and not done  # waiting on the lock, nothing written
+    fcntl.flock(held.fileno(), fcntl.LOCK_UN)
+    held.close()
+    worker.join(30)
+    assert done and done[0]["changed"] and config.read_text() != before

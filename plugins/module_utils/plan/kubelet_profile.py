@@ -66,12 +66,19 @@ def _whole_cores(cpus, cores):
     return out
 
 
+def _budget(plan):
+    budget = plan.get("cpu_budget") or {}
+    if not isinstance(budget, dict):
+        raise PlanError("plan cpu_budget: %r is not a mapping of cpulists" % (budget,))
+    return budget
+
+
 def _gpu_irq_cpus(plan, topology, node_cpus, cores, allowed):
     """The CPUs a GPU host's NIC IRQs go to: per paired NIC's node, the plan's spare CPUs there,
     else the node's first allowed core."""
     nic_node = dict((n.get("name"), n.get("numa_node")) for n in topology.get("nics") or []
                     if isinstance(n, dict))
-    spare = set(_cpus((plan.get("cpu_budget") or {}).get("spare"), "plan cpu_budget spare"))
+    spare = set(_cpus(_budget(plan).get("spare"), "plan cpu_budget spare"))
     out, nodes = set(), set()
     for key in sorted(plan.get("gpus") or {}, key=int):
         node = nic_node.get((plan["gpus"][key] or {}).get("nic"))
@@ -200,7 +207,7 @@ def kubelet_profile(topology, plan, housekeeping_cpus=None, pod_devices=None,
         irq, irq_nodes = _npu_irq_cpus(plan)
     else:
         irq, irq_nodes = _gpu_irq_cpus(plan, topology, node_cpus, cores, allowed)
-    extra = set(_cpus((plan.get("cpu_budget") or {}).get("reserved"), "plan cpu_budget reserved"))
+    extra = set(_cpus(_budget(plan).get("reserved"), "plan cpu_budget reserved"))
     extra.update(_cpus(housekeeping_cpus, "housekeeping_cpus"))
     outside = sorted((irq | extra) - allowed)
     if outside:

@@ -185,3 +185,13 @@ def test_a_device_node_that_is_not_an_id_is_a_plan_error(field, value):
     plan["npus"]["0"][field] = value
     with pytest.raises(PlanError, match="npus 0 home_node: .* is not a NUMA node id"):
         kubelet_profile(facts, plan)
+
+
+@pytest.mark.parametrize("budget", [True, "0-3", [0, 1]])
+def test_a_cpu_budget_that_is_no_mapping_is_named(budget):
+    """Found by the kubelet fuzz: a plan whose cpu_budget is not a mapping is a PlanError naming
+    the field, never an AttributeError."""
+    from npuops_testing.module_harness import facts_of, plan_of
+    plan = dict(plan_of("dgx-a100"), cpu_budget=budget)
+    with pytest.raises(PlanError, match="plan cpu_budget"):
+        kubelet_profile(facts_of("dgx-a100"), plan)

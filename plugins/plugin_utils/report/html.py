@@ -26,6 +26,7 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import 
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_base import Ptr as _Ptr, escape as _e
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_drift import binding_cell, drift_html
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubelet_whatif import whatif_html
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report import inventory
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_filter import (
     CSP, SCRIPT as _SCRIPT, filter_html as _filter_html)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_problems import (
@@ -58,7 +59,7 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 .sev{font-weight:600;border-radius:3px;padding:1px 6px;color:#fff}
 .sev-error{background:#c0392b}.sev-warning{background:#d68910}.sev-info{background:#5d6d7e}
 .fix{color:#0b5345}
-.bad{color:#c0392b;font-weight:600}.ok{color:#1e8449}.muted{color:#7b8794}
+.bad{color:#c0392b;font-weight:600}.warn{color:#b9770e}.ok{color:#1e8449}.muted{color:#7b8794}
 article.host{background:#fff;border:1px solid #d9dee4;border-radius:6px;padding:12px 14px;
 margin:14px 0}
 .meta{color:#52606d;font-size:12.5px;margin-bottom:8px}
@@ -97,6 +98,7 @@ def _summary_cards(report):
     cards = [("hosts", "hosts", ""), ("shapes", "host shapes", ""), ("npus", "NPUs", ""),
              ("gpus", "GPUs", ""),
              ("unhealthy", "unhealthy chips", "c-bad" if s["unhealthy"] else ""),
+             ("health_unknown", "devices: health unknown", "c-warn" if s.get("health_unknown") else ""),
              ("softshare_capacity", "soft-share capacity", ""),
              ("vllm_overlap_hosts", "hosts: vllm-ascend overlaps",
               "c-bad" if s["vllm_overlap_hosts"] else ""),
@@ -124,12 +126,14 @@ def _summary_cards(report):
 
 def _types_html(report):
     out = ['<table id="device-types"><thead><tr><th>vendor</th><th>device type</th><th>hosts</th>'
-           '<th>devices</th><th>healthy</th><th>soft-share capacity</th></tr></thead><tbody>']
+           '<th>devices</th><th>healthy</th><th>health unknown</th><th>soft-share capacity</th>'
+           '</tr></thead><tbody>']
     for i, t in enumerate(report["device_types"]):
         base = "/device_types/%d/" % i
-        out.append("<tr><td>%s</td><td>%s</td>%s%s%s%s</tr>" % (
+        out.append("<tr><td>%s</td><td>%s</td>%s%s%s%s%s</tr>" % (
             _e(t["vendor"]), _e(t["device_type"]), _Ptr.td(t["hosts"], base + "hosts"),
             _Ptr.td(t["devices"], base + "devices"), _Ptr.td(t["healthy"], base + "healthy"),
+            _Ptr.td(t.get("health_unknown", 0), base + "health_unknown"),
             _Ptr.td(t["capacity"], base + "capacity")))
     out.append("</tbody></table>")
     return "\n".join(out)
@@ -436,6 +440,11 @@ def _host_article(host, index, shape=None, report=None):
     return "\n".join(out)
 
 
+def _titled_shapes(report):
+    return [(sh["id"], sh["hosts"][0] if sh["host_count"] == 1 else sh["hosts_text"],
+             report["hosts"][sh["host"]]) for sh in shapes_of(report)]
+
+
 def render_html(report):
     """One self-contained page: inline CSS and SVG, one inline script (the host filter, the
     only script the page's Content-Security-Policy allows), no external assets."""
@@ -455,8 +464,8 @@ def render_html(report):
              "<h2>%s</h2>%s</section>" % (
                  _types_html(report), _hosts_html(report), _e(comparison_title()),
                  _binding_html(report)),
-             whatif_html([(sh["id"], sh["hosts"][0] if sh["host_count"] == 1 else sh["hosts_text"],
-                           report["hosts"][sh["host"]]) for sh in shapes_of(report)], _e),
+             whatif_html(_titled_shapes(report), _e),
+             inventory.html(_titled_shapes(report), _e),
              '<section id="maps"><h2>CPU maps, one per host shape</h2>%s' % _legend_html()]
     for shape in shapes_of(report):
         parts.append(_host_article(report["hosts"][shape["host"]], shape["host"], shape, report))

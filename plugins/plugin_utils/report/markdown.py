@@ -16,7 +16,7 @@ __metaclass__ = type
 import html
 from collections import OrderedDict
 
-from ansible_collections.npuops.fleet.plugins.plugin_utils.report import applied
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report import applied, inventory
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
     COMPARED, POLICIES, ROLES, VLLM, comparison_title, one_line, plural)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubelet_whatif import whatif_markdown
@@ -172,9 +172,10 @@ def _hosts_cell(shape):
 def render_markdown(report):
     s = report["summary"]
     out = ["# Fleet report", "",
-           "%s, %s, %s; soft-share capacity %d; %d unhealthy chips." % (
+           "%s, %s, %s; soft-share capacity %d; %d unhealthy chips; %d devices of unknown "
+           "health." % (
                plural(s["hosts"], "host"), plural(s["npus"], "NPU"), plural(s["gpus"], "GPU"),
-               s["softshare_capacity"], s["unhealthy"]),
+               s["softshare_capacity"], s["unhealthy"], s.get("health_unknown", 0)),
            "Problems: %d errors, %d warnings, %d info." % (
                s["problems"]["error"], s["problems"]["warning"], s["problems"]["info"]),
            "Host shapes: %d (hosts with the same topology, plans and problems)." % s.get(
@@ -186,9 +187,10 @@ def render_markdown(report):
         out.append("No problems found.")
     out += ["", "## Binding drift (read back vs plan)", ""] + _drift_md(report)
     out += ["", "## Device types", ""]
-    out += _md_table(["vendor", "device type", "hosts", "devices", "healthy", "soft-share capacity"],
+    out += _md_table(["vendor", "device type", "hosts", "devices", "healthy", "health unknown",
+                      "soft-share capacity"],
                      [[t["vendor"], t["device_type"], t["hosts"], t["devices"], t["healthy"],
-                       t["capacity"]] for t in report["device_types"]])
+                       t.get("health_unknown", 0), t["capacity"]] for t in report["device_types"]])
     shapes = [(shape, report["hosts"][shape["host"]]) for shape in shapes_of(report)]
     out += ["", "## Hosts by shape", "",
             "Hosts with the same topology, plans and problems are one shape: one row each "
@@ -204,6 +206,7 @@ def render_markdown(report):
                        {True: "yes", False: "MISSING"}.get(h["migratepages"], "unknown"),
                        h["rails"]["status"], len(h["facts_errors"]), _binding_md(h), shape["id"]]
                       for shape, h in shapes])
+    out += inventory.markdown(shapes, _md_table, _hosts_cell, _md)
     out += _comparison_md(shapes)
     out += release_markdown(shapes, _md_table, _hosts_cell)
     out += whatif_markdown([(shape["id"], _hosts_cell(shape), h) for shape, h in shapes], _md_table)

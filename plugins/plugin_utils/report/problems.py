@@ -50,6 +50,30 @@ def _fix_for_source(source):
     return "run or read `%s` by hand on the host, fix what it reports, re-run the audit" % source
 
 
+# why a device's health can be unknown and what makes it known, by vendor
+_HEALTH_SOURCES = {
+    "nvidia": ("nvidia-smi --query-gpu (ECC counters) gave no value",
+               "gather the facts where `nvidia-smi --query-gpu=index,ecc.errors.uncorrected."
+               "volatile.total --format=csv` answers (a recorded host: record that query in "
+               "its snapshot); until then treat these GPUs as unchecked"),
+    "amd": ("the collection reads no health source on AMD hosts",
+            "check `rocm-smi --showras` (uncorrectable RAS errors) by hand on the host"),
+    "ascend": ("npu-smi info printed no Health cell for them",
+               "run `npu-smi info` by hand; a chip without a Health value is not known to be OK"),
+}
+
+
+def _health_unknown(host):
+    """A warning for the devices whose health no tool reported (never counted healthy)."""
+    why, fix = _HEALTH_SOURCES.get(host["vendor"], _HEALTH_SOURCES["ascend"])
+    unknown = [r["label"] for r in (host.get("inventory") or {}).get("devices", [])
+               if r["health"] == "unknown"]
+    return _problem("warning", host["name"], "health_unknown", "device health unknown",
+                    "%s of %d: %s (%s); shown as unknown, not counted healthy" % (
+                        plural(host["health"]["unknown"], "device"), host["health"]["chips"],
+                        ", ".join(unknown[:8]) + (", ..." if len(unknown) > 8 else ""), why), fix)
+
+
 def _pairs_text(overlaps, limit=4):
     parts = ["%s+%s share %s (%d)" % (o["devices"][0], o["devices"][1], o["cpus"], o["count"])
              for o in overlaps[:limit]]
@@ -183,6 +207,8 @@ def host_problems(host):
                             "check `npu-smi info -t health -i %s`, reset or replace the chip; "
                             "keep it out of vLLM instances (npuops_vllm_instances) until it is "
                             "OK" % chip["npu_id"]))
+    if host["health"].get("unknown"):
+        out.append(_health_unknown(host))
     strict = host["plans"]["strict"]
     accel = host["npus"] + host["gpus"] > 0
     hint = host.get("cpuset_hint")

@@ -110,9 +110,11 @@ def ascend(io, src, npus, info_version, timeout, known_boards=None, warnings=Non
     versions["npu_driver"] = _one([n["driver"] for n in npus], "NPU driver version", warnings)
     versions["npu_firmware"] = _one([n["firmware"] for n in npus], "NPU firmware version", warnings)
     versions["cann"], versions["cann_source"] = _cann(io, src)
-    if not any(found.values()):
-        warnings.append("NPU firmware unknown: %s gave no answer (%s); run it on the host to "
-                        "see the firmware" % (npu_smi.SRC_BOARD + " -i <card>", _NOT_ANSWERED))
+    silent = sorted(n for n, board in found.items() if not board)
+    if silent:
+        warnings.append("NPU firmware unknown for card %s: %s gave no answer (%s); run it on the "
+                        "host to see the firmware" % (", ".join(str(n) for n in silent),
+                                                       npu_smi.SRC_BOARD + " -i <card>", _NOT_ANSWERED))
     unknown = [str(n["logic_id"]) for n in npus if not n.get("health")]
     if unknown:
         warnings.append("NPU health unknown for logic NPU %s: npu-smi info printed no Health "
@@ -142,9 +144,10 @@ def amd(gpus, parsed, warnings):
     """Fill ``model``, ``vbios`` and ``health`` (None: rocm-smi's health is not read) of each
     AMD GPU entry from ``rocm_smi.parse_inventory``; the host's amdgpu driver version."""
     versions = empty()
-    parsed = parsed or {"driver": None, "gpus": {}}
+    parsed = parsed or {"driver": None, "gpus": []}
+    by_index = dict((g["index"], g) for g in parsed["gpus"])
     for gpu in gpus:
-        found = parsed["gpus"].get(gpu["index"]) or {}
+        found = by_index.get(gpu["index"]) or {}
         gpu["model"] = found.get("model")
         gpu["vbios"] = found.get("vbios")
         gpu["driver"] = parsed["driver"]

@@ -202,8 +202,8 @@ _INVENTORY_KEYS = {"card series": "model", "card model": "device_id", "card sku"
 
 def parse_inventory(text, source=SOURCE_INVENTORY):
     """``rocm-smi --showdriverversion --showvbios --showproductname`` -> ``{"driver": str|None,
-    "gpus": {index: {"model", "device_id", "sku", "vbios"}}}`` (a key the tool did not print is
-    absent). ``model`` is the "Card series" line (the product name on Instinct cards; "Card
+    "gpus": [{"index", "model", "device_id", "sku", "vbios"}]}`` by index (a key the tool did
+    not print is absent). ``model`` is the "Card series" line (the product name on Instinct cards; "Card
     model" is a PCI device id there). ParseError when neither the driver nor a GPU line is found."""
     if not isinstance(text, str):
         raise ParseError(source, "expected text")
@@ -223,8 +223,9 @@ def parse_inventory(text, source=SOURCE_INVENTORY):
             continue
         if len(gpus) >= MAX_GPUS and int(match.group(1)) not in gpus:
             raise ParseError(source, "more than %d GPUs" % MAX_GPUS)
-        gpus.setdefault(int(match.group(1)), {})[key] = value[:100]
+        index = int(match.group(1))
+        gpus.setdefault(index, {"index": index})[key] = value[:100]
     if driver is None and not gpus:
         raise ParseError(source, "no 'Driver version:' line and no 'GPU[n] : Card series / "
                                  "VBIOS version' line")
-    return {"driver": driver, "gpus": gpus}
+    return {"driver": driver, "gpus": [gpus[i] for i in sorted(gpus)]}

@@ -257,6 +257,24 @@ def _legend_html():
 BUDGET_COLOURS = OrderedDict([("frontend", "#b07aa1"), ("spare", "#c9c9c9")])
 
 
+def node_labels(numa, scale, room=18.0):
+    """Where the map writes each NUMA node's label: ``([(x from the CPU axis start, node)],
+    [nodes without a label])``. A label sits on each run of its node's CPUs that is ``room``
+    pixels wide (a node whose CPUs are not contiguous - SMT siblings N and N+128 - gets one
+    per run, over its own CPUs), never over another label; a node none of whose runs has
+    room (interleaved numbering: every other CPU) is listed instead."""
+    labels, taken = [], []
+    for node, cpus in sorted(numa.items()):
+        for first, last in _runs(cpus):
+            start, end = first * scale, (last + 1) * scale
+            centre = (start + end) / 2
+            if end - start >= room and all(abs(centre - other) >= room for other in taken):
+                labels.append((centre, node))
+                taken.append(centre)
+    named = set(node for _x, node in labels)
+    return labels, [n for n in sorted(numa) if numa[n] and n not in named]
+
+
 def _svg_map(host, plan, index, policy):
     """One CPU map: NUMA nodes as bands, one row per device with its role runs."""
     numa = dict((int(n), cpu_ids(c)) for n, c in host["numa_nodes"].items())
@@ -289,11 +307,14 @@ def _svg_map(host, plan, index, policy):
                                             shades[pos % 2],
                                             _e("NUMA node %d: %s"
                                                % (node, cpulist.format(cpus)))))
-        if cpus:
-            first, last = cpus[0], cpus[-1]
-            if (last - first + 1) * scale >= 18:
-                out.append('<text x="%.2f" y="14" font-size="10" text-anchor="middle" '
-                           'fill="#33475b">N%d</text>' % ((x(first) + x(last + 1)) / 2, node))
+    labels, unlabelled = node_labels(numa, scale)
+    for centre, node in labels:
+        out.append('<text x="%.2f" y="14" font-size="10" text-anchor="middle" '
+                   'fill="#33475b">N%d</text>' % (left + centre, node))
+    if unlabelled:  # interleaved numbering: no run wide enough to hold its label
+        out.append('<text x="4" y="14" font-size="9" fill="#33475b">%s</text>' % _e(
+            "N%s interleaved" % ",".join(str(n) for n in unlabelled[:6])
+            + ("…" if len(unlabelled) > 6 else "")))
     # allowed strip
     out.append('<text x="4" y="31" font-size="10" fill="#33475b">cpuset</text>')
     for first, last in _runs(set(online) - allowed if allowed else []):

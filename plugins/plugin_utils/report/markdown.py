@@ -99,26 +99,31 @@ def _problems_md(report):
     """One row per problem group (same kind and fix on several hosts: one row listing the
     hosts compactly); the evidence of a group, per group of hosts that share it, follows the
     table as a sub-list."""
-    rows, details = [], []
+    rows, details, notes = [], [], []
     for g in _groups(report):
         members = g["problems"]
+        target = notes if report["problems"][members[0]]["severity"] == "info" else rows
         if len(members) == 1:
             p = report["problems"][members[0]]
-            rows.append([p["id"], p["severity"], p["host"], p["title"], p["evidence"], p["fix"]])
+            target.append([p["id"], p["severity"], p["host"], p["title"], p["evidence"], p["fix"]])
             continue
         hosts = "%s: %s" % (plural(g["host_count"], "host"),
                             g.get("hosts_text") or ", ".join(g["hosts"]))
         evidence = g["evidence"] if g["evidence"] is not None else "per host below the table"
-        rows.append([g["id_text"], g["severity"], hosts, g["title"], evidence, g["fix"]])
+        target.append([g["id_text"], g["severity"], hosts, g["title"], evidence, g["fix"]])
         if g["evidence"] is not None:
             continue  # the same evidence on every host: the row says it all
         details.append("- **%s** %s \u2014 %s:" % (_md(g["id_text"]), _md(g["title"]), _md(hosts)))
         for item in _evidence_items(report, g):
             details.append("  - %s (%s): %s" % (_md(item["hosts_text"]), _md(item["id_text"]),
                                                 _md(item["evidence"])))
-    out = _md_table(["id", "severity", "host", "problem", "evidence", "fix"], rows)
+    columns = ["id", "severity", "host", "problem", "evidence", "fix"]
+    out = _md_table(columns, rows) if rows else ["No errors or warnings."]
     if details:
         out += ["", "Evidence per host of the grouped rows:", ""] + details
+    if notes:  # below the fold: assumptions and optional facts, not what to fix first
+        out += ["", "### Info notes (%d: assumed versions, optional facts)" % len(notes), ""]
+        out += _md_table(columns, notes)
     return out
 
 

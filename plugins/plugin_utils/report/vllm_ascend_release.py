@@ -107,7 +107,21 @@ def release_problems(host):
             "%d pair(s), e.g. %s share %s" % (
                 len(summary["overlaps"]), "/".join(summary["overlaps"][0]["devices"]),
                 summary["overlaps"][0]["cpus"]), fix))
+    if release["source"] == "default":
+        for problem in out[1:]:
+            _assumed(problem, version)
     return out
+
+
+def _assumed(problem, version):
+    """A finding about a release the host does not have (no vllm-ascend found, the newest
+    known assumed): marked as such and ranked an info note, never an error or a warning."""
+    problem["severity"] = "info"
+    problem["assumed"] = True
+    problem["title"] = "if vllm-ascend %s were installed: %s" % (
+        version, problem["title"].replace("vllm-ascend %s " % version, ""))
+    problem["evidence"] = ("assumed - no vllm-ascend was found on the host, %s is the newest "
+                           "release known; %s" % (version, problem["evidence"]))
 
 
 def release_markdown(shapes, md_table, hosts_cell):

@@ -1,0 +1,46 @@
+# -*- coding: utf-8 -*-
+"""The report leads with what is real: info notes (assumed vllm-ascend versions, optional CPU
+facts) sit below the fold, in their own collapsed table, on both pages; the problems table
+holds the errors and warnings only."""
+
+import re
+
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report import analysis as fr
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report import html as report_html
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report import markdown as report_markdown
+from npuops_testing import cpu_hosts
+
+
+def _report():
+    facts = cpu_hosts.a2()
+    facts["vllm_ascend"] = None  # nothing found: the newest release is assumed
+    return fr.build_report({"h910a": {
+        "facts": facts, "plan_strict": dispatch.make_plan(facts, device_type="910A", npus=[0]),
+        "plan_vllm_ascend": dispatch.make_plan(facts, "vllm_ascend", device_type="910A",
+                                               npus=[0])}})
+
+
+def test_html_problems_table_has_no_info_row_and_the_notes_are_folded():
+    report = _report()
+    severities = [p["severity"] for p in report["problems"]]
+    assert "info" in severities and "error" not in severities
+    page = report_html.render_html(report)
+    table = page[page.index('<table id="problems-table">'):]
+    table = table[:table.index("</table>")]
+    assert 'data-severity="info"' not in table
+    notes = page[page.index('<details id="info-notes">'):]
+    notes = notes[:notes.index("</details>")]
+    count = sum(1 for g in report["problem_groups"]
+                if report["problems"][g["problems"][0]]["severity"] == "info")
+    assert re.search(r"<summary>%d info notes? \(assumed versions" % count, notes)
+    assert 'data-kind="vllm_ascend_import_failure"' in notes
+    assert page.index('id="problems-table"') < page.index('id="info-notes"')
+
+
+def test_markdown_lists_info_notes_after_the_problems():
+    md = report_markdown.render_markdown(_report())
+    problems = md[md.index("## Problems"):md.index("### Info notes")]
+    assert "| info |" not in problems
+    notes = md[md.index("### Info notes"):md.index("## Binding drift")]
+    assert "if vllm-ascend " in notes and "| info |" in notes

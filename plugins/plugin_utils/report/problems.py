@@ -74,6 +74,15 @@ def _health_unknown(host):
                         ", ".join(unknown[:8]) + (", ..." if len(unknown) > 8 else ""), why), fix)
 
 
+def _fix_recorded(source, captured_at, live_fix):
+    """The fix of a failed source on a host replayed from a recording: nothing can be run on
+    a recording; the source failed when it was captured."""
+    return ("this host's facts are a recording (captured %s): `%s` failed when it was "
+            "recorded - record the host again where it answers (npu_topology_facts "
+            "save_snapshot) or gather its facts live; on the live host: %s"
+            % (captured_at, source, live_fix))
+
+
 def _pairs_text(overlaps, limit=4):
     parts = ["%s+%s share %s (%d)" % (o["devices"][0], o["devices"][1], o["cpus"], o["count"])
              for o in overlaps[:limit]]
@@ -185,9 +194,12 @@ def host_problems(host):
                             "module) before fleet_audit"))
         return out
     for err in host["facts_errors"]:
+        fix = _fix_for_source(err["source"])
+        if host.get("recorded"):
+            fix = _fix_recorded(err["source"], host["recorded"], fix)
         out.append(_problem("info" if err["source"] in _OPTIONAL_CPU_FACTS else "warning",
                             name, "facts_error", "a topology source failed",
-                            "%s: %s" % (err["source"], err["msg"]), _fix_for_source(err["source"])))
+                            "%s: %s" % (err["source"], err["msg"]), fix))
     for chip in host["health"]["unhealthy"]:
         severity = "warning" if rules.health_state(chip["health"]) == rules.HEALTH_WARNING else "error"
         if host["vendor"] == "nvidia":

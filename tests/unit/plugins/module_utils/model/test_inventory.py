@@ -168,3 +168,21 @@ def test_versions_are_in_the_facts_schema():
     facts = _gather(os.path.join(SNAPSHOTS, "a910a-9000"))
     schema.check_topology(facts)
     assert set(facts["versions"]) == set(inventory.merge())
+
+
+def test_a_failed_source_on_a_recording_gets_a_fix_worded_for_a_recording():
+    """The 910A recording's topo query answered rc 255: "run it by hand on the host" cannot be
+    acted on for a recording."""
+    facts = _gather(os.path.join(SNAPSHOTS, "a910a-9000"))
+    assert facts["recorded"] == {"captured_at": "2026-01-15T00:00:00Z"}
+    report = analysis.build_report({"a910a": {"facts": facts}})
+    failed = [p for p in report["problems"] if p["kind"] == "facts_error"
+              and p["evidence"].startswith("npu-smi info -t topo")]
+    assert len(failed) == 1
+    assert failed[0]["fix"].startswith("this host's facts are a recording (captured "
+                                       "2026-01-15T00:00:00Z): `npu-smi info -t topo` failed")
+    assert "save_snapshot" in failed[0]["fix"]
+    live = dict(facts, recorded=None)
+    fix = [p for p in analysis.build_report({"a910a": {"facts": live}})["problems"]
+           if p["kind"] == "facts_error" and p["evidence"].startswith("npu-smi info -t topo")][0]
+    assert not fix["fix"].startswith("this host's facts are a recording")

@@ -27,6 +27,7 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_base impo
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_drift import binding_cell, drift_html
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubelet_whatif import whatif_html
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import inventory
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import device_label
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_filter import (
     CSP, SCRIPT as _SCRIPT, filter_html as _filter_html)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_problems import (
@@ -131,7 +132,7 @@ def _types_html(report):
     for i, t in enumerate(report["device_types"]):
         base = "/device_types/%d/" % i
         out.append("<tr><td>%s</td><td>%s</td>%s%s%s%s%s</tr>" % (
-            _e(t["vendor"]), _e(t["device_type"]), _Ptr.td(t["hosts"], base + "hosts"),
+            _e(t["vendor"]), _e(device_label(t["device_type"])), _Ptr.td(t["hosts"], base + "hosts"),
             _Ptr.td(t["devices"], base + "devices"), _Ptr.td(t["healthy"], base + "healthy"),
             _Ptr.td(t.get("health_unknown", 0), base + "health_unknown"),
             _Ptr.td(t["capacity"], base + "capacity")))
@@ -187,7 +188,7 @@ def _hosts_html(report):
                    '<td class="%s">%s</td>%s%s<td class="%s">%s</td></tr>' % (
                        _e(shape["id"]), _e(shape["id"]), _e(shape["id"]), _e(shape["id"]),
                        _shape_hosts_cell(shape, k), _e(h["arch"]), _e(h["vendor"]),
-                       _e(h["device_type"]),
+                       _e(device_label(h["device_type"])),
                        _Ptr.td(h["cpus_allowed"], base + "cpus_allowed"),
                        _Ptr.td(h["cpus_online"], base + "cpus_online"),
                        _Ptr.td(h["npus"], base + "npus"), _Ptr.td(h["gpus"], base + "gpus"),
@@ -426,7 +427,7 @@ def _host_article(host, index, shape=None, report=None):
     if shape is None:
         shape = {"id": "S%d" % (index + 1), "host_count": 1, "hosts": [host["name"]]}
     meta = "%s \u00b7 %s \u00b7 %s \u00b7 %s CPUs allowed of %s online \u00b7 %s NUMA nodes" % (
-        _e(host["arch"]), _e(host["vendor"]), _e(host["device_type"]),
+        _e(host["arch"]), _e(host["vendor"]), _e(device_label(host["device_type"])),
         _Ptr.num(host["cpus_allowed"], base + "cpus_allowed"),
         _Ptr.num(host["cpus_online"], base + "cpus_online"), _e(len(host["numa_nodes"])))
     title = (_e(shape["hosts"][0]) if shape["host_count"] == 1 else "%d hosts: %s" % (

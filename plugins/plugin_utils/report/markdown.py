@@ -17,6 +17,7 @@ import html
 from collections import OrderedDict
 
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import applied, inventory
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import device_label
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
     COMPARED, POLICIES, ROLES, VLLM, comparison_title, one_line, plural)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubelet_whatif import whatif_markdown
@@ -194,7 +195,7 @@ def render_markdown(report):
     out += ["", "## Device types", ""]
     out += _md_table(["vendor", "device type", "hosts", "devices", "healthy", "health unknown",
                       "soft-share capacity"],
-                     [[t["vendor"], t["device_type"], t["hosts"], t["devices"], t["healthy"],
+                     [[t["vendor"], device_label(t["device_type"]), t["hosts"], t["devices"], t["healthy"],
                        t.get("health_unknown", 0), t["capacity"]] for t in report["device_types"]])
     shapes = [(shape, report["hosts"][shape["host"]]) for shape in shapes_of(report)]
     out += ["", "## Hosts by shape", "",
@@ -204,7 +205,7 @@ def render_markdown(report):
     out += _md_table(["hosts", "arch", "vendor", "type", "CPUs allowed/online", "NUMA nodes",
                       "devices", "healthy", "capacity", "irqbalance", "migratepages", "rails",
                       "facts errors", "binding", "shape"],
-                     [[_hosts_cell(shape), h["arch"], h["vendor"], h["device_type"],
+                     [[_hosts_cell(shape), h["arch"], h["vendor"], device_label(h["device_type"]),
                        "%d/%d" % (h["cpus_allowed"], h["cpus_online"]), len(h["numa_nodes"]),
                        h["npus"] + h["gpus"], h["health"]["healthy"],
                        h["softshare"]["capacity"], _irqbalance_md(h),

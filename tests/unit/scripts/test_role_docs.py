@@ -37,3 +37,14 @@ def test_pages_are_current():
 
 def test_markup_becomes_markdown():
     assert gen_role_docs._plain("C(a) O(b) I(c) | d") == "`a` `b` `c` \\| d"
+
+
+def test_the_readme_module_table_names_every_module():
+    """The README's module table lacked kubelet_state_reset."""
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as handle:
+        readme = handle.read()
+    modules = sorted(n[:-3] for n in os.listdir(os.path.join(REPO, "plugins", "modules"))
+                     if n.endswith(".py") and not n.startswith("_"))
+    for name in modules:
+        assert "| `npuops.fleet.%s` |" % name in readme, name
+        assert "(docs/modules/%s.md)" % name in readme, name

@@ -44,3 +44,19 @@ def test_markdown_lists_info_notes_after_the_problems():
     assert "| info |" not in problems
     notes = md[md.index("### Info notes"):md.index("## Binding drift")]
     assert "if vllm-ascend " in notes and "| info |" in notes
+
+
+def test_ascend_950_is_named_as_the_readme_names_it():
+    import os
+    from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
+    from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
+    from npuops_testing import REPO, SNAPSHOTS
+    facts = topology.gather(hostio.SnapshotHostIO(os.path.join(SNAPSHOTS, "a5-950")))
+    assert facts["device_type"] == "A5"  # the facts' contract keeps its code
+    report = fr.build_report({"a5": {"facts": facts}})
+    assert report["hosts"][0]["device_type"] == "A5"
+    md = report_markdown.render_markdown(report)
+    page = report_html.render_html(report)
+    assert "| ascend | Ascend 950 (A5) |" in md and "<td>Ascend 950 (A5)</td>" in page
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as handle:
+        assert "**Ascend 950** (device type `A5`" in handle.read()

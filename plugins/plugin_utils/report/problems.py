@@ -232,7 +232,8 @@ def host_problems(host):
     elif strict["status"] == "failed":
         out.append(_problem("error", name, "plan_failed", "no strict plan", strict["error"],
                             "fix what the message names (cpuset too small, missing topology), "
-                            "or restrict the plan with npus / instances"))
+                            "or restrict the plan to the devices in use (npuops_vllm_instances, "
+                            "npuops_npus)"))
     elif strict["status"] == "ok":
         if strict["overlaps"]:
             out.append(_problem("error", name, "strict_overlap", "strict pools overlap",

@@ -60,3 +60,18 @@ def test_ascend_950_is_named_as_the_readme_names_it():
     assert "| ascend | Ascend 950 (A5) |" in md and "<td>Ascend 950 (A5)</td>" in page
     with open(os.path.join(REPO, "README.md"), encoding="utf-8") as handle:
         assert "**Ascend 950** (device type `A5`" in handle.read()
+
+
+def test_fixes_name_role_variables_not_module_options():
+    """An operator sets role variables: the fixes said `vllm_ascend_paths`, `pass
+    vllm_ascend_version`, `restrict the plan with npus / instances` (module options)."""
+    report = _report()
+    fixes = dict((p["kind"], p["fix"]) for p in report["problems"])
+    unknown = fixes["vllm_ascend_version_unknown"]
+    assert "npuops_facts_vllm_ascend_paths" in unknown and "npuops_audit_vllm_ascend_version" in unknown
+    assert "npuops_vllm_binding: host" in fixes["vllm_ascend_import_failure"] or \
+        "0.26.0rc1 or earlier" in fixes["vllm_ascend_import_failure"]
+    facts = cpu_hosts.a2()
+    failed = fr.build_report({"h": {"facts": facts, "plan_errors": {"strict": "no CPU left"}}})
+    (plan_failed,) = [p for p in failed["problems"] if p["kind"] == "plan_failed"]
+    assert "(npuops_vllm_instances, npuops_npus)" in plan_failed["fix"]

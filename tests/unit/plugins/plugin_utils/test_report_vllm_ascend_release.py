@@ -51,7 +51,7 @@ def test_skipped_rank_and_import_failure_and_overlap_findings():
                               instances=[{"name": "a", "npus": [0]}, {"name": "b", "npus": [2]}],
                               allowed_cpus="144-191"))
     assert "0.19.1rc1 or later" in overlap["vllm_ascend_release_overlap"]["fix"]
-    assert "enable_cpu_binding: false" in overlap["vllm_ascend_release_overlap"]["fix"]
+    assert "npuops_vllm_binding: host" in overlap["vllm_ascend_release_overlap"]["fix"]
 
 
 def test_default_version_is_said():

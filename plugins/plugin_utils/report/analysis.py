@@ -417,6 +417,10 @@ def build_report(hosts, rails=None, screened=False):
         ("softshare_capacity", sum(h["softshare"]["capacity"] for h in summaries)),
         ("vllm_overlap_hosts", sum(1 for h in summaries
                                    if h["plans"][VLLM]["overlap_cpus"])),
+        # of them, where the release was assumed (no vllm-ascend found): not shown as an error
+        ("vllm_overlap_assumed_hosts", sum(
+            1 for h in summaries if h["plans"][VLLM]["overlap_cpus"]
+            and (h.get("vllm_ascend_release") or {}).get("source") == "default")),
         ("vllm_cross_numa_hosts", sum(1 for h in summaries
                                       if h["plans"][VLLM]["cross_numa_count"])),
         ("irqbalance_running", sum(1 for h in summaries if h["irqbalance"] == "running")),

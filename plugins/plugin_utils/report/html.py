@@ -24,6 +24,7 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import 
     COMPARED, POLICIES, ROLES, SEVERITIES, comparison_title, cpu_ids, plural, policy_caption,
     policy_heading)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_base import Ptr as _Ptr, escape as _e
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_base import node_labels
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_drift import binding_cell, drift_html
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubelet_whatif import whatif_html
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import inventory
@@ -101,8 +102,10 @@ def _summary_cards(report):
              ("unhealthy", "unhealthy chips", "c-bad" if s["unhealthy"] else ""),
              ("health_unknown", "devices: health unknown", "c-warn" if s.get("health_unknown") else ""),
              ("softshare_capacity", "soft-share capacity", ""),
-             ("vllm_overlap_hosts", "hosts: vllm-ascend overlaps",
-              "c-bad" if s["vllm_overlap_hosts"] else ""),
+             ("vllm_overlap_hosts", "hosts: vllm-ascend overlaps" + (
+                 " (assumed release)" if s["vllm_overlap_hosts"] and s["vllm_overlap_hosts"]
+                 == s.get("vllm_overlap_assumed_hosts") else ""),
+              "c-bad" if s["vllm_overlap_hosts"] > s.get("vllm_overlap_assumed_hosts", 0) else ""),
              ("irqbalance_unbanned", "hosts: irqbalance can move IRQs",
               "c-warn" if s["irqbalance_unbanned"] else ""),
              ("migratepages_missing", "hosts: no migratepages",
@@ -256,24 +259,6 @@ def _legend_html():
 
 # strict / GPU plans: the API server, EngineCore and tokenizers; CPUs nobody got (cpu_budget)
 BUDGET_COLOURS = OrderedDict([("frontend", "#b07aa1"), ("spare", "#c9c9c9")])
-
-
-def node_labels(numa, scale, room=18.0):
-    """Where the map writes each NUMA node's label: ``([(x from the CPU axis start, node)],
-    [nodes without a label])``. A label sits on each run of its node's CPUs that is ``room``
-    pixels wide (a node whose CPUs are not contiguous - SMT siblings N and N+128 - gets one
-    per run, over its own CPUs), never over another label; a node none of whose runs has
-    room (interleaved numbering: every other CPU) is listed instead."""
-    labels, taken = [], []
-    for node, cpus in sorted(numa.items()):
-        for first, last in _runs(cpus):
-            start, end = first * scale, (last + 1) * scale
-            centre = (start + end) / 2
-            if end - start >= room and all(abs(centre - other) >= room for other in taken):
-                labels.append((centre, node))
-                taken.append(centre)
-    named = set(node for _x, node in labels)
-    return labels, [n for n in sorted(numa) if numa[n] and n not in named]
 
 
 def _svg_map(host, plan, index, policy):

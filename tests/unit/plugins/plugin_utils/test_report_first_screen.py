@@ -75,3 +75,26 @@ def test_fixes_name_role_variables_not_module_options():
     failed = fr.build_report({"h": {"facts": facts, "plan_errors": {"strict": "no CPU left"}}})
     (plan_failed,) = [p for p in failed["problems"] if p["kind"] == "plan_failed"]
     assert "(npuops_vllm_instances, npuops_npus)" in plan_failed["fix"]
+
+
+def test_an_overlap_of_an_assumed_release_is_no_red_card():
+    """The design-document A2 host: vllm-ascend's pools overlap - with the newest release
+    assumed (no vllm-ascend on the host). Its card was red, the report's second headline."""
+    import os
+    from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
+    from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
+    from npuops_testing import SNAPSHOTS
+    facts = topology.gather(hostio.SnapshotHostIO(os.path.join(SNAPSHOTS, "a2-designdoc")))
+    assert facts["vllm_ascend"] is None
+    entry = {"facts": facts, "plan_strict": dispatch.make_plan(facts),
+             "plan_vllm_ascend": dispatch.make_plan(facts, "vllm_ascend")}
+    summary = fr.build_report({"h": entry})["summary"]
+    assert summary["vllm_overlap_hosts"] == 1 and summary["vllm_overlap_assumed_hosts"] == 1
+    page = report_html.render_html(fr.build_report({"h": entry}))
+    card = page[page.rfind('<div class="card', 0, page.index('id="sum-vllm-overlap-hosts"')):]
+    card = card[:card.index("</div>")]
+    assert "c-bad" not in card and "(assumed release)" in card
+    named = dict(entry, plan_vllm_ascend=dispatch.make_plan(
+        facts, "vllm_ascend", vllm_ascend_version=entry["plan_vllm_ascend"]["vllm_ascend"]["version"]))
+    summary = fr.build_report({"h": named})["summary"]
+    assert summary["vllm_overlap_hosts"] == 1 and summary["vllm_overlap_assumed_hosts"] == 0

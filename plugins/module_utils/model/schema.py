@@ -116,7 +116,6 @@ TOPOLOGY = (RECORD, {
     # model/inventory: the host's driver, firmware and toolkit versions (null: unknown)
     "versions": _opt((RECORD, dict((key, _TEXT) for key in (
         "npu_driver", "npu_firmware", "cann", "cann_source", "nvidia_driver", "amd_driver")))),
-    "recorded": _opt((RECORD, {"captured_at": _TEXT})),  # facts of a replayed snapshot
 })
 
 # What make_plan and the planners under it (plan/, the model/rules helpers) never read. The
@@ -130,7 +129,7 @@ UNREAD_BY_PLANNERS = (
     "npus.hbm_total_mb", "npus.hbm_used_mb", "npus.irqs", "npus.processes.pid",
     "npus.processes.name", "npus.processes.memory_mb", "gpus.name", "nics.legend",
     "nics.netdev", "nics.irqs", "cgroup", "vllm_ascend.source", "vllm_ascend.commit",
-    "npus.driver", "npus.firmware", "gpus.driver", "gpus.vbios", "versions", "recorded")
+    "npus.driver", "npus.firmware", "gpus.driver", "gpus.vbios", "versions")
 
 
 def _without(spec, path):

@@ -17,7 +17,6 @@ import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
-from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio as host_io
 from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_facts, device_nodes, rules
 from ansible_collections.npuops.fleet.plugins.module_utils.model import inventory, kubelet
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_ascend_version
@@ -391,15 +390,6 @@ def _irqbalance(io, src, active):
     return state
 
 
-def recorded(io):
-    """``{"captured_at"}`` when ``io`` replays a recorded snapshot (alone or under a sandbox
-    root's files), else None: a source that failed then failed when it was recorded."""
-    base = io.base if isinstance(io, host_io.OverlayHostIO) else io
-    if isinstance(base, host_io.SnapshotHostIO):
-        return {"captured_at": str(base.data.get("captured_at") or "") or None}
-    return None
-
-
 def gather(io, timeout=30, vllm_ascend_paths=None):
     """Topology facts of the host behind ``io`` (schema_version 2).
 
@@ -457,7 +447,6 @@ def gather(io, timeout=30, vllm_ascend_paths=None):
                                      io.read_text("/sys/fs/cgroup/cgroup.controllers")),
         "kubernetes": kubelet.gather(io),  # None on a host without a kubelet
         "versions": inventory.merge(npu_versions, gpu_versions, amd_versions),
-        "recorded": recorded(io),
         "warnings": warnings,
         "errors": src.errors,
     }

@@ -310,9 +310,9 @@ def analyse_host(name, entry):
             bool(as_list(facts.get("npus")) or as_list(facts.get("gpus"))))),
         ("migratepages", tools.get("migratepages")),
         ("cgroup", facts.get("cgroup") if isinstance(facts.get("cgroup"), dict) else None),
-        # facts replayed from a recorded snapshot: when it was captured (a failed source is
-        # the recording's, the fix is a new recording), else None
-        ("recorded", as_dict(facts.get("recorded")).get("captured_at") if facts.get("recorded") else None),
+        # the snapshot the facts were replayed from (a failed source is the recording's, the
+        # fix is a new recording), else None
+        ("recorded", str(entry.get("recorded") or "").rstrip("/").rsplit("/", 1)[-1] or None),
         ("facts_errors", [OrderedDict([("source", str(e.get("source"))), ("msg", str(e.get("msg")))])
                           for e in as_list(facts.get("errors")) if isinstance(e, dict)]),
         ("plans", plans),

@@ -74,13 +74,13 @@ def _health_unknown(host):
                         ", ".join(unknown[:8]) + (", ..." if len(unknown) > 8 else ""), why), fix)
 
 
-def _fix_recorded(source, captured_at, live_fix):
+def _fix_recorded(source, snapshot, live_fix):
     """The fix of a failed source on a host replayed from a recording: nothing can be run on
     a recording; the source failed when it was captured."""
-    return ("this host's facts are a recording (captured %s): `%s` failed when it was "
-            "recorded - record the host again where it answers (npu_topology_facts "
-            "save_snapshot) or gather its facts live; on the live host: %s"
-            % (captured_at, source, live_fix))
+    return ("this host's facts are a recording (snapshot %s): `%s` failed when it was "
+            "recorded - record the host again where it answers (npuops_facts_save_snapshot_dir, "
+            "the npu_facts role) or gather its facts live; on the live host: %s"
+            % (snapshot, source, live_fix))
 
 
 def _pairs_text(overlaps, limit=4):

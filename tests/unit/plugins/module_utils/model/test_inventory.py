@@ -172,17 +172,19 @@ def test_versions_are_in_the_facts_schema():
 
 def test_a_failed_source_on_a_recording_gets_a_fix_worded_for_a_recording():
     """The 910A recording's topo query answered rc 255: "run it by hand on the host" cannot be
-    acted on for a recording."""
-    facts = _gather(os.path.join(SNAPSHOTS, "a910a-9000"))
-    assert facts["recorded"] == {"captured_at": "2026-01-15T00:00:00Z"}
-    report = analysis.build_report({"a910a": {"facts": facts}})
+    acted on for a recording. fleet_audit records the snapshot replayed (npuops_snapshot)."""
+    snap = os.path.join(SNAPSHOTS, "a910a-9000")
+    facts = _gather(snap)
+    assert "recorded" not in facts  # a replay's facts stay those of the recording
+    report = analysis.build_report({"a910a": {"facts": facts, "recorded": snap + "/"}})
+    assert report["hosts"][0]["recorded"] == "a910a-9000"
     failed = [p for p in report["problems"] if p["kind"] == "facts_error"
               and p["evidence"].startswith("npu-smi info -t topo")]
     assert len(failed) == 1
-    assert failed[0]["fix"].startswith("this host's facts are a recording (captured "
-                                       "2026-01-15T00:00:00Z): `npu-smi info -t topo` failed")
-    assert "save_snapshot" in failed[0]["fix"]
-    live = dict(facts, recorded=None)
-    fix = [p for p in analysis.build_report({"a910a": {"facts": live}})["problems"]
+    assert failed[0]["fix"].startswith("this host's facts are a recording (snapshot a910a-9000): "
+                                       "`npu-smi info -t topo` failed when it was recorded")
+    assert "npuops_facts_save_snapshot_dir" in failed[0]["fix"]
+    live = analysis.build_report({"a910a": {"facts": facts, "recorded": ""}})
+    fix = [p for p in live["problems"]
            if p["kind"] == "facts_error" and p["evidence"].startswith("npu-smi info -t topo")][0]
     assert not fix["fix"].startswith("this host's facts are a recording")

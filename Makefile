@@ -62,9 +62,10 @@ molecule: venv ## molecule scenarios default (local) and chroot (Debian bookworm
 	@scripts/install-system-deps.sh molecule
 	@scripts/check.sh molecule
 
-docs: venv ## regenerate docs/modules/*.md from the modules' DOCUMENTATION/EXAMPLES/RETURN
+docs: venv ## regenerate docs/modules/*.md from the modules' DOCUMENTATION/EXAMPLES/RETURN, role pages' variables from the argument specs
 	@$(PY) scripts/gen_module_docs.py
 	@$(PY) scripts/gen_argument_specs.py
+	@$(PY) scripts/gen_role_docs.py
 
 changelog: venv ## lint fragments, regenerate CHANGELOG.rst preview
 	@scripts/changelog.sh

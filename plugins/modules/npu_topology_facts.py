@@ -279,11 +279,27 @@ ansible_facts:
           C(device_type), C(device_type_evidence), C(cpu) (allowed, allowed_self, allowed_source,
           online, threads_per_core, numa_nodes, numa_source, model, numa_distance, packages,
           smt_siblings, isolated, nohz_full), C(npus), C(npu_map), C(npu_process_layout), C(gpus), C(numa_off), C(nics),
-          C(tools), C(irqbalance), C(visible_devices), C(vllm_ascend), C(vllm), C(softshare), C(cgroup), C(warnings),
-          C(errors).
+          C(tools), C(irqbalance), C(visible_devices), C(vllm_ascend), C(vllm), C(softshare), C(cgroup),
+          C(kubernetes), C(versions), C(warnings), C(errors).
         - C(npu_process_layout) - how C(npu-smi info) lists processes, C(npu_chip) (card and
           chip) or C(npu_id) (card only; a card of two chips then lists each process under
           both); null without npu-smi. vllm-ascend's parsers depend on it (C(docs/policies.md)).
+        - "The inventory columns (null: the tool did not answer; C(warnings) names it). Each
+          C(npus) entry: C(name) (model), C(health) (npu-smi's Health), C(hbm_total_mb),
+          C(driver) (the C(Version:) of C(npu-smi info)'s first table line, else the board's
+          C(Software Version)) and C(firmware) (C(Firmware Version) of
+          C(npu-smi info -t board -i <card>), asked per card). Each C(gpus) entry: C(model),
+          C(health) (NVIDIA - C(OK) when the GPU counted no uncorrectable ECC error since the
+          driver loaded, C(Warning) when it did; null on AMD hosts: no health source is read),
+          C(memory_mb), C(driver) and C(vbios) (C(nvidia-smi --query-gpu=...,driver_version,vbios_version);
+          AMD - C(rocm-smi --showdriverversion --showvbios --showproductname): the amdgpu driver,
+          the VBIOS, the C(Card series) as the model)."
+        - "C(versions) - the host's C(npu_driver), C(npu_firmware), C(cann) (C(version=) of
+          C(/usr/local/Ascend/ascend-toolkit/latest/<arch>-linux/ascend_toolkit_install.info),
+          whose path is C(cann_source)), C(nvidia_driver), C(amd_driver); devices of one host
+          that report different versions give both, comma-separated, and a warning. A device
+          whose health no tool reported is never counted healthy: the fleet report shows it as
+          C(unknown) with a warning naming the source."
         - C(gpus) entries of a Grace host (GH200, GB200, GB300, whose nvidia-smi prints NUMA
           Affinity as a node list) carry C(memory_nodes), the GPU's memory-only NUMA nodes;
           C(numa_node) is the listed node that has CPUs, the PCI device's sysfs node where
@@ -317,7 +333,7 @@ ansible_facts:
         npus:
           - {npu_id: 0, chip_id: 0, logic_id: 0, phy_id: null, name: 910B3, bus_id: "0000:c1:00.0",
              numa_node: 6, affinity: "144-167", health: OK, hbm_total_mb: 65536, hbm_used_mb: 3338,
-             processes: [], irqs: {sq: 1024, cq: 1026}}
+             processes: [], irqs: {sq: 1024, cq: 1026}, driver: 23.0.7, firmware: null}
         npu_map: {"0": {"0": "0"}, "1": {"0": "1"}, "2": {"0": "2"}, "3": {"0": "3"},
                   "4": {"0": "4"}, "5": {"0": "5"}, "6": {"0": "6"}, "7": {"0": "7"}}
         npu_process_layout: npu_chip
@@ -333,7 +349,9 @@ ansible_facts:
         vllm: {version: 0.34.0, source: /usr/local/lib/python3.11/site-packages/vllm-0.34.0.dist-info/METADATA}
         softshare: {chips_total: 8, chips_healthy: 8, capacity: 800}
         cgroup: {version: null, cpuset_controller: null}
-        warnings: []
+        versions: {npu_driver: 23.0.7, npu_firmware: null, cann: null, cann_source: null,
+                   nvidia_driver: null, amd_driver: null}
+        warnings: ["NPU firmware unknown for card 0, 1, 2, 3, 4, 5, 6, 7: npu-smi info -t board -i <card> gave no answer (not run on this host, or not recorded in its snapshot); run it on the host to see the firmware"]
         errors: [{source: cpu.packages, msg: "/sys/devices/system/cpu/cpu0/topology/physical_package_id: -1 (the firmware names no package)"}]
 snapshot_saved:
   description: Directory the snapshot was written to.

@@ -74,6 +74,8 @@ TOPOLOGY = (RECORD, {
         "processes": _opt((LIST, _opt((RECORD, {"pid": _ID, "name": _TEXT,
                                                 "memory_mb": _ID})))),
         "irqs": _opt((RECORD, {"sq": _opt((INT_TEXT,)), "cq": _opt((INT_TEXT,))})),
+        "driver": _TEXT,
+        "firmware": _TEXT,
     }))),
     "npu_map": _opt((MAP, STR, _opt((MAP, STR, _opt((INT_TEXT,)))))),
     "npu_process_layout": _TEXT,  # npu-smi info's process table: npu_chip | npu_id
@@ -88,6 +90,8 @@ TOPOLOGY = (RECORD, {
         "model": _TEXT,
         "memory_mb": _opt((INT,)),
         "health": _TEXT,
+        "driver": _TEXT,
+        "vbios": _TEXT,
     }))),
     "nics": _opt((LIST, (RECORD, {
         "name": (STR,),
@@ -111,6 +115,9 @@ TOPOLOGY = (RECORD, {
     })),
     "vllm_ascend": _opt((RECORD, {"version": (STR,), "source": _TEXT, "commit": _TEXT})),
     "vllm": _opt((RECORD, {"version": (STR,), "source": _TEXT, "commit": _TEXT})),
+    # model/inventory: the host's driver, firmware and toolkit versions (null: unknown)
+    "versions": _opt((RECORD, dict((key, _TEXT) for key in (
+        "npu_driver", "npu_firmware", "cann", "cann_source", "nvidia_driver", "amd_driver")))),
 })
 
 # What make_plan and the planners under it (plan/, the model/rules helpers) never read. The
@@ -123,7 +130,8 @@ UNREAD_BY_PLANNERS = (
     "npus.npu_id", "npus.chip_id", "npus.phy_id", "npus.name", "npus.bus_id", "npus.health",
     "npus.hbm_total_mb", "npus.hbm_used_mb", "npus.irqs", "npus.processes.pid",
     "npus.processes.name", "npus.processes.memory_mb", "gpus.name", "nics.legend",
-    "nics.netdev", "nics.irqs", "cgroup", "vllm_ascend.source", "vllm_ascend.commit", "vllm")
+    "nics.netdev", "nics.irqs", "cgroup", "vllm_ascend.source", "vllm_ascend.commit",
+    "npus.driver", "npus.firmware", "gpus.driver", "gpus.vbios", "versions", "vllm")
 
 
 def _without(spec, path):

@@ -18,7 +18,7 @@ import re
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_facts, device_nodes, rules
-from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_partition_facts, kubelet
+from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_partition_facts, inventory, kubelet
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_ascend_version
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_version
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import (
@@ -39,6 +39,7 @@ COMMANDS = (
     ("irqbalance", ["systemctl", "is-active", "irqbalance"]),
     ("rocm_topo", ["rocm-smi", "--showtopo"]),
     ("rocm_bus", ["rocm-smi", "--showbus"]),
+    ("rocm_inventory", rocm_smi.INVENTORY_ARGV),  # model, VBIOS, driver (model/inventory)
 )
 TOOLS = ("npu-smi", "nvidia-smi", "migratepages", "taskset", "systemctl")
 ENV = ("ASCEND_RT_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
@@ -156,9 +157,10 @@ def _npus(io, src, timeout):
             if vendor == "0x19e5" and dev:
                 pci_ids.append(dev)
     board_ids = []
+    boards = {}
     if npus and not pci_ids:
         # no PCI id in sysfs: ask the board of the first NPU (the strongest evidence)
-        board = _board(io, src, npus[0]["npu_id"], timeout)
+        board = boards[npus[0]["npu_id"]] = _board(io, src, npus[0]["npu_id"], timeout)
         if board and board.get("pci_device_id"):
             board_ids.append(board["pci_device_id"])
     groups = list(chips_per_npu.values())
@@ -183,6 +185,9 @@ def _npus(io, src, timeout):
                   "be planned until the table is read")
     detected["unread"] = unread
     detected["process_layout"] = layout  # vllm-ascend's process-table parsers depend on it
+    # the inventory's inputs (model/inventory): the driver of npu-smi's header, boards read
+    detected["driver"] = (info or {}).get("version")
+    detected["boards"] = boards
     return npus, raw_map, detected
 
 
@@ -228,13 +233,14 @@ def _gpus(io, src, cpu_nodes=None):
     warnings = []
     text = src.text("nvidia_topo")
     if text is None:
-        return [], [], warnings, None
+        return [], [], warnings, None, inventory.empty()
     try:
         parsed = nvidia_topo.parse(text)
     except ParseError as err:
         src.error("nvidia-smi topo -m", err.msg)
-        return [], [], warnings, None
+        return [], [], warnings, None, inventory.empty()
     warnings.extend("nvidia-smi topo -m: %s" % w for w in parsed.get("warnings", []))
+    answered = src.results["nvidia_gpus"].ok
     models = src.parse("nvidia_gpus", nvidia_query.parse) or {}
     buses = {}
     query = src.text("nvidia_query")
@@ -256,8 +262,9 @@ def _gpus(io, src, cpu_nodes=None):
             gpus[-1]["memory_nodes"] = memory_nodes
         gpus[-1].update(_gpu_model(models.get(gpu["index"])))
     gpus.sort(key=lambda g: g["index"])
+    versions = inventory.nvidia(gpus, models, answered, warnings)
     legend = dict((n["name"], n["legend"]) for n in parsed.get("nics", []))
-    return gpus, legend, warnings, bool(parsed.get("numa_off"))
+    return gpus, legend, warnings, bool(parsed.get("numa_off")), versions
 
 
 def _amd_gpus(io, src):
@@ -265,7 +272,7 @@ def _amd_gpus(io, src):
     ``--showbus`` (bus ids); the NUMA node from sysfs when rocm-smi prints none."""
     parsed = src.parse("rocm_topo", rocm_smi.parse_showtopo)
     if parsed is None:
-        return [], []
+        return [], [], inventory.empty()
     buses = src.parse("rocm_bus", rocm_smi.parse_showbus) or {}
     gpus = []
     for gpu in parsed["gpus"]:
@@ -275,7 +282,9 @@ def _amd_gpus(io, src):
             node = cpu_facts.int_file(io, PCI + bus + "/numa_node")
         gpus.append({"index": gpu["index"], "name": gpu["name"], "bus_id": bus,
                      "numa_node": node, "affinity": None, "links": dict(gpu["links"])})
-    return gpus, list(parsed["warnings"])
+    warnings = list(parsed["warnings"])
+    versions = inventory.amd(gpus, src.parse("rocm_inventory", rocm_smi.parse_inventory), warnings)
+    return gpus, warnings, versions
 
 
 def nic_links_by_numa(gpus, nics):
@@ -393,12 +402,14 @@ def gather(io, timeout=30, vllm_ascend_paths=None):
     cpu_warnings = []
     cpu, lscpu = cpu_facts.gather_cpu(io, src, timeout, cpu_warnings)
     npus, raw_map, detected = _npus(io, src, timeout)
-    gpus, legend, warnings, numa_off = _gpus(io, src, cpu.get("numa_nodes"))
+    gpus, legend, warnings, numa_off, gpu_versions = _gpus(io, src, cpu.get("numa_nodes"))
     warnings[:0] = cpu_warnings + detected.get("warnings", []) + src.warnings
-    amd = []
+    amd, amd_versions = [], inventory.empty()
     if not gpus:
-        amd, amd_warnings = _amd_gpus(io, src)
+        amd, amd_warnings, amd_versions = _amd_gpus(io, src)
         warnings.extend(amd_warnings)
+    npu_versions = inventory.ascend(io, src, npus, detected.get("driver"), timeout,
+                                    detected.get("boards"), warnings)
     nics = _nics(io, src, legend)
     if amd:
         nic_links_by_numa(amd, nics)
@@ -442,6 +453,7 @@ def gather(io, timeout=30, vllm_ascend_paths=None):
                                      io.read_text("/sys/fs/cgroup/cgroup.controllers")),
         "kubernetes": kubelet.gather(io),  # None on a host without a kubelet
         "cpu_partition": cpu_partition_facts.gather(io),
+        "versions": inventory.merge(npu_versions, gpu_versions, amd_versions),
         "warnings": warnings,
         "errors": src.errors,
     }

@@ -187,3 +187,45 @@ def parse_showpidgpus(text, source=SOURCE_PIDGPUS):
     if not seen_block:
         raise ParseError(source, "no 'GPUs Indexed by PID' block")
     return found
+
+
+# the inventory columns: one call, three sections (rocm_smi_lib's python_smi_tools/rocm_smi.py
+# prints each as ``GPU[n]<TAB><TAB>: <Key>: <value>`` lines, the driver as one
+# ``Driver version: <v>`` line of the "Version of System Component" section)
+INVENTORY_ARGV = ("rocm-smi", "--showdriverversion", "--showvbios", "--showproductname")
+SOURCE_INVENTORY = " ".join(INVENTORY_ARGV)
+_GPU_KEY = re.compile(r"^\s*GPU\[(\d{1,4})\]\s*:\s*([A-Za-z][A-Za-z ]{0,40}?)\s*:\s*(.*?)\s*\Z")
+_DRIVER = re.compile(r"^\s*Driver version\s*:\s*(\S{1,64})\s*\Z")
+_INVENTORY_KEYS = {"card series": "model", "card model": "device_id", "card sku": "sku",
+                   "vbios version": "vbios"}
+
+
+def parse_inventory(text, source=SOURCE_INVENTORY):
+    """``rocm-smi --showdriverversion --showvbios --showproductname`` -> ``{"driver": str|None,
+    "gpus": [{"index", "model", "device_id", "sku", "vbios"}]}`` by index (a key the tool did
+    not print is absent). ``model`` is the "Card series" line (the product name on Instinct cards; "Card
+    model" is a PCI device id there). ParseError when neither the driver nor a GPU line is found."""
+    if not isinstance(text, str):
+        raise ParseError(source, "expected text")
+    driver = None
+    gpus = {}
+    for line in text.splitlines():
+        match = _DRIVER.match(line)
+        if match:
+            driver = match.group(1)
+            continue
+        match = _GPU_KEY.match(line)
+        if not match:
+            continue
+        key = _INVENTORY_KEYS.get(" ".join(match.group(2).lower().split()))
+        value = match.group(3).strip()
+        if key is None or not value or value.upper() in ("N/A", "NA"):
+            continue
+        if len(gpus) >= MAX_GPUS and int(match.group(1)) not in gpus:
+            raise ParseError(source, "more than %d GPUs" % MAX_GPUS)
+        index = int(match.group(1))
+        gpus.setdefault(index, {"index": index})[key] = value[:100]
+    if driver is None and not gpus:
+        raise ParseError(source, "no 'Driver version:' line and no 'GPU[n] : Card series / "
+                                 "VBIOS version' line")
+    return {"driver": driver, "gpus": [gpus[i] for i in sorted(gpus)]}

@@ -20,6 +20,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.plan import irq_pins
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.drift import (
     drift_groups, drift_summary, summarize_binding)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.applied import summarize_config
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.inventory import host_inventory
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.problems import group_problems, host_problems
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.gpu_rails import analyse_rails, gpu_model, rail_shapes
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.untrusted import guarded, screen_hosts
@@ -163,19 +164,22 @@ def _health(facts):
     chips = as_list(facts.get("npus")) or [
         dict(g, logic_id=g.get("index"), npu_id=g.get("index"), chip_id=0, name=g.get("model"))
         for g in as_list(facts.get("gpus")) if isinstance(g, dict)]
-    unhealthy = []
+    unhealthy, unknown = [], 0
     for npu in chips:
         if not isinstance(npu, dict):
             continue
         state = npu.get("health")
-        if rules.health_state(state) in (None, rules.HEALTH_OK):
+        if rules.health_state(state) is None:  # no tool reported it: unknown, never healthy
+            unknown += 1
+            continue
+        if rules.health_state(state) == rules.HEALTH_OK:
             continue
         unhealthy.append(OrderedDict([
             ("logic_id", npu.get("logic_id")), ("npu_id", npu.get("npu_id")),
             ("chip_id", npu.get("chip_id")), ("name", npu.get("name")),
             ("health", str(state))]))
-    return OrderedDict([("chips", len(chips)), ("healthy", len(chips) - len(unhealthy)),
-                        ("unhealthy", unhealthy)])
+    return OrderedDict([("chips", len(chips)), ("healthy", len(chips) - len(unhealthy) - unknown),
+                        ("unhealthy", unhealthy), ("unknown", unknown)])
 
 
 def _irqbalance(facts):
@@ -298,6 +302,8 @@ def analyse_host(name, entry):
         ("nics", sorted(str(n.get("name")) for n in as_list(facts.get("nics"))
                         if isinstance(n, dict) and n.get("name"))),
         ("health", _health(facts)),
+        # versions and one row per device: model, health, memory, driver, firmware
+        ("inventory", host_inventory(facts)),
         ("softshare", _softshare(facts)),
         ("irqbalance", _irqbalance(facts)),
         ("irqbalance_bans", irqbalance_bans(
@@ -307,6 +313,9 @@ def analyse_host(name, entry):
         ("cgroup", facts.get("cgroup") if isinstance(facts.get("cgroup"), dict) else None),
         ("cpu_partition", facts.get("cpu_partition")
          if isinstance(facts.get("cpu_partition"), dict) else None),
+        # the snapshot the facts were replayed from (a failed source is the recording's, the
+        # fix is a new recording), else None
+        ("recorded", str(entry.get("recorded") or "").rstrip("/").rsplit("/", 1)[-1] or None),
         ("facts_errors", [OrderedDict([("source", str(e.get("source"))), ("msg", str(e.get("msg")))])
                           for e in as_list(facts.get("errors")) if isinstance(e, dict)]),
         ("plans", plans),
@@ -396,10 +405,11 @@ def build_report(hosts, rails=None, screened=False):
         key = (host["vendor"], host["device_type"] or "none")
         row = types.setdefault(key, OrderedDict([
             ("vendor", key[0]), ("device_type", key[1]), ("hosts", 0), ("devices", 0),
-            ("healthy", 0), ("capacity", 0), ("host_names", [])]))
+            ("healthy", 0), ("health_unknown", 0), ("capacity", 0), ("host_names", [])]))
         row["hosts"] += 1
         row["devices"] += host["npus"] + host["gpus"]
         row["healthy"] += host["health"]["healthy"]
+        row["health_unknown"] += host["health"].get("unknown", 0)
         row["capacity"] += host["softshare"]["capacity"]
         row["host_names"].append(host["name"])
     counts = Counter(p["severity"] for p in problems)
@@ -408,9 +418,14 @@ def build_report(hosts, rails=None, screened=False):
         ("npus", sum(h["npus"] for h in summaries)),
         ("gpus", sum(h["gpus"] for h in summaries)),
         ("unhealthy", sum(len(h["health"]["unhealthy"]) for h in summaries)),
+        ("health_unknown", sum(h["health"].get("unknown", 0) for h in summaries)),
         ("softshare_capacity", sum(h["softshare"]["capacity"] for h in summaries)),
         ("vllm_overlap_hosts", sum(1 for h in summaries
                                    if h["plans"][VLLM]["overlap_cpus"])),
+        # of them, where the release was assumed (no vllm-ascend found): not shown as an error
+        ("vllm_overlap_assumed_hosts", sum(
+            1 for h in summaries if h["plans"][VLLM]["overlap_cpus"]
+            and (h.get("vllm_ascend_release") or {}).get("source") == "default")),
         ("vllm_cross_numa_hosts", sum(1 for h in summaries
                                       if h["plans"][VLLM]["cross_numa_count"])),
         ("irqbalance_running", sum(1 for h in summaries if h["irqbalance"] == "running")),

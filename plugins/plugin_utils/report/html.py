@@ -24,8 +24,11 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import 
     COMPARED, POLICIES, ROLES, SEVERITIES, comparison_title, cpu_ids, plural, policy_caption,
     policy_heading)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_base import Ptr as _Ptr, escape as _e
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_base import node_labels
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_drift import binding_cell, drift_html
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubelet_whatif import whatif_html
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report import inventory
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import device_label
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_filter import (
     CSP, SCRIPT as _SCRIPT, filter_html as _filter_html)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.html_problems import (
@@ -58,7 +61,7 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 .sev{font-weight:600;border-radius:3px;padding:1px 6px;color:#fff}
 .sev-error{background:#c0392b}.sev-warning{background:#d68910}.sev-info{background:#5d6d7e}
 .fix{color:#0b5345}
-.bad{color:#c0392b;font-weight:600}.ok{color:#1e8449}.muted{color:#7b8794}
+.bad{color:#c0392b;font-weight:600}.warn{color:#b9770e}.ok{color:#1e8449}.muted{color:#7b8794}
 article.host{background:#fff;border:1px solid #d9dee4;border-radius:6px;padding:12px 14px;
 margin:14px 0}
 .meta{color:#52606d;font-size:12.5px;margin-bottom:8px}
@@ -97,9 +100,12 @@ def _summary_cards(report):
     cards = [("hosts", "hosts", ""), ("shapes", "host shapes", ""), ("npus", "NPUs", ""),
              ("gpus", "GPUs", ""),
              ("unhealthy", "unhealthy chips", "c-bad" if s["unhealthy"] else ""),
+             ("health_unknown", "devices: health unknown", "c-warn" if s.get("health_unknown") else ""),
              ("softshare_capacity", "soft-share capacity", ""),
-             ("vllm_overlap_hosts", "hosts: vllm-ascend overlaps",
-              "c-bad" if s["vllm_overlap_hosts"] else ""),
+             ("vllm_overlap_hosts", "hosts: vllm-ascend overlaps" + (
+                 " (assumed release)" if s["vllm_overlap_hosts"] and s["vllm_overlap_hosts"]
+                 == s.get("vllm_overlap_assumed_hosts") else ""),
+              "c-bad" if s["vllm_overlap_hosts"] > s.get("vllm_overlap_assumed_hosts", 0) else ""),
              ("irqbalance_unbanned", "hosts: irqbalance can move IRQs",
               "c-warn" if s["irqbalance_unbanned"] else ""),
              ("migratepages_missing", "hosts: no migratepages",
@@ -124,12 +130,14 @@ def _summary_cards(report):
 
 def _types_html(report):
     out = ['<table id="device-types"><thead><tr><th>vendor</th><th>device type</th><th>hosts</th>'
-           '<th>devices</th><th>healthy</th><th>soft-share capacity</th></tr></thead><tbody>']
+           '<th>devices</th><th>healthy</th><th>health unknown</th><th>soft-share capacity</th>'
+           '</tr></thead><tbody>']
     for i, t in enumerate(report["device_types"]):
         base = "/device_types/%d/" % i
-        out.append("<tr><td>%s</td><td>%s</td>%s%s%s%s</tr>" % (
-            _e(t["vendor"]), _e(t["device_type"]), _Ptr.td(t["hosts"], base + "hosts"),
+        out.append("<tr><td>%s</td><td>%s</td>%s%s%s%s%s</tr>" % (
+            _e(t["vendor"]), _e(device_label(t["device_type"])), _Ptr.td(t["hosts"], base + "hosts"),
             _Ptr.td(t["devices"], base + "devices"), _Ptr.td(t["healthy"], base + "healthy"),
+            _Ptr.td(t.get("health_unknown", 0), base + "health_unknown"),
             _Ptr.td(t["capacity"], base + "capacity")))
     out.append("</tbody></table>")
     return "\n".join(out)
@@ -183,7 +191,7 @@ def _hosts_html(report):
                    '<td class="%s">%s</td>%s%s<td class="%s">%s</td></tr>' % (
                        _e(shape["id"]), _e(shape["id"]), _e(shape["id"]), _e(shape["id"]),
                        _shape_hosts_cell(shape, k), _e(h["arch"]), _e(h["vendor"]),
-                       _e(h["device_type"]),
+                       _e(device_label(h["device_type"])),
                        _Ptr.td(h["cpus_allowed"], base + "cpus_allowed"),
                        _Ptr.td(h["cpus_online"], base + "cpus_online"),
                        _Ptr.td(h["npus"], base + "npus"), _Ptr.td(h["gpus"], base + "gpus"),
@@ -285,11 +293,14 @@ def _svg_map(host, plan, index, policy):
                                             shades[pos % 2],
                                             _e("NUMA node %d: %s"
                                                % (node, cpulist.format(cpus)))))
-        if cpus:
-            first, last = cpus[0], cpus[-1]
-            if (last - first + 1) * scale >= 18:
-                out.append('<text x="%.2f" y="14" font-size="10" text-anchor="middle" '
-                           'fill="#33475b">N%d</text>' % ((x(first) + x(last + 1)) / 2, node))
+    labels, unlabelled = node_labels(numa, scale)
+    for centre, node in labels:
+        out.append('<text x="%.2f" y="14" font-size="10" text-anchor="middle" '
+                   'fill="#33475b">N%d</text>' % (left + centre, node))
+    if unlabelled:  # interleaved numbering: no run wide enough to hold its label
+        out.append('<text x="4" y="14" font-size="9" fill="#33475b">%s</text>' % _e(
+            "N%s interleaved" % ",".join(str(n) for n in unlabelled[:6])
+            + ("…" if len(unlabelled) > 6 else "")))
     # allowed strip
     out.append('<text x="4" y="31" font-size="10" fill="#33475b">cpuset</text>')
     for first, last in _runs(set(online) - allowed if allowed else []):
@@ -401,7 +412,7 @@ def _host_article(host, index, shape=None, report=None):
     if shape is None:
         shape = {"id": "S%d" % (index + 1), "host_count": 1, "hosts": [host["name"]]}
     meta = "%s \u00b7 %s \u00b7 %s \u00b7 %s CPUs allowed of %s online \u00b7 %s NUMA nodes" % (
-        _e(host["arch"]), _e(host["vendor"]), _e(host["device_type"]),
+        _e(host["arch"]), _e(host["vendor"]), _e(device_label(host["device_type"])),
         _Ptr.num(host["cpus_allowed"], base + "cpus_allowed"),
         _Ptr.num(host["cpus_online"], base + "cpus_online"), _e(len(host["numa_nodes"])))
     title = (_e(shape["hosts"][0]) if shape["host_count"] == 1 else "%d hosts: %s" % (
@@ -436,6 +447,11 @@ def _host_article(host, index, shape=None, report=None):
     return "\n".join(out)
 
 
+def _titled_shapes(report):
+    return [(sh["id"], sh["hosts"][0] if sh["host_count"] == 1 else sh["hosts_text"],
+             report["hosts"][sh["host"]]) for sh in shapes_of(report)]
+
+
 def render_html(report):
     """One self-contained page: inline CSS and SVG, one inline script (the host filter, the
     only script the page's Content-Security-Policy allows), no external assets."""
@@ -455,8 +471,8 @@ def render_html(report):
              "<h2>%s</h2>%s</section>" % (
                  _types_html(report), _hosts_html(report), _e(comparison_title()),
                  _binding_html(report)),
-             whatif_html([(sh["id"], sh["hosts"][0] if sh["host_count"] == 1 else sh["hosts_text"],
-                           report["hosts"][sh["host"]]) for sh in shapes_of(report)], _e),
+             whatif_html(_titled_shapes(report), _e),
+             inventory.html(_titled_shapes(report), _e),
              '<section id="maps"><h2>CPU maps, one per host shape</h2>%s' % _legend_html()]
     for shape in shapes_of(report):
         parts.append(_host_article(report["hosts"][shape["host"]], shape["host"], shape, report))

@@ -105,14 +105,23 @@ def problems_html(report, shape_of):
     element."""
     if not report["problems"]:
         return '<p class="ok" id="no-problems">No problems found.</p>'
-    out = ['<table id="problems-table"><thead><tr><th>id</th><th>severity</th><th>host</th>'
-           '<th>problem</th><th>evidence</th><th>fix</th></tr></thead><tbody>']
+    head = ('<thead><tr><th>id</th><th>severity</th><th>host</th><th>problem</th>'
+            '<th>evidence</th><th>fix</th></tr></thead><tbody>')
+    rows, notes = [], []
     for index, g in enumerate(groups(report)):
         if len(g["problems"]) == 1:
             p = report["problems"][g["problems"][0]]
-            out.append(_problem_row(p, shape_of.get(p["host"])))
+            row = _problem_row(p, shape_of.get(p["host"]))
         else:
-            out.append(_group_row(report, g, index, shape_of))
-    out.append("</tbody></table>")
+            row = _group_row(report, g, index, shape_of)
+        severity = report["problems"][g["problems"][0]]["severity"]
+        (notes if severity == "info" else rows).append(row)
+    out = ['<table id="problems-table">' + head] + rows + ["</tbody></table>"]
+    if not rows:
+        out.insert(0, '<p class="ok" id="no-errors">No errors or warnings.</p>')
+    if notes:  # below the fold: assumptions and optional facts, not what to fix first
+        out.append('<details id="info-notes"><summary>%d info %s (assumed versions, optional '
+                   'facts)</summary><table id="info-table">%s%s</tbody></table></details>' % (
+                       len(notes), "note" if len(notes) == 1 else "notes", head, "\n".join(notes)))
     out.append('<p class="ok" id="no-matching-problems" hidden>No problems on the hosts found.</p>')
     return "\n".join(out)

@@ -16,7 +16,8 @@ __metaclass__ = type
 import html
 from collections import OrderedDict
 
-from ansible_collections.npuops.fleet.plugins.plugin_utils.report import applied
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report import applied, inventory
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import device_label
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
     COMPARED, POLICIES, ROLES, VLLM, comparison_title, one_line, plural)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubelet_whatif import whatif_markdown
@@ -100,26 +101,31 @@ def _problems_md(report):
     """One row per problem group (same kind and fix on several hosts: one row listing the
     hosts compactly); the evidence of a group, per group of hosts that share it, follows the
     table as a sub-list."""
-    rows, details = [], []
+    rows, details, notes = [], [], []
     for g in _groups(report):
         members = g["problems"]
+        target = notes if report["problems"][members[0]]["severity"] == "info" else rows
         if len(members) == 1:
             p = report["problems"][members[0]]
-            rows.append([p["id"], p["severity"], p["host"], p["title"], p["evidence"], p["fix"]])
+            target.append([p["id"], p["severity"], p["host"], p["title"], p["evidence"], p["fix"]])
             continue
         hosts = "%s: %s" % (plural(g["host_count"], "host"),
                             g.get("hosts_text") or ", ".join(g["hosts"]))
         evidence = g["evidence"] if g["evidence"] is not None else "per host below the table"
-        rows.append([g["id_text"], g["severity"], hosts, g["title"], evidence, g["fix"]])
+        target.append([g["id_text"], g["severity"], hosts, g["title"], evidence, g["fix"]])
         if g["evidence"] is not None:
             continue  # the same evidence on every host: the row says it all
         details.append("- **%s** %s \u2014 %s:" % (_md(g["id_text"]), _md(g["title"]), _md(hosts)))
         for item in _evidence_items(report, g):
             details.append("  - %s (%s): %s" % (_md(item["hosts_text"]), _md(item["id_text"]),
                                                 _md(item["evidence"])))
-    out = _md_table(["id", "severity", "host", "problem", "evidence", "fix"], rows)
+    columns = ["id", "severity", "host", "problem", "evidence", "fix"]
+    out = _md_table(columns, rows) if rows else ["No errors or warnings."]
     if details:
         out += ["", "Evidence per host of the grouped rows:", ""] + details
+    if notes:  # below the fold: assumptions and optional facts, not what to fix first
+        out += ["", "### Info notes (%d: assumed versions, optional facts)" % len(notes), ""]
+        out += _md_table(columns, notes)
     return out
 
 
@@ -173,9 +179,10 @@ def _hosts_cell(shape):
 def render_markdown(report):
     s = report["summary"]
     out = ["# Fleet report", "",
-           "%s, %s, %s; soft-share capacity %d; %d unhealthy chips." % (
+           "%s, %s, %s; soft-share capacity %d; %d unhealthy chips; %d devices of unknown "
+           "health." % (
                plural(s["hosts"], "host"), plural(s["npus"], "NPU"), plural(s["gpus"], "GPU"),
-               s["softshare_capacity"], s["unhealthy"]),
+               s["softshare_capacity"], s["unhealthy"], s.get("health_unknown", 0)),
            "Problems: %d errors, %d warnings, %d info." % (
                s["problems"]["error"], s["problems"]["warning"], s["problems"]["info"]),
            "Host shapes: %d (hosts with the same topology, plans and problems)." % s.get(
@@ -187,9 +194,10 @@ def render_markdown(report):
         out.append("No problems found.")
     out += ["", "## Binding drift (read back vs plan)", ""] + _drift_md(report)
     out += ["", "## Device types", ""]
-    out += _md_table(["vendor", "device type", "hosts", "devices", "healthy", "soft-share capacity"],
-                     [[t["vendor"], t["device_type"], t["hosts"], t["devices"], t["healthy"],
-                       t["capacity"]] for t in report["device_types"]])
+    out += _md_table(["vendor", "device type", "hosts", "devices", "healthy", "health unknown",
+                      "soft-share capacity"],
+                     [[t["vendor"], device_label(t["device_type"]), t["hosts"], t["devices"], t["healthy"],
+                       t.get("health_unknown", 0), t["capacity"]] for t in report["device_types"]])
     shapes = [(shape, report["hosts"][shape["host"]]) for shape in shapes_of(report)]
     out += ["", "## Hosts by shape", "",
             "Hosts with the same topology, plans and problems are one shape: one row each "
@@ -198,13 +206,14 @@ def render_markdown(report):
     out += _md_table(["hosts", "arch", "vendor", "type", "CPUs allowed/online", "NUMA nodes",
                       "devices", "healthy", "capacity", "irqbalance", "migratepages", "rails",
                       "facts errors", "binding", "shape"],
-                     [[_hosts_cell(shape), h["arch"], h["vendor"], h["device_type"],
+                     [[_hosts_cell(shape), h["arch"], h["vendor"], device_label(h["device_type"]),
                        "%d/%d" % (h["cpus_allowed"], h["cpus_online"]), len(h["numa_nodes"]),
                        h["npus"] + h["gpus"], h["health"]["healthy"],
                        h["softshare"]["capacity"], _irqbalance_md(h),
                        {True: "yes", False: "MISSING"}.get(h["migratepages"], "unknown"),
                        h["rails"]["status"], len(h["facts_errors"]), _binding_md(h), shape["id"]]
                       for shape, h in shapes])
+    out += inventory.markdown(shapes, _md_table, _hosts_cell, _md)
     out += _comparison_md(shapes)
     out += release_markdown(shapes, _md_table, _hosts_cell)
     out += instances_markdown(shapes, _md_table, _hosts_cell)

@@ -50,6 +50,39 @@ def _fix_for_source(source):
     return "run or read `%s` by hand on the host, fix what it reports, re-run the audit" % source
 
 
+# why a device's health can be unknown and what makes it known, by vendor
+_HEALTH_SOURCES = {
+    "nvidia": ("nvidia-smi --query-gpu (ECC counters) gave no value",
+               "gather the facts where `nvidia-smi --query-gpu=index,ecc.errors.uncorrected."
+               "volatile.total --format=csv` answers (a recorded host: record that query in "
+               "its snapshot); until then treat these GPUs as unchecked"),
+    "amd": ("the collection reads no health source on AMD hosts",
+            "check `rocm-smi --showras` (uncorrectable RAS errors) by hand on the host"),
+    "ascend": ("npu-smi info printed no Health cell for them",
+               "run `npu-smi info` by hand; a chip without a Health value is not known to be OK"),
+}
+
+
+def _health_unknown(host):
+    """A warning for the devices whose health no tool reported (never counted healthy)."""
+    why, fix = _HEALTH_SOURCES.get(host["vendor"], _HEALTH_SOURCES["ascend"])
+    unknown = [r["label"] for r in (host.get("inventory") or {}).get("devices", [])
+               if r["health"] == "unknown"]
+    return _problem("warning", host["name"], "health_unknown", "device health unknown",
+                    "%s of %d: %s (%s); shown as unknown, not counted healthy" % (
+                        plural(host["health"]["unknown"], "device"), host["health"]["chips"],
+                        ", ".join(unknown[:8]) + (", ..." if len(unknown) > 8 else ""), why), fix)
+
+
+def _fix_recorded(source, snapshot, live_fix):
+    """The fix of a failed source on a host replayed from a recording: nothing can be run on
+    a recording; the source failed when it was captured."""
+    return ("this host's facts are a recording (snapshot %s): `%s` failed when it was "
+            "recorded - record the host again where it answers (npuops_facts_save_snapshot_dir, "
+            "the npu_facts role) or gather its facts live; on the live host: %s"
+            % (snapshot, source, live_fix))
+
+
 def _pairs_text(overlaps, limit=4):
     parts = ["%s+%s share %s (%d)" % (o["devices"][0], o["devices"][1], o["cpus"], o["count"])
              for o in overlaps[:limit]]
@@ -161,9 +194,12 @@ def host_problems(host):
                             "module) before fleet_audit"))
         return out
     for err in host["facts_errors"]:
+        fix = _fix_for_source(err["source"])
+        if host.get("recorded"):
+            fix = _fix_recorded(err["source"], host["recorded"], fix)
         out.append(_problem("info" if err["source"] in _OPTIONAL_CPU_FACTS else "warning",
                             name, "facts_error", "a topology source failed",
-                            "%s: %s" % (err["source"], err["msg"]), _fix_for_source(err["source"])))
+                            "%s: %s" % (err["source"], err["msg"]), fix))
     for chip in host["health"]["unhealthy"]:
         severity = "warning" if rules.health_state(chip["health"]) == rules.HEALTH_WARNING else "error"
         if host["vendor"] == "nvidia":
@@ -183,6 +219,8 @@ def host_problems(host):
                             "check `npu-smi info -t health -i %s`, reset or replace the chip; "
                             "keep it out of vLLM instances (npuops_vllm_instances) until it is "
                             "OK" % chip["npu_id"]))
+    if host["health"].get("unknown"):
+        out.append(_health_unknown(host))
     strict = host["plans"]["strict"]
     accel = host["npus"] + host["gpus"] > 0
     hint = host.get("cpuset_hint")
@@ -194,7 +232,8 @@ def host_problems(host):
     elif strict["status"] == "failed":
         out.append(_problem("error", name, "plan_failed", "no strict plan", strict["error"],
                             "fix what the message names (cpuset too small, missing topology), "
-                            "or restrict the plan with npus / instances"))
+                            "or restrict the plan to the devices in use (npuops_vllm_instances, "
+                            "npuops_npus)"))
     elif strict["status"] == "ok":
         if strict["overlaps"]:
             out.append(_problem("error", name, "strict_overlap", "strict pools overlap",

@@ -115,5 +115,15 @@ def comparison_title():
     return "%s vs the %s plan" % (", ".join(policy_caption(p) for p in COMPARED), BASELINE)
 
 
+# the product names the README and docs use for a device type the facts name by its code
+DEVICE_TYPE_NAMES = {"A5": "Ascend 950"}
+
+
+def device_label(device_type):
+    """A device type as the pages show it: ``Ascend 950 (A5)``; other types as they are."""
+    name = DEVICE_TYPE_NAMES.get(device_type)
+    return "%s (%s)" % (name, device_type) if name else device_type
+
+
 def plural(count, word):
     return "%d %s%s" % (count, word, "" if count == 1 else "s")

@@ -57,6 +57,7 @@ BINDING = (RECORD, {
 ENTRY = (RECORD, {
     "plan_errors": _opt((ANY,)),
     "facts_error": _TEXT,
+    "recorded": _TEXT,  # the snapshot the facts were replayed from (fleet_audit), else empty
     "binding_error": _TEXT,
     "rails": _opt((MAP, (STR,), (ANY,))),
 })

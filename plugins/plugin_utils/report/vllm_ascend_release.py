@@ -14,8 +14,9 @@ from collections import OrderedDict
 
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import as_dict, as_list
 
-FIX_OFF = ("set additional_config enable_cpu_binding: false and bind with policy: strict "
-           "(npuops.fleet.cpu_binding)")
+FIX_OFF = ("bind from the host: npuops_vllm_binding: host (the vllm_launch role's wrapper sets "
+           "enable_cpu_binding false in vLLM's --additional-config) with npuops_cpu_policy: "
+           "strict (the cpu_binding role)")
 FIX_ORDER = ("launch the instance with ASCEND_RT_VISIBLE_DEVICES sorted and naming only its own "
              "NPUs, or upgrade to vllm-ascend 0.26.0rc1 or later (each rank binds its visible "
              "device)")
@@ -62,8 +63,9 @@ def release_problems(host):
                             "vllm-ascend version not found",
                             "no vllm-ascend installation was found on the host; predicted "
                             "with %s" % version,
-                            "name the environment (npu_topology_facts vllm_ascend_paths) or "
-                            "pass vllm_ascend_version"))
+                            "name its Python environment (npuops_facts_vllm_ascend_paths, the "
+                            "npu_facts role) or the release to predict "
+                            "(npuops_audit_vllm_ascend_version)"))
     by_outcome = {}
     for inst, ranks in release["instances"].items():
         for rank in ranks:
@@ -107,7 +109,21 @@ def release_problems(host):
             "%d pair(s), e.g. %s share %s" % (
                 len(summary["overlaps"]), "/".join(summary["overlaps"][0]["devices"]),
                 summary["overlaps"][0]["cpus"]), fix))
+    if release["source"] == "default":
+        for problem in out[1:]:
+            _assumed(problem, version)
     return out
+
+
+def _assumed(problem, version):
+    """A finding about a release the host does not have (no vllm-ascend found, the newest
+    known assumed): marked as such and ranked an info note, never an error or a warning."""
+    problem["severity"] = "info"
+    problem["assumed"] = True
+    problem["title"] = "if vllm-ascend %s were installed: %s" % (
+        version, problem["title"].replace("vllm-ascend %s " % version, ""))
+    problem["evidence"] = ("assumed - no vllm-ascend was found on the host, %s is the newest "
+                           "release known; %s" % (version, problem["evidence"]))
 
 
 def release_markdown(shapes, md_table, hosts_cell):

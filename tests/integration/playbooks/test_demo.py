@@ -14,7 +14,7 @@ import pytest
 import demo_sandbox
 import demo_summary
 
-from npuops_testing import REPO, SNAPSHOTS
+from npuops_testing import REPO, SNAPSHOTS, demo_docs
 from npuops_testing.runner import ansible_env
 
 INVENTORY = os.path.join(REPO, "inventories", "demo", "hosts.yml")
@@ -64,6 +64,9 @@ def _assert_closed_loop(demo, out1, out2):
         assert "audit after the reconciler (report-after-reconcile/): no drift" in out
     kinds = [g["kind"] for g in report["drift"]]
     assert kinds == ["threads_off_plan", "irq_moved"] and report["summary"]["drift_hosts"] == 1
+    # docs/demo.md and docs/audit.md state this report's counts (with the drift loop's standin)
+    for page in demo_docs.PAGES:
+        assert demo_docs.mismatches(page, report["summary"]) == []
     assert hosts["standin"]["binding"]["state"] == "drifted"
     assert hosts["a2-910b3x8"]["binding"]["state"] == "not_checked"  # a sandbox: nothing runs
     with open(str(demo / "report-after-reconcile" / "fleet-report.json")) as handle:

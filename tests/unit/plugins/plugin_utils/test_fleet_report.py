@@ -591,8 +591,11 @@ def test_markdown_has_every_section_and_problem():
                     "### a2-bad", "### 2 hosts: gpu-a, gpu-b"):
         assert heading + "\n" in md
     assert "| 2 hosts: gpu-a, gpu-b | x86\\_64 | nvidia |" in md
-    for p in report["problems"]:
-        assert "| %s | %s |" % (p["id"], p["severity"]) in md
+    # each problem has its row, or is one of a group's row (same kind and fix on several hosts)
+    group_of = dict((i, g["id_text"]) for g in report["problem_groups"] for i in g["problems"]
+                    if len(g["problems"]) > 1)
+    for i, p in enumerate(report["problems"]):
+        assert "| %s | %s |" % (group_of.get(i, p["id"]), p["severity"]) in md
     assert "0-23,48-59 (N0,1) CROSS-NUMA" in md
     assert "install numactl (provides migratepages)" in md
 

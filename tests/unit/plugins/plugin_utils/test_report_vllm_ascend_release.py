@@ -51,9 +51,27 @@ def test_skipped_rank_and_import_failure_and_overlap_findings():
                               instances=[{"name": "a", "npus": [0]}, {"name": "b", "npus": [2]}],
                               allowed_cpus="144-191"))
     assert "0.19.1rc1 or later" in overlap["vllm_ascend_release_overlap"]["fix"]
-    assert "enable_cpu_binding: false" in overlap["vllm_ascend_release_overlap"]["fix"]
+    assert "npuops_vllm_binding: host" in overlap["vllm_ascend_release_overlap"]["fix"]
 
 
 def test_default_version_is_said():
     found = kinds(report_of(cpu_hosts.a3(), None))["vllm_ascend_version_unknown"]
     assert found["severity"] == "info" and "vllm_ascend_paths" in found["fix"]
+
+
+def test_findings_about_an_assumed_release_are_marked_and_never_errors():
+    """No vllm-ascend on the host: the newest release known is assumed. Its import failure on
+    a 910A used to be the report's first red error; it is an info note marked as assumed."""
+    facts = cpu_hosts.a2()
+    facts["vllm_ascend"] = None
+    found = kinds(report_of(facts, None, device_type="910A", npus=[0]))
+    assert found["vllm_ascend_version_unknown"]["severity"] == "info"
+    failure = found["vllm_ascend_import_failure"]
+    assert failure["severity"] == "info" and failure["assumed"] is True
+    assert failure["title"].startswith("if vllm-ascend ") and " were installed: " in failure["title"]
+    assert failure["evidence"].startswith("assumed - no vllm-ascend was found on the host")
+    # the same release named by the operator (or found on the host) stays an error
+    named = kinds(report_of(facts, found["vllm_ascend_version_unknown"]["evidence"].split()[-1],
+                            device_type="910A", npus=[0]))
+    assert named["vllm_ascend_import_failure"]["severity"] == "error"
+    assert "assumed" not in named["vllm_ascend_import_failure"]

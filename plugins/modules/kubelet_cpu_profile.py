@@ -320,7 +320,7 @@ def prepare(module):
     version = ko.parse_version(profile["kubelet_version"]) if profile["kubelet_version"] else None
     # merge mode reads, merges and rewrites the kubelet's own file: under the one lock of a
     # shared file (apply/fileops.exclusive), so two runs cannot lose each other's keys
-    locked = mode == "merge" and not module.check_mode
+    locked = mode == "merge" and not module.check_mode and io.exists(path)  # else refused below
     with fileops.exclusive(host_root, path) if locked else contextlib.suppress():
         existing = fileops.read_host_text(host_root, path)
         if mode == "dropin":

@@ -95,7 +95,7 @@ class Cpuset(object):
 
     def remove(self):
         """Remove the cpuset once the neighbour's last process has left it (a few ms)."""
-        for _ in range(100):
+        for _attempt in range(100):
             if not self.path:
                 return
             try:
@@ -121,11 +121,15 @@ def run_case(worker, housekeeping, confine):
     ncpu = len(os.sched_getaffinity(0))
     cpuset = Cpuset(cpulist.format(housekeeping)) if confine else None
     how = "free (any CPU)"
+    def pin_to_housekeeping():
+        os.sched_setaffinity(0, housekeeping)
+
+    def join_cpuset():  # in the cpuset before it execs: its workers fork inside it
+        cpuset.add(os.getpid())
+
     pre = None
-    if confine and cpuset.path is None:
-        pre = lambda: os.sched_setaffinity(0, housekeeping)  # noqa: E731
-    elif confine:  # in the cpuset before it execs: its workers fork inside it
-        pre = lambda: cpuset.add(os.getpid())  # noqa: E731
+    if confine:
+        pre = pin_to_housekeeping if cpuset.path is None else join_cpuset
     neighbour = subprocess.Popen([stress, "--cpu", str(ncpu), "--timeout", "%ds" % (SECONDS + 5),
                                   "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                  preexec_fn=pre, start_new_session=True)
@@ -185,8 +189,8 @@ def main():
     print("| round | partition | neighbour | samples | p50 us | p99 us | max us |")
     print("|---:|---|---|---:|---:|---:|---:|")
     for number, name, row in rows:
-        print("| %d | %s | %s | %d | %d | %d | %s |" % (number, name, row["how"], row["samples"],
-                                                       row["p50"], row["p99"], row["max"]))
+        print("| %d | %s | %s | %d | %d | %d | %s |" % (
+            number, name, row["how"], row["samples"], row["p50"], row["p99"], row["max"]))
 
     def median(name, key):
         values = sorted(r[key] for _n, c, r in rows if c == name and r[key] is not None)

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """The collection on a real NVIDIA host, end to end, in one run (at most --deadline seconds,
 default 480; no network, nothing installed, nothing outside --out written):
 
@@ -71,7 +71,7 @@ class StepFailed(Exception):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="real-gpu-check", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="real-gpu-check", description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--out", help="the folder for every output (default $OUT, else "
                                       "./real-gpu-check-<time>); must be empty or absent")
     parser.add_argument("--python", default=sys.executable,
@@ -157,8 +157,8 @@ class Check(object):
         path = self.path(rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as handle:
-            handle.write(text if isinstance(text, str) else json.dumps(text, indent=2,
-                                                                     sort_keys=True) + "\n")
+            body = text if isinstance(text, str) else json.dumps(text, indent=2, sort_keys=True)
+            handle.write(body if isinstance(text, str) else body + "\n")
         return path
 
     def step(self, name, func):

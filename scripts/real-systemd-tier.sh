@@ -420,7 +420,9 @@ partition() {  # partition LOG STATE [EXTRA...]
     [[ $rc -eq 0 ]] || { echo "  partition run failed (rc=$rc), $log:"; tail -25 "$log" | sed 's/^/  /'; }
     return "$rc"
 }
+# shellcheck disable=SC2016  # awk's own $1, not the shell's
 recap_changed() { awk '$1 == "ct-a"' "$1" | grep -o 'changed=[0-9]*'; }
+# shellcheck disable=SC2016  # awk's own $2
 allowed_of() { E awk '/^Cpus_allowed_list/ {print $2}' "/proc/$1/status"; }
 E systemctl reset-failed >/dev/null 2>&1
 E systemctl start "vllm-$NAME.service"      # an instance already running in system.slice
@@ -468,6 +470,7 @@ if E test -x /usr/sbin/tuned-adm; then
     E systemctl start tuned.service
     wait_for 30 bash -c "[[ \$(nsenter -t $LEADER -a systemctl is-active tuned.service) == active ]]"
     TUNED_BEFORE=$(E tuned-adm active 2>&1 | sed -n 's/^Current active profile: //p')
+    # shellcheck disable=SC2016  # dpkg-query's own ${Version}
     echo "  tuned $(E dpkg-query -W -f='${Version}' tuned) active, profile before: ${TUNED_BEFORE:-none}"
     E systemctl restart "vllm-$NAME.service"; wait_for 10 active "vllm-$NAME.service" active
     wait_for 20 bound
@@ -496,7 +499,7 @@ if E test -x /usr/sbin/tuned-adm; then
     # with the scheduler plugin loaded this is the cgroup_ps_blacklist at work; without it, only
     # that nothing else in the profile moved the tree
     check "tuned: the vLLM tree kept its CPUs, the isolated one included" bound
-    cat "$WORK/tree.txt" | sed 's/^/  /' | head -12
+    sed 's/^/  /' "$WORK/tree.txt" | head -12
     check "tuned: taken back - the previous profile is active again" bash -c \
         "'$PLAYBOOK' -i '$WORK/partition.ini' '$HERE/partition.yml' -e 'state=absent tier_cgroup=$PCG' >'$WORK/partition-tuned-off.log' 2>&1 \
          && nsenter -t $LEADER -a tuned-adm active 2>&1 | grep -q 'Current active profile: ${TUNED_BEFORE:-none}'"

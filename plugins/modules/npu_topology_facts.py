@@ -351,7 +351,9 @@ ansible_facts:
         cgroup: {version: null, cpuset_controller: null}
         versions: {npu_driver: 23.0.7, npu_firmware: null, cann: null, cann_source: null,
                    nvidia_driver: null, amd_driver: null}
-        warnings: ["NPU firmware unknown for card 0, 1, 2, 3, 4, 5, 6, 7: npu-smi info -t board -i <card> gave no answer (not run on this host, or not recorded in its snapshot); run it on the host to see the firmware"]
+        warnings: ["NPU firmware unknown for card 0, 1, 2, 3, 4, 5, 6, 7: npu-smi info -t board -i <card> gave no
+                   answer (not run on this host, or not recorded in its snapshot); run it on the host to see
+                   the firmware"]
         errors: [{source: cpu.packages, msg: "/sys/devices/system/cpu/cpu0/topology/physical_package_id: -1 (the firmware names no package)"}]
 snapshot_saved:
   description: Directory the snapshot was written to.

@@ -158,9 +158,9 @@ class Partition(object):
     def restore_steps(self, state):
         """Steps that take a partition back: every file of ours, the saved runtime values,
         tuned's previous profile, the state file."""
-        steps, warnings = self.compare({}, dict((k, v) for k, v in
-                                               ((state or {}).get("runtime_before") or {}).items()
-                                               if k in render.RUNTIME_FILES), None)
+        saved = ((state or {}).get("runtime_before") or {}).items()
+        steps, warnings = self.compare({}, dict((k, v) for k, v in saved
+                                                if k in render.RUNTIME_FILES), None)
         before = (state or {}).get("manager_affinity_before")
         for step in steps:
             if step["path"] == render.MANAGER_DROPIN and step["after"] is None and not before:
@@ -198,8 +198,8 @@ class Partition(object):
     def _command(self, argv):
         result = self.run(argv, timeout=120)
         if not result.ok:
-            raise PartitionError("%s failed (rc=%s): %s" % (" ".join(argv), result.rc,
-                                                           (result.stderr or "").strip()[-300:]))
+            raise PartitionError("%s failed (rc=%s): %s" % (
+                " ".join(argv), result.rc, (result.stderr or "").strip()[-300:]))
 
     def _tuned(self, profile):
         if profile:

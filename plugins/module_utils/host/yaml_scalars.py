@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import math
 import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import SnapshotError
@@ -91,7 +92,7 @@ def float_text(value):
     """A float as the reader (and a YAML 1.1 reader such as PyYAML) reads it back: ``.inf``,
     ``-.inf``, ``.nan``, and a mantissa with a dot (``repr`` writes ``1e-05``, which YAML 1.1
     reads as a string: ``1.0e-05``); the exponent keeps the sign ``repr`` always writes."""
-    if value != value:
+    if math.isnan(value):
         return ".nan"
     if value in (float("inf"), float("-inf")):
         return ".inf" if value > 0 else "-.inf"

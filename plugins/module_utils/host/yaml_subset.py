@@ -26,7 +26,7 @@ import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import SnapshotError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import yaml_scalars
-from ansible_collections.npuops.fleet.plugins.module_utils.host.yaml_scalars import MAX_INT_DIGITS  # noqa: F401 (re-exported)
+from ansible_collections.npuops.fleet.plugins.module_utils.host.yaml_scalars import MAX_INT_DIGITS  # noqa: F401 pylint: disable=unused-import
 
 MAX_DEPTH = 32        # nested mappings/sequences (snapshot.yml needs 4)
 _resolve = yaml_scalars.resolve

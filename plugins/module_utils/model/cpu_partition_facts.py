@@ -87,7 +87,7 @@ def cmdline_isolation(text):
 
 def gather(io):
     slices = {}
-    for unit in [u for u, _ in HELD_UNITS] + [VLLM_SLICE]:
+    for unit in [row[0] for row in HELD_UNITS] + [VLLM_SLICE]:
         base = "%s/%s" % (CGROUP, unit)
         slices[unit] = {"allowed": _cpulist(io, base + "/cpuset.cpus"),
                         "effective": _cpulist(io, base + "/cpuset.cpus.effective")}

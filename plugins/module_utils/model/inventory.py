@@ -113,8 +113,9 @@ def ascend(io, src, npus, info_version, timeout, known_boards=None, warnings=Non
     silent = sorted(n for n, board in found.items() if not board)
     if silent:
         warnings.append("NPU firmware unknown for card %s: %s gave no answer (%s); run it on the "
-                        "host to see the firmware" % (", ".join(str(n) for n in silent),
-                                                       npu_smi.SRC_BOARD + " -i <card>", _NOT_ANSWERED))
+                        "host to see the firmware" % (
+                            ", ".join(str(n) for n in silent), npu_smi.SRC_BOARD + " -i <card>",
+                            _NOT_ANSWERED))
     unknown = [str(n["logic_id"]) for n in npus if not n.get("health")]
     if unknown:
         warnings.append("NPU health unknown for logic NPU %s: npu-smi info printed no Health "

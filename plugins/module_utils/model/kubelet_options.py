@@ -89,20 +89,24 @@ OPTIONS = {
         "source": SRC_CPU_OPTIONS + " v1.31.0 to v1.35 (alphaOptions)"},
     (CPU_OPTIONS, "strict-cpu-reservation"): {
         "steps": (((1, 32), ALPHA), ((1, 33), BETA), ((1, 35), GA)), "kep": "KEP-4540",
-        "source": SRC_CPU_OPTIONS + " v1.32.0 (alphaOptions), v1.33.0 (betaOptions), "
-                  "v1.35.0 (stableOptions; k/k PR #134388)"},
+        "source": SRC_CPU_OPTIONS + (
+            " v1.32.0 (alphaOptions), v1.33.0 (betaOptions), "
+            "v1.35.0 (stableOptions; k/k PR #134388)")},
     (CPU_OPTIONS, "prefer-align-cpus-by-uncorecache"): {
         "steps": (((1, 32), ALPHA), ((1, 34), BETA), ((1, 36), GA)), "kep": "KEP-4800",
-        "source": SRC_CPU_OPTIONS + " v1.32.0 (alphaOptions), v1.34.0 (betaOptions); GA 1.36 "
-                  "per the kubernetes/website cpu-management-policies page"},
+        "source": SRC_CPU_OPTIONS + (
+            " v1.32.0 (alphaOptions), v1.34.0 (betaOptions); GA 1.36 "
+            "per the kubernetes/website cpu-management-policies page")},
     (TOPOLOGY_OPTIONS, "prefer-closest-numa-nodes"): {
         "steps": (((1, 26), ALPHA), ((1, 28), BETA), ((1, 32), GA)), "kep": "KEP-3545",
-        "source": SRC_TM_OPTIONS + " v1.26.0 (alphaOptions), v1.28.0 (betaOptions), "
-                  "v1.32.0 (stableOptions)"},
+        "source": SRC_TM_OPTIONS + (
+            " v1.26.0 (alphaOptions), v1.28.0 (betaOptions), "
+            "v1.32.0 (stableOptions)")},
     (TOPOLOGY_OPTIONS, "max-allowable-numa-nodes"): {
         "steps": (((1, 31), BETA), ((1, 35), GA)), "kep": "KEP-4622",
-        "source": SRC_TM_OPTIONS + " v1.31.0 (betaOptions; a pre-release commit had it in "
-                  "alphaOptions), v1.35.0 (stableOptions)"},
+        "source": SRC_TM_OPTIONS + (
+            " v1.31.0 (betaOptions; a pre-release commit had it in "
+            "alphaOptions), v1.35.0 (stableOptions)")},
 }
 
 # options the kubelet refuses together: (a, b, since, source); b may be a topology policy

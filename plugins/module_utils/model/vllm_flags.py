@@ -114,8 +114,7 @@ def device_ids(argv):
     found = flag_value(list(argv or []), DEVICE_IDS_FLAGS)
     if found is None:
         return None
-    index, value = found
-    value = str(value)
+    index, value = found[0], str(found[1])
     parts = [part.strip() for part in value.split(",")]
     if len(parts) > MAX_DEVICE_IDS or not value.strip():
         raise ValueError("command[%d]: --device-ids %r: expected 1 to %d comma-separated "

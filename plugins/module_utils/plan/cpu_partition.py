@@ -30,7 +30,7 @@ __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
-from ansible_collections.npuops.fleet.plugins.module_utils.model.cpu_partition_facts import (  # noqa: F401
+from ansible_collections.npuops.fleet.plugins.module_utils.model.cpu_partition_facts import (  # noqa: F401 pylint: disable=unused-import
     HELD_UNITS, VLLM_SLICE)
 
 DEFAULT_MIN_HOUSEKEEPING = 2

@@ -17,7 +17,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model import rules, s
 from ansible_collections.npuops.fleet.plugins.module_utils.model import worker_start
 from ansible_collections.npuops.fleet.plugins.module_utils.parse.device_type import TYPES as DEVICE_TYPES
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import frontend as placement
-from ansible_collections.npuops.fleet.plugins.module_utils.plan.instance_input import (  # noqa: F401
+from ansible_collections.npuops.fleet.plugins.module_utils.plan.instance_input import (  # noqa: F401 pylint: disable=unused-import
     Instance, int_list as _int_list, validate_instances)
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import gpu as gpu_plan
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import layout

@@ -262,8 +262,8 @@ def kubelet_profile(topology, plan, housekeeping_cpus=None, pod_devices=None,
         else:
             warnings.append("topologyManagerPolicy none instead of %s: the Topology Manager "
                             "refuses any other policy on %d NUMA nodes (more than %d) without "
-                            "max-allowable-numa-nodes (%s)" % (policy, len(node_cpus),
-                                                              ko.TOPOLOGY_NODE_LIMIT, ko.SRC_TM))
+                            "max-allowable-numa-nodes (%s)" % (
+                                policy, len(node_cpus), ko.TOPOLOGY_NODE_LIMIT, ko.SRC_TM))
             reason = "%d NUMA nodes on kubelet %s: none (the kubelet's limit is %d); was: %s" % (
                 len(node_cpus), ko.show(version), ko.TOPOLOGY_NODE_LIMIT, reason)
             policy = "none"

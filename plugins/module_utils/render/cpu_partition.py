@@ -38,7 +38,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
-from ansible_collections.npuops.fleet.plugins.module_utils.model.cpu_partition_facts import (  # noqa: F401
+from ansible_collections.npuops.fleet.plugins.module_utils.model.cpu_partition_facts import (  # noqa: F401 pylint: disable=unused-import
     DEFAULT_SMP_AFFINITY, DROPIN, STATE_FILE, TUNED_PROFILE, UNIT_DIR, WORKQUEUE_MASK, unit_dropin)
 from ansible_collections.npuops.fleet.plugins.module_utils.model.instance_files import unit_names
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import cpu_partition
@@ -72,7 +72,7 @@ def is_instance_dropin(path):
 def every_file():
     """Every file a partition may write, in the order they are removed when it is taken back
     (the state file last)."""
-    return [unit_dropin(unit) for unit, _ in cpu_partition.HELD_UNITS] + [
+    return [unit_dropin(row[0]) for row in cpu_partition.HELD_UNITS] + [
         MANAGER_DROPIN, TMPFILES, TUNED_CONF, GRUB_DROPIN]
 
 

@@ -243,7 +243,7 @@ class Binder(discovery.Discovery):
             self.irq_rows = irqs.reconcile_state(self.args.irq_state, devices, self.args.check)
             for row in self.irq_rows:
                 if row["drift"] or row["error"]:
-                    LOG.warning("[irq] %s", row["error"] or "IRQ %d (%s %s) moved to %s; pinned "
+                    LOG.warning("[irq] %s", row["error"] or "IRQ %s (%s %s) moved to %s; pinned "
                                 "again to %s" % (row["irq"], row["device"], row["role"],
                                                  row["before"], row["after"]))
                     self.changed = self.changed or (row["drift"] and not row["error"])

@@ -106,8 +106,8 @@ class Discovery(object):
                          + r.get("TP", 0) for r in ranks]
                 if len(set(local)) == size:
                     return dict(zip(members, local))
-        if self.worker_start["order"] != worker_start.RANK and not (size == 1 and
-                                                                     len(members) == 1):
+        one_worker = size == 1 and len(members) == 1
+        if self.worker_start["order"] != worker_start.RANK and not one_worker:
             return {}
         return dict((pid, index) for index, pid in enumerate(members[:size]))
 

@@ -152,7 +152,7 @@ def kubernetes_audit(facts, plan=None, profile=None):
             "dra_pods": sum(1 for row in pods if row["dra"]),
             "remapped_pods": sum(1 for row in pods if row["remapped"]),
             "misaligned_pods": sum(1 for f in findings
-                                                             if f["kind"] == "pod_cpus_off_devices_node")}
+                                   if f["kind"] == "pod_cpus_off_devices_node")}
     return {"node": node, "pods": pods, "findings": findings}
 
 

@@ -254,9 +254,9 @@ def device_findings(rows):
         if row["remapped"]:
             msg = ("pod %s: the kubelet's device ids %s are not the chips it got: the device plugin "
                    "(Volcano mode) handed out chip(s) %s (its Allocate answer, kept in the kubelet's "
-                   "checkpoint), on NUMA node(s) %s" % (uid, ", ".join(row["devices"]),
-                                                      ",".join(map(str, row["chips"])),
-                                                      _nodes(row["device_nodes"])))
+                   "checkpoint), on NUMA node(s) %s" % (
+                       uid, ", ".join(row["devices"]), ",".join(map(str, row["chips"])),
+                       _nodes(row["device_nodes"])))
             if row["hint_nodes"] and row["hint_nodes"] != row["device_nodes"]:
                 msg += ("; the Topology Manager aligned the pod to node(s) %s, the nodes of ids it "
                         "did not hand out" % _nodes(row["hint_nodes"]))

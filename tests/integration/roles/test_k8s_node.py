@@ -103,7 +103,7 @@ STAYS = ["infer/elsewhere", "kube-system/ascend-device-plugin-x", "kube-system/k
 class World(object):
     """A sandbox A2 node whose kubelet runs under the stand-ins."""
 
-    def __init__(self, tmp_path, pods=PODS, unschedulable=False, pdb_refusals=0, stuck=(),
+    def __init__(self, tmp_path, pods=None, unschedulable=False, pdb_refusals=0, stuck=(),
                  refuse=(), ready=True, healthz="http", healthz_port=None, state=NONE_STATE,
                  kubelet_dir=None, start_timeout=6, **extra):
         need("a2-910b3x8")
@@ -129,7 +129,7 @@ class World(object):
         config = kdir / "config.yaml"
         config.write_text(config.read_text().replace("healthzPort: 10248", "healthzPort: %d" % port))
         self.original = config.read_text()
-        self.api = ks.KubeApi(self.kubelet, NODE, pods, unschedulable, pdb_refusals, stuck)
+        self.api = ks.KubeApi(self.kubelet, NODE, PODS if pods is None else pods, unschedulable, pdb_refusals, stuck)
         self.kubeconfig = self.api.kubeconfig(tmp_path / "kubeconfig")
 
     def run(self, *extra):

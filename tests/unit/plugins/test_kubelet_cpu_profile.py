@@ -214,8 +214,8 @@ def smt_facts():
                                           '"entries":{"c1":"0"},"checksum":1}')),
     ("oversized", lambda p: p.write_text("x" * (2 << 20))),
     ("directory", lambda p: p.mkdir()),
-    ("symlink", lambda p: symlinked(p)),
-    ("hard link", lambda p: hard_linked(p)),
+    ("symlink", symlinked),
+    ("hard link", hard_linked),
 ])
 def test_a_state_file_that_cannot_be_read_is_refused_not_taken_as_absent(tmp_path, name, make):
     root = node(tmp_path)

@@ -147,8 +147,8 @@ def test_the_whole_run_rehearsed_with_stand_ins(tmp_path):
                                       "PATH": "%s:/usr/bin:/bin" % (tmp_path / "bin")})
     summary = _summary(out)
     assert code == 0, (err, summary)
-    assert [s["step"] for s in summary["steps"]] == ["facts", "plan", "render", "start_worker",
-                                                    "tables", "bind"]
+    assert [s["step"] for s in summary["steps"]] == [
+        "facts", "plan", "render", "start_worker", "tables", "bind"]
     assert summary["status"] == "ok" and json.loads(stdout)["status"] == "ok"
     steps = dict((s["step"], s["detail"]) for s in summary["steps"])
     assert steps["start_worker"]["title"] == "VLLM::Worker_TP0"

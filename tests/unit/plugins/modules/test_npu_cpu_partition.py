@@ -161,7 +161,7 @@ def test_instance_services_move_to_their_slice_and_back(tmp_path):
         assert read(root, path).endswith("[Service]\nSlice=npuops-vllm.slice\n")
     assert call_module("npu_cpu_partition", a)["changed"] is False
     call_module("npu_cpu_partition", {"state": "absent", "host_root": str(root)})
-    assert [p for p, _ in tree(root)] == [p for p, _ in found]
+    assert [row[0] for row in tree(root)] == [row[0] for row in found]
 
 
 def test_cgroup_v1_take_back_reloads_the_manager_on_its_old_affinity(tmp_path):

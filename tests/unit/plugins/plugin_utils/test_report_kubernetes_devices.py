@@ -37,8 +37,9 @@ def a5_node(tmp_path):
     profile = kubelet_profile(facts, plan, kubelet_version="v1.35.0")
     snap = str(tmp_path / "a5-k8s")
     shutil.copytree(src, snap)
-    files = {"/var/lib/kubelet/config.yaml": merge_text(
-                 fixture_text("kubernetes/kubeadm_var-lib-kubelet_config.yaml"), profile["config"]),
+    kubelet_config = merge_text(fixture_text("kubernetes/kubeadm_var-lib-kubelet_config.yaml"),
+                                profile["config"])
+    files = {"/var/lib/kubelet/config.yaml": kubelet_config,
              "/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf":
                  fixture_text("kubernetes/10-kubeadm.conf"),
              "/var/lib/kubelet/cpu_manager_state": json.dumps(CPU_STATE),
@@ -141,8 +142,8 @@ def _entry(resource, node, ids, alloc=None, error=None):
             "devices": [{"numa_node": node, "ids": ids}], "alloc": alloc, "alloc_error": error}
 
 
-def _audit(kube, facts=A5_FACTS):
-    facts = dict(facts, kubernetes=kube)
+def _audit(kube, facts=None):
+    facts = dict(A5_FACTS if facts is None else facts, kubernetes=kube)
     return kubernetes_audit(facts)
 
 
@@ -238,8 +239,8 @@ def test_unreadable_dra_state_is_a_finding_not_an_empty_record():
 def test_old_fixtures_keep_their_rows():
     """The A2 fixture pod's answer (ASCEND_VISIBLE_DEVICES 0,1) is read, not only its ids."""
     data = parse.parse_device_checkpoint(fixture_text("kubernetes/device_checkpoint_ascend-numa.json"))
-    assert [e["alloc"]["envs"] for e in data["entries"]] == [{"ASCEND_VISIBLE_DEVICES": "0,1"},
-                                                              {"ASCEND_VISIBLE_DEVICES": "4"}]
+    assert [e["alloc"]["envs"] for e in data["entries"]] == [
+        {"ASCEND_VISIBLE_DEVICES": "0,1"}, {"ASCEND_VISIBLE_DEVICES": "4"}]
 
 
 def test_renamed_ids_and_a_pod_half_recorded_are_unverified():
@@ -252,4 +253,3 @@ def test_renamed_ids_and_a_pod_half_recorded_are_unverified():
     report = _audit(_kube(both))
     assert report["pods"][0]["chips_from"] == "mixed"
     assert [f["kind"] for f in report["findings"]].count("device_chips_unverified") == 1
-

@@ -120,6 +120,7 @@ def test_bad_unit_text_is_a_parse_error():
     assert parse.parse_unit("[Service]\nExecStart=/a \\\n  --config=/b\n") == \
         [("Service", "ExecStart", "/a  --config=/b")]
 
+
 UNITISH = st.text(alphabet=st.sampled_from(list("[]=#;$\\{}\"' \n-/abcEXStrtonfig")), max_size=200)
 
 

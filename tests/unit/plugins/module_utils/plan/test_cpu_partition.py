@@ -134,7 +134,7 @@ def test_rendered_tuned_profile_drives_cpu_partitioning():
 
 def test_rendered_kernel_cmdline_without_tuned():
     _facts, _plan, part = plan_and_part("dgx-a100")
-    files, _ = render.files(part, 2, kernel_cmdline=True)
+    files = render.files(part, 2, kernel_cmdline=True)[0]
     iso = part["isolated"]
     assert files[render.GRUB_DROPIN].endswith(
         'GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX isolcpus=managed_irq,domain,%s nohz_full=%s '

@@ -121,6 +121,7 @@ def run_case(worker, housekeeping, confine):
     ncpu = len(os.sched_getaffinity(0))
     cpuset = Cpuset(cpulist.format(housekeeping)) if confine else None
     how = "free (any CPU)"
+
     def pin_to_housekeeping():
         os.sched_setaffinity(0, housekeeping)
 
@@ -141,7 +142,7 @@ def run_case(worker, housekeeping, confine):
                 ["cyclictest", "-q", "-m", "-t1", "-a", str(worker), "--policy=other", "-i", "1000",
                  "-D", "%ds" % SECONDS, "-h", str(BUCKETS), "--histfile=%s" % hist_file.name],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                timeout=SECONDS + 60)
+                timeout=SECONDS + 60, check=False)
             text = open(hist_file.name).read() + out.stdout
     finally:
         os.killpg(neighbour.pid, 9)

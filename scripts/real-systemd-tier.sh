@@ -432,7 +432,7 @@ check "partition: check mode writes nothing" bash -c \
     "'$PLAYBOOK' -i '$WORK/partition.ini' '$HERE/partition.yml' -e 'state=present tier_cgroup=$PCG tuned=never' --check >'$WORK/partition-check.log' 2>&1 \
      && [[ ! -e '$ROOT/var/lib/npuops/cpu_partition.json' && ! -e '$ROOT/etc/systemd/system.conf.d/50-npuops-cpu-partition.conf' && ! -e '$ROOT/etc/systemd/system/system.slice.d/50-npuops-cpu-partition.conf' ]]"
 check "partition: applied on the live systemd" partition on present -e tuned=never
-grep -E '"(isolated|housekeeping|restarted|reexec_needed)"|read-only here' "$WORK/partition-on.log" | sed 's/^/  /' | head -12
+grep -E '"(isolated|housekeeping|restarted|reexec_needed)"|read-only here' "$WORK/partition-on.log" | sed -n '1,12s/^/  /p'
 E systemctl restart "vllm-$NAME.service"   # v1: the instance moves to its slice at a restart
 wait_for 10 active "vllm-$NAME.service" active
 E systemd-run --unit=npuops-probe.service /bin/sleep 600 >/dev/null 2>&1
@@ -462,7 +462,7 @@ wait_for 10 active npuops-probe2.service active
 check "partition: taken back - a new service may run on every CPU again (0-1)" \
     bash -c "[[ \$(nsenter -t $LEADER -a awk '/^Cpus_allowed_list/ {print \$2}' /proc/\$(nsenter -t $LEADER -a systemctl show -p MainPID --value npuops-probe2.service)/status) == 0-1 ]]"
 check "partition: taken back - no partition file left" bash -c \
-    "! ls '$ROOT'/etc/systemd/system/*.d/50-npuops-cpu-partition.conf '$ROOT/etc/systemd/system.conf.d/50-npuops-cpu-partition.conf' '$ROOT/etc/tmpfiles.d/npuops-cpu-partition.conf' '$ROOT/var/lib/npuops/cpu_partition.json' 2>/dev/null | grep -q ."
+    "! ls '$ROOT'/etc/systemd/system/*.d/50-npuops-cpu-partition.conf '$ROOT/etc/systemd/system.conf.d/50-npuops-cpu-partition.conf' '$ROOT/etc/tmpfiles.d/npuops-cpu-partition.conf' '$ROOT/var/lib/npuops/cpu_partition.json' 2>/dev/null | grep -c . >/dev/null"
 E systemctl stop npuops-probe2.service >/dev/null 2>&1
 
 # tuned from Debian's package (installed into the container's root before the boot when it could be)
@@ -484,7 +484,7 @@ if E test -x /usr/sbin/tuned-adm; then
     { E journalctl -u tuned.service -o cat --no-pager; E cat /var/log/tuned/tuned.log; } 2>/dev/null \
         | grep -iE 'error|isolated|scheduler|cpu-partitioning|npuops' | tail -12 | sed 's/^/  tuned: /'
     check "tuned: its active profile is npuops-cpu-partition" bash -c \
-        "nsenter -t $LEADER -a tuned-adm active 2>&1 | grep -q 'Current active profile: npuops-cpu-partition'"
+        "nsenter -t $LEADER -a tuned-adm active 2>&1 | grep -c 'Current active profile: npuops-cpu-partition' >/dev/null"
     P3=$(prop npuops-probe3.service MainPID)
     echo "  after tuned: probe3 Cpus_allowed_list $(allowed_of "$P3")"
     # tuned's scheduler plugin imports perf (tuned/plugins/plugin_scheduler.py); Debian's tuned
@@ -499,10 +499,10 @@ if E test -x /usr/sbin/tuned-adm; then
     # with the scheduler plugin loaded this is the cgroup_ps_blacklist at work; without it, only
     # that nothing else in the profile moved the tree
     check "tuned: the vLLM tree kept its CPUs, the isolated one included" bound
-    sed 's/^/  /' "$WORK/tree.txt" | head -12
+    sed -n '1,12s/^/  /p' "$WORK/tree.txt"
     check "tuned: taken back - the previous profile is active again" bash -c \
         "'$PLAYBOOK' -i '$WORK/partition.ini' '$HERE/partition.yml' -e 'state=absent tier_cgroup=$PCG' >'$WORK/partition-tuned-off.log' 2>&1 \
-         && nsenter -t $LEADER -a tuned-adm active 2>&1 | grep -q 'Current active profile: ${TUNED_BEFORE:-none}'"
+         && nsenter -t $LEADER -a tuned-adm active 2>&1 | grep -c 'Current active profile: ${TUNED_BEFORE:-none}' >/dev/null"
     E systemctl stop npuops-probe3.service >/dev/null 2>&1
 else
     echo "  tuned: not installed in the container (${TUNED_WHY:-see above}): its checks did not run"

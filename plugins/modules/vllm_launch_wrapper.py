@@ -401,7 +401,7 @@ def build_files(p):
     paths.update((kind, "%s/%s" % (unit_dir, unit)) for kind, unit in names.items())
     files = [(paths["wrapper"], wrapper.render_wrapper(view, p["command"], p["env"], p["binding"],
                                                        vllm), 0o755),
-             (paths["plan"], wrapper.render_plan_json(p["plan"], view, p["binding"]), 0o644)]
+             (paths["plan"], wrapper.render_plan_json(p["plan"], view, p["binding"], vllm), 0o644)]
     host = p["binding"] == "host"
     if host:
         files.append((paths["binder"], binder_script(), 0o755))

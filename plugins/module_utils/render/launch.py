@@ -22,7 +22,7 @@ import shlex
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import WrapperError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import yaml_subset
-from ansible_collections.npuops.fleet.plugins.module_utils.model import schema, vendors
+from ansible_collections.npuops.fleet.plugins.module_utils.model import schema, vendors, worker_start
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch_flags
 
 NAME_RE = schema.INSTANCE_NAME
@@ -439,9 +439,15 @@ def systemd_quote(word):
     return '"%s"' % escaped
 
 
-def render_plan_json(plan, view, binding="host"):
-    """The plan JSON the binder reads: the plan plus an ``npuops_instance`` block."""
+def render_plan_json(plan, view, binding="host", vllm=None):
+    """The plan JSON the binder reads: the plan plus an ``npuops_instance`` block. ``vllm``: the
+    instance's own vLLM (``{version, source}``, read from the environment its command names):
+    on a vLLM host it decides ``worker_start`` for this instance, over the host's guess."""
     doc = dict(plan)
+    engine = worker_start.ENGINE_OF_VENDOR.get(view.get("vendor"))
+    if engine == "vllm" and isinstance(vllm, dict) and vllm.get("version"):
+        doc["worker_start"] = dict(worker_start.decide(engine, vllm["version"]),
+                                   source=vllm.get("source"))
     doc["npuops_instance"] = {
         "schema": PLAN_JSON_SCHEMA,
         "name": view["name"],

@@ -116,6 +116,19 @@ class Run(object):
         return "\n".join(text.splitlines()[-lines:])
 
 
+def venv_vllm_version():
+    """The tier's vLLM as an operator states it (the module's vllm_version): the venv lies
+    outside the sandbox root the module reads, so the module cannot find it there itself."""
+    import glob
+    pattern = os.path.join(VENV, "lib", "python3*", "site-packages", "vllm*.dist-info", "METADATA")
+    for meta in sorted(glob.glob(pattern)):
+        with open(meta, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("Version:"):
+                    return line.split(":", 1)[1].strip()
+    return None
+
+
 def render(run, port):
     env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "VLLM_CACHE_ROOT": CACHE, "TORCHINDUCTOR_CACHE_DIR": os.path.join(CACHE, "inductor"),
@@ -127,7 +140,7 @@ def render(run, port):
     result = run_module("vllm_launch_wrapper", {
         "name": run.name, "plan": gpu_plan(run.name, run.config["devices"]),
         "command": command + run.config["args"], "env": env, "host_root": run.root,
-        "bind_timeout": 420})
+        "bind_timeout": 420, "vllm_version": venv_vllm_version()})
     assert not result.get("failed"), result
     return result
 

@@ -26,7 +26,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
@@ -39,19 +38,6 @@ API_VERSION = "kubelet.config.k8s.io/v1beta1"
 MAX_ENTRIES = 100000  # pods x containers in one state file
 _FLAG_RE = re.compile(r"(?:^|[\s\"'=])--(config|config-dir)(?:=|\s+)([^\s\"']+)")
 _NODE_RE = re.compile(r"^-?[0-9]{1,4}\Z")
-
-
-def _json(text, source):
-    if not isinstance(text, str):
-        raise ParseError(source, "expected text")
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError) as err:
-        raise ParseError(source, "not JSON: %s" % err)
-    try:
-        return yaml_subset.check_depth(value, source)
-    except SnapshotError as err:
-        raise ParseError(source, str(err))
 
 
 def _cpus(text, source):
@@ -312,7 +298,7 @@ def _field(doc, *names):
 
 def parse_cpu_manager_state(text, source="cpu_manager_state"):
     """-> {policy, default_cpus, entries {pod: {container: cpus}}, pod_entries, checksum, format}."""
-    doc = _json(text, source)
+    doc = kubelet_devices.load_json(text, source)
     if not isinstance(doc, dict):
         raise ParseError(source, "must be a JSON object")
     fmt, outer = "v2", doc
@@ -322,7 +308,7 @@ def parse_cpu_manager_state(text, source="cpu_manager_state"):
     if data is not None:
         if not isinstance(data, str):
             raise ParseError(source, "data must be a JSON string")
-        doc, fmt = _json(data, source + " data"), "v4"
+        doc, fmt = kubelet_devices.load_json(data, source + " data"), "v4"
         if not isinstance(doc, dict):
             raise ParseError(source, "data must hold a JSON object")
     policy = _field(doc, "policyName")
@@ -358,7 +344,7 @@ def _int(value, source, what):
 
 def parse_memory_manager_state(text, source="memory_manager_state"):
     """-> {policy, nodes {node: {cells, memory {type: {total, reserved, free, ...}}}}, entries}."""
-    doc = _json(text, source)
+    doc = kubelet_devices.load_json(text, source)
     if not isinstance(doc, dict):
         raise ParseError(source, "must be a JSON object")
     policy = _field(doc, "policyName")
@@ -425,7 +411,7 @@ def _alloc(value, where):
 def parse_device_checkpoint(text, source="kubelet_internal_checkpoint"):
     """-> {entries [{pod, container, resource, devices [{numa_node, ids}], alloc, alloc_error}],
     registered, checksum}."""
-    doc = _json(text, source)
+    doc = kubelet_devices.load_json(text, source)
     if not isinstance(doc, dict):
         raise ParseError(source, "must be a JSON object")
     data = _mapping(_field(doc, "Data"), source, "Data")

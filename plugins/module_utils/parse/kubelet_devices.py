@@ -152,7 +152,8 @@ def parse_alloc_response(text, source="AllocResp"):
     return out
 
 
-def _json(text, source):
+def load_json(text, source):
+    """JSON text of a kubelet file -> data, depth-checked; ParseError naming ``source``."""
     if not isinstance(text, str):
         raise ParseError(source, "expected text")
     try:
@@ -230,7 +231,7 @@ def parse_dra_checkpoint(text, source="dra_manager_state"):
     """-> {format, claims [{uid, name, namespace, pods, devices [{driver, pool, device,
     requests, cdi}]}], checksum}; ``format`` is ``v1`` (1.27-1.31: no device names, CDI ids
     only) or ``checkpoint.dra.kubelet.k8s.io/v1`` (1.32 on, its CRC-32 verified)."""
-    doc = _json(text, source)
+    doc = load_json(text, source)
     if not isinstance(doc, dict):
         raise ParseError(source, "must be a JSON object")
     data, new = _field(doc, "Data"), False
@@ -242,7 +243,7 @@ def parse_dra_checkpoint(text, source="dra_manager_state"):
                 checksum != zlib.crc32(data.encode("utf-8")) & 0xFFFFFFFF:
             raise ParseError(source, "checksum %r is not the CRC-32 of Data: a corrupt checkpoint, "
                                      "which the kubelet refuses too" % (checksum,))
-        body = _json(data, source + " Data")
+        body = load_json(data, source + " Data")
         if not isinstance(body, dict):
             raise ParseError(source, "Data must hold a JSON object")
         api = _field(body, "apiVersion")

@@ -21,17 +21,22 @@ checked and is refused as such.
 - ``doc_fragments/`` import nothing from the collection;
 - every exception class of module_utils is defined in ``errors.py`` and derives from
   ``NpuopsError`` (the binder's ``BindError`` too);
-- no file under plugins/ is over 500 lines.
+- a file under plugins/ over 800 lines is reported as a warning (split it where it has a real
+  seam), and one over 1,200 lines fails: files are split at seams, not at a line count.
 """
 
 import ast
 import os
+import warnings
 
 import pytest
 
 from npuops_testing import REPO
 
 PLUGINS = os.path.join(REPO, "plugins")
+# a long file is a hint, not a rule: split at a seam (a warning); two files in one (a failure)
+LONG_FILE_WARN = 800
+LONG_FILE_FAIL = 1200
 MODULE_UTILS = os.path.join(PLUGINS, "module_utils")
 ROOT = "ansible_collections.npuops.fleet.plugins"
 RANK = {"errors": -1, "cpus": 0, "host": 1, "parse": 2, "model": 3, "plan": 4, "softshare": 4,
@@ -289,7 +294,10 @@ def test_exceptions_live_in_errors_and_share_one_base():
     assert all(issubclass(cls, errors.NpuopsError) for cls in classes)
 
 
-def test_no_plugin_file_over_500_lines():
-    long_files = [(rel, _read(rel).count("\n")) for rel in _files()
-                  if _read(rel).count("\n") > 500]
-    assert long_files == []
+def test_plugin_file_lengths():
+    lengths = [(rel, _read(rel).count("\n")) for rel in _files()]
+    long_files = [(rel, n) for rel, n in lengths if n > LONG_FILE_WARN]
+    if long_files:
+        warnings.warn("plugins/ files over %d lines (look for a seam): %s"
+                      % (LONG_FILE_WARN, ", ".join("%s (%d)" % item for item in long_files)))
+    assert [(rel, n) for rel, n in lengths if n > LONG_FILE_FAIL] == []

@@ -63,11 +63,14 @@ class DeviceType(object):
                  "vllm_profiled", "process_table", "softshare")
 
     def __init__(self, name, **fields):
+        missing = [key for key in self.__slots__[1:] if key not in fields]
+        unknown = sorted(set(fields) - set(self.__slots__))
+        if missing or unknown:
+            raise TypeError("device type %r: missing field(s) %s, unknown field(s) %s"
+                            % (name, missing, unknown))
         object.__setattr__(self, "name", name)
         for key in self.__slots__[1:]:
-            object.__setattr__(self, key, fields.pop(key))
-        if fields:
-            raise TypeError("unknown device type field(s) %s" % ", ".join(sorted(fields)))
+            object.__setattr__(self, key, fields[key])
 
     def __setattr__(self, key, value):
         raise AttributeError("a device type row is read-only")

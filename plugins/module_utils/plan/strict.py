@@ -272,8 +272,8 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
     if is_950:
         size = cpu_roles.cluster_size(threads_per_core, kind.cluster_cores)
         if size is None:
-            raise PlanError("Ascend 950 needs Thread(s) per core 1 or 2 to size CPU clusters, "
-                            "got %r" % (threads_per_core,))
+            raise PlanError("%s needs Thread(s) per core 1 or 2 to size CPU clusters, "
+                            "got %r" % (kind.label, threads_per_core))
         node_units = dict((n, cluster_units(c, allowed_set, size)) for n, c in node_cpus.items())
         uvb_node, uvb = uvb_reserve(node_units, homes, npus)
         if uvb is None:

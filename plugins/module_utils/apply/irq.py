@@ -26,6 +26,7 @@ import stat
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type as device_types
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import interrupts, irqbalance_conf
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import IrqError, ParseError, UnsafePathError
 from ansible_collections.npuops.fleet.plugins.module_utils.host.hostio import LiveHostIO
@@ -206,7 +207,9 @@ def plan_targets(plan, topology=None, host_root="/", npus=None, io=None):
     if plan.get("skipped"):
         return [], "plan skipped: %s" % (plan.get("reason"),), []
     if not irq_pins.has_irq_step(plan):
-        return [], "IRQ binding skipped on Ascend 950 (no IRQ roles in its plan)", []
+        kind = device_types.row(plan.get("device_type"))
+        return [], "IRQ binding skipped on %s (no IRQ roles in its plan)" % (
+            "Ascend 950" if kind.irq_roles else kind.label), []
     table_key = "gpus" if _is_gpu(plan) else "npus"
     table = plan.get(table_key) or {}
     if npus is None:

@@ -18,6 +18,7 @@ from operator import itemgetter
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type as device_types
 
 # Each physical chip (die, with single-die mode on A3) is advertised as this many devices.
 SHARE_DEV_COUNT = 100
@@ -53,8 +54,9 @@ def is_healthy(health):
 
 
 def _chip_groups(npus, device_type, single_die_mode):
-    """Health lists per advertised chip. A3 without single-die mode: one chip per package."""
-    if device_type == "A3" and not single_die_mode:
+    """Health lists per advertised chip. A multi-die type (A3) without single-die mode: one
+    chip per package."""
+    if device_types.row(device_type).multi_die and not single_die_mode:
         groups = {}
         order = []
         for npu in npus:

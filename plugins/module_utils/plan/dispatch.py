@@ -15,7 +15,7 @@ __metaclass__ = type
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules, schema, vendors
 from ansible_collections.npuops.fleet.plugins.module_utils.model import worker_start
-from ansible_collections.npuops.fleet.plugins.module_utils.parse.device_type import TYPES as DEVICE_TYPES
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type as device_types
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import frontend as placement
 from ansible_collections.npuops.fleet.plugins.module_utils.plan.instance_input import (  # noqa: F401 pylint: disable=unused-import
     Instance, int_list as _int_list, validate_instances)
@@ -170,9 +170,9 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
     (schema.check_topology if full_check else schema.check_planner_input)(topology)
     if policy not in POLICIES:
         raise PlanError("unknown policy %r; choose one of %s" % (policy, ", ".join(POLICIES)))
-    if device_type is not None and device_type not in DEVICE_TYPES:
+    if device_type is not None and device_type not in device_types.TYPES:
         raise PlanError("unknown device_type %r; choose one of %s"
-                        % (device_type, ", ".join(DEVICE_TYPES)))
+                        % (device_type, ", ".join(device_types.TYPES)))
     dtype = device_type or topology.get("device_type")
     plan = _empty_plan(policy, dtype, topology)
     release = _release(topology, vllm_ascend_version) if policy == "vllm_ascend" else None
@@ -239,7 +239,8 @@ def _strict(plan, request, host, insts, release=None):
     planned = sorted(result["planned_over"])
     uvb = result["uvb"]
     fronts = _place(plan, planned, pools, lambda npu: homes[npu][0], host, insts,
-                    cluster and cpu_roles.cluster_size(host.threads_per_core), uvb)
+                    cluster and cpu_roles.cluster_size(
+                        host.threads_per_core, device_types.row(request.device_type).cluster_cores), uvb)
     entries = plan["npus"]
     if insts:
         # the entries' pool and main CPUs for ``_instances``, from the pools instead of the

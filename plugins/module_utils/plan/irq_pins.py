@@ -20,14 +20,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vendors
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type as device_types
 
 ASCEND950_MODE = "ascend950"
-NO_IRQ_DEVICE_TYPES = ("A5",)
 
 
 def has_irq_step(plan):
-    """False for plans without IRQ roles (Ascend 950)."""
-    return plan.get("mode") != ASCEND950_MODE and plan.get("device_type") not in NO_IRQ_DEVICE_TYPES
+    """False for plans without IRQ roles (Ascend 950: ``device_type.row(...).irq_roles``)."""
+    return plan.get("mode") != ASCEND950_MODE and device_types.row(plan.get("device_type")).irq_roles
 
 
 def npu_known_irqs(fact_irqs):

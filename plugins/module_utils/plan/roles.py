@@ -18,10 +18,12 @@ from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import nodemap
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type as device_types
 
 MIN_CPUS_PER_NPU = 5  # 2 IRQ + 1 main + 1 ACL + 1 release
 MIN_CPUS_PER_NPU_WITHOUT_IRQ = 3  # 1 main + 1 ACL + 1 release
-ASCEND_950_PHYSICAL_CPUS_PER_CLUSTER = 8
+# the default of ``cluster_size``: the Ascend 950's row (the planners pass their type's)
+ASCEND_950_PHYSICAL_CPUS_PER_CLUSTER = device_types.row("A5").cluster_cores
 
 INSUFFICIENT_CPUS = "The number of CPUs is insufficient. Each NPU requires at least %d CPUs."
 
@@ -31,13 +33,14 @@ def min_cpus_per_npu(reserve_irq=True):
     return MIN_CPUS_PER_NPU if reserve_irq else MIN_CPUS_PER_NPU_WITHOUT_IRQ
 
 
-def cluster_size(threads_per_core):
-    """Ascend 950 cluster size in logical CPUs: 8 physical cores, times threads per core.
+def cluster_size(threads_per_core, cores=ASCEND_950_PHYSICAL_CPUS_PER_CLUSTER):
+    """Cluster size in logical CPUs: ``cores`` physical cores (the type's ``cluster_cores``;
+    Ascend 950: 8), times threads per core.
 
     ``None`` when threads per core is not 1 or 2 (vllm-ascend then skips worker binding).
     """
     if threads_per_core in (1, 2) and not isinstance(threads_per_core, bool):
-        return ASCEND_950_PHYSICAL_CPUS_PER_CLUSTER * threads_per_core
+        return cores * threads_per_core
     return None
 
 

@@ -29,6 +29,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.cpus import nodemap
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import smt
 from ansible_collections.npuops.fleet.plugins.module_utils.model.rules import Nearness
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type as device_types
 
 NO_NODE = -1  # pseudo node when the host reports no NUMA layout
 
@@ -265,13 +266,14 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
             homes[npu], sources[npu] = home
         else:
             homes[npu], sources[npu] = npu_home(aff, pci, cpu_node, node_ids)
-    is_950 = device_type == "A5"
+    kind = device_types.row(device_type)
+    is_950 = kind.roles == device_types.CLUSTER
     uvb = None
     if is_950:
-        size = cpu_roles.cluster_size(threads_per_core)
+        size = cpu_roles.cluster_size(threads_per_core, kind.cluster_cores)
         if size is None:
-            raise PlanError("Ascend 950 needs Thread(s) per core 1 or 2 to size CPU clusters, "
-                            "got %r" % (threads_per_core,))
+            raise PlanError("%s needs Thread(s) per core 1 or 2 to size CPU clusters, "
+                            "got %r" % (kind.label, threads_per_core))
         node_units = dict((n, cluster_units(c, allowed_set, size)) for n, c in node_cpus.items())
         uvb_node, uvb = uvb_reserve(node_units, homes, npus)
         if uvb is None:

@@ -24,19 +24,17 @@ from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import nodemap
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type as device_types
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_a5 as va_a5
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_log as va_log
 from ansible_collections.npuops.fleet.plugins.module_utils.plan.vllm_ascend_log import (  # noqa: F401 pylint: disable=unused-import
-    NO_IRQ_BINDING_DEVICE_TYPES, allocate, check_pools, plan_line, plan_lines, pool_plan_line)
+    allocate, check_pools, plan_line, plan_lines, pool_plan_line)
 from ansible_collections.npuops.fleet.plugins.module_utils.plan.vllm_ascend_a5 import (  # noqa: F401 pylint: disable=unused-import
     A950_BAD_TPC, A950_INSUFFICIENT, A950_INVALID_AFFINITY, A950_NO_AFFINITY, A950_NO_UVB, uvb_pool)
 
-TOPO_AFFINITY_MODE = "topo_affinity"
-GLOBAL_SLICE_MODE = "global_slice"
+TOPO_AFFINITY_MODE = device_types.TOPO_AFFINITY
+GLOBAL_SLICE_MODE = device_types.GLOBAL_SLICE
 ASCEND950_MODE = "ascend950"
-
-DEVICE_BINDING_MODE = {"A2": TOPO_AFFINITY_MODE, "A3": GLOBAL_SLICE_MODE,
-                       "310P": TOPO_AFFINITY_MODE, "A5": TOPO_AFFINITY_MODE}
 
 NON_ARM_SKIP = "CPU binding skipped: non-ARM CPU detected."
 UNKNOWN_ARCH = "Unknown CPU architecture. arch=%s, action: disabling CPU binding."
@@ -66,8 +64,9 @@ def arm_check(arch):
 
 
 def binding_mode(device_type):
-    """A3 -> global_slice; A2, 310P, A5 and anything else -> topo_affinity."""
-    return DEVICE_BINDING_MODE.get(device_type, TOPO_AFFINITY_MODE)
+    """The type's ``vllm_mode`` (A3 -> global_slice; A2, 310P, A5 and anything else ->
+    topo_affinity)."""
+    return device_types.row(device_type).vllm_mode
 
 
 def visible_devices(env_value):
@@ -283,11 +282,11 @@ def topo_affinity(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node,
 
 
 def ascend950(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node, numa_to_cpu,
-              threads_per_core, uvb_cpus):
+              threads_per_core, uvb_cpus, cores=cpu_roles.ASCEND_950_PHYSICAL_CPUS_PER_CLUSTER):
     """Ascend 950 clusters (``vllm_ascend_a5.ascend950`` over this module's candidates)."""
     candidates = candidate_npus(all_logic_npus, running, npu_affinity, set(allowed_cpus))
     return va_a5.ascend950(running, candidates, npu_affinity, allowed_cpus, cpu_node, numa_to_cpu,
-                           threads_per_core, uvb_cpus, _nodes_of)
+                           threads_per_core, uvb_cpus, _nodes_of, cores)
 
 
 CURRENT_RULES = {"hidden": True, "a5": "cluster"}
@@ -319,7 +318,8 @@ def plan_vllm_ascend(arch, device_type, allowed_cpus, node_cpus, all_logic_npus,
     """
     rules = rules or CURRENT_RULES
     texts = texts or {}
-    a5 = rules["a5"] if device_type == "A5" else None
+    kind = device_types.row(device_type)
+    a5 = rules["a5"] if kind.vllm_950_path else None
     out = {"skipped": False, "reason": None, "mode": None, "pools": {},
            "cluster_roles": a5 == "cluster", "reserve_irq": a5 not in ("cluster", "global"),
            "uvb": None, "log": [], "warnings": []}
@@ -344,7 +344,8 @@ def plan_vllm_ascend(arch, device_type, allowed_cpus, node_cpus, all_logic_npus,
         if not out["uvb"]:
             head.append(A950_NO_UVB)
         pools, warning = ascend950(running, all_logic_npus, npu_affinity, allowed_cpus,
-                                   cpu_node, numa_to_cpu, threads_per_core, out["uvb"])
+                                   cpu_node, numa_to_cpu, threads_per_core, out["uvb"],
+                                   kind.cluster_cores)
         if pools is None:
             out["skipped"] = True
             out["reason"] = warning

@@ -29,12 +29,13 @@ def uvb_pool(numa_to_cpu, allowed_cpus):
 
 
 def ascend950(running, candidates, npu_affinity, allowed_cpus, cpu_node, numa_to_cpu,
-              threads_per_core, uvb_cpus, nodes_of):
+              threads_per_core, uvb_cpus, nodes_of, cores=cpu_roles.ASCEND_950_PHYSICAL_CPUS_PER_CLUSTER):
     """Ascend 950 clusters. Returns ``(pools, warning)``; pools None means the worker skips.
-    ``candidates``: ``candidate_npus``; ``nodes_of``: the NUMA nodes of CPUs (KeyError text)."""
+    ``candidates``: ``candidate_npus``; ``nodes_of``: the NUMA nodes of CPUs (KeyError text);
+    ``cores``: physical cores per cluster (the device type's ``cluster_cores``)."""
     if not npu_affinity:
         return None, A950_NO_AFFINITY
-    size = cpu_roles.cluster_size(threads_per_core)
+    size = cpu_roles.cluster_size(threads_per_core, cores)
     if size is None:
         return None, A950_BAD_TPC % (threads_per_core,)
     allowed_set = set(allowed_cpus)

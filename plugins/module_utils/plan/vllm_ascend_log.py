@@ -10,14 +10,19 @@ __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type as device_types
 
-NO_IRQ_BINDING_DEVICE_TYPES = ("A5",)
+
+def _no_irq(device_type):
+    """vllm-ascend reserves no IRQ CPUs for the type (NO_IRQ_BINDING_DEVICE_TYPES: A5); None
+    (the callers' "no such roles") reserves them."""
+    return device_type is not None and not device_types.row(device_type).irq_roles
 
 
 def allocate(pools, device_type):
     """Role split for every kept NPU (the minimum is checked on each, as the reference does)."""
     roles = {}
-    if device_type in NO_IRQ_BINDING_DEVICE_TYPES:
+    if _no_irq(device_type):
         for npu, pool in pools.items():
             roles[npu] = cpu_roles.cluster_roles(pool)
         return roles
@@ -29,7 +34,7 @@ def allocate(pools, device_type):
 def plan_line(npu, roles, device_type):
     """The per-NPU plan log line, formats as the reference (``release=[[N]]`` included)."""
     main = cpuset.join_ids(roles["main"])
-    if device_type in NO_IRQ_BINDING_DEVICE_TYPES:
+    if _no_irq(device_type):
         return "Ascend 950 NPU%s: worker=[%s]" % (npu, main)
     acl = " ".join(map(str, roles["acl"]))
     rel = str(roles["release"]) if roles["release"] else ""
@@ -51,7 +56,7 @@ def plan_lines(npus, pools, device_type):
     """
     lines = []
     append = lines.append
-    general = device_type in NO_IRQ_BINDING_DEVICE_TYPES
+    general = _no_irq(device_type)
     for npu in npus:
         pool = pools[npu]
         if general or pool.__class__ is not cpuset.CpuSeq:
@@ -87,7 +92,7 @@ _SMALL = len(_TEXT)  # ids with a text in _TEXT
 
 def check_pools(pools, device_type):
     """``allocate``'s checks without the role lists: every pool's minimum, in pool order."""
-    if device_type not in NO_IRQ_BINDING_DEVICE_TYPES:
+    if not _no_irq(device_type):
         cpu_roles.check_pool_sizes(pools)
 
 

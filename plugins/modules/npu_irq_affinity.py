@@ -184,7 +184,10 @@ changed_irqs:
   elements: str
   sample: ["123 (NPU0 sq): 0-191 -> 144"]
 skipped:
-  description: Why nothing is pinned (Ascend 950, skipped plan, O(devices=instances) and no instance uses a device), or null.
+  description:
+    - Why nothing is pinned (Ascend 950, skipped plan, O(devices=instances) and no instance uses a device), or null.
+    - Null too when O(devices=instances) found no instance but took back what an earlier run pinned (the task is
+      C(changed); the warning says why nothing is pinned).
   returned: always
   type: str
 irq_state:
@@ -371,8 +374,11 @@ def pin_irqs(module):
         diff.append(config["diff"])
     if recorded and recorded["changed"]:
         diff.append(recorded["diff"])
+    changed = bool(changed_irqs) or config_changed or bool(recorded and recorded["changed"])
+    if changed and skipped == irq_pins.NO_INSTANCE_NOTE:
+        skipped = None  # earlier pins were taken back: ansible must count the task changed, not skipped
     return dict(
-        changed=bool(changed_irqs) or config_changed or bool(recorded and recorded["changed"]),
+        changed=changed,
         irq_state=p["irq_state"] if recorded else None,
         irqs=results,
         changed_irqs=changed_irqs,

@@ -193,11 +193,13 @@ def _spare_on_node(plan, node):
     return sorted(spare & on_node)
 
 
-def plan_targets(plan, topology=None, host_root="/", npus=None, io=None):
+def plan_targets(plan, topology=None, host_root="/", npus=None, io=None, scope="all"):
     """The IRQs to set: ``(targets, skipped, warnings)``.
 
     ``targets``: ``[{irq, device, role, cpus}]``; ``skipped``: a reason when the plan has no
-    IRQ step (Ascend 950, skipped plan) or None. ``npus`` limits the planned devices.
+    IRQ step (Ascend 950, skipped plan) or, with ``scope`` ``instances``, no instance uses a
+    device (``irq_pins.NO_INSTANCE_NOTE``), else None. ``npus`` limits the planned devices;
+    without it ``scope`` chooses them (``irq_pins.scoped_devices``).
     """
     if not isinstance(plan, dict):
         raise IrqError("plan: must be a dict (the npu_cpu_plan result)")
@@ -213,7 +215,9 @@ def plan_targets(plan, topology=None, host_root="/", npus=None, io=None):
     table_key = "gpus" if _is_gpu(plan) else "npus"
     table = plan.get(table_key) or {}
     if npus is None:
-        wanted = sorted(table, key=int)
+        wanted = irq_pins.scoped_devices(plan, scope)
+        if not wanted and scope == "instances":
+            return [], irq_pins.NO_INSTANCE_NOTE, []
     else:
         wanted = [str(int(n)) for n in npus]
         missing = [n for n in wanted if n not in table]

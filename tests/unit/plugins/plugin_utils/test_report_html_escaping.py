@@ -16,8 +16,9 @@ from npuops_testing.report_fleet import a2_facts, a2_strict, a2_vllm, sample_fle
 
 
 def hostile(tag):
-    """Text that is markup if printed raw: an element ``<i-TAG>``, both quotes and an ``&``."""
-    return "<i-%s>\"'&" % tag
+    """Text that is markup if printed raw - an element ``<i-TAG>``, both quotes, an ``&`` - and
+    a Jinja2 expression, which stays text (a value is printed, never templated)."""
+    return "<i-%s>\"'&{{ 7 * 7 }}" % tag
 
 
 FIELDS = ("host", "model", "src", "errmsg", "inst", "proc", "unit", "fix", "binderr")
@@ -95,11 +96,11 @@ def test_every_host_text_is_text_on_the_page(report):
     page = report_html.render_html(report)
     assert markup_from_hosts(page) == []
     # escaped the way Jinja2 escapes, in text and in attributes
-    escaped = "&lt;i-host&gt;&#34;&#39;&amp;"
+    escaped = "&lt;i-host&gt;&#34;&#39;&amp;{{ 7 * 7 }}"
     assert 'data-host="%s"' % escaped in page
     assert 'aria-label="CPU map of %s, strict policy"' % escaped in page
     for field in FIELDS:
-        assert "&lt;i-%s&gt;&#34;&#39;&amp;" % field in page, field
+        assert "&lt;i-%s&gt;&#34;&#39;&amp;{{ 7 * 7 }}" % field in page, field
 
 
 def test_the_check_finds_the_markup_without_autoescape(report, monkeypatch):

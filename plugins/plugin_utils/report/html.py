@@ -239,7 +239,7 @@ def svg_map(host, plan, index, policy):
         return left + cpu * scale
 
     def bar(first, last, least=0.0, **more):
-        more.update(x=x(first), w=max((last - first + 1) * scale, least))
+        more.update(x="%.2f" % x(first), w="%.2f" % max((last - first + 1) * scale, least))
         return more
 
     shades = ("#e8eef7", "#f6f0e4")
@@ -252,7 +252,7 @@ def svg_map(host, plan, index, policy):
            "denied": [bar(f, la) for f, la in _runs(set(online) - allowed if allowed else [])],
            "allowed": [bar(f, la) for f, la in _runs(allowed)]}
     labels, out["unlabelled"] = node_labels(numa, scale)
-    out["labels"] = [(left + centre, node) for centre, node in labels]
+    out["labels"] = [("%.2f" % (left + centre), node) for centre, node in labels]
     y = 40
     for dev in devices:
         label = "%s%s" % (dev["label"], " \u2192 " + str(dev.get("nic")) if dev.get("nic") else "")
@@ -286,7 +286,7 @@ def svg_map(host, plan, index, policy):
         y += row_h + 8
     out["axis_y"] = y
     ticks = sorted(set([0, top] + [cs[0] for cs in numa.values() if cs]))
-    out["ticks"] = [(min(max(x(tick), left), width - 10), tick) for tick in ticks]
+    out["ticks"] = [("%.2f" % min(max(x(tick), left), width - 10), tick) for tick in ticks]
     return out
 
 

@@ -2,7 +2,8 @@
 # Copyright: npuops.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The Ascend device plugin's soft-share configuration: validated flags, the DaemonSet
-manifest and the node labels (YAML written by ``host/yaml_subset.dumps`` in block style).
+manifest and the node labels, as Kubernetes objects (plain data). The controller writes them
+as YAML (``plugin_utils/manifests``, PyYAML); nothing here needs a YAML writer.
 
 Standard library only; importable on Python 3.7.
 """
@@ -12,7 +13,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import SoftShareError
-from ansible_collections.npuops.fleet.plugins.module_utils.host.yaml_subset import dumps
 from ansible_collections.npuops.fleet.plugins.module_utils.model.rules import SHARE_DEV_COUNT
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type as device_types
 from ansible_collections.npuops.fleet.plugins.module_utils.softshare.scheduler import LABEL_ENABLE, LABEL_WORKER
@@ -266,25 +266,3 @@ def daemonset(config, image=None, namespace="kube-system"):
                "metadata": {"name": sa_name, "namespace": namespace}}
     return [account, role, binding, ds]
 
-
-def render_daemonset(root, device_type, version, image=None, single_die_mode=None,
-                     extra_args=None, log_level=0, namespace="kube-system",
-                     root_parent_exists=None):
-    """The soft-share device-plugin manifest (multi-document YAML text), validated first."""
-    config = validate_plugin_config(root, device_type, version, single_die_mode=single_die_mode,
-                                    extra_args=extra_args, log_level=log_level,
-                                    root_parent_exists=root_parent_exists)
-    header = ("# Ascend device plugin, soft-share (chip1-softShareDev) variant for %s hosts.\n"
-              "# Rendered by npuops.fleet from the shipped ascendplugin-volcano.yaml.\n"
-              % device_type)
-    return header + "".join("---\n" + to_yaml(doc) for doc in daemonset(config, image, namespace))
-
-
-def render_node_labels(node_name, labels):
-    """A Node patch holding the soft-share labels (``kubectl patch node --patch-file``)."""
-    return to_yaml({"metadata": {"name": node_name, "labels": dict(labels)}})
-
-
-def to_yaml(value):
-    """Block-style YAML for plain data (dicts keep their order)."""
-    return dumps(value, flow=False)

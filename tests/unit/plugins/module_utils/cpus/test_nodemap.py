@@ -3,8 +3,7 @@
 
 from hypothesis import given, strategies as st
 
-from ansible_collections.npuops.fleet.plugins.module_utils.cpus.nodemap import (
-    NodeMap, node_counts, nodes_of)
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus.nodemap import NodeMap
 
 NODES = {"0": [0, 1, 2, 3, 8, 9], "1": [4, 5, 6, 7], "2": []}
 
@@ -19,8 +18,9 @@ def test_lookup_and_membership():
 def test_runs_spanning_nodes():
     nm = NodeMap(NODES)
     assert nm.nodes([3, 4, 100]) == {"0", "1"}
-    assert nm.run_node(4, 7) == "1" and nm.run_node(3, 4) is None and nm.run_node(10, 11) is None
-    assert nm.node_list([(4, 5)]) == ["1"] and nm.node_list([(2, 9)]) == ["0", "1"]
+    assert nm.nodes(range(4, 8)) == {"1"} and nm.nodes([3, 4]) == {"0", "1"}
+    assert nm.nodes([10, 11]) == set() and nm.nodes(range(2, 10)) == {"0", "1"}
+    assert nm.split([9, 8, 4, 3, 100]) == {"0": [9, 8, 3], "1": [4]}
     assert nm.counts([0, 1, 4, 9]) == {"0": 3, "1": 1}
     assert nm.first_missing([0, 4, 10, 11]) == 10 and nm.first_missing([0, 5]) is None
 
@@ -45,12 +45,15 @@ def test_agrees_with_the_plain_dict(node_cpus, cpus):
     nm = NodeMap(node_cpus)
     assert [nm.get(c) for c in cpus] == [plain.get(c) for c in cpus]
     assert nm.nodes(cpus) == set(plain[c] for c in cpus if c in plain)
-    assert nodes_of(plain, cpus) == nm.nodes(cpus)
     want = {}
     for c in cpus:
         if c in plain:
             want[plain[c]] = want.get(plain[c], 0) + 1
-    assert node_counts(plain, cpus) == want
+    parts = {}
+    for c in cpus:
+        if c in plain:
+            parts.setdefault(plain[c], []).append(c)
+    assert nm.split(cpus) == parts
     missing = [c for c in cpus if c not in plain]
     first = nm.first_missing(cpus)
     assert (first is None) is (not missing) and (first is None or first in missing)

@@ -58,3 +58,31 @@ def test_agrees_with_the_plain_dict(node_cpus, cpus):
     first = nm.first_missing(cpus)
     assert (first is None) is (not missing) and (first is None or first in missing)
     assert nm.counts(cpus) == want
+
+
+def test_every_layer_asks_the_one_map():
+    """The kubelet profile's IRQ targets, the report (its pools' nodes and a pod's CPU nodes)
+    and the binder name the node NodeMap names, on a layout with gaps and unsorted nodes."""
+    from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_profile import (
+        irq_targets_on_reserved)
+    from ansible_collections.npuops.fleet.plugins.module_utils.standalone import targets
+    from ansible_collections.npuops.fleet.plugins.plugin_utils.report import kubernetes, schema
+
+    text = {"2": "0-3,16-19", "0": "4-7", "5": "8-11,20"}
+    nm = NodeMap(dict((int(n), kubernetes.cpus(t)) for n, t in text.items()))
+    facts = {"cpu": {"numa_nodes": text}}
+    for cpus in ([0], [4, 5], [3, 4, 8], [20, 16], [12], [11, 19, 6]):
+        want = sorted(nm.nodes(cpus))
+        assert schema.nodes_of(cpus, schema.node_map(facts)) == want
+        assert sorted(kubernetes._node_of(facts).nodes(set(cpus))) == want
+    doc = {"numa_nodes": text}
+    for cpu in list(range(0, 24)) + [None]:
+        assert targets.node_of(doc, cpu) == (None if cpu is None else nm.get(cpu))
+    node_cpus = dict((int(n), kubernetes.cpus(t)) for n, t in text.items())
+    reserved = [1, 5, 9, 16]
+    moved, warnings = irq_targets_on_reserved(
+        [{"irq": 100 + cpu, "device": "npu0", "cpus": [cpu]} for cpu in (2, 6, 10, 13)],
+        reserved, node_cpus)
+    # each IRQ goes to the reserved CPUs of its CPU's node; CPU 13 is on none
+    assert [t["cpus"] for t in moved] == [[1], [5], [9], [13]]
+    assert len(warnings) == 1 and "NUMA node None" in warnings[0]

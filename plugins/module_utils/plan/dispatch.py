@@ -38,31 +38,22 @@ def _node_cpus(topology):
 def _npu_facts(topology):
     """``(ids, affinity {id: ordered cpus}, pci_nodes {id: node or None}, busy [ids])``."""
     ids, affinity, pci_nodes, busy = [], {}, {}, []
-    parse_ordered = cpuset.parse_ordered
-    parsed = {}  # text -> CPUs: the NPUs of one node share their affinity text
     for index, npu in enumerate(topology.get("npus") or []):
         logic = npu.get("logic_id") if isinstance(npu, dict) else None
         if logic is None:
             raise PlanError("topology npus[%d] has no logic_id" % index)
-        if logic.__class__ is not int:
-            logic = int(logic)
+        logic = int(logic)
         ids.append(logic)
         text = npu.get("affinity")
         # cpulist.is_cpulist's test, parsing once: a cpulist that is not blank parses to at
         # least one CPU, a blank one to none; an unreadable one counts as no affinity (so its
         # ParseError, and the source it names, are never shown)
         if text and isinstance(text, str):
-            if text in parsed:
-                cpus = parsed[text]
-            else:
-                try:
-                    cpus = parse_ordered(text, "npus[].affinity")
-                    if not cpus.size:
-                        cpus = None
-                except ParseError:
-                    cpus = None
-                parsed[text] = cpus
-            if cpus is not None:
+            try:
+                cpus = cpuset.parse_ordered(text, "npus[].affinity")
+            except ParseError:
+                cpus = cpuset.EMPTY
+            if cpus.size:
                 affinity[logic] = cpus
         node = npu.get("numa_node")
         if node is not None:

@@ -210,7 +210,7 @@ def predict(plan, topology, requested, insts, busy, affinity, node_cpus, allowed
         plan["vllm_ascend"] = _block(release, ranks)
         plan["warnings"].extend(release["warnings"])
         return {}, False, True, None
-    cpu_node = nodemap.node_map(node_cpus)
+    cpu_node = nodemap.NodeMap(node_cpus)
     arch = topology.get("arch")
     is_arm = va.arm_check(arch)[0]
     pools, cluster, reserve_irq = {}, False, True

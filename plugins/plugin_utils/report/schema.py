@@ -15,6 +15,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus.nodemap import NodeMap
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import drift_kinds
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type as device_types
@@ -96,9 +97,14 @@ def numa_map(facts):
     return dict(sorted(nodes.items()))
 
 
-def nodes_of(cpus, numa):
-    wanted = set(cpus)
-    return sorted(node for node, node_cpus in numa.items() if wanted.intersection(node_cpus))
+def node_map(facts):
+    """The nodemap.NodeMap of ``numa_map(facts)``: which NUMA node each CPU is on."""
+    return NodeMap(numa_map(facts))
+
+
+def nodes_of(cpus, nodes):
+    """The sorted NUMA nodes of ``cpus`` on the NodeMap ``nodes`` (``node_map``)."""
+    return sorted(nodes.nodes(cpus))
 
 
 def policy_heading(policy):

@@ -133,7 +133,7 @@ def run_case(worker, housekeeping, confine):
         pre = pin_to_housekeeping if cpuset.path is None else join_cpuset
     neighbour = subprocess.Popen([stress, "--cpu", str(ncpu), "--timeout", "%ds" % (SECONDS + 5),
                                   "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 preexec_fn=pre, start_new_session=True)
+                                 preexec_fn=pre, start_new_session=True)  # noqa: PLW1509 single-threaded bench
     try:
         if confine:
             how = cpuset.how
@@ -143,7 +143,8 @@ def run_case(worker, housekeeping, confine):
                  "-D", "%ds" % SECONDS, "-h", str(BUCKETS), "--histfile=%s" % hist_file.name],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
                 timeout=SECONDS + 60, check=False)
-            text = open(hist_file.name).read() + out.stdout
+            with open(hist_file.name) as written:
+                text = written.read() + out.stdout
     finally:
         os.killpg(neighbour.pid, 9)
         neighbour.wait()

@@ -49,10 +49,10 @@ def main():
           "| cost vs cpulist.parse of the CPUs |" % PLANS)
     print("|---|---|---|---|---|---|")
     for name, topo, policies, kwargs in hosts:
-        base = best(lambda: copy.deepcopy(topo), 2000)
-        parse = best(lambda: cpulist.parse(topo["cpu"]["allowed"]), 2000)
+        base = best(lambda t=topo: copy.deepcopy(t), 2000)
+        parse = best(lambda t=topo: cpulist.parse(t["cpu"]["allowed"]), 2000)
         for policy in policies:
-            per = best(lambda: plan_mod.make_plan(topo, policy, **kwargs), 2000)
+            per = best(lambda t=topo, p=policy, kw=kwargs: plan_mod.make_plan(t, p, **kw), 2000)
             print("| %s | %s | %d | %.2f | %.2fx | %.1fx |"
                   % (name, policy, 1 / per, per * PLANS, per / base, per / parse))
 

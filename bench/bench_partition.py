@@ -133,7 +133,7 @@ def run_case(worker, housekeeping, confine):
         pre = pin_to_housekeeping if cpuset.path is None else join_cpuset
     neighbour = subprocess.Popen([stress, "--cpu", str(ncpu), "--timeout", "%ds" % (SECONDS + 5),
                                   "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 preexec_fn=pre, start_new_session=True)  # noqa: PLW1509 single-threaded bench
+                                 preexec_fn=pre, start_new_session=True)
     try:
         if confine:
             how = cpuset.how

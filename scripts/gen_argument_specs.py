@@ -217,7 +217,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     stale = []
     for path, text in targets().items():
-        current = open(path).read() if os.path.exists(path) else None
+        current = None
+        if os.path.exists(path):
+            with open(path) as handle:
+                current = handle.read()
         if current == text:
             continue
         stale.append(os.path.relpath(path, REPO))

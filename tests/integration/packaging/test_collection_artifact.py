@@ -34,7 +34,8 @@ SHIPPED = {"MANIFEST.json", "FILES.json", "README.md", "LICENSE", "CHANGELOG.rst
            "docs", "meta", "playbooks", "plugins", "roles", "tests", "execution-environment.yml",
            "requirements.txt", "bindep.txt"}
 DEVELOPER = ["Makefile", ".ci", "scripts", "bench", "extensions", "requirements-dev.txt", "requirements-demo.txt",
-             "pytest.ini", ".ansible-lint", ".gitignore", "inventories", ".venv-demo",
+             "pytest.ini", ".ansible-lint", "ruff.toml", ".pre-commit-config.yaml", "CONTRIBUTING.md",
+             ".gitignore", "inventories", ".venv-demo",
              "changelogs/fragments", "tests/unit", "tests/integration", "tests/lib",
              "tests/fixtures", "tests/real", "tests/conftest.py", "tests/config.yml", ".venv", ".cache",
              ".demo", ".hypothesis", ".pytest_cache", ".mypy_cache", "nohup.out"]

@@ -38,7 +38,7 @@ def halves(count):
 
 def main():
     # (name, facts, policies, make_plan keyword arguments); the last two rows place the whole
-    # process tree (issue 11): frontends from free nodes by distance, and the A3 carve-out
+    # process tree: frontends from free nodes by distance, and the A3 carve-out
     hosts = [("A3 640 CPUs / 16 NPUs", cpu_hosts.a3(), ("strict", "vllm_ascend"), {}),
              ("A2 192 CPUs / 8 NPUs", cpu_hosts.a2(), ("strict", "vllm_ascend"), {}),
              ("A2 real 8 x 24, distance table, 2 instances", cpu_hosts.a2_real(), ("strict",),

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The collection as a user gets it (issue 14).
+"""The collection as a user gets it (ansible-galaxy collection build / install).
 
 - The artifact of ``ansible-galaxy collection build`` holds what a user runs or reads and
   nothing for development (galaxy.yml ``build_ignore``), with the license text.

@@ -81,7 +81,7 @@ def test_audit_playbook_on_the_demo_fleet_writes_consistent_reports_idempotently
         assert cgroup["fix"].startswith("the facts were gathered in a cpuset of 1 CPU ")
         assert "gather the facts outside the job's cgroup, or pass allowed_cpus" in cgroup["fix"]
         # the design-document A2 host shows vllm-ascend's NPU0/NPU1 overlap on 0-23; its demo
-        # instances run with host binding, so the prediction is a note: not in effect (issue 22)
+        # instances run with host binding, so the prediction is a note: not in effect
         overlap = [p for p in report["problems"]
                    if p["host"] == "a2-designdoc" and p["kind"] == "vllm_not_in_effect"]
         assert overlap and "NPU0+NPU1 share 0-23" in overlap[0]["evidence"]

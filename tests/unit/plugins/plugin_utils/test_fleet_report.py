@@ -577,7 +577,7 @@ def test_any_hostname_round_trips_through_the_html(name):
     page = report_html.render_html(fr.build_report(fleet))
     parser = _Collect()
     parser.feed(page)
-    # a host text is shown on one line (issue 24): separators and control characters are spaces
+    # a host text is shown on one line (it may come from a compromised host): separators and control characters are spaces
     from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import one_line
     assert parser.hosts == [one_line(name)]
     assert page.count("<script") == 1

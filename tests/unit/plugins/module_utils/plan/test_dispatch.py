@@ -58,7 +58,7 @@ def test_instances_union_and_env():
     plan = plan_mod.make_plan(cpu_hosts.a2(), "strict", instances=insts)
     assert sorted(plan["npus"]) == ["0", "1", "3"]
     # the design document's A2: every node is some NPU's home, so no free CPU is near: the
-    # frontend (2 + 2 cores) is carved from the ends of the workers' main CPUs (issue 11)
+    # frontend (2 + 2 cores) is carved from the ends of the workers' main CPUs
     assert plan["instances"]["svc1"] == {"npus": [1, 3], "main": "2-19,26-43",
                                          "pool": "0-19,22-43,46-47", "numa_nodes": [0],
                                          "env": {"ASCEND_RT_VISIBLE_DEVICES": "1,3"},

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The planners' fast paths for CpuSeq pools (issue 11's speed work) against the general list
+"""The planners' fast paths for CpuSeq pools (the 10,000-plan speed work) against the general list
 paths they shortcut: plan entries, vllm-ascend's plan lines, slices and shares, the next-NUMA
 extension, the "N-M" parse, subtract / union_runs / cpulist text, the nearness keys of many
 nodes, node counts. Same values for any runs: ascending or not, ids past the decimal

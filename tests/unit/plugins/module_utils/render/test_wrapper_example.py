@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The wrapper shown in vllm_launch_wrapper's EXAMPLES is the one its tasks write (issue 22: the
+"""The wrapper shown in vllm_launch_wrapper's EXAMPLES is the one its tasks write (the
 example showed devices 0,2 for npus [0, 1]): the example's plan and last task, rendered on the
 recorded A2 host it names, give exactly the commented wrapper (its exec line unwrapped)."""
 

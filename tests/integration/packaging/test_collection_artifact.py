@@ -156,11 +156,10 @@ def test_the_artifact_holds_what_users_need_and_nothing_for_development(readme_r
 
 def test_no_shipped_path_holds_a_colon(readme_run):
     """Paths with ':' (recorded sysfs such as .../0000:c1:00.0) cannot be extracted on Windows.
-    The snapshot format escapes them (issue 15); until tests/snapshots is renamed
-    (scripts/escape_snapshot_paths.py) the artifact still carries them."""
+    The snapshot format escapes them (0000%3Ac1%3A00.0); scripts/escape_snapshot_paths.py renames
+    a recorded snapshot that still holds one."""
     left = _colon_paths(SNAPSHOTS)
-    if left:
-        pytest.skip("tests/snapshots still holds %d paths with ':' (not renamed yet)" % len(left))
+    assert left == [], "tests/snapshots holds paths with ':' (run scripts/escape_snapshot_paths.py)"
     with tarfile.open(str(readme_run["artifact"])) as tar:
         assert [m.name for m in tar.getmembers() if ":" in m.name] == []
 

@@ -7,14 +7,12 @@ import os
 import re
 import shutil
 
-import pytest
 
 from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
 from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
 from npuops_testing import SNAPSHOTS
 
 A2 = os.path.join(SNAPSHOTS, "a2-910b3x8")
-pytestmark = pytest.mark.skipif(not os.path.isdir(A2), reason="tests/snapshots not built")
 
 
 def _copy(tmp_path):

@@ -139,7 +139,6 @@ CPUSET_HINT = ("the facts were gathered in a cpuset of 1 CPU (Cpus_allowed_list 
                "(role variable npuops_cpu_allowed) with the CPUs the service may use")
 
 
-@pytest.mark.skipif(not os.path.isdir(CGROUP_SNAPSHOT), reason="h100-cgroup snapshot not built")
 def test_plan_failing_in_a_cut_cpuset_says_what_to_do():
     """h100-cgroup was recorded inside a 1-CPU job cgroup: the plan names the GPU, the cpuset
     and both ways out; with allowed_cpus it plans."""

@@ -161,7 +161,6 @@ def test_gpu_plan_instance_visibility_accepted_and_checked():
 SNAPSHOT = os.path.join(SNAPSHOTS, "a2-910b3x8")
 
 
-@pytest.mark.skipif(not os.path.isdir(SNAPSHOT), reason="tests/snapshots/a2-910b3x8 not built")
 def test_real_plan_from_snapshot(tmp_path):
     """The plan npu_cpu_plan really produces (it carries the visibility var in the instance env)."""
     from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio

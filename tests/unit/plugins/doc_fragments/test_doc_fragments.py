@@ -10,7 +10,7 @@ import os
 import pytest
 import yaml
 
-from npuops_testing import REPO
+from npuops_testing import REPO, module_string
 
 
 @pytest.mark.parametrize("variant, attributes", [
@@ -48,9 +48,7 @@ def test_every_module_takes_its_author_from_the_module_fragment():
     paths = sorted(glob.glob(os.path.join(REPO, "plugins", "modules", "*.py")))
     assert paths
     for path in paths:
-        with open(path) as handle:
-            text = handle.read()
-        doc = yaml.safe_load(text.split("DOCUMENTATION = r'''", 1)[1].split("'''", 1)[0])
+        doc = yaml.safe_load(module_string(path, "DOCUMENTATION"))
         # validate-modules requires an author once the fragments are merged
         assert "npuops.fleet.module" in doc["extends_documentation_fragment"], path
         assert "author" not in doc, path

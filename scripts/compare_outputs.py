@@ -100,7 +100,7 @@ def dump_host(out, name, snap):
     cpumap = _load("module_utils.render.cpumap")
     launch = _load("module_utils.render.launch")
     rules = _load("module_utils.model.rules")
-    capacity = getattr(rules, "softshare_capacity", None) or getattr(rules, "capacity")
+    capacity = getattr(rules, "softshare_capacity", None) or rules.capacity
     plugin_config = _load("module_utils.softshare.plugin_config")
     manifests = _load("plugin_utils.manifests")
 

@@ -9,6 +9,9 @@ rendered here:
 - into each ``roles/*/meta/argument_specs.yml``, between the marker comments
   ``# >>> npuops_vllm_instances`` and ``# <<< npuops_vllm_instances`` (the rest of the file is
   left as written);
+- the k8s_node role's pass-through variables (spec, defaults, the kubelet_cpu_profile task's
+  arguments) from the module's argument spec and DOCUMENTATION, through the table in
+  ``scripts/k8s_node_options.py``;
 - ``roles/validate/vars/main.yml``: the union of the options of every role that
   ``playbooks/site.yml`` runs (one definition each; a variable two roles define differently is
   an error here) as ``__npuops_validate_spec``, which the validate role checks with an explicit
@@ -34,6 +37,8 @@ import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import k8s_node_options  # noqa: E402
 from ansible_collections.npuops.fleet.plugins.module_utils.model import instances  # noqa: E402
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type  # noqa: E402
 
@@ -97,26 +102,39 @@ def instances_block(indent):
     return pad + BEGIN + "\n" + _dump(option, indent) + pad + END + "\n"
 
 
-def render_role_spec(text):
-    """``text`` with every marked block (re)rendered."""
+def render_blocks(text, blocks, where):
+    """``text`` with every block marked by one of ``blocks`` ((begin, end, render(indent)) each)
+    (re)rendered at the marker's indent; a block that ``where`` must hold and does not is an error."""
     out = []
     lines = text.splitlines(True)
+    seen = set()
     i = 0
     while i < len(lines):
         line = lines[i]
-        if line.strip() == BEGIN:
+        block = next((b for b in blocks if line.strip() == b[0]), None)
+        if block is not None:
+            begin, end, render = block
             indent = len(line) - len(line.lstrip())
             j = i + 1
-            while j < len(lines) and lines[j].strip() != END:
+            while j < len(lines) and lines[j].strip() != end:
                 j += 1
             if j == len(lines):
-                raise SystemExit("unterminated %s block" % BEGIN)
-            out.append(instances_block(indent))
+                raise SystemExit("%s: unterminated %s block" % (where, begin))
+            out.append(render(indent))
+            seen.add(begin)
             i = j + 1
             continue
         out.append(line)
         i += 1
+    for begin, dummy, dummy in blocks:
+        if begin not in seen and begin != BEGIN:
+            raise SystemExit("%s: the marker %r is gone" % (where, begin))
     return "".join(out)
+
+
+def render_role_spec(text, extra=(), where="argument spec"):
+    """``text`` with every marked block (re)rendered: the instance schema, and ``extra`` blocks."""
+    return render_blocks(text, [(BEGIN, END, instances_block)] + list(extra), where)
 
 
 def _spec_file(role):
@@ -240,10 +258,15 @@ def module_targets():
 def targets():
     texts = {}
     out = module_targets()
+    generated = k8s_node_options.targets(REPO, _dump)
     for role in SITE_ROLES:
         with open(_spec_file(role)) as handle:
             texts[role] = handle.read()
-        out[_spec_file(role)] = render_role_spec(texts[role])
+        extra = [generated.pop(_spec_file(role))] if _spec_file(role) in generated else []
+        out[_spec_file(role)] = render_role_spec(texts[role], extra, os.path.relpath(_spec_file(role), REPO))
+    for path, block in generated.items():
+        with open(path) as handle:
+            out[path] = render_blocks(handle.read(), [block], os.path.relpath(path, REPO))
     rendered = dict((role, out[_spec_file(role)]) for role in SITE_ROLES)
     out[_spec_file("validate")] = validate_spec()
     out[os.path.join(REPO, "roles", "validate", "vars", "main.yml")] = known_vars(rendered)
@@ -256,7 +279,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     stale = []
     for path, text in targets().items():
-        current = open(path).read() if os.path.exists(path) else None
+        current = None
+        if os.path.exists(path):
+            with open(path) as handle:
+                current = handle.read()
         if current == text:
             continue
         stale.append(os.path.relpath(path, REPO))

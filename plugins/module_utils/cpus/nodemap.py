@@ -11,9 +11,9 @@ __metaclass__ = type
 
 from bisect import bisect_left
 
-MAX_NODES = 1024  # NUMA node ids 0..1023: Linux MAX_NUMNODES is at most 1 << 10
-
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus.cpuset import EMPTY, CpuSeq, subtract, union_runs
+
+MAX_NODES = 1024  # NUMA node ids 0..1023: Linux MAX_NUMNODES is at most 1 << 10
 
 
 class NodeMap(object):

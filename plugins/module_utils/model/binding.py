@@ -99,7 +99,7 @@ def _plan(io, path, errors):
         return None
     try:
         doc = json.loads(text)
-    except (ValueError, RecursionError) as err:  # RecursionError: nested too deep (issue 15)
+    except (ValueError, RecursionError) as err:  # RecursionError: a hostile report nested too deep
         _error(errors, path, "not valid JSON: %s" % err)
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("npuops_instance"), dict):

@@ -186,7 +186,7 @@ def average_distribute(pools, npu_list):
 
 
 def candidate_npus(all_logic_npus, running, npu_affinity, allowed_set, hidden=True):
-    """Running NPUs plus hidden NPUs whose topo affinity overlaps the allowed CPUs (PR #8792,
+    """Running NPUs plus hidden NPUs whose topo affinity overlaps the allowed CPUs (vllm-project/vllm-ascend#8792,
     0.19.1rc1 on); ``hidden`` False: the running NPUs only, as 0.18.x."""
     if not hidden:
         return list(running)

@@ -14,7 +14,7 @@ from npuops_testing.report_fleet import real_fleet
 def a2():
     fleet = real_fleet()
     if "a2-910b3x8" not in fleet:
-        pytest.skip("a2-910b3x8 snapshot missing")
+        pytest.fail("tests/snapshots/a2-910b3x8 is missing")
     return fleet["a2-910b3x8"]
 
 

@@ -78,7 +78,7 @@ def test_lacking_node_borrows_from_unowned_node():
     topo["npus"].append({"logic_id": 2, "affinity": "16-23", "processes": []})
     plan = plan_mod.make_plan(topo, "strict")
     assert pools(plan) == {0: "0-4", 1: "5-9", 2: "16-23"}
-    # the pool spans nodes 0 and 1; the worker's memory stays on its home node 0 (issue 11)
+    # the pool spans nodes 0 and 1; the worker's memory stays on its home node 0
     assert plan["npus"]["1"]["pool_nodes"] == [0, 1]
     assert plan["npus"]["1"]["numa_nodes"] == [0] and plan["npus"]["1"]["home_node"] == 0
     assert plan["npus"]["1"]["pool_order"] == "5-9"

@@ -58,6 +58,17 @@ def test_token_gaps_leave_out_the_first_token_and_split_multi_token_chunks():
     assert tpot.token_gaps([(1.0, 1)]) == [] and tpot.token_gaps([]) == []
 
 
+def test_request_tpot_is_vllms_serving_benchmark_definition():
+    """(latency after the first token) / (tokens after the first): bursts do not matter."""
+    events = [(10.0, 1), (10.02, 2), (10.05, 3), (10.05, None), (10.09, 5), (10.10, 6),
+              (10.2, None)]
+    assert tpot.request_tpot(events) == pytest.approx(0.10 / 5)
+    burst = [(1.0, 1), (1.5, 2), (1.5, 3), (1.5, 4)]  # three tokens delivered at once
+    assert tpot.request_tpot(burst) == pytest.approx(0.5 / 3)
+    assert tpot.request_tpot([(1.0, 1)]) is None and tpot.request_tpot([]) is None
+    assert tpot.request_tpot([(1.0, None)]) is None
+
+
 def test_confinement_is_the_partition_plans_housekeeping():
     """The bench's instance plan (device 0 on CPU 1, frontend CPU 0): the neighbour is held on
     CPU 0 - what the partition gives system.slice - and the worker CPU 1 is isolated."""

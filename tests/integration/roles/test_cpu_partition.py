@@ -10,6 +10,7 @@ from npuops_testing.fleet import make_fleet, need, play, recap, written
 from npuops_testing.runner import run_playbook
 
 TWO = [{"name": "a", "npus": [0, 1, 2, 3]}, {"name": "b", "npus": [4, 5, 6, 7]}]
+LOCK = "/var/lib/npuops/.cpu_partition.json.lock"
 DROPINS = {"/etc/systemd/system/%s.d/50-npuops-cpu-partition.conf" % u
            for u in ("system.slice", "user.slice", "init.scope")}
 
@@ -47,8 +48,10 @@ def test_partition_role_check_apply_again_and_back(tmp_path):
 
     back = run_playbook(pb, inv, ["-e", "npuops_cpu_partition=false"])
     assert back.returncode == 0, back.stdout
-    assert written(tmp_path, "a2", "a2-910b3x8") == set()
-    assert written(tmp_path, "dgx", "dgx-a100") == set()
+    # every file taken back; the state file's lock stays, empty, as every shared file's lock
+    for host, snap in (("a2", "a2-910b3x8"), ("dgx", "dgx-a100")):
+        assert written(tmp_path, host, snap) == {LOCK}
+        assert (tmp_path / "demo" / host / "root" / LOCK.lstrip("/")).read_text() == ""
 
 
 @pytest.mark.slow

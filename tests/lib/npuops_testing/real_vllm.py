@@ -10,14 +10,23 @@
 - ``kill_session(pid)``: SIGTERM then SIGKILL to a whole process group, and to any descendant
   that left it
 - ``table(rows)``: the read-back table the tier prints
+- one instance under the collection's wrapper and binder, shared by the tier and
+  ``bench/bench_vllm_tpot.py``: ``gpu_plan``, ``serve_env``, ``serve_command``,
+  ``render_instance`` (``vllm_launch_wrapper`` into a sandbox root), ``wrapper_env``,
+  ``binder_argv`` (the bind unit's ExecStart on the sandbox), ``http``, ``wait_health``
 """
 
+import glob
+import json
 import os
 import re
+import shlex
 import signal
 import socket
 import threading
 import time
+import urllib.error
+import urllib.request
 
 # VLLM::Worker[_DP<r>][_PP<r>][_PCP<r>][_TP<r>][_DCP<r>][_EP<r>] (vllm/v1/executor/
 # multiproc_executor.py), under $VLLM_PROCESS_NAME_PREFIX (default VLLM)
@@ -209,3 +218,111 @@ def table(rows):
     widths = [max(len(c[i]) for c in cells) for i in range(len(head))]
     return "\n".join("  ".join(c[i].ljust(widths[i]) for i in range(len(head))).rstrip()
                      for c in cells)
+
+
+def gpu_plan(name, devices, frontend, pools, hostname=None, budget=False):
+    """A GPU-mode plan over this host's CPUs: device d on ``pools[d]``, the instance ``name``
+    on ``devices`` with its frontend on ``frontend``. ``budget``: with the ``cpu_budget`` a
+    GPU plan has (workers = the pools, frontend), which the host CPU partition reads."""
+    plan = {"policy": "strict", "mode": "gpu_numa", "device_type": None, "skipped": False,
+            "hostname": hostname or socket.gethostname(), "numa_nodes": {"0": "0-1"}, "npus": {},
+            "gpus": dict((str(d), {"pool": pools[d], "numa_node": 0}) for d in sorted(pools)),
+            "instances": {name: {"npus": devices, "frontend": frontend, "env": {}}},
+            "env": {}, "log": [], "warnings": []}
+    if budget:
+        plan["cpu_budget"] = {"workers": ",".join(pools[d] for d in sorted(pools)),
+                              "frontend": frontend, "reserved": "", "spare": ""}
+    return plan
+
+
+def venv_vllm_version(venv):
+    """The venv's vLLM as an operator states it (the module's vllm_version): the venv lies
+    outside the sandbox root the module reads, so the module cannot find it there itself."""
+    pattern = os.path.join(venv, "lib", "python3*", "site-packages", "vllm*.dist-info", "METADATA")
+    for meta in sorted(glob.glob(pattern)):
+        with open(meta, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("Version:"):
+                    return line.split(":", 1)[1].strip()
+    return None
+
+
+def serve_env(cache, omp=None):
+    """vLLM's environment: offline, its caches under ``cache``, ``VLLM_CPU_OMP_THREADS_BIND``."""
+    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "VLLM_CACHE_ROOT": cache, "TORCHINDUCTOR_CACHE_DIR": os.path.join(cache, "inductor"),
+           "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+    if omp:
+        env["VLLM_CPU_OMP_THREADS_BIND"] = omp
+    return env
+
+
+def serve_command(venv, model, port, args=()):
+    return [os.path.join(venv, "bin", "vllm"), "serve", model, "--served-model-name", "tiny",
+            "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "256"] + list(args)
+
+
+def render_instance(root, name, plan, command, env, venv):
+    """``vllm_launch_wrapper`` (through ansible-playbook) renders the instance into ``root``."""
+    from npuops_testing.runner import run_module
+    result = run_module("vllm_launch_wrapper", {
+        "name": name, "plan": plan, "command": command, "env": env, "host_root": root,
+        "bind_timeout": 420, "vllm_version": venv_vllm_version(venv)})
+    assert not result.get("failed"), result
+    return result
+
+
+def wrapper_env():
+    """The environment the wrapper starts with (as systemd gives a unit)."""
+    return {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "HOME": os.environ.get("HOME", "/root"), "LANG": "C.UTF-8"}
+
+
+def binder_argv(root, name, root_pid, follow):
+    """The bind unit's ExecStart, on the sandbox ``root``: --root-pid for --unit, --follow
+    ``follow`` seconds, the files under the sandbox, ``--json``."""
+    unit = read(os.path.join(root, "etc/systemd/system/vllm-%s-bind.service" % name)) or ""
+    execs = [line[len("ExecStart="):] for line in unit.splitlines() if line.startswith("ExecStart=")]
+    assert len(execs) == 1, unit
+    argv = shlex.split(execs[0])
+    out = [os.path.join(root, argv[0].lstrip("/"))]
+    words = iter(argv[1:])
+    for word in words:
+        if word == "--unit":
+            next(words)
+            out += ["--root-pid", str(root_pid)]
+        elif word == "--follow":
+            next(words)
+            out += ["--follow", str(follow)]
+        elif word in ("--plan", "--irq-state", "--metrics-dir"):
+            out += [word, os.path.join(root, next(words).lstrip("/"))]
+        else:
+            out.append(word)
+    return out + ["--proc-irq", os.path.join(root, "proc/irq"), "--json"]
+
+
+def http(url, body=None, timeout=5.0):
+    """(status or None, body text) of a GET, or a JSON POST with ``body``."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data,
+                                     headers={"Content-Type": "application/json"} if data else {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, response.read(1 << 20).decode("utf-8", "replace")
+    except urllib.error.HTTPError as err:
+        return err.code, err.read(1 << 16).decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError) as err:
+        return None, str(err)
+
+
+def wait_health(server, url, seconds):
+    """None once ``url`` answers 200 within ``seconds``; else why not (``server`` exited)."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if server.poll() is not None:
+            return "vLLM exited with %s before /health answered" % server.returncode
+        status, _body = http(url, timeout=2.0)
+        if status == 200:
+            return None
+        time.sleep(1.0)
+    return "no /health 200 within %ds" % seconds

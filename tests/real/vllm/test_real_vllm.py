@@ -34,12 +34,9 @@ import os
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import threading
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
@@ -83,11 +80,7 @@ def cpuset(text):
 
 
 def gpu_plan(name, devices):
-    return {"policy": "strict", "mode": "gpu_numa", "device_type": None, "skipped": False,
-            "hostname": socket.gethostname(), "numa_nodes": {"0": "0-1"}, "npus": {},
-            "gpus": dict((str(d), {"pool": POOLS[d], "numa_node": 0}) for d in sorted(POOLS)),
-            "instances": {name: {"npus": devices, "frontend": FRONTEND, "env": {}}},
-            "env": {}, "log": [], "warnings": []}
+    return rv.gpu_plan(name, devices, FRONTEND, POOLS)
 
 
 class Run(object):
@@ -116,80 +109,23 @@ class Run(object):
         return "\n".join(text.splitlines()[-lines:])
 
 
-def venv_vllm_version():
-    """The tier's vLLM as an operator states it (the module's vllm_version): the venv lies
-    outside the sandbox root the module reads, so the module cannot find it there itself."""
-    import glob
-    pattern = os.path.join(VENV, "lib", "python3*", "site-packages", "vllm*.dist-info", "METADATA")
-    for meta in sorted(glob.glob(pattern)):
-        with open(meta, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if line.startswith("Version:"):
-                    return line.split(":", 1)[1].strip()
-    return None
-
-
 def render(run, port):
-    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "VLLM_CACHE_ROOT": CACHE, "TORCHINDUCTOR_CACHE_DIR": os.path.join(CACHE, "inductor"),
-           "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
-    if run.config["omp"]:
-        env["VLLM_CPU_OMP_THREADS_BIND"] = run.config["omp"]
-    command = [os.path.join(VENV, "bin", "vllm"), "serve", MODEL, "--served-model-name", "tiny",
-               "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "256"]
-    result = run_module("vllm_launch_wrapper", {
-        "name": run.name, "plan": gpu_plan(run.name, run.config["devices"]),
-        "command": command + run.config["args"], "env": env, "host_root": run.root,
-        "bind_timeout": 420, "vllm_version": venv_vllm_version()})
-    assert not result.get("failed"), result
-    return result
+    command = rv.serve_command(VENV, MODEL, port, run.config["args"])
+    return rv.render_instance(run.root, run.name, gpu_plan(run.name, run.config["devices"]),
+                              command, rv.serve_env(CACHE, run.config["omp"]), VENV)
 
 
 def binder_argv(run, root_pid):
     """The bind unit's ExecStart, on the sandbox: --root-pid for --unit, short --follow."""
-    unit = rv.read(run.path("/etc/systemd/system/vllm-%s-bind.service" % run.name)) or ""
-    execs = [line[len("ExecStart="):] for line in unit.splitlines() if line.startswith("ExecStart=")]
-    assert len(execs) == 1, unit
-    argv = shlex.split(execs[0])
-    out = [run.path(argv[0])]
-    words = iter(argv[1:])
-    for word in words:
-        if word == "--unit":
-            next(words)
-            out += ["--root-pid", str(root_pid)]
-        elif word == "--follow":
-            next(words)
-            out += ["--follow", str(FOLLOW_SECONDS)]
-        elif word in ("--plan", "--irq-state", "--metrics-dir"):
-            out += [word, run.path(next(words))]
-        else:
-            out.append(word)
-    return out + ["--proc-irq", run.path("/proc/irq"), "--json"]
+    return rv.binder_argv(run.root, run.name, root_pid, FOLLOW_SECONDS)
 
 
 def http(url, body=None, timeout=5.0):
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data,
-                                     headers={"Content-Type": "application/json"} if data else {})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, response.read(1 << 20).decode("utf-8", "replace")
-    except urllib.error.HTTPError as err:
-        return err.code, err.read(1 << 16).decode("utf-8", "replace")
-    except (urllib.error.URLError, OSError) as err:
-        return None, str(err)
+    return rv.http(url, body, timeout)
 
 
 def wait_ready(run, server, url):
-    deadline = time.time() + READY_SECONDS
-    while time.time() < deadline:
-        if server.poll() is not None:
-            return "vLLM exited with %s before /health answered" % server.returncode
-        status, _body = http(url, timeout=2.0)
-        if status == 200:
-            return None
-        time.sleep(1.0)
-    return "no /health 200 within %ds" % READY_SECONDS
+    return rv.wait_health(server, url, READY_SECONDS)
 
 
 def planned_of(procs, run):
@@ -383,10 +319,8 @@ def test_real_vllm_tree_is_bound_as_planned(key):
               == ready_url, " ".join(argv))
     started = time.time()
     server_log = open(os.path.join(workdir, "server.log"), "wb")
-    env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-           "HOME": os.environ.get("HOME", "/root"), "LANG": "C.UTF-8"}
     server = subprocess.Popen([wrapper], stdin=subprocess.DEVNULL, stdout=server_log,
-                              stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                              stderr=subprocess.STDOUT, env=rv.wrapper_env(), start_new_session=True,
                               cwd=workdir)
     with open(os.path.join(OUT, "pgids"), "a") as handle:
         handle.write("%d\n" % server.pid)

@@ -13,6 +13,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.render import cpu_par
 from npuops_testing.module_harness import call_module, facts_of, plan_of
 
 HOSTS = ("a2-910b3x8", "dgx-a100")
+LOCK = "var/lib/npuops/.cpu_partition.json.lock"
 ALL_MASK = "ffffffff,ffffffff,ffffffff,ffffffff,ffffffff,ffffffff,ffffffff,ffffffff"
 
 
@@ -32,10 +33,14 @@ def make_root(tmp_path, tuned=None):
 
 
 def tree(path):
+    """Every file under ``path`` and its text, but the state file's lock (``LOCK``: a real run
+    leaves it, empty, as every shared file's lock)."""
     out = []
     for dirpath, dirnames, files in os.walk(str(path)):
         dirnames.sort()
         for name in sorted(files):
+            if os.path.relpath(os.path.join(dirpath, name), str(path)) == LOCK:
+                continue
             full = os.path.join(dirpath, name)
             out.append((os.path.relpath(full, str(path)), open(full).read()))
     return out
@@ -79,6 +84,7 @@ def test_check_mode_is_inert_then_applied_idempotent_and_reversible(tmp_path, ho
     assert back_check["changed"] is True and tree(root) == applied_tree
     back = call_module("npu_cpu_partition", {"state": "absent", "host_root": str(root)})
     assert back["changed"] is True and not back.get("failed"), back.get("msg")
+    assert (root / LOCK).read_text() == ""  # the state file's lock stays, empty
     assert [(p, t.strip() if p.startswith(("proc", "sys")) else t) for p, t in tree(root)] == \
         [(p, t.strip() if p.startswith(("proc", "sys")) else t) for p, t in found]
     assert call_module("npu_cpu_partition", {"state": "absent",
@@ -270,3 +276,40 @@ def test_cgroup_v2_take_back_widens_the_slices_before_removing_them(tmp_path):
     scope = [t for p, t in written if p == render.unit_dropin("init.scope")]
     assert scope[0].endswith("[Scope]\nAllowedCPUs=0-191\n")
     assert [(p, t.strip()) for p, t in tree(root)] == [(p, t.strip()) for p, t in found]
+
+
+@pytest.mark.parametrize("state", ["present", "absent"])
+def test_partition_state_write_waits_for_the_shared_lock(tmp_path, state):
+    """The state file is read, merged and rewritten under the one lock of a shared host file
+    (host/locks, ``.cpu_partition.json.lock`` beside it): while another run holds it, neither
+    applying nor taking back writes anything; check mode takes no lock."""
+    import fcntl
+    import threading
+    import time
+    root = make_root(tmp_path)
+    state_file = root / render.STATE_FILE.lstrip("/")
+    lock = state_file.parent / (".%s.lock" % state_file.name)
+    if state == "absent":
+        assert call_module("npu_cpu_partition", args(root))["changed"] is True
+        a = {"state": "absent", "host_root": str(root)}
+    else:
+        a = args(root)
+        assert call_module("npu_cpu_partition", a, check=True)["changed"] is True
+        assert not lock.exists()  # check mode: no lock taken, no lock file left
+    state_file.parent.mkdir(parents=True, exist_ok=True)
+    lock.touch()
+    held = open(str(lock), "r+")
+    fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+    before = tree(root)
+    done = []
+    worker = threading.Thread(target=lambda: done.append(call_module("npu_cpu_partition", a)))
+    worker.start()
+    try:
+        time.sleep(1.0)
+        assert tree(root) == before and not done  # waiting on the lock, nothing written
+    finally:
+        fcntl.flock(held.fileno(), fcntl.LOCK_UN)
+        held.close()
+        worker.join(60)
+    assert done and done[0]["changed"] is True and not done[0].get("failed"), done[0].get("msg")
+    assert state_file.exists() is (state == "present")

@@ -63,7 +63,6 @@ OLD_TEXTS = {
               "Need at least %d CPUs in cpuset."),
     "unknown_arch": "Unknown CPU architecture '%s', CPU binding will be disabled.",
 }
-PROFILED_DEVICE_TYPES = ("A2", "A3", "A5", "310P")
 
 
 def parse_version(text):

@@ -100,6 +100,9 @@ def test_the_readme_install_section_works_as_written(readme_run):
     assert len(recaps) == 4  # site and audit
     assert sum(int(c) for h, dummy, c in recaps[:2]) > 0  # site.yml wrote into the sandboxes
     assert "fleet-report.html" in out and "fleet-report.json" in out
+    # the page came from the installed copy's templates
+    page = (readme_run["try"] / "report" / "fleet-report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") >= 2 and "Content-Security-Policy" in page
     report = json.loads((readme_run["try"] / "report" / "fleet-report.json").read_text())
     assert [h["name"] for h in report["hosts"]] == ["a2", "dgx"]
     assert all(h["has_facts"] for h in report["hosts"])
@@ -151,6 +154,10 @@ def test_the_artifact_holds_what_users_need_and_nothing_for_development(readme_r
             if entry != "__pycache__":
                 assert "%s/%s" % (folder, entry) in names, entry
     assert "meta/execution-environment.yml" in names
+    # the report page's templates and static files, read beside report/html.py at run time
+    templates = os.path.join(REPO, "plugins", "plugin_utils", "report", "templates")
+    for entry in os.listdir(templates):
+        assert "plugins/plugin_utils/report/templates/" + entry in names, entry
 
 
 def test_no_shipped_path_holds_a_colon(readme_run):

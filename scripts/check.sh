@@ -67,17 +67,21 @@ for gate in "${gates[@]}"; do
     detail[$gate]=$(gate_detail "$gate" "$log")
 done
 
-printf '\n===== summary\n'
-printf '%-7s %-12s %6s  %s\n' gate result time detail
-for gate in "${gates[@]}"; do
-    printf '%-7s %-12s %5ss  %s\n' "$gate" "${status[$gate]}" "${seconds[$gate]}" "${detail[$gate]}"
-done
-if [[ $overall -eq 0 ]]; then echo "ALL GATES PASSED"; else echo "SOME GATES FAILED (logs: .cache/check/)"; fi
-# Last line: pytest's counts in the plain "N passed, N failed" form CI reads.
-if [[ -f $LOGS/unit.log && " ${gates[*]} " == *" unit "* ]]; then
-    counts=$(grep -E ' in [0-9.]+s' "$LOGS/unit.log" | tail -1)
-    passed=$(awk '{for (i = 2; i <= NF; i++) if ($i ~ /^passed/) n += $(i-1)} END {print n + 0}' <<<"$counts")
-    failed=$(awk '{for (i = 2; i <= NF; i++) if ($i ~ /^(failed|error)/) n += $(i-1)} END {print n + 0}' <<<"$counts")
-    echo "tests: ${passed:-0} passed, ${failed:-0} failed"
-fi
+# The summary also goes to .cache/check/summary.log, so a run's per-gate seconds stay readable
+# next to the gates' own logs after the terminal is gone.
+{
+    printf '\n===== summary\n'
+    printf '%-7s %-12s %6s  %s\n' gate result time detail
+    for gate in "${gates[@]}"; do
+        printf '%-7s %-12s %5ss  %s\n' "$gate" "${status[$gate]}" "${seconds[$gate]}" "${detail[$gate]}"
+    done
+    if [[ $overall -eq 0 ]]; then echo "ALL GATES PASSED"; else echo "SOME GATES FAILED (logs: .cache/check/)"; fi
+    # Last line: pytest's counts in the plain "N passed, N failed" form CI reads.
+    if [[ -f $LOGS/unit.log && " ${gates[*]} " == *" unit "* ]]; then
+        counts=$(grep -E ' in [0-9.]+s' "$LOGS/unit.log" | tail -1)
+        passed=$(awk '{for (i = 2; i <= NF; i++) if ($i ~ /^passed/) n += $(i-1)} END {print n + 0}' <<<"$counts")
+        failed=$(awk '{for (i = 2; i <= NF; i++) if ($i ~ /^(failed|error)/) n += $(i-1)} END {print n + 0}' <<<"$counts")
+        echo "tests: ${passed:-0} passed, ${failed:-0} failed"
+    fi
+} | tee "$LOGS/summary.log"
 exit $overall

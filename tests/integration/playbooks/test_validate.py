@@ -113,27 +113,53 @@ MISTAKES = [
 ]
 
 
+def failures_of(stdout, host):
+    """The failure lines ansible-playbook printed for ``host`` (``fatal: [host]: FAILED! => {...}``,
+    ``failed: [host] (item=...) => {...}``: one line each, the message JSON-escaped in it)."""
+    heads = ("fatal: [%s]" % host, "failed: [%s]" % host)
+    return "\n".join(line for line in stdout.splitlines() if line.startswith(heads))
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("case,extra,needle", MISTAKES, ids=[m[0] for m in MISTAKES])
-def test_site_refuses_the_mistake_and_writes_nothing(tmp_path, case, extra, needle):
-    inv = fleet(tmp_path, extra)
-    roots = dict((h, str(tmp_path / "demo" / h / "root")) for h in HOSTS)
+def test_site_refuses_every_mistake_and_writes_nothing(tmp_path):
+    """One site.yml run over a fleet of 2 x len(MISTAKES) hosts: each mistake on its own A3 and
+    H100 host (site.yml's tasks are per host, nothing runs once for the play), so each host's
+    refusal and its untouched tree are checked as if it ran alone, for one playbook start."""
+    need(*HOSTS.values())
+    hosts, cases = {}, {}
+    for index, (case, extra, needle) in enumerate(MISTAKES):
+        for kind, snap in HOSTS.items():
+            name = "m%02d-%s" % (index, kind)
+            hvars = {"npuops_softshare_enabled": kind == "a3"}
+            hvars.update(extra)
+            hosts[name] = (snap, hvars)
+            cases[name] = (case, needle)
+    inv = make_fleet(tmp_path, hosts)
+    roots = dict((h, str(tmp_path / "demo" / h / "root")) for h in hosts)
     before = dict((h, tree(r)) for h, r in roots.items())
     proc = run_playbook(SITE, inv)
     assert proc.returncode != 0, proc.stdout
     rec = recap(proc.stdout)
-    for host in HOSTS:
-        assert rec[host]["failed"] == 1 and rec[host]["changed"] == 0, proc.stdout
-        assert tree(roots[host]) == before[host], case
-    assert proc.stdout.count(needle) >= 2, proc.stdout
     # the message first and alone, not followed by the whole argument spec
     assert "argument_spec_data" not in proc.stdout
     assert proc.stdout.count("Validation of arguments failed") == 0
-    if case == "unknown device id":
-        assert "NPU 99 is not usable: this host has [0..15]" in proc.stdout
-        assert "GPU 99 is not usable: this host has [0..7]" in proc.stdout
-    if case == "device in two instances":
-        assert proc.stdout.count("device 1 is also in npuops_vllm_instances[0]") >= 2
+    wrong = []
+    for host, (case, needle) in sorted(cases.items()):
+        mine = failures_of(proc.stdout, host)
+        if rec.get(host, {}).get("failed") != 1 or rec[host]["changed"] != 0:
+            wrong.append("%s (%s): recap %s" % (case, host, rec.get(host)))
+        if tree(roots[host]) != before[host]:
+            wrong.append("%s (%s): its sandbox tree changed" % (case, host))
+        if needle not in mine:
+            wrong.append("%s (%s): %r not in its failure:\n%s" % (case, host, needle, mine[-3000:]))
+        if case == "unknown device id":
+            usable = {"a3": "NPU 99 is not usable: this host has [0..15]",
+                      "h100": "GPU 99 is not usable: this host has [0..7]"}[host.split("-", 1)[1]]
+            if usable not in mine:
+                wrong.append("%s (%s): %r not in its failure" % (case, host, usable))
+        if case == "device in two instances" and "device 1 is also in npuops_vllm_instances[0]" not in mine:
+            wrong.append("%s (%s): the other instance is not named" % (case, host))
+    assert not wrong, "\n".join(wrong)
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -53,6 +54,7 @@ def sshd(tmp_path):
         config = handle.read().format(port=port, tmp=str(keys))
     (keys / "sshd_config").write_text(config)
     os.makedirs("/run/sshd", exist_ok=True)  # privilege-separation dir sshd insists on
+    control = None
     proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(keys / "sshd_config")],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
@@ -65,9 +67,19 @@ def sshd(tmp_path):
                 break
             except OSError:
                 time.sleep(0.1)
+        # one SSH connection per host, reused by every task (ControlMaster), in a short private
+        # directory (a socket path is limited to about 100 bytes): a new connection for each
+        # of a module's steps cost 40 % of the test's time; the modules still travel by sftp
+        control = tempfile.mkdtemp(prefix="npuops-cm-")
         yield {"port": port, "key": str(keys / "id_user"), "user": os.environ.get("USER") or
-               __import__("getpass").getuser()}
+               __import__("getpass").getuser(), "control": os.path.join(control, "%C")}
     finally:
+        if control:
+            for name in os.listdir(control):  # the masters this test's runs left, asked to exit
+                subprocess.run(["ssh", "-o", "ControlPath=" + os.path.join(control, name), "-O", "exit",
+                                "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               timeout=10, check=False)
+            shutil.rmtree(control, ignore_errors=True)
         proc.terminate()
         try:
             proc.wait(timeout=5)
@@ -88,7 +100,8 @@ def test_site_yml_over_real_ssh_two_hosts(sshd, tmp_path):
             "ansible_user": sshd["user"], "ansible_connection": "ansible.builtin.ssh",
             "ansible_ssh_private_key_file": sshd["key"],
             "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
-                                       " -o ControlMaster=no -o ControlPath=none",
+                                       " -o ControlMaster=auto -o ControlPersist=20s"
+                                       " -o ControlPath=" + sshd["control"],
             "ansible_python_interpreter": sys.executable,
             "npuops_snapshot": os.path.join(SNAPSHOTS, snap),
             "npuops_host_root": str(root),

@@ -369,11 +369,11 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model.instances impor
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app, units
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import (
-    binder, cli, discovery, irqs, metrics, procs, rules, smi, targets)
+    binder, cli, irqs, metrics, procs, rules, smi, targets)
 from ansible_collections.npuops.fleet.plugins.module_utils import errors
 
 # every module the binder zipapp holds (its closure), imported so that AnsiballZ ships it
-BINDER_MODULES = (binder, cli, discovery, irqs, metrics, procs, rules, smi, targets, errors,
+BINDER_MODULES = (binder, cli, irqs, metrics, procs, rules, smi, targets, errors,
                   cpulist, command, locks, paths, vendors, vllm_flags, npu_smi, pci, rocm_smi,
                   cpu_intruders, worker_start)
 # a week: the binder's own deadline (the bind unit is Type=simple, no start timeout covers it)

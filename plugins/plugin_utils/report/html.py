@@ -452,6 +452,16 @@ def _titled_shapes(report):
              report["hosts"][sh["host"]]) for sh in shapes_of(report)]
 
 
+def _basis_html(report, section):
+    """The section's basis (``report["sources"]``: installed plan or what-if), one line."""
+    source = (report.get("sources") or {}).get(section) or {}
+    if not source:
+        return ""
+    text = source["text"]
+    return '<p class="meta" data-basis="%s">%s.</p>' % (_e(source["basis"]),
+                                                        _e(text[0].upper() + text[1:]))
+
+
 def render_html(report):
     """One self-contained page: inline CSS and SVG, one inline script (the host filter, the
     only script the page's Content-Security-Policy allows), no external assets."""
@@ -465,12 +475,12 @@ def render_html(report):
                                                                    _filter_html()),
              '<section id="problems"><h2>Problems and fixes</h2>%s</section>'
              % _problems_html(report, shape_of),
-             '<section id="drift"><h2>Binding drift (read back vs plan)</h2>%s</section>'
-             % drift_html(report, shape_of),
+             '<section id="drift"><h2>Binding drift (read back vs plan)</h2>%s%s</section>'
+             % (_basis_html(report, "drift"), drift_html(report, shape_of)),
              '<section id="fleet"><h2>Device types</h2>%s<h2>Hosts by shape</h2>%s'
-             "<h2>%s</h2>%s</section>" % (
+             "<h2>%s</h2>%s%s</section>" % (
                  _types_html(report), _hosts_html(report), _e(comparison_title()),
-                 _binding_html(report)),
+                 _basis_html(report, "plans"), _binding_html(report)),
              whatif_html(_titled_shapes(report), _e),
              inventory.html(_titled_shapes(report), _e),
              '<section id="maps"><h2>CPU maps, one per host shape</h2>%s' % _legend_html()]

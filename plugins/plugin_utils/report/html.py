@@ -483,7 +483,8 @@ def render_html(report):
                  _basis_html(report, "plans"), _binding_html(report)),
              whatif_html(_titled_shapes(report), _e),
              inventory.html(_titled_shapes(report), _e),
-             '<section id="maps"><h2>CPU maps, one per host shape</h2>%s' % _legend_html()]
+             '<section id="maps"><h2>CPU maps, one per host shape</h2>%s%s' % (
+                 _basis_html(report, "plans"), _legend_html())]
     for shape in shapes_of(report):
         parts.append(_host_article(report["hosts"][shape["host"]], shape["host"], shape, report))
     parts.append('</section></main><footer class="meta" style="padding:0 28px 20px">'

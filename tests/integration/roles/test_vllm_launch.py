@@ -41,15 +41,16 @@ def test_wrappers_and_units_per_instance_idempotent(tmp_path):
         assert mine, files
     assert any(f.endswith(".service") for f in files), files
     assert not any(f.startswith("/proc/irq/") for f in files), files
-    # The wrapper gets the real plan: each instance's plan entry (env with its visibility
-    # variable included) reaches the plan JSON, and the wrapper exports it exactly once.
+    # The wrapper gets the real plan: the plan JSON (schema 2) holds the instance's devices,
+    # each one's entry and NUMA node; the visibility variable is the wrapper's alone, once.
     root = tmp_path / "demo" / "a2" / "root" / "usr" / "local" / "lib" / "npuops"
     for inst in INSTANCES:
         doc = json.loads((root / ("%s.plan.json" % inst["name"])).read_text())
-        planned = doc["instances"][inst["name"]]
-        assert planned["npus"] == inst["npus"]
+        assert "instances" not in doc and "ASCEND_RT_VISIBLE_DEVICES" not in json.dumps(doc)
+        assert sorted(doc["npus"]) == sorted(str(n) for n in inst["npus"])
+        assert doc["npuops_instance"]["schema"] == 2
+        assert sorted(doc["npuops_instance"]["device_nodes"]) == sorted(doc["npus"])
         devices = ",".join(str(n) for n in inst["npus"])
-        assert planned["env"] == {"ASCEND_RT_VISIBLE_DEVICES": devices}
         assert doc["npuops_instance"]["devices"] == inst["npus"]
         launch = (root / ("%s-launch" % inst["name"])).read_text()
         assert launch.count("ASCEND_RT_VISIBLE_DEVICES") == 1

@@ -47,5 +47,6 @@ def test_the_pages_say_which_is_which_under_the_headings():
     pools = text.index("## Pools per shape\n\nWhat-if: recomputed by the audit")
     assert drift < comparison < pools
     page = report_html.render_html(report)
-    assert page.count('data-basis="installed"') == 1 and page.count('data-basis="what_if"') == 1
+    # the drift section; the comparison table and the CPU maps
+    assert page.count('data-basis="installed"') == 1 and page.count('data-basis="what_if"') == 2
     assert '<h2>Binding drift (read back vs plan)</h2><p class="meta" data-basis="installed">' in page

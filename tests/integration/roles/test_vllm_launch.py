@@ -165,11 +165,15 @@ def test_handlers_restart_on_change_and_rebind_on_a_plan_change(tmp_path):
     assert sorted(c for c in log if c.startswith("restart")) == [
         "restart vllm-qwen-a.service", "restart vllm-qwen-b.service"], log
     assert not [c for c in log if c.startswith("try-restart")], log
-    # a plan change without restart: only the host-bound instance has a bind unit to re-bind
+    # a plan change without restart: only the host-bound instance has a bind unit to re-bind.
+    # (CPU 96 is in qwen-a's pools: its plan JSON holds its own part of the plan only, so a
+    # change elsewhere, such as reserving CPU 0, leaves its file and its binder alone)
     out, log = run("-e", '{"npuops_vllm_env": {"X_TIER": "2"}, "npuops_cpu_reserved": "0"}')
+    assert not [c for c in log if c.startswith(("restart", "try-restart"))], log
+    out, log = run("-e", '{"npuops_vllm_env": {"X_TIER": "2"}, "npuops_cpu_reserved": "96"}')
     assert not [c for c in log if c.startswith("restart")], log
     assert [c for c in log if c.startswith("try-restart")] == ["try-restart vllm-qwen-a-bind.service"], log
     # nothing changed: no handler at all
-    out, log = run("-e", '{"npuops_vllm_env": {"X_TIER": "2"}, "npuops_cpu_reserved": "0"}')
+    out, log = run("-e", '{"npuops_vllm_env": {"X_TIER": "2"}, "npuops_cpu_reserved": "96"}')
     assert "RUNNING HANDLER" not in out
     assert not [c for c in log if c.startswith(("restart", "try-restart", "daemon-reload"))], log

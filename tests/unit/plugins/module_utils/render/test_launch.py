@@ -470,3 +470,21 @@ def test_gpu_vllm_binding_passes_the_plan_to_vllms_numa_bind():
     assert argv == ["vllm"]  # numa=off host: no node to bind to
     argv, dummy = wrapper.launch_argv(view, ["vllm"], "host")
     assert "--numa-bind" not in argv
+
+
+@pytest.mark.parametrize("vendor_host, var", [("a2", "ASCEND_RT_VISIBLE_DEVICES"),
+                                              ("gpu", "CUDA_VISIBLE_DEVICES")])
+def test_the_visibility_variable_is_written_once_from_plan_to_unit(vendor_host, var):
+    """npu_cpu_plan -> wrapper, plan JSON, service unit: the variable is written in one place,
+    the wrapper's export (the plan and the plan JSON no longer carry it)."""
+    from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan_mod
+    from npuops_testing import cpu_hosts
+    from npuops_testing.report_fleet import gpu_facts
+    topo = cpu_hosts.a2() if vendor_host == "a2" else gpu_facts("g1")
+    real = plan_mod.make_plan(topo, instances=[{"name": "svc", "npus": [0, 1]}])
+    assert var not in json.dumps(real)
+    v = wrapper.instance_view(real, "svc")
+    texts = [wrapper.render_wrapper(v, ["vllm", "serve", "m"]), wrapper.render_plan_json(real, v),
+             units.service_unit(v, "/usr/local/lib/npuops/svc-launch")]
+    assert sum(text.count(var) for text in texts) == 1
+    assert "export %s=0,1\n" % var in texts[0]

@@ -131,17 +131,16 @@ def instance_view(plan, name, npus=None, command=None):
     visible = devices
     planned = _planned_devices(instance)
     if planned is not None and planned != visible:
+        _check_planned(table, table_key, visible)
         raise WrapperError("npus: %s are not the devices of plan instance %s (%s); npus must "
                            "name the planned devices; leave npus out to use the plan instance's"
                            % (",".join(map(str, visible)), name, ",".join(map(str, planned))))
     devices = launch_flags.device_order(command, visible, row) if command else visible
     main, pool, nodes = set(), set(), set()
     gpu_entries = []
+    _check_planned(table, table_key, devices)
     for dev in devices:
-        entry = table.get(str(dev))
-        if not isinstance(entry, dict):
-            raise WrapperError("plan: %s %d is not in the plan (planned: %s)"
-                               % (table_key[:-1].upper(), dev, ", ".join(sorted(table))))
+        entry = table[str(dev)]
         source = "plan %s %d" % (table_key, dev)
         dev_pool = _cpus(entry.get("pool"), source + " pool")
         dev_main = dev_pool if row.is_gpu else _cpus(entry.get("main"), source + " main")
@@ -185,6 +184,14 @@ def instance_view(plan, name, npus=None, command=None):
             "pool": sorted(pool), "numa_nodes": sorted(nodes), "env": env,
             "frontend": sorted(frontend), "gpus": gpu_entries, "host_cpus": sorted(host_cpus),
             "device_type": plan.get("device_type"), "mode": plan.get("mode")}
+
+
+def _check_planned(table, table_key, devices):
+    """WrapperError naming the first of ``devices`` the plan's table has no entry for."""
+    for dev in devices:
+        if not isinstance(table.get(str(dev)), dict):
+            raise WrapperError("plan: %s %d is not in the plan (planned: %s)"
+                               % (table_key[:-1].upper(), dev, ", ".join(sorted(table))))
 
 
 def _planned_devices(instance):

@@ -17,7 +17,7 @@ __metaclass__ = type
 import re
 from collections import OrderedDict
 
-from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import as_dict, as_list, int_or_none
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import CONFIGURED, as_dict, as_list, int_or_none
 
 _LABEL = re.compile(r"^(?:NPU|GPU)(\d+)")
 
@@ -38,7 +38,7 @@ def summarize_config(entry, facts):
     out = OrderedDict([("known", bool(raw)), ("irqbalance", raw.get("irqbalance")),
                        ("irq_enabled", raw.get("irq_enabled", True) is not False),
                        ("instances", []), ("planned", []), ("idle", []), ("host_bound", []),
-                       ("vllm_bound", []), ("word", word)])
+                       ("vllm_bound", []), ("word", word), ("basis", CONFIGURED)])
     if not raw:
         return out
     default_binding = raw.get("binding") or "host"

@@ -27,16 +27,20 @@ REPORT_SCHEMA = 1
 # of each policy, recomputed from the host's facts - what the host would get, not what it runs.
 INSTALLED = "installed"
 WHAT_IF = "what_if"
+CONFIGURED = "configured"  # the role variables: what site.yml applies (report/applied.py)
 BASIS_TEXT = OrderedDict([
     (INSTALLED, "installed plan: each instance's plan JSON as vllm_binding_facts read it back, "
                 "and the binder's check of the running processes against it"),
     (WHAT_IF, "what-if: recomputed by the audit from the host's facts (npu_cpu_plan per "
               "policy), not the plan the host runs"),
+    (CONFIGURED, "configured: the host's role variables (npuops_vllm_instances, "
+                 "npuops_irqbalance, ...), what site.yml applies"),
 ])
 # the report's sections (JSON keys under hosts[] and at the top level) and their basis
 SECTION_BASIS = OrderedDict([
     ("plans", WHAT_IF), ("irqbalance_bans", WHAT_IF), ("vllm_ascend_release", WHAT_IF),
     ("kubernetes_whatif", WHAT_IF), ("binding", INSTALLED), ("drift", INSTALLED),
+    ("config", CONFIGURED),
 ])
 POLICIES = dispatch.POLICIES  # the planner's registry: one list of policies
 BASELINE = "strict"  # our plan: the pages compare every other policy's binding with it

@@ -32,6 +32,7 @@ def test_the_json_labels_each_section_installed_or_what_if():
     host = report["hosts"][0]
     assert [host["plans"][p]["basis"] for p in schema.POLICIES] == ["what_if"] * len(schema.POLICIES)
     assert host["binding"]["basis"] == "installed"
+    assert sources["config"]["basis"] == "configured" and host["config"]["basis"] == "configured"
     # the keys that were there are still there
     assert list(report)[:3] == ["schema", "sources", "summary"]
     assert host["binding"]["state"] == "drifted" and host["plans"]["strict"]["status"] == "ok"

@@ -14,7 +14,7 @@ export DEMO_VENV := $(abspath $(DEMO_VENV))
 PY := $(VENV)/bin/python
 export VENV := $(abspath $(VENV))
 
-.PHONY: help deps venv venv-demo test check unit unit-fast py37 sanity lint realvllm systemd molecule docs changelog bench ee demo demo-clean clean
+.PHONY: help deps venv venv-demo test check unit unit-fast py37 ruff sanity lint realvllm systemd molecule docs changelog bench ee demo demo-clean clean
 
 help: ## list targets
 	@grep -E '^[a-z][a-z0-9-]*:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -30,8 +30,8 @@ venv-demo: ## light venv for the tour and make demo (.venv-demo: ansible-core fr
 	@scripts/install-system-deps.sh venv
 	@VENV=$(DEMO_VENV) REQUIREMENTS=requirements-demo.txt scripts/ensure-venv.sh
 
-test: deps venv ## everything CI runs: py3.7 compile, module docs, pytest, a real vLLM, ansible-test sanity, ansible-lint, real systemd, molecule
-	@scripts/check.sh py37 docs unit realvllm sanity lint systemd molecule
+test: deps venv ## everything CI runs: py3.7 compile, module docs, ruff, pytest, a real vLLM, ansible-test sanity, ansible-lint, real systemd, molecule
+	@scripts/check.sh py37 docs ruff unit realvllm sanity lint systemd molecule
 
 check: ## the gates of `make test` without deps/venv (GATES="unit lint" to pick)
 	@scripts/check.sh $(GATES)
@@ -48,6 +48,9 @@ py37: ## host-side code compiles on Python 3.7
 sanity: venv ## ansible-test sanity, offline, on a copy of the tree (installs rsync)
 	@scripts/install-system-deps.sh sanity
 	@scripts/check.sh sanity
+
+ruff: venv ## ruff check + ruff format --check (ruff.toml); scripts/ruff.sh --fix applies both
+	@scripts/check.sh ruff
 
 lint: venv ## ansible-lint, production profile
 	@scripts/check.sh lint

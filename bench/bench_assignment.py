@@ -44,14 +44,14 @@ def main():
     rows = []
     for size, repeat in ((8, 200), (16, 100), (64, 10)):
         matrix = [[rng.randint(1, 5) for dummy in range(size)] for dummy in range(size)]
-        ours = _median_seconds(lambda: assignment.solve(matrix), repeat)
-        theirs = _median_seconds(lambda: linear_sum_assignment(matrix), repeat)
+        ours = _median_seconds(lambda m=matrix: assignment.solve(m), repeat)
+        theirs = _median_seconds(lambda m=matrix: linear_sum_assignment(m), repeat)
         r_ind, c_ind = linear_sum_assignment(matrix)
         assert assignment.total_cost(matrix, assignment.solve(matrix)) == \
             sum(matrix[r][c] for r, c in zip(r_ind, c_ind))
         brute = None
         if size == 8:
-            brute = _median_seconds(lambda: _brute_force(matrix), 3)
+            brute = _median_seconds(lambda m=matrix: _brute_force(m), 3)
         rows.append((size, ours, theirs, math.factorial(size), brute))
 
     print("| n x n | ours (ms/solve) | scipy (ms/solve) | ours / scipy | n! assignments "

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 # -*- coding: utf-8 -*-
-"""What the binder itself costs on a busy host (issue 19 item 4; the anchor: vllm-ascend binds
+"""What the binder itself costs on a busy host (the anchor: vllm-ascend binds
 once in-process, at no ongoing cost). Goals: the bind unit's ``--follow`` loop at most 0.5 % of
 one core, one reconcile pass (the reconcile unit's ``--once --no-migrate`` run, interpreter
 start included) at most 100 ms of CPU.

@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 # -*- coding: utf-8 -*-
 """What the host CPU partition buys a worker CPU: wake-up latency with a noisy neighbour,
-partition off vs on, in one run (the anchor: issue 32's 33 ms max with the neighbour free,
-5 ms confined, on this 2-core machine).
+partition off vs on, in one run (the anchor: the 33 ms max measured before the partition
+existed with the neighbour free, 5 ms confined, on this 2-core machine).
 
 - The worker CPU is the last CPU this process may use; the plan is the shape npu_cpu_plan
   writes for it (one device, its pool that CPU, the other CPUs the frontend's), and the
@@ -143,7 +143,8 @@ def run_case(worker, housekeeping, confine):
                  "-D", "%ds" % SECONDS, "-h", str(BUCKETS), "--histfile=%s" % hist_file.name],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
                 timeout=SECONDS + 60, check=False)
-            text = open(hist_file.name).read() + out.stdout
+            with open(hist_file.name) as written:
+                text = written.read() + out.stdout
     finally:
         os.killpg(neighbour.pid, 9)
         neighbour.wait()

@@ -1,60 +1,61 @@
 # -*- coding: utf-8 -*-
-"""Plans per second: A3 640-CPU/16-NPU and A2 192-CPU/8-NPU hosts, both policies; strict with
-two instances on the real A2 layout (distance table) and on A3 (frontends carved).
+"""Plan time per host against the start-up of the module that makes the plan.
 
-Prints a Markdown table. Two baselines, measured in the same process: ``copy.deepcopy`` of
-the same topology dict, and ``cpulist.parse`` of the host's allowed CPUs (expanding one
-cpulist to ints). The ratios say how many of those one plan costs; they are steadier than
-plans/s on a shared machine. Times are CPU time of this process (``time.process_time``), the
-best of 3 repeats, so other processes on the machine disturb them less than wall time.
+``npu_cpu_plan`` runs ``make_plan`` once per host per play, in a fresh Python process. The
+bench prints one line: the plan time of the recorded A3 host (``tests/snapshots/a3-16die``:
+640 CPUs, 16 dies, every NPU, ``vllm_ascend`` policy) as CPU time of this process
+(``time.process_time``, best of 3 repeats), the module's own start-up (a fresh interpreter
+importing ``plugins/modules/npu_cpu_plan.py``, wall time, best of 5) and the plan time as a
+fraction of the start-up. No goal: the ratio says how much of a module run the plan is.
 Run: ``.venv/bin/python bench/bench_plan.py`` from the repository root.
 """
-import copy
 import os
+import subprocess
 import sys
 import time
 import timeit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
-sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
+COLLECTIONS = os.path.join(REPO, ".cache", "collections")
+sys.path.insert(0, COLLECTIONS)
 
-from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
-from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan_mod
-from npuops_testing import cpu_hosts  # noqa: E402
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist  # noqa: E402
+from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio  # noqa: E402
+from ansible_collections.npuops.fleet.plugins.module_utils.model import topology  # noqa: E402
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch  # noqa: E402
 
-PLANS = 10000
+SNAPSHOT = os.path.join(REPO, "tests", "snapshots", "a3-16die")
+POLICY = "vllm_ascend"
+MODULE = "ansible_collections.npuops.fleet.plugins.modules.npu_cpu_plan"
 
 
-def best(func, number):
-    return min(timeit.repeat(func, number=number, repeat=3, timer=time.process_time)) / number
+def plan_seconds(facts):
+    def one():
+        return dispatch.make_plan(facts, POLICY)
+    return min(timeit.repeat(one, number=200, repeat=3, timer=time.process_time)) / 200
 
 
-def halves(count):
-    return [{"name": "svc0", "npus": list(range(count // 2))},
-            {"name": "svc1", "npus": list(range(count // 2, count))}]
+def startup_seconds():
+    env = dict(os.environ, PYTHONPATH=COLLECTIONS)
+    best = None
+    for dummy in range(5):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import " + MODULE], env=env, check=True)
+        took = time.perf_counter() - start
+        best = took if best is None else min(best, took)
+    return best
 
 
 def main():
-    # (name, facts, policies, make_plan keyword arguments); the last two rows place the whole
-    # process tree (issue 11): frontends from free nodes by distance, and the A3 carve-out
-    hosts = [("A3 640 CPUs / 16 NPUs", cpu_hosts.a3(), ("strict", "vllm_ascend"), {}),
-             ("A2 192 CPUs / 8 NPUs", cpu_hosts.a2(), ("strict", "vllm_ascend"), {}),
-             ("A2 real 8 x 24, distance table, 2 instances", cpu_hosts.a2_real(), ("strict",),
-              {"instances": halves(8)}),
-             ("A3 640 CPUs / 16 NPUs, 2 instances (carve-out)", cpu_hosts.a3(), ("strict",),
-              {"instances": halves(16)})]
-    print("| host | policy | plans/s | time for %d plans (s) | cost vs deepcopy of the facts "
-          "| cost vs cpulist.parse of the CPUs |" % PLANS)
-    print("|---|---|---|---|---|---|")
-    for name, topo, policies, kwargs in hosts:
-        base = best(lambda: copy.deepcopy(topo), 2000)
-        parse = best(lambda: cpulist.parse(topo["cpu"]["allowed"]), 2000)
-        for policy in policies:
-            per = best(lambda: plan_mod.make_plan(topo, policy, **kwargs), 2000)
-            print("| %s | %s | %d | %.2f | %.2fx | %.1fx |"
-                  % (name, policy, 1 / per, per * PLANS, per / base, per / parse))
+    facts = topology.gather(hostio.SnapshotHostIO(SNAPSHOT))
+    plan = plan_seconds(facts)
+    start = startup_seconds()
+    print("| host | policy | plan (ms) | module start-up (ms) | plan / start-up |")
+    print("|---|---|---:|---:|---:|")
+    print("| recorded A3 (a3-16die, %d CPUs) | %s | %.3f | %.1f | %.4f |"
+          % (len(cpulist.parse(facts["cpu"]["online"])), POLICY, plan * 1e3,
+             start * 1e3, plan / start))
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ LEGACY = {
     "module_utils.render.cpumap": "module_utils.cpumap",
     "module_utils.render.launch": "module_utils.wrapper",
     "module_utils.softshare.plugin_config": "module_utils.softshare",
+    "plugin_utils.manifests": "module_utils.softshare.plugin_config",
     "plugin_utils.report.analysis": "plugin_utils.fleet_report",
     "plugin_utils.report.markdown": "plugin_utils.report_markdown",
     "plugin_utils.report.html": "plugin_utils.report_html",
@@ -99,8 +100,9 @@ def dump_host(out, name, snap):
     cpumap = _load("module_utils.render.cpumap")
     launch = _load("module_utils.render.launch")
     rules = _load("module_utils.model.rules")
-    capacity = getattr(rules, "softshare_capacity", None) or getattr(rules, "capacity")
+    capacity = getattr(rules, "softshare_capacity", None) or rules.capacity
     plugin_config = _load("module_utils.softshare.plugin_config")
+    manifests = _load("plugin_utils.manifests")
 
     facts, err = _attempt(topology.gather, hostio.SnapshotHostIO(snap), timeout=30)
     _write(out, name + "/facts.json", _json(facts if err is None else {"error": err}))
@@ -144,9 +146,9 @@ def dump_host(out, name, snap):
     if facts.get("vendor") == "ascend" and facts.get("device_type"):
         soft = {
             "capacity": _attempt(capacity, facts.get("npus") or [], facts["device_type"]),
-            "daemonset": _attempt(plugin_config.render_daemonset, "/var/lib/softshare",
+            "daemonset": _attempt(manifests.render_daemonset, "/var/lib/softshare",
                                   facts["device_type"], "26.0.0"),
-            "labels": _attempt(plugin_config.render_node_labels, name,
+            "labels": _attempt(manifests.render_node_labels, name,
                                plugin_config.node_labels()),
         }
         _write(out, name + "/softshare.json", _json(soft))

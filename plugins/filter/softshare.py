@@ -10,7 +10,7 @@
 - ``facts | npuops.fleet.softshare_capacity(single_die_mode=True)``: healthy chips x 100 for one
   host's ``npu_topology`` (or its ``npus`` list), or per host plus a total for a fleet mapping.
 - ``root | npuops.fleet.softshare_daemonset(device_type, version, ...)``: the validated
-  soft-share device-plugin DaemonSet manifest (YAML text).
+  soft-share device-plugin DaemonSet manifest (YAML text, ``plugin_utils/manifests``).
 - ``node_name | npuops.fleet.softshare_node_labels(enable=True, extra={})``: the Node patch
   with the soft-share labels (YAML text).
 """
@@ -24,6 +24,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
 from ansible_collections.npuops.fleet.plugins.module_utils.softshare import plugin_config, scheduler
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
+from ansible_collections.npuops.fleet.plugins.plugin_utils import manifests
 from ansible_collections.npuops.fleet.plugins.plugin_utils.ansible_data import to_plain
 
 
@@ -94,7 +95,7 @@ def softshare_daemonset(root, device_type, version, image=None, single_die_mode=
             not str(log_level).strip().lstrip("-").isdigit() or len(str(log_level)) > 3:
         _fail("softshare_daemonset", "log_level must be a small integer, got %r" % (log_level,))
     try:
-        return plugin_config.render_daemonset(
+        return manifests.render_daemonset(
             str(root), to_plain(device_type), str(version), image=image and str(image),
             single_die_mode=single_die_mode, extra_args=to_plain(extra_args),
             log_level=int(log_level), namespace=str(namespace),
@@ -115,7 +116,7 @@ def softshare_node_labels(node_name, enable=True, extra=None):
     if not isinstance(node_name, str) or not node_name:
         _fail("softshare_node_labels", "the node name must be non-empty text, got %r" % (node_name,))
     labels = plugin_config.node_labels(enable=bool(enable), extra=extra)
-    return plugin_config.render_node_labels(str(node_name), labels)
+    return manifests.render_node_labels(str(node_name), labels)
 
 
 class FilterModule(object):

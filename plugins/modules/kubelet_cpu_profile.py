@@ -321,7 +321,7 @@ def prepare(module):
     # merge mode reads, merges and rewrites the kubelet's own file: under the one lock of a
     # shared file (apply/fileops.exclusive), so two runs cannot lose each other's keys
     locked = mode == "merge" and not module.check_mode and io.exists(path)  # else refused below
-    with fileops.exclusive(host_root, path) if locked else contextlib.suppress():
+    with fileops.exclusive(host_root, path) if locked else contextlib.nullcontext():
         existing = fileops.read_host_text(host_root, path)
         if mode == "dropin":
             text = kubelet_config.render_dropin(profile["config"])

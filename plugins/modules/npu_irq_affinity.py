@@ -45,9 +45,23 @@ options:
     description: The facts C(ansible_facts['npu_topology']) (bus ids, C(npus[].irqs), C(nics), C(irqbalance)).
     type: dict
   npus:
-    description: Only these planned devices (NPU logic ids or GPU indexes). Default all.
+    description: Only these planned devices (NPU logic ids or GPU indexes). Default the devices O(devices) chooses.
     type: list
     elements: int
+  devices:
+    description:
+      - Which planned devices get their IRQs pinned when O(npus) is not given.
+      - V(all) every device of the plan (a plan made without instances holds every device of the host).
+      - V(instances) only the devices some instance of the plan (C(plan.instances[].npus)) uses, and on GPU
+        hosts the NICs paired with them. A plan without instances pins nothing and the module returns
+        RV(skipped) and one warning line saying so. A run without O(npus) also takes back what an earlier run
+        recorded for devices it no longer pins - their bans in the irqbalance file (only the ones its marker
+        line lists) and their rows in O(irq_state), so irqbalance and the reconciler leave them alone again.
+      - The role C(npuops.fleet.cpu_binding) passes C(npuops_irq_devices) (default V(instances)), and V(all) on a
+        Kubernetes node (O(reserved_cpus)), where any device may go to a pod.
+    type: str
+    choices: [all, instances]
+    default: all
   irqbalance:
     description:
       - V(ban) keeps irqbalance running for every other IRQ and adds C(--banirq=N) for each of
@@ -170,7 +184,10 @@ changed_irqs:
   elements: str
   sample: ["123 (NPU0 sq): 0-191 -> 144"]
 skipped:
-  description: Why the plan has no IRQ step (Ascend 950, skipped plan), or null.
+  description:
+    - Why nothing is pinned (Ascend 950, skipped plan, O(devices=instances) and no instance uses a device), or null.
+    - Null too when O(devices=instances) found no instance but took back what an earlier run pinned (the task is
+      C(changed); the warning says why nothing is pinned).
   returned: always
   type: str
 irq_state:
@@ -201,11 +218,11 @@ import socket
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops, irq
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import IrqError
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import IrqError, ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import command
 from ansible_collections.npuops.fleet.plugins.module_utils.model import instance_files
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules as host_rules
-from ansible_collections.npuops.fleet.plugins.module_utils.plan import kubelet_profile
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import irq_pins, kubelet_profile
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import irqbalance_conf
 from ansible_collections.npuops.fleet.plugins.module_utils.render import irqbalance
 
@@ -214,13 +231,26 @@ def irqbalance_step(p, irqs, check_mode, warnings=None):
     """(config path or None, file result or None) for irqbalance: ban. Every run of every
     instance merges its bans into the same file: read, merge and write under its lock."""
     state = (p["topology"] or {}).get("irqbalance") or {}
-    if p["irqbalance"] != "ban" or not irqs or state.get("installed") is False:
+    if p["irqbalance"] != "ban" or state.get("installed") is False:
+        return None, None
+    if not irqs and not p.get("take_back"):
         return None, None
     path = irq.irqbalance_config_path(p["host_root"], unit_files(p))
+    if not irqs and not our_bans(p, path):
+        return None, None  # nothing to ban and none of ours to take back
     if check_mode:
         return path, merge_irqbalance_config(p, path, irqs, True, warnings)
     with fileops.exclusive(p["host_root"], path):
         return path, merge_irqbalance_config(p, path, irqs, False, warnings)
+
+
+def our_bans(p, path):
+    """The IRQs the irqbalance file's marker line says an earlier run banned."""
+    current = fileops.read_host_text(p["host_root"], path)
+    try:
+        return irqbalance_conf.parse_config(current or "", path, cpus=False)["ours"]
+    except ParseError as err:
+        raise IrqError(str(err))
 
 
 def merge_irqbalance_config(p, path, irqs, check_mode, warnings):
@@ -228,6 +258,8 @@ def merge_irqbalance_config(p, path, irqs, check_mode, warnings):
     workers = (p["plan"].get("cpu_budget") or {}).get("workers") or None
     if p.get("reserved_cpus"):
         workers = on_reserved_banned(p)
+    if not irqs:
+        workers = None  # only taking our IRQ bans back: the CPU list is left as it is
     text = irqbalance.render_irqbalance_config(current, irqs, keep_previous=p["npus"] is not None,
                                                source=path, banned_cpus=workers, warnings=warnings)
     return fileops.ensure_file(p["host_root"], path, text, check_mode=check_mode,
@@ -252,12 +284,20 @@ def unit_files(p):
     return irqbalance_conf.unit_environment_files(result.stdout) if result.ok else None
 
 
+def takes_back(p, targets):
+    """A run that chose its devices (``take_back``: no ``npus``, a plan with an IRQ step) and
+    pins nothing rewrites an existing state file (its rows of devices no longer pinned go), so
+    the reconciler stops pinning them back."""
+    return (not targets and bool(p.get("take_back")) and bool(p["irq_state"])
+            and fileops.stat_host(p["host_root"], p["irq_state"]) is not None)
+
+
 def state_lock(p, targets, check_mode):
     """The IRQ state file's lock (``fileops.exclusive``), held from the first ``/proc/irq``
     write to the state file's rewrite: the binder's reconcile pass takes it too, so it never
     sees IRQs written and the old rows (it would pin them back to the old CPUs). A no-op in
     check mode or when nothing is recorded."""
-    if check_mode or not targets or not p["irq_state"]:
+    if check_mode or not p["irq_state"] or not (targets or takes_back(p, targets)):
         return contextlib.nullcontext()
     return fileops.exclusive(p["host_root"], p["irq_state"])
 
@@ -266,7 +306,7 @@ def state_file(p, targets, check_mode, warnings, locked=False):
     """The IRQ state file (which IRQ belongs on which CPUs) the reconciler pins back from.
     With ``npus`` (one instance's devices) the IRQs recorded for other devices are kept.
     ``locked``: the caller holds ``state_lock`` already."""
-    if not targets or not p["irq_state"]:
+    if not p["irq_state"] or not (targets or takes_back(p, targets)):
         return None
     if check_mode or locked:
         return merge_state_file(p, targets, check_mode, warnings)
@@ -293,7 +333,12 @@ def pin_irqs(module):
         if foreign and not p["allow_foreign_plan"]:
             raise IrqError(foreign)
     targets, skipped, warnings = irq.plan_targets(p["plan"], p["topology"], p["host_root"],
-                                                  p["npus"])
+                                                  p["npus"], scope=p.get("devices") or "all")
+    if skipped == irq_pins.NO_INSTANCE_NOTE:
+        warnings.append(skipped)
+    # a run that chose its devices takes back what earlier runs pinned for the others, even
+    # when it pins none (their bans and state rows go; never on a plan without an IRQ step)
+    p = dict(p, take_back=p["npus"] is None and skipped in (None, irq_pins.NO_INSTANCE_NOTE))
     if p.get("reserved_cpus"):
         targets, moved = kubelet_profile.irq_targets_on_reserved(
             targets, cpulist.parse(p["reserved_cpus"], "reserved_cpus"),
@@ -301,7 +346,7 @@ def pin_irqs(module):
         warnings.extend(moved)
     # Validate the irqbalance file before touching any IRQ (nothing half-done).
     numbers = sorted(set(t["irq"] for t in targets))
-    if p["irqbalance"] == "ban" and numbers:
+    if p["irqbalance"] == "ban":
         irqbalance_step(p, numbers, check_mode=True)
     # the IRQ writes and their rows one step as a reconcile pass sees them (lock order: the
     # state file's, then the irqbalance file's)
@@ -329,8 +374,11 @@ def pin_irqs(module):
         diff.append(config["diff"])
     if recorded and recorded["changed"]:
         diff.append(recorded["diff"])
+    changed = bool(changed_irqs) or config_changed or bool(recorded and recorded["changed"])
+    if changed and skipped == irq_pins.NO_INSTANCE_NOTE:
+        skipped = None  # earlier pins were taken back: ansible must count the task changed, not skipped
     return dict(
-        changed=bool(changed_irqs) or config_changed or bool(recorded and recorded["changed"]),
+        changed=changed,
         irq_state=p["irq_state"] if recorded else None,
         irqs=results,
         changed_irqs=changed_irqs,
@@ -349,6 +397,7 @@ def main():
         plan=dict(type="dict", required=True),
         topology=dict(type="dict"),
         npus=dict(type="list", elements="int"),
+        devices=dict(type="str", choices=list(irq_pins.DEVICE_SCOPES), default="all"),
         irqbalance=dict(type="str", choices=["ban", "stop", "ignore"], default="ban"),
         irq_state=dict(type="path", default=instance_files.DEFAULT_IRQ_STATE),
         reserved_cpus=dict(type="str"),

@@ -358,7 +358,7 @@ import sys
 
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
-from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset, nodemap
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import WrapperError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import command, hostio, locks, paths
 from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import host_path
@@ -374,8 +374,10 @@ from ansible_collections.npuops.fleet.plugins.module_utils import errors
 
 # every module the binder zipapp holds (its closure), imported so that AnsiballZ ships it
 BINDER_MODULES = (binder, cli, irqs, metrics, procs, rules, smi, targets, errors,
-                  cpulist, command, locks, paths, vendors, vllm_flags, npu_smi, pci, rocm_smi,
-                  cpu_intruders, worker_start)
+                  cpulist, cpuset, nodemap, command, locks, paths, vendors, vllm_flags, npu_smi, pci,
+                  rocm_smi, cpu_intruders, worker_start)
+
+
 # a week: the binder's own deadline (the bind unit is Type=simple, no start timeout covers it)
 MAX_BIND_TIMEOUT = 7 * 24 * 3600
 

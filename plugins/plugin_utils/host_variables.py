@@ -41,6 +41,7 @@ LEAST = {
     "npuops_k8s_pod_devices": 0,           # 0 = every device
     "npuops_k8s_drain_timeout": 1,
     "npuops_k8s_kubelet_start_timeout": 1,
+    "npuops_k8s_memory_reserved_node": 0,  # a NUMA node id (null = the module's choice)
     "npuops_vllm_restart_throttle": 0,     # the handler's throttle: 0 = no limit
 }
 # Documented switches this version cannot act on: name -> (refused value, why). A row goes when

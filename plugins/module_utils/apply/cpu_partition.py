@@ -175,7 +175,7 @@ class Partition(object):
         held = dict((render.unit_dropin(unit), section) for unit, section in render.cpu_partition.HELD_UNITS)
         for step in steps:
             if step["path"] in held and step["after"] is None and every:
-                # removing AllowedCPUs= leaves the live cpuset as it was (systemd issue 43846,
+                # removing AllowedCPUs= leaves the live cpuset as it was (systemd/systemd#43846,
                 # open): widen it to every CPU first, then remove the drop-in
                 step["kind"] = "restore_then_remove"
                 step["restore"] = render.slice_dropin(held[step["path"]], every)

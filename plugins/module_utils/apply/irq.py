@@ -26,6 +26,7 @@ import stat
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type as device_types
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import interrupts, irqbalance_conf
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import IrqError, ParseError, UnsafePathError
 from ansible_collections.npuops.fleet.plugins.module_utils.host.hostio import LiveHostIO
@@ -192,11 +193,13 @@ def _spare_on_node(plan, node):
     return sorted(spare & on_node)
 
 
-def plan_targets(plan, topology=None, host_root="/", npus=None, io=None):
+def plan_targets(plan, topology=None, host_root="/", npus=None, io=None, scope="all"):
     """The IRQs to set: ``(targets, skipped, warnings)``.
 
     ``targets``: ``[{irq, device, role, cpus}]``; ``skipped``: a reason when the plan has no
-    IRQ step (Ascend 950, skipped plan) or None. ``npus`` limits the planned devices.
+    IRQ step (Ascend 950, skipped plan) or, with ``scope`` ``instances``, no instance uses a
+    device (``irq_pins.NO_INSTANCE_NOTE``), else None. ``npus`` limits the planned devices;
+    without it ``scope`` chooses them (``irq_pins.scoped_devices``).
     """
     if not isinstance(plan, dict):
         raise IrqError("plan: must be a dict (the npu_cpu_plan result)")
@@ -206,11 +209,15 @@ def plan_targets(plan, topology=None, host_root="/", npus=None, io=None):
     if plan.get("skipped"):
         return [], "plan skipped: %s" % (plan.get("reason"),), []
     if not irq_pins.has_irq_step(plan):
-        return [], "IRQ binding skipped on Ascend 950 (no IRQ roles in its plan)", []
+        kind = device_types.row(plan.get("device_type"))
+        return [], "IRQ binding skipped on %s (no IRQ roles in its plan)" % (
+            "Ascend 950" if kind.irq_roles else kind.label), []
     table_key = "gpus" if _is_gpu(plan) else "npus"
     table = plan.get(table_key) or {}
     if npus is None:
-        wanted = sorted(table, key=int)
+        wanted = irq_pins.scoped_devices(plan, scope)
+        if not wanted and scope == "instances":
+            return [], irq_pins.NO_INSTANCE_NOTE, []
     else:
         wanted = [str(int(n)) for n in npus]
         missing = [n for n in wanted if n not in table]

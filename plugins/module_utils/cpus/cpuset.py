@@ -1,18 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: npuops.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""CPU id sequences stored as runs of consecutive ids, for the planners' hot paths.
+"""The one type of a CPU set: ``CpuSeq``, an ordered sequence of CPU ids kept as runs.
 
-A ``CpuSeq`` is an ordered sequence of CPU ids (duplicates and any order allowed, as
-vllm-ascend's positional pools need) kept as runs ``((first, last), ...)``. It supports the
-list operations the allocators use - ``len``, indexing, slicing, ``+``, iteration, ``in``,
-equality with lists - at a cost per run instead of per CPU, so a 640-CPU host plans as fast
-as an 8-CPU one. The module functions take a ``CpuSeq`` or a plain list/set: lists keep the
-original per-CPU expressions (the policies' unit tests call them with lists), ``CpuSeq``
-values take the run path. ``nodemap.NodeMap`` replaces the per-CPU ``{cpu: node}`` dict.
-
-The dispatch tests ``value.__class__ is CpuSeq`` (nothing subclasses it): on the planners' hot
-paths that is cheaper than calling ``isinstance``.
+A ``CpuSeq`` keeps the order and the duplicates of its ids (vllm-ascend's pools are
+positional: ``pool[0]`` takes the SQ IRQ, ``pool[-1]`` the release thread) as runs
+``((first, last), ...)``. It supports the list operations the planners use - ``len``,
+indexing, slicing, ``+``, iteration, ``in``, equality with lists. The module functions take a
+CpuSeq (any other sequence of ids is made one first) and give one; ``nodemap.NodeMap`` says
+which NUMA node each CPU is on.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -23,15 +19,11 @@ from bisect import bisect_left, bisect_right
 from itertools import chain
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
-# the decimal text of ids and of runs (re-exported: callers read them as cpuset.DECIMAL...)
-from ansible_collections.npuops.fleet.plugins.module_utils.cpus.cputext import (  # noqa: F401 pylint: disable=unused-import
-    DECIMAL, DASHED, ID_OF, join_run, join_runs, runs_text)
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 
 
 _INF = float("inf")
 _MAX_CPUS = cpulist.MAX_CPUS
-_DECIMAL, _ID_OF, _SMALL = DECIMAL, ID_OF, len(DECIMAL)
 
 
 def _join(runs):
@@ -47,23 +39,15 @@ def _join(runs):
 
 def union_runs(runs):
     """The CpuSeq of the set of CPUs of ``(first, last)`` runs in any order: sorted, disjoint,
-    non-adjacent runs, its size counted in the same pass."""
-    if not runs:
-        return EMPTY
-    ordered = sorted(runs)
+    non-adjacent runs."""
     out = []
-    size = 0
-    lo, hi = ordered[0]  # the run being grown
-    for next_lo, next_hi in ordered:
-        if next_lo <= hi + 1:
-            if next_hi > hi:
-                hi = next_hi
+    for lo, hi in sorted(runs):
+        if out and lo <= out[-1][1] + 1:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
         else:
             out.append((lo, hi))
-            size += hi - lo + 1
-            lo, hi = next_lo, next_hi
-    out.append((lo, hi))
-    return known(tuple(out), size + hi - lo + 1)
+    return CpuSeq(out)
 
 
 def _range(run):
@@ -82,18 +66,11 @@ class CpuSeq(object):
 
     def __init__(self, runs=()):
         """``runs`` must already be canonical; use ``from_runs`` or ``from_cpus`` otherwise."""
-        if runs.__class__ is not tuple:
-            runs = tuple(runs)
-        self.runs = runs
-        if len(runs) == 1:
-            # the usual pool: one contiguous run
-            self.size = runs[0][1] - runs[0][0] + 1
-            self.normal = True
-            return
+        self.runs = tuple(runs)
         size = 0
         normal = True
         prev = None
-        for lo, hi in runs:
+        for lo, hi in self.runs:
             size += hi - lo + 1
             if prev is not None and lo <= prev:
                 normal = False
@@ -109,7 +86,7 @@ class CpuSeq(object):
     @classmethod
     def from_cpus(cls, cpus):
         """From CPU ids in sequence order (a list, a range, another CpuSeq...)."""
-        if cpus.__class__ is CpuSeq:
+        if isinstance(cpus, CpuSeq):
             return cpus
         return cls(cpulist.runs(cpus))
 
@@ -145,22 +122,12 @@ class CpuSeq(object):
         return any(lo <= cpu <= hi for lo, hi in self.runs)
 
     def __add__(self, other):
-        if other.__class__ is not CpuSeq:
+        if not isinstance(other, CpuSeq):
             return NotImplemented
-        if not other.runs:
-            return self
-        if not self.runs:
-            return other
-        last = self.runs[-1]
-        first = other.runs[0]
-        normal = self.normal and other.normal and last[1] < first[0]
-        if last[1] + 1 == first[0]:
-            return known(self.runs[:-1] + ((last[0], first[1]),) + other.runs[1:],
-                         self.size + other.size, normal)
-        return known(self.runs + other.runs, self.size + other.size, normal)
+        return CpuSeq.from_runs(self.runs + other.runs)
 
     def __getitem__(self, index):
-        if index.__class__ is slice:
+        if isinstance(index, slice):
             start, stop, step = index.indices(self.size)
             if step != 1:
                 raise ValueError("CpuSeq slices take no step")
@@ -169,8 +136,6 @@ class CpuSeq(object):
             index += self.size
         if index < 0 or index >= self.size:
             raise IndexError("CpuSeq index out of range")
-        if len(self.runs) == 1:
-            return self.runs[0][0] + index
         for lo, hi in self.runs:
             length = hi - lo + 1
             if index < length:
@@ -179,125 +144,37 @@ class CpuSeq(object):
         raise IndexError("CpuSeq index out of range")
 
     def part(self, start, stop):
-        """``self[start:stop]`` for ``0 <= start`` and ``stop <= len(self)`` (the planners'
-        shares), without a slice object."""
-        runs = self.runs
-        if len(runs) == 1:
-            if 0 < stop - start < self.size:
-                # a part of one contiguous run (a share, a role): plain arithmetic
-                first = runs[0][0]
-                return known(((first + start, first + stop - 1),), stop - start)
-        elif len(runs) > 1 and 0 < stop - start < self.size:
-            # CPUs cut from the ends only (the main role of a pool): whole runs dropped from
-            # each end, then the first and the last kept run trimmed
-            length = stop - start
-            tail = self.size - stop
-            first, last = 0, len(runs) - 1
-            lo, hi = runs[0]
-            while start > hi - lo:
-                start -= hi - lo + 1
-                first += 1
-                lo, hi = runs[first]
-            last_lo, last_hi = runs[last]
-            while tail > last_hi - last_lo:
-                tail -= last_hi - last_lo + 1
-                last -= 1
-                last_lo, last_hi = runs[last]
-            if first == last:
-                return known(((lo + start, hi - tail),), length)
-            part = ((lo + start, hi),) + runs[first + 1:last] + ((last_lo, last_hi - tail),)
-            # (a part of an ascending sequence ascends; of another, its runs tell)
-            return known(part, length) if self.normal else CpuSeq(part)
-        return self if start == 0 and stop >= self.size else EMPTY  # all of it, or nothing
-
-    def first_two(self):
-        """``(self[0], self[1])``; the sequence holds at least two ids."""
-        lo, hi = self.runs[0]
-        if hi > lo:
-            return lo, lo + 1
-        return lo, self.runs[1][0]
-
-    def last_two(self):
-        """``(self[-2], self[-1])``; the sequence holds at least two ids."""
-        lo, hi = self.runs[-1]
-        if hi > lo:
-            return hi - 1, hi
-        return self.runs[-2][1], hi
+        """``self[start:stop]`` for ``0 <= start`` and ``stop <= len(self)``."""
+        out = []
+        offset = 0
+        for lo, hi in self.runs:
+            if offset >= stop:
+                break
+            length = hi - lo + 1
+            first, last = max(start - offset, 0), min(stop - offset, length)
+            if first < last:
+                out.append((lo + first, lo + last - 1))
+            offset += length
+        # (the parts of canonical runs: only the ends are cut, so they stay apart)
+        return CpuSeq(out)
 
     def sorted_unique(self):
         """The ascending set of the ids (``sorted(set(seq))``)."""
         return self if self.normal else union_runs(self.runs)
 
 
-_new = object.__new__
-
-
-def known(runs, size, normal=True):
-    """The CpuSeq of canonical ``runs`` (a tuple) whose ``size`` and order (``normal``) the
-    caller has at hand: no pass over the runs to count them."""
-    seq = _new(CpuSeq)
-    seq.runs = runs
-    seq.size = size
-    seq.normal = normal
-    return seq
-
-
 EMPTY = CpuSeq()
 
 
 def parse_ordered(text, source="cpulist"):
-    """``cpulist.parse_ordered`` as a CpuSeq (written order and duplicates kept).
-
-    Plain ``N`` / ``N-M`` items are read here; anything else (blanks, strides, errors) goes
-    through ``cpulist.parse_ordered``, which raises the same ParseError as before.
-    """
-    if text.__class__ is str:
-        first, dash, last = text.partition("-")
-        lo = _ID_OF.get(first)
-        if lo is not None and dash:
-            # one "N-M" range of canonical ids: the usual NUMA node, topo affinity or allowed
-            hi = _ID_OF.get(last)
-            if hi is not None and lo <= hi:
-                return known(((lo, hi),), hi - lo + 1)
-    if isinstance(text, str) and text:
-        first, dash, last = text.partition("-")
-        if dash and first.isdecimal() and last.isdecimal() and len(first) < 5 and len(last) < 5:
-            # one "N-M" range: the usual NUMA node, topo affinity or allowed CPUs
-            lo, hi = int(first), int(last)
-            if lo <= hi < _MAX_CPUS:
-                return known(((lo, hi),), hi - lo + 1)
-        runs = []
-        size = 0
-        for part in text.split(","):
-            if part.isdecimal() and len(part) < 5:
-                cpu = int(part)
-                if cpu >= _MAX_CPUS:
-                    break
-                runs.append((cpu, cpu))
-                size += 1
-                continue
-            first, dash, last = part.partition("-")
-            # "N-M" only: a second "-" leaves a non-decimal ``last``
-            if not dash or not first.isdecimal() or not last.isdecimal() or len(first) > 4 \
-                    or len(last) > 4:
-                break
-            lo, hi = int(first), int(last)
-            if hi < lo or hi >= _MAX_CPUS:
-                break
-            runs.append((lo, hi))
-            size += hi - lo + 1
-        else:
-            if size > cpulist.MAX_IDS:
-                raise cpulist.too_many(source, text)
-            return CpuSeq(runs) if len(runs) == 1 else CpuSeq.from_runs(runs)
-    # blanks, strides and every error: the reference parser (bounds and messages there)
+    """``cpulist.parse_ordered`` as a CpuSeq (written order and duplicates kept; bounds and
+    messages there)."""
     return CpuSeq.from_cpus(cpulist.parse_ordered(text, source))
 
 
 def parse(text, source="cpulist"):
     """``cpulist.parse`` as a CpuSeq: sorted unique ids."""
-    seq = parse_ordered(text, source)
-    return seq if seq.normal else seq.sorted_unique()
+    return parse_ordered(text, source).sorted_unique()
 
 
 def parse_option(value, source="cpulist"):
@@ -332,61 +209,28 @@ def parse_option(value, source="cpulist"):
 
 def join_ids(cpus, sep=" "):
     """``sep.join(str(c) for c in cpus)``."""
-    if cpus.__class__ is CpuSeq:
-        return join_runs(cpus.runs, sep)
     return sep.join(map(str, cpus))
 
 
-def _text(seq):
-    """``cpulist.format_runs(seq.runs)``; an ascending sequence of ids below 2048 (a plan's
-    cpulists) by lookup."""
-    runs = seq.runs
-    if seq.normal and runs and runs[0][0] >= 0 and runs[-1][1] < _SMALL:
-        return runs_text(runs)
-    return cpulist.format_runs(runs)
-
-
 def format(cpus):  # pylint: disable=redefined-builtin
-    """``cpulist.format`` (sorted unique cpulist text); a CpuSeq is formatted per run."""
-    if cpus.__class__ is CpuSeq:
-        return _text(cpus.sorted_unique())
-    return cpulist.format(cpus)
+    """``cpulist.format`` (sorted unique cpulist text)."""
+    return cpulist.format_runs(CpuSeq.from_cpus(cpus).sorted_unique().runs)
 
 
 def format_ordered(cpus):
-    """``cpulist.format_ordered`` (positional order kept); a CpuSeq is formatted per run."""
-    if cpus.__class__ is CpuSeq:
-        return _text(cpus)
-    return cpulist.format_ordered(cpus)
+    """``cpulist.format_ordered`` (positional order kept)."""
+    return cpulist.format_runs(CpuSeq.from_cpus(cpus).runs)
 
 
 def sorted_unique(cpus):
-    """``sorted(set(cpus))``; a CpuSeq stays a CpuSeq."""
-    if cpus.__class__ is CpuSeq:
-        return cpus.sorted_unique()
-    return sorted(set(cpus))
+    """``sorted(set(cpus))`` as a CpuSeq."""
+    return CpuSeq.from_cpus(cpus).sorted_unique()
 
 
 def sorted_all(cpus):
-    """``sorted(cpus)`` keeping duplicates; a CpuSeq stays a CpuSeq."""
-    if cpus.__class__ is not CpuSeq:
-        return sorted(cpus)
-    if cpus.normal:
-        return cpus
-    runs = sorted(cpus.runs)
-    if all(runs[i][0] > runs[i - 1][1] for i in range(1, len(runs))):
-        return CpuSeq.from_runs(runs)
-    # overlapping runs (duplicate ids): rare enough to expand
-    return CpuSeq.from_cpus(sorted(cpus))
-
-
-def as_set(cpus):
-    """Something answering ``in`` for the ids: a set stays, a CpuSeq becomes its sorted set."""
-    if cpus.__class__ is CpuSeq:
-        return cpus.sorted_unique()
-    if isinstance(cpus, (set, frozenset)):
-        return cpus
-    return set(cpus)
+    """``sorted(cpus)`` keeping duplicates, as a CpuSeq."""
+    cpus = CpuSeq.from_cpus(cpus)
+    return cpus if cpus.normal else CpuSeq.from_cpus(sorted(cpus))
 
 
 def _intersect_runs(runs, allowed):
@@ -404,61 +248,25 @@ def _intersect_runs(runs, allowed):
 
 def keep(cpus, allowed):
     """``[c for c in cpus if c in allowed]`` (order and duplicates of ``cpus`` kept)."""
-    if cpus.__class__ is CpuSeq and allowed.__class__ is CpuSeq:
-        allowed = allowed.sorted_unique()
-        runs = cpus.runs
-        if len(allowed.runs) == 1 and runs:
-            a_lo, a_hi = allowed.runs[0]
-            if cpus.normal:
-                # ascending: the first and the last run bound all the others
-                if a_lo <= runs[0][0] and runs[-1][1] <= a_hi:
-                    return cpus
-            elif all(a_lo <= lo and hi <= a_hi for lo, hi in runs):
-                return cpus
-        kept = _intersect_runs(runs, allowed.runs)
-        # (parts of ascending runs stay apart: already canonical)
-        return CpuSeq(kept) if cpus.normal else CpuSeq.from_runs(kept)
-    return [c for c in cpus if c in allowed]
+    allowed = CpuSeq.from_cpus(allowed).sorted_unique()
+    return CpuSeq.from_runs(_intersect_runs(CpuSeq.from_cpus(cpus).runs, allowed.runs))
 
 
 def overlaps(cpus, allowed):
     """``any(c in allowed for c in cpus)``."""
-    if cpus.__class__ is CpuSeq and allowed.__class__ is CpuSeq:
-        return bool(_intersect_runs(cpus.runs, allowed.sorted_unique().runs))
-    return any(c in allowed for c in cpus)
+    allowed = CpuSeq.from_cpus(allowed).sorted_unique()
+    return bool(_intersect_runs(CpuSeq.from_cpus(cpus).runs, allowed.runs))
 
 
 def subtract(cpus, removed):
     """``[c for c in cpus if c not in removed]`` (order and duplicates kept)."""
-    if cpus.__class__ is CpuSeq and removed.__class__ is CpuSeq:
-        runs = cpus.runs
-        if len(runs) == 1 and len(removed.runs) == 1:
-            # one run less one run (a carve from a pool, reserved CPUs): at most two pieces,
-            # apart by the removed run, so already canonical
-            (lo, hi), (r_lo, r_hi) = runs[0], removed.runs[0]
-            if r_hi < lo or hi < r_lo:
-                return cpus
-            if lo < r_lo:
-                if r_hi < hi:
-                    return known(((lo, r_lo - 1), (r_hi + 1, hi)), r_lo - lo + hi - r_hi)
-                return known(((lo, r_lo - 1),), r_lo - lo)
-            return known(((r_hi + 1, hi),), hi - r_hi) if r_hi < hi else EMPTY
-        left = _subtract_runs(runs, removed.sorted_unique().runs)
-        # (parts of ascending runs stay apart: already canonical)
-        return CpuSeq(left) if cpus.normal else CpuSeq.from_runs(left)
-    removed = as_set(removed)
-    return [c for c in cpus if c not in removed]
-
-
-def _subtract_runs(runs, removed):
-    """The parts of ``runs`` (in their order) outside the normal run list ``removed``: per run,
-    a bisection to the first removed run that reaches it, then only the removed runs inside."""
+    removed = CpuSeq.from_cpus(removed).sorted_unique().runs
     out = []
-    count = len(removed)
     highs = [hi for dummy, hi in removed]
-    for lo, hi in runs:
+    for lo, hi in CpuSeq.from_cpus(cpus).runs:
+        # the first removed run that reaches this run, then only those inside it
         index = bisect_left(highs, lo)
-        while index < count and removed[index][0] <= hi:
+        while index < len(removed) and removed[index][0] <= hi:
             r_lo, r_hi = removed[index]
             if r_lo > lo:
                 out.append((lo, r_lo - 1))
@@ -466,16 +274,4 @@ def _subtract_runs(runs, removed):
             index += 1
         if lo <= hi:
             out.append((lo, hi))
-    return out
-
-
-def concat(first, second):
-    """``first + second`` as a CpuSeq when both are, else as a list."""
-    if first.__class__ is CpuSeq and second.__class__ is CpuSeq:
-        return first + second
-    return list(first) + list(second)
-
-
-def seq_key(cpus):
-    """A hashable key equal for two sequences exactly when they hold the same ids in order."""
-    return CpuSeq.from_cpus(cpus).runs
+    return CpuSeq.from_runs(out)

@@ -6,14 +6,14 @@
 ``cores`` is ``{cpu: core id}`` for the CPUs that have SMT siblings (``model.rules.smt_cores``,
 read from ``thread_siblings_list``, never guessed from CPU numbers); a CPU it does not list is a
 core of its own. An empty or None ``cores`` means one CPU per core, and every function then
-takes the plain path (CpuSeq slices, no per-CPU work).
+takes the plain path (CpuSeq slices).
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.npuops.fleet.plugins.module_utils.cpus.cpuset import EMPTY, CpuSeq, known
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus.cpuset import CpuSeq
 
 
 def groups(cpus, cores):
@@ -38,7 +38,7 @@ def core_order(cpus, cores):
     """``cpus`` reordered so that the threads of a core are adjacent (cores in order of their
     first CPU): ``0-3,64-67`` with siblings N / N+64 -> ``0,64,1,65,2,66,3,67``."""
     if not cores:
-        return cpus
+        return CpuSeq.from_cpus(cpus)
     return CpuSeq.from_cpus([cpu for group in groups(cpus, cores) for cpu in group])
 
 
@@ -48,22 +48,12 @@ def split(cpus, owners, cores):
     the cores are split into CPUs."""
     count = len(owners)
     if not cores:
+        # (``cpus`` may also be a list of units: the 950 clusters of a node)
         shares, start = {}, 0
-        if cpus.__class__ is CpuSeq and len(cpus.runs) == 1:
-            # one contiguous run (a NUMA node, a pool): each share by plain arithmetic
-            base, extra = divmod(cpus.size, count)
-            first = cpus.runs[0][0]
-            for index, owner in enumerate(owners):
-                take = base + 1 if index < extra else base
-                shares[owner] = known(((first + start, first + start + take - 1),), take) \
-                    if take else EMPTY
-                start += take
-            return shares
         base, extra = divmod(len(cpus), count)
-        cut = cpus.part if cpus.__class__ is CpuSeq else (lambda lo, hi: cpus[lo:hi])
         for index, owner in enumerate(owners):
             take = base + (1 if index < extra else 0)
-            shares[owner] = cut(start, start + take)
+            shares[owner] = cpus[start:start + take]
             start += take
         return shares
     units = groups(cpus, cores)
@@ -81,6 +71,7 @@ def split(cpus, owners, cores):
 def take(cpus, count, cores):
     """The first ``count`` CPUs of ``cpus`` in whole cores (as many whole cores as fit; when
     not even one fits, the first ``count`` CPUs)."""
+    cpus = CpuSeq.from_cpus(cpus)
     if count >= len(cpus):
         return cpus
     if not cores:

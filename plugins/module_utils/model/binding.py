@@ -26,7 +26,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import InputEr
 from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_intruders, instance_files, schema
 from ansible_collections.npuops.fleet.plugins.module_utils.model.instance_files import unit_names
 from ansible_collections.npuops.fleet.plugins.module_utils.model.spec import (
-    ANY, BOOL, INT, LIST, NUM, OPT, RECORD, SCALAR, STR, check, compile_spec)
+    ANY, BOOL, INT, LIST, NUM, OPT, RECORD, SCALAR, STR, check)
 from ansible_collections.npuops.fleet.plugins.module_utils.model.drift_kinds import (
     FIX_INTRUDER, FIX_IRQ, FIX_IRQBALANCE, FIX_MEMORY, FIX_MISSING, FIX_THREADS, FIX_UNIT)
 
@@ -62,14 +62,13 @@ BINDER_REPORT = (RECORD, {
 })
 INSTANCE = (RECORD, {"unit": (STR,), "unit_state": _VALUE})
 IRQBALANCE = (OPT, (RECORD, {"active": (OPT, (ANY,)), "banned_irqs": (OPT, (LIST, (INT,)))}))
-_FITS = dict((id(spec), compile_spec(spec)) for spec in (BINDER_REPORT, INSTANCE, IRQBALANCE))
 
 
 def shape_problem(value, spec, source):
     """Why ``value`` (a binder report, an instance's entry, the irqbalance facts) is not of the shape
     ``drift`` reads: ``<source>: <field>: <problem>``; None when it is."""
     try:
-        check(value, spec, source, _FITS[id(spec)])
+        check(value, spec, source)
     except InputError as err:
         return str(err)
     return None
@@ -100,7 +99,7 @@ def _plan(io, path, errors):
         return None
     try:
         doc = json.loads(text)
-    except (ValueError, RecursionError) as err:  # RecursionError: nested too deep (issue 15)
+    except (ValueError, RecursionError) as err:  # RecursionError: a hostile report nested too deep
         _error(errors, path, "not valid JSON: %s" % err)
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("npuops_instance"), dict):

@@ -51,7 +51,7 @@ def int_file(io, path):
 
 
 CPU_DIR = "/sys/devices/system/cpu"
-# The CPUs a systemd service gets (issue 11): the system.slice cpuset (cgroup v2), else the root
+# The CPUs a systemd service gets (what a vLLM unit may run on): the system.slice cpuset (cgroup v2), else the root
 # cpuset (v2 root, v1 root); the gathering process's own Cpus_allowed_list is ``allowed_self``.
 SERVICE_CPUSETS = (
     ("system.slice", "/sys/fs/cgroup/system.slice/cpuset.cpus.effective"),

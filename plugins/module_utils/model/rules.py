@@ -13,11 +13,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
-from itertools import chain
-from operator import itemgetter
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type as device_types
 
 # Each physical chip (die, with single-die mode on A3) is advertised as this many devices.
 SHARE_DEV_COUNT = 100
@@ -27,8 +26,6 @@ SHARE_DEV_COUNT = 100
 HEALTH_OK, HEALTH_WARNING, HEALTH_BAD = "ok", "warning", "unhealthy"
 
 _DIGITS = re.compile(r"(\d+)")
-_INT_ONLY = {int}
-_ID_OF = cpuset.ID_OF  # the usual decimal text of a node id -> the id
 
 
 def natural_key(name):
@@ -53,8 +50,9 @@ def is_healthy(health):
 
 
 def _chip_groups(npus, device_type, single_die_mode):
-    """Health lists per advertised chip. A3 without single-die mode: one chip per package."""
-    if device_type == "A3" and not single_die_mode:
+    """Health lists per advertised chip. A multi-die type (A3) without single-die mode: one
+    chip per package."""
+    if device_types.row(device_type).multi_die and not single_die_mode:
         groups = {}
         order = []
         for npu in npus:
@@ -91,25 +89,15 @@ def node_cpus(topology, source="topology cpu.numa_nodes"):
     if not isinstance(raw, dict):
         raise PlanError("%s must map node ids to cpulists, got %r" % (source, raw))
     nodes = {}
-    id_of = cpuset.ID_OF.get  # the usual decimal text of an id, by lookup
-    parse = cpuset.parse
     for key, text in raw.items():
-        node = id_of(key)
-        if node is None:
-            try:
-                node = int(key)
-            except (TypeError, ValueError):
-                raise PlanError("%s: node id %r is not an integer" % (source, key))
         try:
-            # (parse_option's answer for text, without its dispatch)
-            nodes[node] = parse(text, source) if text.__class__ is str and text else \
-                cpuset.parse_option(text or "", source)
-        except ParseError:
-            # parsed again for the message: the node's name is formatted only for an error
-            try:
-                nodes[node] = cpuset.parse_option(text or "", "%s[%s]" % (source, key))
-            except ParseError as err:
-                raise PlanError(str(err))
+            node = int(key)
+        except (TypeError, ValueError):
+            raise PlanError("%s: node id %r is not an integer" % (source, key))
+        try:
+            nodes[node] = cpuset.parse_option(text or "", "%s[%s]" % (source, key))
+        except ParseError as err:
+            raise PlanError(str(err))
     return nodes
 
 
@@ -149,42 +137,26 @@ def _int_key(value):
     return int(value)
 
 
-def _distance_rows(topology):
-    """``(ids, rows)`` of ``cpu.numa_distance``: the node ids (ints) and each node's row of
-    distances in the order of ``ids`` (tuples of positive ints); None when absent or malformed
-    (a distance that is not a positive integer, a node missing from a row)."""
+def numa_distance(topology):
+    """``{node: {node: distance}}`` (ints) of ``cpu.numa_distance``, or None when absent or
+    malformed (a distance that is not a positive integer, a node missing from a row)."""
     raw = ((topology or {}).get("cpu") or {}).get("numa_distance")
     if not isinstance(raw, dict) or not raw:
         return None
     try:
         # keys are decimal text (facts) or ints; the values must be positive ints already;
-        # every row names the same nodes as the table (each row's values fetched in one call,
-        # all of them tested at once)
-        keys = list(raw)
-        ids = list(map(_ID_OF.get, keys))
-        if None in ids:
-            ids = list(map(int, keys))
-        values_of = itemgetter(*keys) if len(keys) > 1 else (lambda row: (row[keys[0]],))
-        rows = list(map(raw.__getitem__, keys))
-        if set(map(len, rows)) != {len(keys)}:
-            return None
-        rows = list(map(values_of, rows))
-        values = list(chain.from_iterable(rows))
-        if set(map(type, values)) != _INT_ONLY or min(values) <= 0:
-            return None
+        # every row names the same nodes as the table
+        table = {}
+        for key, row in raw.items():
+            if len(row) != len(raw):
+                return None
+            distances = [row[other] for other in raw]
+            if any(type(value) is not int or value <= 0 for value in distances):
+                return None
+            table[int(key)] = dict(zip(map(int, raw), distances))
     except (AttributeError, KeyError, TypeError, ValueError):
         return None
-    return ids, rows
-
-
-def numa_distance(topology):
-    """``{node: {node: distance}}`` (ints) of ``cpu.numa_distance``, or None when absent or
-    malformed (a distance that is not a positive integer, a node missing from a row)."""
-    found = _distance_rows(topology)
-    if found is None:
-        return None
-    ids, rows = found
-    return {node: dict(zip(ids, row)) for node, row in zip(ids, rows)}
+    return table
 
 
 def node_packages(topology):
@@ -208,7 +180,7 @@ class Nearness(object):
     not cover every CPU node is not used (``warnings`` says so).
     """
 
-    __slots__ = ("_index", "_rows", "_source", "_nodes", "packages", "_warnings")
+    __slots__ = ("_distance", "_source", "_nodes", "packages", "_warnings")
 
     def __init__(self, distance=None, packages=None, nodes=(), source=None):
         """``distance`` / ``packages``: the parsed maps (``numa_distance``, ``node_packages``);
@@ -216,47 +188,40 @@ class Nearness(object):
         self._warnings = []
         self._nodes = set(nodes)
         self._source = source
-        # the table as rows: node -> its position, and each row's distances by position
-        self._index = self._rows = None
+        self._distance = None
         if source is None and distance is not None:
-            ids = list(distance)
-            self._cover(ids, [tuple(distance[a][b] for b in ids) for a in ids])
+            self._cover(distance)
         if packages is not None and not self._nodes <= set(packages):
             self._warnings.append("cpu.packages lacks NUMA node(s) %s: packages not used"
                                   % sorted(self._nodes - set(packages)))
             packages = None
         self.packages = packages
 
-    def _cover(self, ids, rows):
-        if not self._nodes <= set(ids):
+    def _cover(self, distance):
+        if not self._nodes <= set(distance):
             self._warnings.append("cpu.numa_distance lacks NUMA node(s) %s: nearest node by id"
-                                  % sorted(self._nodes - set(ids)))
+                                  % sorted(self._nodes - set(distance)))
             return
-        self._index = dict(zip(ids, range(len(ids))))
-        self._rows = rows
+        self._distance = distance
 
     def _read(self):
         """The table of the source topology, parsed on first use."""
-        source, self._source = self._source, None
-        found = _distance_rows(source)
-        if found is not None:
-            self._cover(*found)
+        if self._source is not None:
+            source, self._source = self._source, None
+            found = numa_distance(source)
+            if found is not None:
+                self._cover(found)
 
     @property
     def distance(self):
         """``{node: {node: distance}}`` or None (read from the topology on first use)."""
-        if self._source is not None:
-            self._read()
-        if self._index is None:
-            return None
-        ids = list(self._index)
-        return {node: dict(zip(ids, self._rows[at])) for node, at in self._index.items()}
+        self._read()
+        return self._distance
 
     @property
     def warnings(self):
         """What was not used and why (reads the table)."""
-        if self._source is not None:
-            self._read()
+        self._read()
         return self._warnings
 
     def read_warnings(self):
@@ -274,37 +239,15 @@ class Nearness(object):
         other = 0
         if packages is not None and a in packages and b in packages and packages[a] != packages[b]:
             other = 1
-        if self._source is not None:
-            self._read()
-        index = self._index
-        if index is not None and a in index and b in index:
-            return (other, self._rows[index[a]][index[b]], b)
+        self._read()
+        distance = self._distance
+        if distance is not None and a in distance and b in distance:
+            return (other, distance[a][b], b)
         return (other, abs(a - b), b)
 
     def keys_from(self, a, nodes):
         """``[key(a, b)[:2] for b in nodes]``: ``(other package, distance)`` of each node."""
-        packages = self.packages
-        if self._source is not None:
-            self._read()
-        index = self._index
-        row = self._rows[index[a]] if index is not None and a in index else None
-        if packages is None and row is not None:
-            try:
-                # (no package map, every node in the table: the distances alone)
-                return [(0, row[index[b]]) for b in nodes]
-            except KeyError:
-                pass
-        package = packages.get(a) if packages is not None else None
-        out = []
-        for b in nodes:
-            other = 0
-            if package is not None and b in packages and packages[b] != package:
-                other = 1
-            if row is not None and b in index:
-                out.append((other, row[index[b]]))
-            else:
-                out.append((other, abs(a - b)))
-        return out
+        return [self.key(a, b)[:2] for b in nodes]
 
     def same_package(self, a, b):
         """True when both nodes are on one package (or a package is unknown)."""

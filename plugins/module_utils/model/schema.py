@@ -25,7 +25,7 @@ import re
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import InputError
 from ansible_collections.npuops.fleet.plugins.module_utils.model.spec import (
     BOOL, CPUS, DIGITS, INT, INT_TEXT, LIST, MAP, NODE, OPT, RECORD, SCALAR, STR, check,
-    compile_spec, kind_name)
+    fits, kind_name)
 
 
 def _opt(spec):
@@ -201,25 +201,19 @@ def instance_name_problem(name):
     return None
 
 
-# each spec compiled once (spec.compile_spec): a valid input is answered without _check
-_TOPOLOGY_FITS = compile_spec(TOPOLOGY)
-_PLANNER_FITS = compile_spec(PLANNER_INPUT)
-_PLAN_FITS = compile_spec(PLAN)
-
-
 def check_topology(value, source="topology"):
     """The topology facts (``ansible_facts.npu_topology``) in the shape the layers read."""
     if not isinstance(value, dict):
         raise InputError(source, "expected the npu_topology facts (a mapping), got %s"
                          % kind_name(value))
-    return check(value, TOPOLOGY, source, _TOPOLOGY_FITS)
+    return check(value, TOPOLOGY, source)
 
 
 def check_planner_input(value, source="topology"):
     """The fields of the topology facts make_plan and its planners read (``PLANNER_INPUT``;
     no depth bound: each of them has a known leaf type). Facts that fail get check_topology's
     message, the first problem of the whole facts."""
-    if _PLANNER_FITS(value):
+    if fits(value, PLANNER_INPUT):
         return value
     return check_topology(value, source)
 
@@ -229,4 +223,4 @@ def check_plan(value, source="plan"):
     if not isinstance(value, dict):
         raise InputError(source, "must be a dict (the npu_cpu_plan result), got %s"
                          % kind_name(value))
-    return check(value, PLAN, source, _PLAN_FITS)
+    return check(value, PLAN, source)

@@ -65,7 +65,7 @@ def _check_matrix(cost_matrix):
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise PlanError("cost matrix cell (%d, %d) is not a number: %r"
                                 % (num, col, value))
-            if value != value or value == -float("inf"):  # pylint: disable=comparison-with-itself
+            if (isinstance(value, float) and math.isnan(value)) or value == -float("inf"):
                 raise PlanError("cost matrix cell (%d, %d) is %r" % (num, col, value))
     return rows, width or 0
 

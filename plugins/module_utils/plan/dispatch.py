@@ -15,7 +15,7 @@ __metaclass__ = type
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules, schema, vendors
 from ansible_collections.npuops.fleet.plugins.module_utils.model import worker_start
-from ansible_collections.npuops.fleet.plugins.module_utils.parse.device_type import TYPES as DEVICE_TYPES
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type as device_types
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import frontend as placement
 from ansible_collections.npuops.fleet.plugins.module_utils.plan.instance_input import (  # noqa: F401 pylint: disable=unused-import
     Instance, int_list as _int_list, validate_instances)
@@ -28,8 +28,6 @@ from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_asce
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
 
 
-_TEXT = cpuset.DECIMAL  # the decimal text of small ids (the plan's keys), by lookup
-_SMALL = len(_TEXT)
 
 
 def _node_cpus(topology):
@@ -40,31 +38,22 @@ def _node_cpus(topology):
 def _npu_facts(topology):
     """``(ids, affinity {id: ordered cpus}, pci_nodes {id: node or None}, busy [ids])``."""
     ids, affinity, pci_nodes, busy = [], {}, {}, []
-    parse_ordered = cpuset.parse_ordered
-    parsed = {}  # text -> CPUs: the NPUs of one node share their affinity text
     for index, npu in enumerate(topology.get("npus") or []):
         logic = npu.get("logic_id") if isinstance(npu, dict) else None
         if logic is None:
             raise PlanError("topology npus[%d] has no logic_id" % index)
-        if logic.__class__ is not int:
-            logic = int(logic)
+        logic = int(logic)
         ids.append(logic)
         text = npu.get("affinity")
         # cpulist.is_cpulist's test, parsing once: a cpulist that is not blank parses to at
         # least one CPU, a blank one to none; an unreadable one counts as no affinity (so its
         # ParseError, and the source it names, are never shown)
         if text and isinstance(text, str):
-            if text in parsed:
-                cpus = parsed[text]
-            else:
-                try:
-                    cpus = parse_ordered(text, "npus[].affinity")
-                    if not cpus.size:
-                        cpus = None
-                except ParseError:
-                    cpus = None
-                parsed[text] = cpus
-            if cpus is not None:
+            try:
+                cpus = cpuset.parse_ordered(text, "npus[].affinity")
+            except ParseError:
+                cpus = cpuset.EMPTY
+            if cpus.size:
                 affinity[logic] = cpus
         node = npu.get("numa_node")
         if node is not None:
@@ -80,13 +69,9 @@ def _npu_facts(topology):
 def _all_logic_npus(topology, ids):
     """vllm-ascend takes the logic ids from ``npu-smi info -m`` (the raw npu_map)."""
     found = set()
-    id_of = cpuset.ID_OF.get  # the usual decimal text of an id, by lookup
     for chips in (topology.get("npu_map") or {}).values():
         for logic in (chips or {}).values():
-            number = id_of(logic)
-            if number is not None:
-                found.add(number)
-            elif str(logic).isdigit():
+            if str(logic).isdigit():
                 found.add(int(logic))
     return sorted(found) if found else list(ids)
 
@@ -170,9 +155,9 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
     (schema.check_topology if full_check else schema.check_planner_input)(topology)
     if policy not in POLICIES:
         raise PlanError("unknown policy %r; choose one of %s" % (policy, ", ".join(POLICIES)))
-    if device_type is not None and device_type not in DEVICE_TYPES:
+    if device_type is not None and device_type not in device_types.TYPES:
         raise PlanError("unknown device_type %r; choose one of %s"
-                        % (device_type, ", ".join(DEVICE_TYPES)))
+                        % (device_type, ", ".join(device_types.TYPES)))
     dtype = device_type or topology.get("device_type")
     plan = _empty_plan(policy, dtype, topology)
     release = _release(topology, vllm_ascend_version) if policy == "vllm_ascend" else None
@@ -239,7 +224,8 @@ def _strict(plan, request, host, insts, release=None):
     planned = sorted(result["planned_over"])
     uvb = result["uvb"]
     fronts = _place(plan, planned, pools, lambda npu: homes[npu][0], host, insts,
-                    cluster and cpu_roles.cluster_size(host.threads_per_core), uvb)
+                    cluster and cpu_roles.cluster_size(
+                        host.threads_per_core, device_types.row(request.device_type).cluster_cores), uvb)
     entries = plan["npus"]
     if insts:
         # the entries' pool and main CPUs for ``_instances``, from the pools instead of the
@@ -248,23 +234,19 @@ def _strict(plan, request, host, insts, release=None):
         fronts["device_cpus"] = device_cpus = {}
         if cluster:
             for npu in keep:
-                seq = cpuset.CpuSeq.from_cpus(pools[npu])
-                device_cpus[npu] = (seq, seq)
-            mains = None
+                device_cpus[npu] = (pools[npu], pools[npu])
         else:
             mains = fronts["mains"]  # (_place cut every planned pool's main)
             for npu in keep:
                 device_cpus[npu] = (pools[npu], mains[npu])
-    else:
-        mains = None
-    for npu, entry in zip(keep, cpu_roles.pool_entries(pools, keep, cpu_node, cluster, mains)):
+    for npu, entry in zip(keep, cpu_roles.pool_entries(pools, keep, cpu_node, cluster)):
         home, entry["locality"] = homes[npu]
         entry["home_node"] = home
         nodes = entry["pool_nodes"] = entry["numa_nodes"]
         if home is not None and (len(nodes) != 1 or nodes[0] != home):
             # the worker's memory stays on its home node, whatever it borrowed
             entry["numa_nodes"] = [home]
-        entries[_TEXT[npu] if 0 <= npu < _SMALL else str(npu)] = entry
+        entries[str(npu)] = entry
     if uvb is not None:
         plan["uvb"] = cpuset.format(uvb)
     plan["warnings"].extend(nearness.read_warnings())
@@ -278,11 +260,7 @@ def _place(plan, devices, pools, home_of, host, insts, cluster=None, uvb=None):
     ``home_of``: device -> its home node or None; ``host``: the plan's ``layout.HostCpus``."""
     allowed, allowed_all, reserved = host.allowed, host.allowed_all, host.reserved
     cpu = host.cpu
-    if cluster:
-        # Ascend 950 pools come as lists of whole clusters
-        seqs = dict((dev, cpuset.CpuSeq.from_cpus(pools[dev])) for dev in devices)
-    else:
-        seqs = pools
+    seqs = pools
     extra = cpuset.CpuSeq.from_cpus(uvb) if uvb else cpuset.EMPTY
     if not (insts or reserved or cpu.get("isolated") or cpu.get("nohz_full")) and \
             sum([seqs[dev].size for dev in devices]) + extra.size == allowed.size:
@@ -365,7 +343,7 @@ def _instances(plan, insts, fronts=None):
     for name, members in insts:
         main, pool, nodes = [], [], set()  # (the devices' runs)
         for dev in members:
-            entry = table.get(_TEXT[dev] if 0 <= dev < _SMALL else str(dev))
+            entry = table.get(str(dev))
             if entry is None:
                 if plan["skipped"] or "vllm_ascend" in plan:
                     # (vllm_ascend: the ranks say why the release builds no pool for it)

@@ -30,7 +30,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset, nodemap, smt
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset, smt
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus.cpuset import EMPTY, CpuSeq
 
 # vLLM's tuning guide: at least 2 + N physical cores for the front end of N accelerators
@@ -38,10 +38,10 @@ FRONTEND_BASE_CORES = 2
 
 
 def union(seqs):
-    """The sorted set of the CPUs of several CpuSeq (or lists)."""
+    """The sorted set of the CPUs of several sequences."""
     runs = []
     for seq in seqs:
-        runs.extend(seq.runs if seq.__class__ is CpuSeq else CpuSeq.from_cpus(seq).runs)
+        runs.extend(CpuSeq.from_cpus(seq).runs)
     return cpuset.union_runs(runs)
 
 
@@ -110,9 +110,6 @@ def carve(mains, members, need, cores, unit=None):
     (the remainder one each to the lowest ids), each member keeping at least one unit; a
     member short of units passes its part to the others. ``mains``: device -> main CPUs in
     positional order (CPUs that may not go to a frontend already removed)."""
-    if not cores and not unit:
-        # one CPU per unit: plain slices of the main sequences
-        return _carve_cpus(mains, members, need)
     units = {}
     sizes = smt.core_sizes(cores)
     for dev in members:
@@ -140,14 +137,6 @@ def carve(mains, members, need, cores, unit=None):
 def carved_pool(pool, main, carved):
     """``(pool, main)`` of a worker less its ``carved`` main CPUs: its IRQ, ACL and release
     CPUs keep their places (``pool[:2]`` and ``pool[-2:]``)."""
-    runs, cut = pool.runs, carved.runs
-    if len(runs) == 1 and len(cut) == 1:
-        lo, hi = runs[0]
-        cut_lo, cut_hi = cut[0]
-        if cut_hi == hi - 2 and lo + 2 < cut_lo:
-            # the usual carve, the end of main of one contiguous pool: plain arithmetic
-            return (cpuset.known(((lo, cut_lo - 1), (hi - 1, hi)), pool.size - carved.size),
-                    cpuset.known(((lo + 2, cut_lo - 1),), cut_lo - lo - 2))
     if pool.normal:
         # (an ascending pool, each id once: removing main CPUs keeps the others in place)
         pool = cpuset.subtract(pool, carved)
@@ -173,30 +162,6 @@ def _quotas(room, members, need):
     return quota, need - left
 
 
-def _carve_cpus(mains, members, need):
-    # the usual carve: every member has room for its even part (and for one CPU), so the
-    # quotas are the even parts themselves (what _quotas computes in its first round)
-    share, extra = divmod(need, len(members)) if members else (0, 0)
-    carved = {}
-    for index, dev in enumerate(members):
-        main = mains.get(dev)
-        quota = share + 1 if index < extra else share
-        if main is None or main.size <= quota or main.size < 2:
-            break
-        if quota:
-            carved[dev] = main.part(main.size - quota, main.size).sorted_unique()
-    else:
-        return carved, need
-    room = {dev: max(len(mains[dev]) - 1, 0) if dev in mains else 0 for dev in members}
-    quota, got = _quotas(room, members, need)
-    carved = {}
-    for dev in members:
-        if quota[dev]:
-            main = mains[dev]
-            carved[dev] = main.part(main.size - quota[dev], main.size).sorted_unique()
-    return carved, got
-
-
 def instance_frontend(members, shares, cap, cores):
     """The frontend of one instance from its devices' shares, nearest first, cut to ``cap``
     CPUs in whole cores. Returns ``(CpuSeq sorted, nodes, capped-off CpuSeq)``."""
@@ -217,26 +182,6 @@ def instance_frontend(members, shares, cap, cores):
     return kept_set, nodes, cpuset.subtract(ordered.sorted_unique(), kept_set)
 
 
-def _by_node(cpus, node_cpus, cpu_node):
-    """``{node: CpuSeq}`` of the sorted CpuSeq ``cpus`` (CPUs on no node left out): per run
-    when every run lies inside one node (the NodeMap answers it), else per node."""
-    if cpu_node.__class__ is nodemap.NodeMap:
-        runs = {}
-        for lo, hi in cpus.runs:
-            node = cpu_node.run_node(lo, hi)
-            if node is None:
-                break
-            runs.setdefault(node, []).append((lo, hi))
-        else:
-            return {node: CpuSeq(found) for node, found in runs.items()}
-    out = {}
-    for node, mine in node_cpus.items():
-        mine = cpuset.keep(mine, cpus)
-        if len(mine):
-            out[node] = mine
-    return out
-
-
 def place(devices, pools, home_of, host, instances, mains=None, cluster=None, extra=EMPTY):
     """Frontends of ``instances`` and the free shares of every device.
 
@@ -252,7 +197,7 @@ def place(devices, pools, home_of, host, instances, mains=None, cluster=None, ex
     "carved": {device: CpuSeq}, "device_frontend": {device: CpuSeq}, "capped": CpuSeq,
     "workers": CpuSeq (before carving), "warnings": [...]}``.
     """
-    cpu_node, node_cpus, allowed = host.cpu_node, host.node_cpus, host.allowed
+    cpu_node, allowed = host.cpu_node, host.allowed
     nearness, cores, isolated, cap = host.nearness, host.cores, host.isolated, host.frontend_cap
     threads_per_core = host.threads_per_core
     warnings = []
@@ -269,7 +214,7 @@ def place(devices, pools, home_of, host, instances, mains=None, cluster=None, ex
             free = cpuset.subtract(free, isolated)
     free_by_node = {}
     if free.size:
-        for node, cpus in _by_node(free, node_cpus, cpu_node).items():
+        for node, cpus in cpu_node.split(free).items():
             free_by_node[node] = smt.core_order(cpus, cores)
     shares = {}
     if free_by_node:
@@ -278,7 +223,7 @@ def place(devices, pools, home_of, host, instances, mains=None, cluster=None, ex
 
         def anchors(dev):
             home = homes[dev]
-            return [home] if home is not None else sorted(nodemap.nodes_of(cpu_node, pools[dev]))
+            return [home] if home is not None else sorted(cpu_node.nodes(pools[dev]))
 
         shares = free_shares(devices, anchors, home_nodes, free_by_node, nearness, cores)
     in_instance = set()
@@ -310,7 +255,7 @@ def place(devices, pools, home_of, host, instances, mains=None, cluster=None, ex
             taken, got = carve(sources, members, need, cores, unit)
             carved.update(taken)
             frontend = union(taken.values())
-            nodes = sorted(nodemap.nodes_of(cpu_node, frontend)) if frontend.size else []
+            nodes = sorted(cpu_node.nodes(frontend)) if frontend.size else []
             source = "carved" if frontend.size else "none"
             what = "cluster(s)" if unit else ("core(s)" if cores else "CPU(s)")
             if got:

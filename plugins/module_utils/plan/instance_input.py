@@ -15,15 +15,10 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanErr
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vendors, vllm_flags
 from ansible_collections.npuops.fleet.plugins.module_utils.model.instances import device_set_text
 
-_INTS = frozenset([int])
-
-
 def int_list(value, what, *args):
     """``value`` as a list of ints; ``what % args`` names it in the error."""
     if value is None:
         return None
-    if value.__class__ is list and set(map(type, value)) <= _INTS:
-        return list(value)  # (the usual option: ints already)
     if args:
         what = what % args
     if not isinstance(value, (list, tuple)):

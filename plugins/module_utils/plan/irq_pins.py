@@ -11,6 +11,9 @@ them) and the fleet report (which counts them against irqbalance's bans).
 - A GPU plan pins the paired RDMA NIC's completion IRQs (``nics[].irqs``), a NIC shared by
   several GPUs once, for the lowest GPU (``nic_claims``).
 - An IRQ two devices resolve to is kept once, for the first (lowest id) device.
+- Which planned devices count (``scoped_devices``, ``DEVICE_SCOPES``): ``instances`` those some
+  instance of the plan (``plan.instances[].npus``) uses - a plan without instances pins
+  nothing; ``all`` every device of the plan.
 
 Pure functions, standard library only, importable on Python 3.7.
 """
@@ -20,14 +23,43 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vendors
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type as device_types
+
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import IrqError
 
 ASCEND950_MODE = "ascend950"
-NO_IRQ_DEVICE_TYPES = ("A5",)
+# Which planned devices get their IRQs pinned: the devices instances use, or all of them.
+DEVICE_SCOPES = ("instances", "all")
+# The one line a run that pins nothing for want of instances reports (npu_irq_affinity's
+# ``skipped`` and warning).
+NO_INSTANCE_NOTE = ("No IRQ pinned: no vLLM instance in the plan uses a device (irqbalance keeps "
+                    "their IRQs). To pin every device's IRQs, set npuops_irq_devices: all.")
 
 
 def has_irq_step(plan):
-    """False for plans without IRQ roles (Ascend 950)."""
-    return plan.get("mode") != ASCEND950_MODE and plan.get("device_type") not in NO_IRQ_DEVICE_TYPES
+    """False for plans without IRQ roles (Ascend 950: ``device_type.row(...).irq_roles``)."""
+    return plan.get("mode") != ASCEND950_MODE and device_types.row(plan.get("device_type")).irq_roles
+
+
+def scoped_devices(plan, scope, source="devices"):
+    """The keys (``"0"``, ``"1"``, ...) of the planned devices whose IRQs ``scope`` pins, in id
+    order: ``all`` every device of the plan's device table; ``instances`` those some instance
+    of ``plan.instances`` lists (a device the table lacks is not planned, so not pinned)."""
+    if scope not in DEVICE_SCOPES:
+        raise IrqError("%s: %r is not one of %s" % (source, scope, ", ".join(DEVICE_SCOPES)))
+    table = plan.get(vendors.of_plan(plan).device_key) or {}
+    if not isinstance(table, dict):
+        return []
+    keys = [k for k in table if isinstance(k, str) and k.isdigit()]
+    if scope == "instances":
+        used = set()
+        instances = plan.get("instances") or {}
+        for entry in (instances.values() if isinstance(instances, dict) else []):
+            for dev in (entry.get("npus") if isinstance(entry, dict) else None) or []:
+                if isinstance(dev, int) and not isinstance(dev, bool):
+                    used.add(str(dev))
+        keys = [k for k in keys if k in used]
+    return sorted(keys, key=int)
 
 
 def npu_known_irqs(fact_irqs):
@@ -64,10 +96,11 @@ def device_label(plan, key, nic=None):
     return "%s%s/%s" % (word, key, nic) if nic else "%s%s" % (word, key)
 
 
-def pinned_from_facts(plan, facts):
+def pinned_from_facts(plan, facts, scope="all"):
     """``(pinned, unknown)`` from the facts alone: ``pinned`` ``[(irq, label, role)]`` in device
     order, each IRQ once; ``unknown`` the labels of planned devices whose IRQs the facts lack.
-    Only devices with IRQ CPUs count (an NPU without ``irq`` CPUs is left alone)."""
+    Only devices with IRQ CPUs count (an NPU without ``irq`` CPUs is left alone), and only
+    those of ``scope`` (``scoped_devices``)."""
     pinned, unknown, seen = [], [], set()
     if plan.get("skipped") or not has_irq_step(plan):
         return pinned, unknown
@@ -81,8 +114,8 @@ def pinned_from_facts(plan, facts):
     table = plan.get(row.device_key) or {}
     if not isinstance(table, dict):
         return pinned, unknown
-    table = dict((k, v) for k, v in table.items()
-                 if isinstance(k, str) and k.isdigit() and isinstance(v, dict))
+    wanted = set(scoped_devices(plan, scope, "scope"))
+    table = dict((k, v) for k, v in table.items() if k in wanted and isinstance(v, dict))
     facts = facts if isinstance(facts, dict) else {}
     if row.irq_source == "device":
         npu_facts = dict((str(n.get("logic_id")), n) for n in facts.get("npus") or []

@@ -38,6 +38,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus.nodemap import NodeMap
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet_options as ko
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
@@ -310,10 +311,7 @@ def irq_targets_on_reserved(targets, reserved, node_cpus):
     already on reserved CPUs stays; the others of a device take that node's reserved CPUs in
     turn; a node without reserved CPUs keeps its targets, with a warning."""
     reserved = set(reserved)
-    node_of = {}
-    for node, cpus in node_cpus.items():
-        for cpu in cpus:
-            node_of[cpu] = node
+    node_of = NodeMap(node_cpus)
     out, warnings, turn = [], [], {}
     for target in targets:
         cpus = list(target["cpus"])

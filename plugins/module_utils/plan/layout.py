@@ -49,7 +49,7 @@ class HostCpus(object):
     def cpu_node(self):
         """NodeMap of ``node_cpus``."""
         if self._cpu_node is _UNSET:
-            self._cpu_node = nodemap.node_map(self.node_cpus)
+            self._cpu_node = nodemap.NodeMap(self.node_cpus)
         return self._cpu_node
 
     @property

@@ -29,6 +29,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.cpus import nodemap
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import smt
 from ansible_collections.npuops.fleet.plugins.module_utils.model.rules import Nearness
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type as device_types
 
 NO_NODE = -1  # pseudo node when the host reports no NUMA layout
 
@@ -36,7 +37,7 @@ NO_NODE = -1  # pseudo node when the host reports no NUMA layout
 def npu_home(affinity, pci_node, cpu_node, node_ids):
     """``(node, source)``: source is "affinity", "numa_node" or None (no locality known)."""
     if affinity:
-        counts = nodemap.node_counts(cpu_node, affinity)
+        counts = cpu_node.counts(affinity)
         if counts:
             # the node with most of it, the lowest id among equals (the usual: one node)
             best = next(iter(counts)) if len(counts) == 1 else \
@@ -97,7 +98,7 @@ def allocate_units(npus, homes, node_units, min_units, cluster=None, claimed=(),
             homeless.append(npu)
         else:
             owners.setdefault(node, []).append(npu)
-    # units are lists or cpuset.CpuSeq, never changed in place (cut by slicing, grown by "+"),
+    # units are CpuSeq, never changed in place (cut by slicing, grown by "+"),
     # so the dicts below share them with node_units instead of copying them
     free = {n: u for n, u in node_units.items() if n not in owners and n not in claimed}
     free_ids = sorted(free)
@@ -234,44 +235,35 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
     plan may use (reserved ones already removed). Returns mode, pools (positional lists),
     cluster_roles (True: Ascend 950, ``cpu_roles.cluster_roles``; False: every pool has been
     checked for ``cpu_roles.split_roles``), homes {npu: [node, source]}, uvb (list or None),
-    warnings. CPU lists may be given as cpuset.CpuSeq (``allowed_set`` then a sorted one): the
-    pools then come back as CpuSeq. ``cpu_node``: the NodeMap of ``node_cpus`` when the caller
+    warnings. CPU lists are cpuset.CpuSeq or sequences of ids; the pools come back as CpuSeq.
+    ``cpu_node``: the NodeMap of ``node_cpus`` when the caller
     has one (saves building it twice). ``nearness``: ``rules.Nearness`` (borrowing order);
     ``cores``: ``rules.smt_cores`` (pools in whole cores, IRQ CPUs on one core, ACL and release
     on two).
     """
     warnings = []
+    allowed_set = cpuset.sorted_unique(allowed_set)
     given = node_cpus
     node_cpus = {n: c for n, c in node_cpus.items() if c}
     if not node_cpus:
-        node_cpus = {NO_NODE: cpuset.sorted_unique(allowed_set)}
+        node_cpus = {NO_NODE: allowed_set}
         warnings.append("no NUMA layout known: every NPU sliced by logic id over the allowed CPUs")
     if cpu_node is None or len(node_cpus) != len(given):
-        cpu_node = nodemap.node_map(node_cpus)
+        cpu_node = nodemap.NodeMap(node_cpus)
     node_ids = set(node_cpus)
     homes = {}
     sources = {}
-    found = {}  # (affinity runs, PCI node) -> home: the NPUs of one node share them
     for npu in npus:
-        aff = affinity.get(npu)
-        pci = pci_nodes.get(npu)
-        if aff is None and pci is None:
-            homes[npu] = sources[npu] = None  # npu_home's answer for no locality (A3)
-        elif aff.__class__ is cpuset.CpuSeq:
-            key = (aff.runs, pci)
-            home = found.get(key)
-            if home is None:
-                home = found[key] = npu_home(aff, pci, cpu_node, node_ids)
-            homes[npu], sources[npu] = home
-        else:
-            homes[npu], sources[npu] = npu_home(aff, pci, cpu_node, node_ids)
-    is_950 = device_type == "A5"
+        homes[npu], sources[npu] = npu_home(affinity.get(npu), pci_nodes.get(npu), cpu_node,
+                                            node_ids)
+    kind = device_types.row(device_type)
+    is_950 = kind.roles == device_types.CLUSTER
     uvb = None
     if is_950:
-        size = cpu_roles.cluster_size(threads_per_core)
+        size = cpu_roles.cluster_size(threads_per_core, kind.cluster_cores)
         if size is None:
-            raise PlanError("Ascend 950 needs Thread(s) per core 1 or 2 to size CPU clusters, "
-                            "got %r" % (threads_per_core,))
+            raise PlanError("%s needs Thread(s) per core 1 or 2 to size CPU clusters, "
+                            "got %r" % (kind.label, threads_per_core))
         node_units = dict((n, cluster_units(c, allowed_set, size)) for n, c in node_cpus.items())
         uvb_node, uvb = uvb_reserve(node_units, homes, npus)
         if uvb is None:
@@ -280,7 +272,8 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
             node_units[uvb_node] = [u for u in node_units[uvb_node] if u is not uvb]
         active, claimed = _in_scope(npus, homes, node_units)
         shares, more = allocate_units(active, homes, node_units, 1, size, claimed, nearness)
-        pools = dict((npu, [c for unit in units for c in unit]) for npu, units in shares.items())
+        pools = dict((npu, cpuset.CpuSeq.from_cpus([c for unit in units for c in unit]))
+                     for npu, units in shares.items())
         mode = "ascend950"
     else:
         node_units = {n: cpuset.keep(cpus, allowed_set) for n, cpus in node_cpus.items()}

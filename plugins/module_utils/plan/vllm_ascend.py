@@ -24,19 +24,17 @@ from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import nodemap
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type as device_types
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_a5 as va_a5
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_log as va_log
 from ansible_collections.npuops.fleet.plugins.module_utils.plan.vllm_ascend_log import (  # noqa: F401 pylint: disable=unused-import
-    NO_IRQ_BINDING_DEVICE_TYPES, allocate, check_pools, plan_line, plan_lines, pool_plan_line)
+    allocate, check_pools, plan_line, plan_lines, pool_plan_line)
 from ansible_collections.npuops.fleet.plugins.module_utils.plan.vllm_ascend_a5 import (  # noqa: F401 pylint: disable=unused-import
     A950_BAD_TPC, A950_INSUFFICIENT, A950_INVALID_AFFINITY, A950_NO_AFFINITY, A950_NO_UVB, uvb_pool)
 
-TOPO_AFFINITY_MODE = "topo_affinity"
-GLOBAL_SLICE_MODE = "global_slice"
+TOPO_AFFINITY_MODE = device_types.TOPO_AFFINITY
+GLOBAL_SLICE_MODE = device_types.GLOBAL_SLICE
 ASCEND950_MODE = "ascend950"
-
-DEVICE_BINDING_MODE = {"A2": TOPO_AFFINITY_MODE, "A3": GLOBAL_SLICE_MODE,
-                       "310P": TOPO_AFFINITY_MODE, "A5": TOPO_AFFINITY_MODE}
 
 NON_ARM_SKIP = "CPU binding skipped: non-ARM CPU detected."
 UNKNOWN_ARCH = "Unknown CPU architecture. arch=%s, action: disabling CPU binding."
@@ -66,8 +64,9 @@ def arm_check(arch):
 
 
 def binding_mode(device_type):
-    """A3 -> global_slice; A2, 310P, A5 and anything else -> topo_affinity."""
-    return DEVICE_BINDING_MODE.get(device_type, TOPO_AFFINITY_MODE)
+    """The type's ``vllm_mode`` (A3 -> global_slice; A2, 310P, A5 and anything else ->
+    topo_affinity)."""
+    return device_types.row(device_type).vllm_mode
 
 
 def visible_devices(env_value):
@@ -99,25 +98,14 @@ def build_cpu_node_map(node_cpus, cpu_node=None):
     """``lscpu -e=CPU,NODE`` model: ``(cpu_node, numa_to_cpu)``.
 
     ``node_cpus`` maps node id -> CPU ids. CPUs are visited in ascending id (lscpu's order), so
-    ``numa_to_cpu`` (a defaultdict, as in the reference) has its keys in first-seen order.
-    When every node's CPUs are a cpuset.CpuSeq, ``cpu_node`` is a nodemap.NodeMap and the
-    ``numa_to_cpu`` values are CpuSeq (a missing node still appears as an empty one).
-    ``cpu_node``: the caller's ``nodemap.node_map(node_cpus)``, when it has one.
+    ``numa_to_cpu`` (a defaultdict of CpuSeq, as the reference's) has its keys in first-seen
+    order; a missing node appears as an empty one when looked up. ``cpu_node``: the caller's
+    ``nodemap.NodeMap(node_cpus)``, when it has one.
     """
-    if node_cpus and all(isinstance(c, cpuset.CpuSeq) for c in node_cpus.values()):
-        if cpu_node.__class__ is not nodemap.NodeMap:
-            cpu_node = nodemap.NodeMap(node_cpus)
-        numa_to_cpu = defaultdict(cpuset.CpuSeq)
-        numa_to_cpu.update(cpu_node.node_runs)
-        if not numa_to_cpu:
-            raise PlanError(NO_NUMA_NODE)
-        return cpu_node, numa_to_cpu
-    cpu_node = {}
-    for node, cpus in node_cpus.items():
-        cpu_node.update(dict.fromkeys(cpus, node))
-    numa_to_cpu = defaultdict(list)
-    for cpu in sorted(cpu_node):
-        numa_to_cpu[cpu_node[cpu]].append(cpu)
+    if cpu_node is None:
+        cpu_node = nodemap.NodeMap(node_cpus)
+    numa_to_cpu = defaultdict(cpuset.CpuSeq)
+    numa_to_cpu.update(cpu_node.node_runs)
     if not numa_to_cpu:
         raise PlanError(NO_NUMA_NODE)
     return cpu_node, numa_to_cpu
@@ -125,22 +113,11 @@ def build_cpu_node_map(node_cpus, cpu_node=None):
 
 def _nodes_of(cpu_node, cpus, npu):
     """The set of NUMA nodes of ``cpus`` (the reference's ``{cpu_node[c] for c in ...}``)."""
-    if isinstance(cpu_node, nodemap.NodeMap):
-        if cpus.__class__ is cpuset.CpuSeq and len(cpus.runs) == 1:
-            # the usual base: one run inside one node
-            node = cpu_node.run_node(cpus.runs[0][0], cpus.runs[0][1])
-            if node is not None:
-                return set([node])
-        missing = cpu_node.first_missing(cpus)
-        if missing is not None:
-            raise PlanError("CPU %s is on no NUMA node in lscpu's output (vllm-ascend fails with "
-                            "KeyError)" % missing, npu)
-        return cpu_node.nodes(cpus)
-    try:
-        return set(map(cpu_node.__getitem__, cpus))
-    except KeyError as err:
+    missing = cpu_node.first_missing(cpus)
+    if missing is not None:
         raise PlanError("CPU %s is on no NUMA node in lscpu's output (vllm-ascend fails with "
-                        "KeyError)" % err.args[0], npu)
+                        "KeyError)" % missing, npu)
+    return cpu_node.nodes(cpus)
 
 
 def global_slice(running, allowed_cpus, total_logic_npus, npu_affinity, min_per_npu=5,
@@ -168,21 +145,13 @@ def global_slice(running, allowed_cpus, total_logic_npus, npu_affinity, min_per_
     if base < min_per_npu:
         raise PlanError(insufficient % (total_cpus, total, base, min_per_npu,
                                         total * min_per_npu), cpu_shortage=True)
-    cut = allowed.part if allowed.__class__ is cpuset.CpuSeq else (lambda a, b: allowed[a:b])
-    # one run of allowed CPUs (the usual host): each slice is plain arithmetic
-    first = allowed.runs[0][0] if allowed.__class__ is cpuset.CpuSeq and \
-        len(allowed.runs) == 1 else None
-    seq = cpuset.CpuSeq
     for npu in running:
         if npu < 0 or npu >= total:
             raise PlanError(INVALID_NPU_ID % (npu, total))
         start = npu * base + (npu if npu < extra else extra)
         # (within the allowed CPUs: npu < total, and total * base + extra is their count)
         stop = start + base + (1 if npu < extra else 0)
-        if first is not None and 0 < stop - start < total_cpus:
-            pools[npu] = seq(((first + start, first + stop - 1),))
-        else:
-            pools[npu] = cut(start, stop)
+        pools[npu] = allowed.part(start, stop)
     return pools
 
 
@@ -193,24 +162,15 @@ def extend_numa(cpu_list, cpu_node, numa_to_cpu, allowed_cpus, npu=None):
     lookup of a missing node adds it to ``numa_to_cpu`` (the phantom node), so the modulus
     grows for later calls. A multi-node list comes back unchanged (unsorted).
     """
-    if cpu_list.__class__ is cpuset.CpuSeq and len(cpu_list.runs) == 1 and \
-            cpu_node.__class__ is nodemap.NodeMap and allowed_cpus.__class__ is cpuset.CpuSeq:
-        # the usual base: one run inside one node (the steps below, without their dispatch)
-        node = cpu_node.run_node(cpu_list.runs[0][0], cpu_list.runs[0][1])
-        if node is not None:
-            next_node = (node + 1) % len(numa_to_cpu)
-            return cpuset.sorted_unique(cpuset.concat(
-                cpu_list, cpuset.keep(numa_to_cpu[next_node], allowed_cpus.sorted_unique())))
+    cpu_list = cpuset.CpuSeq.from_cpus(cpu_list)
     if not cpu_list:
-        return []
+        return cpu_list
     nodes = _nodes_of(cpu_node, cpu_list, npu)
     if len(nodes) != 1:
         return cpu_list
     node = list(nodes)[0]
     next_node = (node + 1) % len(numa_to_cpu)
-    allowed = cpuset.as_set(allowed_cpus)
-    extended = cpuset.concat(cpu_list, cpuset.keep(numa_to_cpu[next_node], allowed))
-    return cpuset.sorted_unique(extended)
+    return cpuset.sorted_unique(cpu_list + cpuset.keep(numa_to_cpu[next_node], allowed_cpus))
 
 
 def average_distribute(pools, npu_list):
@@ -219,15 +179,14 @@ def average_distribute(pools, npu_list):
     total, count = len(cpus), len(npu_list)
     per_npu = total // count
     result = {}
-    cut = cpus.part if cpus.__class__ is cpuset.CpuSeq else (lambda a, b: cpus[a:b])
     for i, npu in enumerate(npu_list):
         end = (i + 1) * per_npu if i < count - 1 else total
-        result[npu] = cut(i * per_npu, end)
+        result[npu] = cpus.part(i * per_npu, end)
     return result
 
 
 def candidate_npus(all_logic_npus, running, npu_affinity, allowed_set, hidden=True):
-    """Running NPUs plus hidden NPUs whose topo affinity overlaps the allowed CPUs (PR #8792,
+    """Running NPUs plus hidden NPUs whose topo affinity overlaps the allowed CPUs (vllm-project/vllm-ascend#8792,
     0.19.1rc1 on); ``hidden`` False: the running NPUs only, as 0.18.x."""
     if not hidden:
         return list(running)
@@ -243,31 +202,16 @@ def topo_affinity(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node,
     ``numa_to_cpu`` is mutated exactly as the reference mutates its defaultdict. ``extend``
     is replaceable so that upstream's tests, which mock the extension, port as they are.
     """
-    allowed_set = cpuset.as_set(allowed_cpus)
+    allowed_set = cpuset.sorted_unique(allowed_cpus)
     pools = {}
-    # NPUs of one node share their affinity: its pool is made once while numa_to_cpu keeps its
-    # size (a phantom node, added by a lookup, changes the modulus and so the key)
-    extended = {} if extend is extend_numa else None
     for npu in candidate_npus(all_logic_npus, running, npu_affinity, allowed_set, hidden):
-        affinity = npu_affinity.get(npu, [])
-        if extended is not None and affinity.__class__ is cpuset.CpuSeq:
-            key = (affinity.runs, len(numa_to_cpu))
-            pool = extended.get(key)
-            if pool is not None:
-                pools[npu] = pool
-                continue
-        else:
-            key = None
-        base = cpuset.keep(affinity, allowed_set)
+        base = cpuset.keep(npu_affinity.get(npu, []), allowed_set)
         if not base:
             raise PlanError(CONFLICT, npu)
         pools[npu] = extend(base, cpu_node, numa_to_cpu, allowed_set, npu)
-        if key is not None:
-            extended[key] = pools[npu]
     groups = {}
     for npu, cpus in pools.items():
-        key = cpus.runs if cpus.__class__ is cpuset.CpuSeq else cpuset.seq_key(cpus)
-        groups.setdefault(key, []).append(npu)
+        groups.setdefault(cpuset.CpuSeq.from_cpus(cpus).runs, []).append(npu)
     final = {}
     for npu_list in groups.values():
         if len(npu_list) == 1:
@@ -283,11 +227,11 @@ def topo_affinity(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node,
 
 
 def ascend950(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node, numa_to_cpu,
-              threads_per_core, uvb_cpus):
+              threads_per_core, uvb_cpus, cores=cpu_roles.ASCEND_950_PHYSICAL_CPUS_PER_CLUSTER):
     """Ascend 950 clusters (``vllm_ascend_a5.ascend950`` over this module's candidates)."""
     candidates = candidate_npus(all_logic_npus, running, npu_affinity, set(allowed_cpus))
     return va_a5.ascend950(running, candidates, npu_affinity, allowed_cpus, cpu_node, numa_to_cpu,
-                           threads_per_core, uvb_cpus, _nodes_of)
+                           threads_per_core, uvb_cpus, _nodes_of, cores)
 
 
 CURRENT_RULES = {"hidden": True, "a5": "cluster"}
@@ -312,14 +256,15 @@ def plan_vllm_ascend(arch, device_type, allowed_cpus, node_cpus, all_logic_npus,
     Returns a dict: skipped, reason, mode, pools {npu: positional list}, cluster_roles (True:
     Ascend 950 clusters, ``cpu_roles.cluster_roles``; False: every pool has been checked for
     ``cpu_roles.split_roles``), reserve_irq, uvb, log, warnings. The log holds, per rank, the
-    lines that worker would print. ``cpu_node``: the caller's ``nodemap.node_map(node_cpus)``,
+    lines that worker would print. ``cpu_node``: the caller's ``nodemap.NodeMap(node_cpus)``,
     if any. ``rules``/``texts``: a release's (``vllm_ascend_releases.select``; default the
     current allocator). ``ranks``: ``[(rank, npu or None)]`` the log is written for (default
     rank r binds ``running[r]``).
     """
     rules = rules or CURRENT_RULES
     texts = texts or {}
-    a5 = rules["a5"] if device_type == "A5" else None
+    kind = device_types.row(device_type)
+    a5 = rules["a5"] if kind.vllm_950_path else None
     out = {"skipped": False, "reason": None, "mode": None, "pools": {},
            "cluster_roles": a5 == "cluster", "reserve_irq": a5 not in ("cluster", "global"),
            "uvb": None, "log": [], "warnings": []}
@@ -344,7 +289,8 @@ def plan_vllm_ascend(arch, device_type, allowed_cpus, node_cpus, all_logic_npus,
         if not out["uvb"]:
             head.append(A950_NO_UVB)
         pools, warning = ascend950(running, all_logic_npus, npu_affinity, allowed_cpus,
-                                   cpu_node, numa_to_cpu, threads_per_core, out["uvb"])
+                                   cpu_node, numa_to_cpu, threads_per_core, out["uvb"],
+                                   kind.cluster_cores)
         if pools is None:
             out["skipped"] = True
             out["reason"] = warning
@@ -399,12 +345,9 @@ def _rank_log(log, head, pools, running, ranks, roles_type, no_irq):
                  bind_failure(rank, npu, pools) for rank, npu in enumerate(npus)]
     append = log.append
     for rank, line in enumerate(lines):
-        rank_text = _TEXT[rank] if rank < _SMALL else str(rank)
+        rank_text = str(rank)
         for before, after in templates:
             append(before if after is None else before + rank_text + after)
         append(PLAN_HEADER)
         append(line)
 
-
-_TEXT = cpuset.DECIMAL
-_SMALL = len(_TEXT)

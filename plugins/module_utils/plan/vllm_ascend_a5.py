@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 
@@ -24,32 +25,31 @@ A950_NO_UVB = "[cpu_bind_ascend_950] no available NUMA0 CPUs for uvb_poll_window
 
 def uvb_pool(numa_to_cpu, allowed_cpus):
     """Ascend 950 UVB poll-thread pool: NUMA0's allowed CPUs minus CPU 0 (lscpu order)."""
-    allowed_set = set(allowed_cpus)
-    return [c for c in numa_to_cpu.get(0, []) if c in allowed_set and c != 0]
+    return cpuset.subtract(cpuset.keep(numa_to_cpu.get(0, cpuset.EMPTY), allowed_cpus), [0])
 
 
 def ascend950(running, candidates, npu_affinity, allowed_cpus, cpu_node, numa_to_cpu,
-              threads_per_core, uvb_cpus, nodes_of):
+              threads_per_core, uvb_cpus, nodes_of, cores=cpu_roles.ASCEND_950_PHYSICAL_CPUS_PER_CLUSTER):
     """Ascend 950 clusters. Returns ``(pools, warning)``; pools None means the worker skips.
-    ``candidates``: ``candidate_npus``; ``nodes_of``: the NUMA nodes of CPUs (KeyError text)."""
+    ``candidates``: ``candidate_npus``; ``nodes_of``: the NUMA nodes of CPUs (KeyError text);
+    ``cores``: physical cores per cluster (the device type's ``cluster_cores``)."""
     if not npu_affinity:
         return None, A950_NO_AFFINITY
-    size = cpu_roles.cluster_size(threads_per_core)
+    size = cpu_roles.cluster_size(threads_per_core, cores)
     if size is None:
         return None, A950_BAD_TPC % (threads_per_core,)
-    allowed_set = set(allowed_cpus)
-    uvb_set = set(uvb_cpus)
+    allowed_set = cpuset.sorted_unique(allowed_cpus)
     numa_to_npus = {}
     for npu in candidates:
-        base = [c for c in npu_affinity.get(npu, []) if c in allowed_set]
+        base = cpuset.keep(npu_affinity.get(npu, cpuset.EMPTY), allowed_set)
         nodes = nodes_of(cpu_node, base, npu)
         if len(nodes) != 1:
             return None, A950_INVALID_AFFINITY % (npu, base)
         numa_to_npus.setdefault(nodes.pop(), []).append(npu)
     final = {}
     for node, npu_list in numa_to_npus.items():
-        cpus = [c for c in sorted(numa_to_cpu.get(node, []))
-                if c in allowed_set and c not in uvb_set]
+        cpus = cpuset.subtract(cpuset.keep(cpuset.sorted_all(numa_to_cpu.get(node, cpuset.EMPTY)),
+                                           allowed_set), uvb_cpus)
         clusters = [cpus[i:i + size] for i in range(0, len(cpus) - len(cpus) % size, size)]
         npu_list = sorted(npu_list)
         if len(clusters) < len(npu_list):

@@ -17,8 +17,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import nodemap
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type as device_types
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend as va
-from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_releases as releases
 
 TOPO_SOURCE = "npu-smi info -t topo"
 STATUS_SOURCE = "/proc/self/status"
@@ -65,20 +65,22 @@ def npu_smi_missing(topology):
 def release_failure(release, topology, device_type):
     """``(stage, message)`` where ``release`` fails on this host before any pool, or None."""
     rules = release["rules"]
+    kind = device_types.row(device_type)
     if npu_smi_missing(topology):
         return NO_NPU_SMI
     if any(msg == "empty output" for msg in _errors_of(topology, MAP_SOURCE)):
         return EMPTY_MAP[rules["parsers"]]
-    if rules["profile"] and device_type not in releases.PROFILED_DEVICE_TYPES:
+    if rules["profile"] and not kind.vllm_profiled:
         return ("import of vllm_ascend.device.hardware_profile (the worker does not start)",
                 "RuntimeError: No hardware profile is registered for device type: %s."
                 % (device_type,))
     layout = topology.get("npu_process_layout")
     if rules["parsers"] == "positional":
-        if device_type == "A5":
+        if kind.process_table == device_types.NPU_ID_ROWS:
             return ("DeviceInfo.get_running_npus ('npu-smi info' process table)",
                     "IndexError: list index out of range (the positional parser reads a Chip "
-                    "column that the Ascend 950 table '| NPU ID | Process id |' does not have)")
+                    "column that the %s table '| NPU ID | Process id |' does not have)"
+                    % kind.label)
         if layout == "npu_id":
             return ("DeviceInfo.get_running_npus ('npu-smi info' process table)",
                     "IndexError: list index out of range (the positional parser reads a Chip "
@@ -208,7 +210,7 @@ def predict(plan, topology, requested, insts, busy, affinity, node_cpus, allowed
         plan["vllm_ascend"] = _block(release, ranks)
         plan["warnings"].extend(release["warnings"])
         return {}, False, True, None
-    cpu_node = nodemap.node_map(node_cpus)
+    cpu_node = nodemap.NodeMap(node_cpus)
     arch = topology.get("arch")
     is_arm = va.arm_check(arch)[0]
     pools, cluster, reserve_irq = {}, False, True

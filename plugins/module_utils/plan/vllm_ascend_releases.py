@@ -28,7 +28,7 @@ _VERSION = re.compile(r"^v?(\d+(?:\.\d+)*)(?:(a|b|rc)(\d+))?(?:\.post(\d+))?(?:\
                       r"(?:\+([a-z0-9]+(?:[.-][a-z0-9]+)*))?$", re.I)
 _PRE_ORDER = {"a": 0, "b": 1, "rc": 2}
 
-# Rules: hidden (hidden NPUs are candidates, PR #8792), parsers (positional | header),
+# Rules: hidden (hidden NPUs are candidates, vllm-project/vllm-ascend#8792), parsers (positional | header),
 # migration (thread | process | process_or_off), a5 (generic | global | cluster),
 # rank_npu (running: running_npu_list[local_rank] | visible: ASCEND_RT_VISIBLE_DEVICES
 # [local_rank]), profile (hardware_profile.py settings: unknown device types fail at import),
@@ -63,7 +63,6 @@ OLD_TEXTS = {
               "Need at least %d CPUs in cpuset."),
     "unknown_arch": "Unknown CPU architecture '%s', CPU binding will be disabled.",
 }
-PROFILED_DEVICE_TYPES = ("A2", "A3", "A5", "310P")
 
 
 def parse_version(text):

@@ -23,7 +23,7 @@ import shlex
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import WrapperError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import yaml_subset
-from ansible_collections.npuops.fleet.plugins.module_utils.model import schema, vendors, worker_start
+from ansible_collections.npuops.fleet.plugins.module_utils.model import schema, vendors
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch_flags
 from ansible_collections.npuops.fleet.plugins.module_utils.render.plan_json import (  # noqa: F401 pylint: disable=unused-import
     PLAN_JSON_SCHEMA, render_plan_json)

@@ -2,7 +2,8 @@
 # Copyright: npuops.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The Ascend device plugin's soft-share configuration: validated flags, the DaemonSet
-manifest and the node labels (YAML written by ``host/yaml_subset.dumps`` in block style).
+manifest and the node labels, as Kubernetes objects (plain data). The controller writes them
+as YAML (``plugin_utils/manifests``, PyYAML); nothing here needs a YAML writer.
 
 Standard library only; importable on Python 3.7.
 """
@@ -12,11 +13,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import SoftShareError
-from ansible_collections.npuops.fleet.plugins.module_utils.host.yaml_subset import dumps
 from ansible_collections.npuops.fleet.plugins.module_utils.model.rules import SHARE_DEV_COUNT
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type as device_types
 from ansible_collections.npuops.fleet.plugins.module_utils.softshare.scheduler import LABEL_ENABLE, LABEL_WORKER
 
-SUPPORTED_DEVICE_TYPES = ("A2", "A3")
 SOFTSHARE_MIN_VERSION = (26, 0, 0)
 DAEMONSET_NAME = "ascend-device-plugin-daemonset-910-softsharedev"
 LOG_FILE = "/var/log/mindx-dl/devicePlugin/devicePlugin.log"
@@ -79,9 +79,11 @@ def validate_plugin_config(root, device_type, version, share_dev_count=SHARE_DEV
     (the plugin validates the real path of the parent), None when not checked here.
     """
     problems = list(check_root(root))
-    if device_type not in SUPPORTED_DEVICE_TYPES:
-        problems.append("device type %r: soft share is supported on Atlas A2 and A3 inference "
-                        "hosts only" % (device_type,))
+    kind = device_types.row(device_type)
+    if not kind.softshare:
+        problems.append("device type %r: soft share is supported on Atlas %s inference "
+                        "hosts only" % (device_type, " and ".join(
+                            device_types.names_where(lambda r: r.softshare))))
     try:
         parsed = parse_version(version)
         if parsed < SOFTSHARE_MIN_VERSION:
@@ -95,12 +97,16 @@ def validate_plugin_config(root, device_type, version, share_dev_count=SHARE_DEV
         problems.append("volcanoType must be true: soft share works with Volcano only")
     if preset_virtual_device is not True:
         problems.append("presetVirtualDevice must be true: dynamic vNPU requires shareDevCount 1")
+    # the plugin's -useSingleDieMode: for the types whose NPUs hold several dies (A3) only
+    multi_die = kind.multi_die
     if single_die_mode is None:
-        single_die_mode = device_type == "A3"
-    if single_die_mode and device_type != "A3":
-        problems.append("useSingleDieMode is for A3 only (device type %s)" % (device_type,))
-    if device_type == "A3" and not single_die_mode:
-        problems.append("A3 soft share needs useSingleDieMode=true (one die per chip)")
+        single_die_mode = multi_die
+    if single_die_mode and not multi_die:
+        problems.append("useSingleDieMode is for %s only (device type %s)" % (
+            " and ".join(device_types.names_where(lambda r: r.multi_die)), device_type))
+    if multi_die and not single_die_mode:
+        problems.append("%s soft share needs useSingleDieMode=true (one die per chip)"
+                        % device_type)
     if not isinstance(log_level, int) or isinstance(log_level, bool) or not -1 <= log_level <= 3:
         problems.append("logLevel must be an integer from -1 to 3, got %r" % (log_level,))
     extra = list(extra_args or [])
@@ -260,25 +266,3 @@ def daemonset(config, image=None, namespace="kube-system"):
                "metadata": {"name": sa_name, "namespace": namespace}}
     return [account, role, binding, ds]
 
-
-def render_daemonset(root, device_type, version, image=None, single_die_mode=None,
-                     extra_args=None, log_level=0, namespace="kube-system",
-                     root_parent_exists=None):
-    """The soft-share device-plugin manifest (multi-document YAML text), validated first."""
-    config = validate_plugin_config(root, device_type, version, single_die_mode=single_die_mode,
-                                    extra_args=extra_args, log_level=log_level,
-                                    root_parent_exists=root_parent_exists)
-    header = ("# Ascend device plugin, soft-share (chip1-softShareDev) variant for %s hosts.\n"
-              "# Rendered by npuops.fleet from the shipped ascendplugin-volcano.yaml.\n"
-              % device_type)
-    return header + "".join("---\n" + to_yaml(doc) for doc in daemonset(config, image, namespace))
-
-
-def render_node_labels(node_name, labels):
-    """A Node patch holding the soft-share labels (``kubectl patch node --patch-file``)."""
-    return to_yaml({"metadata": {"name": node_name, "labels": dict(labels)}})
-
-
-def to_yaml(value):
-    """Block-style YAML for plain data (dicts keep their order)."""
-    return dumps(value, flow=False)

@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus.nodemap import NodeMap
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vendors, worker_start
 
 from .rules import BindError, parse_cpulist, read_json
@@ -155,10 +156,11 @@ def device_target(doc, device):
 
 
 def node_of(doc, cpu):
-    for node, cpus in sorted(plan_nodes(doc).items()):
-        if cpu is not None and cpu in cpus:
-            return node
-    return None
+    """The plan's NUMA node of ``cpu`` (None: on no node, or no CPU); a CPU the plan lists
+    under two nodes is the lower node's (the map gives it to the later one)."""
+    if cpu is None:
+        return None
+    return NodeMap(dict(sorted(plan_nodes(doc).items(), reverse=True))).get(cpu)
 
 
 def all_nodes(doc):

@@ -31,10 +31,10 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubernetes imp
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import (
     analyse_once, compact_hosts, evidence_groups, group_shapes)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
-    REPORT_SCHEMA, POLICIES, ROLES, VLLM, SEVERITIES, WHAT_IF, sources, cpu_ids, fmt, int_or_none, key_sort, as_dict, as_list, numa_map, nodes_of)
+    REPORT_SCHEMA, POLICIES, ROLES, VLLM, SEVERITIES, WHAT_IF, sources, cpu_ids, fmt, int_or_none, key_sort, as_dict, as_list, numa_map, node_map, nodes_of)
 
 
-def _devices_from_facts(facts, numa):
+def _devices_from_facts(facts, nodes):
     """Home NUMA nodes of every accelerator: {("npu"|"gpu", id str): {...}}."""
     devices = OrderedDict()
     for npu in as_list(facts.get("npus")):
@@ -43,20 +43,20 @@ def _devices_from_facts(facts, numa):
         key = npu.get("logic_id")
         if key is None:
             continue
-        devices[("npu", str(key))] = _home(npu, numa)
+        devices[("npu", str(key))] = _home(npu, nodes)
     for gpu in as_list(facts.get("gpus")):
         if not isinstance(gpu, dict) or gpu.get("index") is None:
             continue
-        devices[("gpu", str(gpu.get("index")))] = _home(gpu, numa)
+        devices[("gpu", str(gpu.get("index")))] = _home(gpu, nodes)
     return devices
 
 
-def _home(device, numa):
+def _home(device, nodes):
     node = int_or_none(device.get("numa_node"))
     if node is not None and node >= 0:
         home = [node]
     else:
-        home = nodes_of(cpu_ids(device.get("affinity")), numa)
+        home = nodes_of(cpu_ids(device.get("affinity")), nodes)
     return {"home_nodes": home, "affinity": device.get("affinity")}
 
 
@@ -73,9 +73,9 @@ def _plan_devices(plan):
 
 def summarize_plan(plan, error, policy, facts, applicable=True):
     """What one plan does on one host: pools, roles, overlaps, cross-NUMA pools, CPUs used."""
-    numa = numa_map(facts)
+    nodes = node_map(facts)
     allowed = cpu_ids(as_dict(facts.get("cpu")).get("allowed"))
-    homes = _devices_from_facts(facts, numa)
+    homes = _devices_from_facts(facts, nodes)
     summary = OrderedDict([
         ("policy", policy), ("status", "ok"), ("applicable", bool(applicable)),
         ("mode", None), ("reason", None), ("error", None),
@@ -107,16 +107,16 @@ def summarize_plan(plan, error, policy, facts, applicable=True):
         pool = cpu_ids(entry.get("pool"))
         roles = OrderedDict((role, fmt(cpu_ids(entry.get(role)))) for role in ROLES)
         if kind == "npu":
-            pool_nodes = nodes_of(pool, numa) or sorted(
+            pool_nodes = nodes_of(pool, nodes) or sorted(
                 n for n in (int_or_none(x) for x in as_list(entry.get("numa_nodes")))
                 if n is not None)
         else:
-            pool_nodes = nodes_of(pool, numa)
+            pool_nodes = nodes_of(pool, nodes)
             if not pool_nodes and int_or_none(entry.get("numa_node")) is not None:
                 pool_nodes = [int_or_none(entry.get("numa_node"))]
         home = homes.get((kind, key), {}).get("home_nodes", [])
         off = [n for n in pool_nodes if home and n not in home]
-        off_cpus = [c for c in pool if home and not any(c in numa.get(n, ()) for n in home)]
+        off_cpus = [c for c in pool if home and nodes.get(c) not in home]
         device = OrderedDict([
             ("kind", kind), ("id", key), ("label", "%s%s" % (kind.upper(), key)),
             ("pool", fmt(pool)), ("size", len(pool)), ("numa_nodes", pool_nodes),

@@ -3,8 +3,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What site.yml applies on a host, as the audit reads it from the host's variables.
 
-The audit plans every device of a host; site.yml plans and pins only the devices of the host's
-instances (or ``npuops_npus``) and bans their IRQs as ``npuops_irqbalance`` says. A finding
+The audit plans every device of a host; site.yml plans only the devices of the host's
+instances (or ``npuops_npus``), pins and bans the IRQs of those instances use
+(``npuops_irq_devices: instances``, none on a host without instances) or of every planned device
+(``all``), as ``npuops_irqbalance`` says. A finding
 that ignored this would tell the operator to set what is already set, so the findings consult
 ``summarize_config``: which devices serve no instance, which instances keep vllm-ascend's
 in-process binding (``binding: vllm``) - its prediction is in effect for those only.
@@ -31,13 +33,16 @@ def _device_ids(facts):
 
 
 def summarize_config(entry, facts):
-    """``{known, irqbalance, irq_enabled, instances: [{name, npus, binding}], planned, idle,
-    host_bound, vllm_bound, word}`` from the audit input's ``config`` (the role variables)."""
+    """``{known, irqbalance, irq_enabled, irq_devices, instances: [{name, npus, binding}],
+    planned, idle, irq_idle, host_bound, vllm_bound, word}`` from the audit input's ``config``
+    (the role variables). ``idle``: devices no instance uses (on a host with instances);
+    ``irq_idle``: devices whose IRQs site.yml leaves to irqbalance."""
     raw = as_dict(as_dict(entry).get("config"))
     word = "GPU" if facts.get("vendor") == "nvidia" else "NPU"
     out = OrderedDict([("known", bool(raw)), ("irqbalance", raw.get("irqbalance")),
                        ("irq_enabled", raw.get("irq_enabled", True) is not False),
-                       ("instances", []), ("planned", []), ("idle", []), ("host_bound", []),
+                       ("irq_devices", raw.get("irq_devices") or "instances"),
+                       ("instances", []), ("planned", []), ("idle", []), ("irq_idle", []), ("host_bound", []),
                        ("vllm_bound", []), ("word", word), ("basis", CONFIGURED)])
     if not raw:
         return out
@@ -56,6 +61,10 @@ def summarize_config(entry, facts):
     planned = set(restricted) if restricted else (served if out["instances"] else set(devices))
     out["planned"] = sorted(planned & set(devices))
     out["idle"] = [d for d in devices if d not in served] if out["instances"] else []
+    if out["irq_devices"] == "all":
+        out["irq_idle"] = [d for d in devices if d not in planned]
+    else:
+        out["irq_idle"] = [d for d in devices if d not in served]
     return out
 
 
@@ -101,7 +110,7 @@ def irqbalance_finding(config, bans):
     applies is known, or None to keep the generic finding."""
     if not config["known"] or bans["state"] != "unbanned":
         return None
-    idle = set(config["idle"])
+    idle = set(config["irq_idle"])
     idle_irqs = [e for e in bans["unbanned"] if device_of(e["device"]) in idle]
     busy_irqs = [e for e in bans["unbanned"] if device_of(e["device"]) not in idle]
     word = config["word"]
@@ -111,11 +120,16 @@ def irqbalance_finding(config, bans):
         return ("info", "irqbalance balances the device IRQs (IRQ pinning is off)", busy_irqs + idle_irqs,
                 "npuops_irq_enabled is false, so site.yml leaves IRQs to irqbalance; set it true to "
                 "pin and ban them")
+    if not busy_irqs and not bans["unknown"] and not config["instances"]:
+        return ("info", "irqbalance balances the device IRQs (no vLLM instance on this host)", idle_irqs,
+                "nothing to do while no instance runs here: site.yml pins and bans only the IRQs of "
+                "the %ss instances use (npuops_irq_devices: instances); to pin every %s's IRQs now, "
+                "set npuops_irq_devices: all and run site.yml" % (word, word))
     if not busy_irqs and not bans["unknown"]:
         return ("info", "irqbalance balances the IRQs of %ss in no instance" % word, idle_irqs,
                 "nothing to do while %s serve no instance: site.yml pins and bans the IRQs of the "
-                "%ss it plans only; to pin them too, add them to an instance in "
-                "npuops_vllm_instances (or to npuops_npus) and run site.yml"
+                "%ss instances use only; to pin them too, add them to an instance in "
+                "npuops_vllm_instances and run site.yml"
                 % (ids_text(word, sorted(idle)), word))
     if setting == "ban":
         return ("warning", "irqbalance will undo IRQ affinity", busy_irqs,

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The report's inventory: per host the driver, firmware and toolkit versions the facts hold
 (``model/inventory``) and one row per device (model, health, memory, driver, firmware), and
-their Markdown table per host shape. A health no tool reported is ``unknown``: never healthy.
+their Markdown table per host shape (the page's: ``templates/sections.html.j2``, from
+``COLUMNS``, ``cells`` and ``versions_text``). A health no tool reported is ``unknown``: never healthy.
 Controller side, pure.
 """
 
@@ -107,28 +108,3 @@ def markdown(shapes, md_table, hosts_cell, md):
         out.append("")
     return out
 
-
-def html(shapes, escape):
-    """``<section id="devices">``: per host shape its versions and device table; a cell the
-    tools did not report reads ``unknown`` (class ``warn``)."""
-    out = ['<section id="devices"><h2>Devices per shape</h2>'
-           '<p class="muted">Model, health, memory, driver and firmware of every device, as the '
-           "host's tools report them; <em>unknown</em> where no tool answered.</p>"]
-    for shape_id, title, host in shapes:
-        inventory = host.get("inventory") or {"devices": [], "versions": {}}
-        if not inventory["devices"]:
-            continue
-        out.append('<h3 id="devices-%s"><span class="muted">%s</span> %s</h3><p>%s</p>' % (
-            escape(shape_id), escape(shape_id), escape(title),
-            escape(versions_text(inventory, host.get("vendor")))))
-        out.append('<table class="devices"><thead><tr>%s</tr></thead><tbody>' % "".join(
-            "<th>%s</th>" % escape(c) for c in COLUMNS))
-        for row in inventory["devices"]:
-            out.append("<tr>%s</tr>" % "".join(
-                '<td class="warn">unknown</td>' if cell == UNKNOWN else
-                '<td class="%s">%s</td>' % ("bad" if i == 2 and cell not in ("OK", UNKNOWN) else "",
-                                            escape(cell))
-                for i, cell in enumerate(cells(row))))
-        out.append("</tbody></table>")
-    out.append("</section>")
-    return "\n".join(out)

@@ -20,8 +20,8 @@ are its effective kubelet configuration (``facts.kubernetes.kubelet.effective``)
 "now" takes away the CPUs the CPU Manager state gave pods and the devices the device checkpoint
 holds (by the NUMA node the device plugin reported for them).
 
-``whatif_markdown`` / ``whatif_html``: the section of the two pages (one row per host shape
-and pod shape).
+``whatif_markdown`` and the page's ``templates/sections.html.j2``: the section of the two
+pages (one row per host shape and pod shape; ``whatif_rows``, ``HEADERS``, ``INTRO``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -199,18 +199,3 @@ def whatif_markdown(shapes, md_table):
     return ["", "## Kubernetes: what the kubelet does with each pod shape", "", INTRO, ""] + \
         md_table(HEADERS, rows)
 
-
-def whatif_html(shapes, escape):
-    rows = whatif_rows(shapes)
-    if not rows:
-        return ""
-    body = []
-    for row in rows:
-        cells = []
-        for index, value in enumerate(row):
-            cls = ' class="bad"' if value == "REFUSED" else (' class="ok"' if value == "admitted" else "")
-            cells.append("<td%s>%s</td>" % (cls, escape(value)))
-        body.append("<tr>%s</tr>" % "".join(cells))
-    return ('<section id="kubelet-whatif"><h2>Kubernetes: what the kubelet does with each pod shape</h2>'
-            "<p>%s</p><table><thead><tr>%s</tr></thead><tbody>%s</tbody></table></section>"
-            % (escape(INTRO), "".join("<th>%s</th>" % escape(h) for h in HEADERS), "".join(body)))

@@ -25,6 +25,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus.nodemap import NodeMap
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import kubernetes_devices
 
 _PROFILE_KEYS = ("cpuManagerPolicy", "cpuManagerPolicyOptions", "reservedSystemCPUs",
@@ -53,11 +54,8 @@ def fmt(ids):
 
 
 def _node_of(facts):
-    out = {}
-    for node, text in ((facts.get("cpu") or {}).get("numa_nodes") or {}).items():
-        for cpu in cpus(text):
-            out[cpu] = int(node)
-    return out
+    return NodeMap(dict((int(node), cpus(text)) for node, text in
+                        ((facts.get("cpu") or {}).get("numa_nodes") or {}).items()))
 
 
 def _pods(kube, facts, node_of):
@@ -70,7 +68,7 @@ def _pods(kube, facts, node_of):
         for cpuset in ((state.get("entries") or {}).get(uid) or {}).values():
             exclusive |= cpus(cpuset)
         exclusive |= cpus((state.get("pod_entries") or {}).get(uid))
-        cpu_nodes = sorted(set(node_of[c] for c in exclusive if c in node_of))
+        cpu_nodes = sorted(node_of.nodes(exclusive))
         device_nodes, hinted = row["device_nodes"], row.pop("hinted")
         row.update({"exclusive_cpus": fmt(exclusive), "cpu_nodes": cpu_nodes,
                     "numa_hints": hinted if row["devices"] else None,

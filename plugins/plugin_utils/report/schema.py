@@ -16,8 +16,10 @@ import re
 from collections import OrderedDict
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus.nodemap import NodeMap
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import drift_kinds
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type as device_types
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch
 
 REPORT_SCHEMA = 1
@@ -117,9 +119,14 @@ def numa_map(facts):
     return dict(sorted(nodes.items()))
 
 
-def nodes_of(cpus, numa):
-    wanted = set(cpus)
-    return sorted(node for node, node_cpus in numa.items() if wanted.intersection(node_cpus))
+def node_map(facts):
+    """The nodemap.NodeMap of ``numa_map(facts)``: which NUMA node each CPU is on."""
+    return NodeMap(numa_map(facts))
+
+
+def nodes_of(cpus, nodes):
+    """The sorted NUMA nodes of ``cpus`` on the NodeMap ``nodes`` (``node_map``)."""
+    return sorted(nodes.nodes(cpus))
 
 
 def policy_heading(policy):
@@ -143,14 +150,14 @@ def comparison_title():
     return "%s vs the %s plan" % (", ".join(policy_caption(p) for p in COMPARED), BASELINE)
 
 
-# the product names the README and docs use for a device type the facts name by its code
-DEVICE_TYPE_NAMES = {"A5": "Ascend 950"}
-
-
 def device_label(device_type):
-    """A device type as the pages show it: ``Ascend 950 (A5)``; other types as they are."""
-    name = DEVICE_TYPE_NAMES.get(device_type)
-    return "%s (%s)" % (name, device_type) if name else device_type
+    """A device type as the pages show it: ``Ascend 950 (A5)`` (the row's ``label``, the product
+    name the README and docs use, where it differs from its code); others as they are (GPU
+    models too)."""
+    kind = device_types.BY_NAME.get(device_type) if isinstance(device_type, str) else None
+    if kind is None or kind.label == device_type:
+        return device_type
+    return "%s (%s)" % (kind.label, device_type)
 
 
 def plural(count, word):

@@ -22,7 +22,7 @@ import math
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import schema
 from ansible_collections.npuops.fleet.plugins.module_utils.model.spec import (
-    ANY, BOOL, INT, LIST, MAP, OPT, RECORD, SCALAR, STR, check, compile_spec)
+    ANY, BOOL, INT, LIST, MAP, OPT, RECORD, SCALAR, STR, check)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.ansible_data import to_plain
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import POLICIES
 
@@ -63,11 +63,10 @@ ENTRY = (RECORD, {
 })
 
 _INF = float("inf")
-_FITS = dict((id(spec), compile_spec(spec)) for spec in (REPORT_FACTS, BINDING, ENTRY))
 
 
 def _check(value, spec, source):
-    check(value, spec, source, _FITS.get(id(spec)))
+    check(value, spec, source)
 
 
 def _float_problem(value, where=""):

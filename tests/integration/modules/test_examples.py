@@ -8,13 +8,12 @@ systemd to talk to here."""
 
 import json
 import os
-import re
 import shutil
 
 import pytest
 import yaml
 
-from npuops_testing import REPO, SNAPSHOTS
+from npuops_testing import REPO, SNAPSHOTS, module_string
 from npuops_testing.runner import run_playbook
 
 SNAP = os.path.join(SNAPSHOTS, "a2-910b3x8")
@@ -27,9 +26,7 @@ pytestmark = pytest.mark.slow
 
 
 def examples(module):
-    with open(os.path.join(REPO, "plugins", "modules", module + ".py")) as handle:
-        text = handle.read()
-    return yaml.safe_load(re.search(r"EXAMPLES = r'''(.*?)'''", text, re.S).group(1))
+    return yaml.safe_load(module_string(os.path.join(REPO, "plugins", "modules", module + ".py"), "EXAMPLES"))
 
 
 def _stub_services(task):

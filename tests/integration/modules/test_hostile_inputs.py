@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Issue 15 through a real ansible-playbook: hostile tools, planted links, hard links and
+"""Hostile host input through a real ansible-playbook: hostile tools, planted links, hard links and
 wrong-typed inputs end as bounded runs and messages (``failed`` + ``msg``), never a traceback
 (``MODULE FAILURE``), and nothing outside the sandbox is read or written."""
 
@@ -56,8 +56,8 @@ def test_facts_timeout_bounds_a_tool_whose_child_holds_the_pipe(tmp_path):
 
 
 def test_save_snapshot_replaces_planted_links_and_reports_changed(tmp_path):
-    """Items 2, 3 and issue 14 (a): planted links in the destination are replaced, the victim
-    is neither read nor written, and a written snapshot is a change."""
+    """Planted links in the destination are replaced, the victim is neither read nor written,
+    and a written snapshot is a change."""
     outside = _outside(tmp_path)
     dest = tmp_path / "saved"
     (dest / "fs" / "proc" / "self").mkdir(parents=True)

@@ -19,7 +19,7 @@ def test_strict_plan_with_instances(check):
     assert result["changed"] is False
     plan = result["plan"]
     # every node of the design document's A2 is an NPU's home: each instance's frontend
-    # (2 + devices cores) is carved from the ends of its workers' main CPUs (issue 11)
+    # (2 + devices cores) is carved from the ends of its workers' main CPUs
     assert plan["npus"]["0"]["pool"] == "144-163,166-167"
     assert plan["npus"]["2"]["pool"] == "168-187,190-191"
     assert plan["instances"]["a"]["main"] == "146-163,170-187"

@@ -102,3 +102,65 @@ def test_stop_mode_and_ascend950_skip(tmp_path):
     a5 = dict(PLAN, mode="ascend950", device_type="A5")
     skipped = run_module("npu_irq_affinity", args(root, plan=a5))
     assert skipped["changed"] is False and "Ascend 950" in skipped["skipped"]
+
+
+def with_instances(**instances):
+    return dict(PLAN, instances=dict((name, {"npus": npus}) for name, npus in instances.items()))
+
+
+def banned(root):
+    text = (root / "etc" / "default" / "irqbalance").read_text()
+    return [line for line in text.splitlines() if line.startswith(("IRQBALANCE_ARGS=", "# npuops"))]
+
+
+def state_rows(root):
+    state = json.loads((root / "var/lib/npuops/irq-state.json").read_text())
+    return [(r["irq"], r["device"]) for r in state["irqs"]]
+
+
+def test_devices_instances_pins_what_instances_use_and_takes_the_rest_back(tmp_path):
+    root = make_root(tmp_path)
+    both = run_module("npu_irq_affinity", args(root, plan=with_instances(a=[0], b=[1]), devices="instances"))
+    assert both["changed"] is True and len(both["changed_irqs"]) == 4, both
+    assert state_rows(root) == [(100, 0), (102, 0), (200, 1), (201, 1)]
+
+    # instance b is gone: NPU1's bans and state rows are taken back, NPU0's stay
+    one = run_module("npu_irq_affinity", args(root, plan=with_instances(a=[0]), devices="instances"),
+                     diff=True)
+    assert one["changed"] is True and one["changed_irqs"] == [], one
+    assert [r["device"] for r in one["irqs"]] == ["NPU0", "NPU0"]
+    assert banned(root) == ["# npuops.fleet banned IRQs: 100 102",
+                            'IRQBALANCE_ARGS="--journal --banirq=100 --banirq=102"']
+    assert state_rows(root) == [(100, 0), (102, 0)]
+    assert run_module("npu_irq_affinity", args(root, plan=with_instances(a=[0]),
+                                               devices="instances"))["changed"] is False
+
+    # no instance: nothing pinned, one line says why and how to opt in, the rest taken back
+    bare = args(root, plan=PLAN, devices="instances")
+    check = run_module("npu_irq_affinity", bare, check=True, diff=True)
+    assert check["changed"] is True and state_rows(root) == [(100, 0), (102, 0)]
+    none = run_module("npu_irq_affinity", bare, diff=True)
+    assert none["changed"] is True and none["irqs"] == [] and none["changed_irqs"] == []
+    # a task with a skipped reason would be counted skipped, not changed
+    assert none["skipped"] is None
+    note = none["warnings"][0]
+    assert len(none["warnings"]) == 1 and note.startswith("No IRQ pinned: no vLLM instance")
+    assert "npuops_irq_devices: all" in note and len(note) < 160
+    assert banned(root) == ["# npuops.fleet banned IRQs: ", 'IRQBALANCE_ARGS="--journal"']
+    assert state_rows(root) == []
+    again = run_module("npu_irq_affinity", bare)
+    assert again["changed"] is False and again["irqbalance_restart_needed"] is False
+    assert again["skipped"] == note
+
+    # all: every planned device, as before
+    every = run_module("npu_irq_affinity", args(root, plan=PLAN, devices="all"))
+    assert every["changed"] is True and len(every["irqs"]) == 4
+
+
+def test_devices_instances_on_a_fresh_host_without_instances_writes_nothing(tmp_path):
+    root = make_root(tmp_path)
+    result = run_module("npu_irq_affinity", args(root, devices="instances"))
+    assert result["changed"] is False and result["irqs"] == [], result
+    assert [affinity(root, n) for n in (100, 102, 200, 201)] == ["0-3"] * 4
+    assert (root / "etc" / "default" / "irqbalance").read_text() == DEFAULT_IRQBALANCE
+    assert not (root / "var/lib/npuops/irq-state.json").exists()

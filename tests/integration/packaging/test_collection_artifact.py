@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The collection as a user gets it (issue 14).
+"""The collection as a user gets it (ansible-galaxy collection build / install).
 
 - The artifact of ``ansible-galaxy collection build`` holds what a user runs or reads and
   nothing for development (galaxy.yml ``build_ignore``), with the license text.
@@ -34,7 +34,8 @@ SHIPPED = {"MANIFEST.json", "FILES.json", "README.md", "LICENSE", "CHANGELOG.rst
            "docs", "meta", "playbooks", "plugins", "roles", "tests", "execution-environment.yml",
            "requirements.txt", "bindep.txt"}
 DEVELOPER = ["Makefile", ".ci", "scripts", "bench", "extensions", "requirements-dev.txt", "requirements-demo.txt",
-             "pytest.ini", ".ansible-lint", ".gitignore", "inventories", ".venv-demo",
+             "pytest.ini", ".ansible-lint", "ruff.toml", ".pre-commit-config.yaml", "CONTRIBUTING.md",
+             ".gitignore", "inventories", ".venv-demo",
              "changelogs/fragments", "tests/unit", "tests/integration", "tests/lib",
              "tests/fixtures", "tests/real", "tests/conftest.py", "tests/config.yml", ".venv", ".cache",
              ".demo", ".hypothesis", ".pytest_cache", ".mypy_cache", "nohup.out"]
@@ -100,6 +101,9 @@ def test_the_readme_install_section_works_as_written(readme_run):
     assert len(recaps) == 4  # site and audit
     assert sum(int(c) for h, dummy, c in recaps[:2]) > 0  # site.yml wrote into the sandboxes
     assert "fleet-report.html" in out and "fleet-report.json" in out
+    # the page came from the installed copy's templates
+    page = (readme_run["try"] / "report" / "fleet-report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") >= 2 and "Content-Security-Policy" in page
     report = json.loads((readme_run["try"] / "report" / "fleet-report.json").read_text())
     assert [h["name"] for h in report["hosts"]] == ["a2", "dgx"]
     assert all(h["has_facts"] for h in report["hosts"])
@@ -151,15 +155,18 @@ def test_the_artifact_holds_what_users_need_and_nothing_for_development(readme_r
             if entry != "__pycache__":
                 assert "%s/%s" % (folder, entry) in names, entry
     assert "meta/execution-environment.yml" in names
+    # the report page's templates and static files, read beside report/html.py at run time
+    templates = os.path.join(REPO, "plugins", "plugin_utils", "report", "templates")
+    for entry in os.listdir(templates):
+        assert "plugins/plugin_utils/report/templates/" + entry in names, entry
 
 
 def test_no_shipped_path_holds_a_colon(readme_run):
     """Paths with ':' (recorded sysfs such as .../0000:c1:00.0) cannot be extracted on Windows.
-    The snapshot format escapes them (issue 15); until tests/snapshots is renamed
-    (scripts/escape_snapshot_paths.py) the artifact still carries them."""
+    The snapshot format escapes them (0000%3Ac1%3A00.0); scripts/escape_snapshot_paths.py renames
+    a recorded snapshot that still holds one."""
     left = _colon_paths(SNAPSHOTS)
-    if left:
-        pytest.skip("tests/snapshots still holds %d paths with ':' (not renamed yet)" % len(left))
+    assert left == [], "tests/snapshots holds paths with ':' (run scripts/escape_snapshot_paths.py)"
     with tarfile.open(str(readme_run["artifact"])) as tar:
         assert [m.name for m in tar.getmembers() if ":" in m.name] == []
 

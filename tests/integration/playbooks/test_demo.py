@@ -23,8 +23,8 @@ INVENTORY = os.path.join(REPO, "inventories", "demo", "hosts.yml")
 @pytest.mark.slow
 def test_make_demo_twice_changes_nothing_the_second_time(tmp_path):
     hosts = demo_sandbox.inventory_hosts(INVENTORY)
-    if not all(os.path.isfile(os.path.join(SNAPSHOTS, s, "snapshot.yml")) for dummy, s in hosts):
-        pytest.skip("tests/snapshots not complete yet")
+    assert all(os.path.isfile(os.path.join(SNAPSHOTS, s, "snapshot.yml")) for dummy, s in hosts), \
+        "a demo host's snapshot is missing from tests/snapshots"
     env = ansible_env(NPUOPS_DEMO_DIR=str(tmp_path / "demo"), DEMO_FORKS="4")
     script = os.path.join(REPO, "scripts", "demo.sh")
     runs = []

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Every configuration mistake is refused before anything is written (issue 22): site.yml and an
+"""Every configuration mistake is refused before anything is written: site.yml and an
 "existing provisioning" playbook that imports the roles, on a recorded A3 (16 dies) and a recorded
 H100 host. Each case: refused, the message names the npuops_* variable, and both sandbox trees
 are unchanged (a recursive listing with the hash of every file, before and after)."""

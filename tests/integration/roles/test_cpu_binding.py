@@ -93,3 +93,56 @@ def test_policy_vllm_ascend_and_irq_disabled(tmp_path):
     assert plan["policy"] == "vllm_ascend"
     assert sorted(plan["npus"]) == ["0", "1"]
     assert written(tmp_path, "a2", SNAP) == set()
+
+
+NOTE = "No IRQ pinned: no vLLM instance in the plan uses a device"
+
+
+def state_devices(tmp_path, host):
+    path = tmp_path / "demo" / host / "root" / "var/lib/npuops/irq-state.json"
+    return sorted(set(r["device"] for r in json.loads(path.read_text())["irqs"]))
+
+
+@pytest.mark.slow
+def test_irq_devices_instances_pins_only_what_instances_use(tmp_path):
+    need(SNAP, "dgx-a100")
+    inv = make_fleet(tmp_path, {
+        "idle": (SNAP, {}),
+        "half": (SNAP, {"npuops_vllm_instances": [{"name": "a", "npus": [0, 1]}]}),
+        "gpu": ("dgx-a100", {})})
+    pb = play(tmp_path, [{"name": "Bind", "ansible.builtin.import_role": {
+        "name": "npuops.fleet.cpu_binding"}}])
+    check = run_playbook(pb, inv, ["--check", "--diff"])
+    assert check.returncode == 0, check.stdout
+    assert recap(check.stdout)["idle"]["changed"] == 0 and recap(check.stdout)["gpu"]["changed"] == 0
+
+    first = run_playbook(pb, inv)
+    assert first.returncode == 0, first.stdout
+    text = " ".join(first.stdout.split())
+    # one short line (ansible shows a warning two hosts give once), not the NIC warning wall
+    assert text.count(NOTE) == 1, first.stdout
+    assert "no spare CPU on the NIC's NUMA node" not in text
+    assert not any(f.startswith(("/proc/irq/", "/var/lib/npuops")) for f in written(tmp_path, "idle", SNAP))
+    assert not any(f.startswith(("/proc/irq/", "/var/lib/npuops")) for f in written(tmp_path, "gpu", "dgx-a100"))
+    half = written(tmp_path, "half", SNAP)
+    assert any(f.startswith("/proc/irq/") for f in half), half
+    assert state_devices(tmp_path, "half") == [0, 1]
+    second = run_playbook(pb, inv)
+    assert second.returncode == 0, second.stdout
+    assert all(r["changed"] == 0 for r in recap(second.stdout).values()), second.stdout
+
+    # all: an explicit choice pins every device of a host without instances
+    every = run_playbook(pb, inv, ["-e", "npuops_irq_devices=all", "--limit", "idle"])
+    assert every.returncode == 0, every.stdout
+    assert state_devices(tmp_path, "idle") == list(range(8))
+
+    # the instance is gone: what the earlier run pinned for it is taken back
+    gone = run_playbook(pb, inv, ["-e", json.dumps({"npuops_vllm_instances": []}), "--limit", "half"])
+    assert gone.returncode == 0, gone.stdout
+    assert recap(gone.stdout)["half"]["changed"] > 0
+    assert state_devices(tmp_path, "half") == []
+    root = tmp_path / "demo" / "half" / "root"
+    config = [p for p in ("etc/default/irqbalance", "etc/sysconfig/irqbalance") if (root / p).exists()]
+    assert config and "--banirq" not in (root / config[0]).read_text()
+    again = run_playbook(pb, inv, ["-e", json.dumps({"npuops_vllm_instances": []}), "--limit", "half"])
+    assert recap(again.stdout)["half"]["changed"] == 0, again.stdout

@@ -347,3 +347,18 @@ def test_no_reset_change_restarts_and_keeps_it(world):
     assert w.files() == ["config.yaml"]
     again = w.run()
     assert recap(again.stdout)[NODE]["changed"] == 0, again.stdout
+
+
+def test_memory_reserved_node_passed_to_the_profile(tmp_path):
+    """npuops_k8s_memory_reserved_node (generated from the module's memory_reserved_node, which the
+    role lacked) reaches the profile: reservedMemory on that NUMA node, not the default one."""
+    need("a2-910b3x8")
+    inv = make_fleet(tmp_path, {"a2": ("a2-910b3x8", {
+        "npuops_k8s_kubelet_version": "v1.35.0", "npuops_k8s_memory_manager": True,
+        "npuops_k8s_kube_reserved_memory": "1Gi", "npuops_k8s_memory_reserved_node": 1})})
+    root = add_kubelet(tmp_path, "a2")
+    first = run_playbook(role_play(tmp_path), inv)
+    assert first.returncode == 0, first.stdout
+    text = (root / "var/lib/kubelet/config.yaml").read_text()
+    assert 'memoryManagerPolicy: "Static"' in text, text
+    assert "numaNode: 1" in text, text

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Roles with a sandbox root that would mean the real machine (issue 24): an empty
+"""Roles with a sandbox root that would mean the real machine: an empty
 ``npuops_host_root`` (an unset lookup, a typo) and ``<sandbox>/root/../../..`` fail the role at
 its first module, before anything is written; a replay of a recorded host with an empty root
 used to write this machine's /etc/systemd/system and /usr/local/lib/npuops."""

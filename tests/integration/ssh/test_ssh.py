@@ -39,7 +39,7 @@ def sshd(tmp_path):
         pytest.skip("openssh-client not installed")
     for snap in HOSTS.values():
         if not os.path.isfile(os.path.join(SNAPSHOTS, snap, "snapshot.yml")):
-            pytest.skip("snapshot %s missing" % snap)
+            pytest.fail("tests/snapshots/%s is missing" % snap)
     keys = tmp_path / "ssh"
     keys.mkdir()
     os.chmod(str(keys), 0o700)

@@ -3,7 +3,8 @@
 ``tests/lib`` on ``pythonpath``; no test edits ``sys.path``).
 
 - this package: ``REPO``, ``FIXTURES`` (tests/fixtures/real), ``SNAPSHOTS`` (tests/snapshots),
-  ``COLLECTIONS`` (.cache/collections), ``fixture_text(rel)``, ``ensure_collection_link()``
+  ``COLLECTIONS`` (.cache/collections), ``fixture_text(rel)``, ``ensure_collection_link()``,
+  ``module_string(path, name)`` (a module's DOCUMENTATION / EXAMPLES / RETURN text)
 - ``npuops_testing.cases``: data-driven parser cases (``cases/<parser>.yml``): load, select, check
 - ``npuops_testing.cpu_hosts``: topology facts dicts for the CPU planner tests (A2, A3, A5, the
   real A2 layout with its paired distance table)
@@ -23,6 +24,7 @@
   play files (integration tests only)
 """
 
+import ast
 import os
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -47,3 +49,14 @@ def fixture_text(rel):
     if text.startswith("# Source:"):
         text = text.split("\n", 1)[1] if "\n" in text else ""
     return text
+
+
+def module_string(path, name):
+    """The string a module file assigns to ``name`` (``DOCUMENTATION``, ``EXAMPLES``, ``RETURN``),
+    read from its syntax tree: whatever quotes a formatter gives it."""
+    with open(path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read(), path)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [name]:
+            return ast.literal_eval(node.value)
+    raise AssertionError("%s assigns no %s" % (path, name))

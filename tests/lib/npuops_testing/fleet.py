@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """Fleets of recorded hosts for playbook and role tests (integration tests only).
 
-- ``need(*snaps)``: skip unless every ``tests/snapshots/<snap>/snapshot.yml`` exists
+- ``need(*snaps)``: fail unless every ``tests/snapshots/<snap>/snapshot.yml`` exists
 - ``make_fleet(tmp_path, {name: (snapshot, extra vars)})``: an inventory file of local hosts,
   each replaying its snapshot with a sandbox root copied from the snapshot's ``fs/``
   (``snapshot.copy_host_tree``: on-disk names unescaped to host paths)
@@ -28,7 +28,7 @@ RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s
 def need(*snaps):
     for snap in snaps:
         if not os.path.isfile(os.path.join(SNAPSHOTS, snap, "snapshot.yml")):
-            pytest.skip("snapshot %s not in tests/snapshots yet" % snap)
+            pytest.fail("tests/snapshots/%s/snapshot.yml is missing: a recorded host the tests use" % snap)
 
 
 def recap(stdout):

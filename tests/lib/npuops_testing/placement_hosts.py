@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Random hosts for the placement properties (issue 11): NUMA nodes grouped into packages, a
+"""Random hosts for the placement properties (the whole process tree): NUMA nodes grouped into packages, a
 distance table (or none), SMT siblings adjacent or at +half of a node (or none), isolated CPUs,
 cut cpusets, NPUs with or without affinity, instances over them.
 

@@ -131,16 +131,15 @@ def sample_fleet():
 
 def real_fleet():
     """{host: {facts, plan_strict, plan_vllm_ascend, plan_errors}} from tests/snapshots/."""
-    topology = pytest.importorskip(
-        "ansible_collections.npuops.fleet.plugins.module_utils.model.topology")
-    plan = pytest.importorskip("ansible_collections.npuops.fleet.plugins.module_utils.plan.dispatch")
-    hostio = pytest.importorskip("ansible_collections.npuops.fleet.plugins.module_utils.host.hostio")
     from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
+    from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
+    from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
+    from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan
     names = sorted(n for n in os.listdir(SNAPSHOTS)
                    if os.path.isfile(os.path.join(SNAPSHOTS, n, "snapshot.yml"))) \
         if os.path.isdir(SNAPSHOTS) else []
     if not names:
-        pytest.skip("no host snapshots in tests/snapshots yet")
+        pytest.fail("no recorded host in tests/snapshots")
     fleet = {}
     for name in names:
         facts = topology.gather(hostio.SnapshotHostIO(os.path.join(SNAPSHOTS, name)))

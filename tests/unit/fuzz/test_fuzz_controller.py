@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Fuzz: every controller-side filter on hostile facts (issue 24). A compromised host controls
+"""Fuzz: every controller-side filter on hostile facts. A compromised host controls
 its own facts, plans and binding read-back: the fleet report gives a host whose entry is
 malformed its own "facts unusable" row and every other host as before, and each filter
 answers or raises a clear AnsibleFilterError, never another exception."""

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """Fuzz: every parser (parse/*, the cpulist readers, the YAML subset) on mutated real outputs
 raises its own error (ParseError / SnapshotError) or returns data - never another exception,
-never a blow-up. Plus the regression values of issue 15."""
+never a blow-up. Plus the hostile values that once blew a parser up."""
 import inspect
 import os
 import time
@@ -27,7 +27,7 @@ PARSERS = [cpu_topology.parse_status, cpu_topology.parse_cpulist_file, cpu_topol
 TEXTS = texts_of(files_under(FIXTURES, (".txt",)) +
                  [p for p in files_under(SNAPSHOTS) if "/cmd/" in p or p.endswith("snapshot.yml")
                   or "/proc/" in p][:80])
-# each parser on each example: examples x len(PARSERS) inputs (issue 15 asks for the counts);
+# each parser on each example: examples x len(PARSERS) inputs (the counts are reported);
 # NPUOPS_FUZZ_EXAMPLES=5000 runs a long campaign
 EXAMPLES = fuzz_examples(100)
 
@@ -61,7 +61,7 @@ def test_yaml_subset_raises_only_snapshot_error(text):
 
 
 @pytest.mark.parametrize("parse, text, words", [
-    # issue 15 item 4: a 12-byte cpu/online took 100 s; Cpus_allowed_list 0-4294967295 -> MemoryError
+    # a 12-byte cpu/online took 100 s; Cpus_allowed_list 0-4294967295 -> MemoryError
     (cpu_topology.parse_cpulist_file, "0-99999999\n", "beyond the kernel's limit \\(8191\\)"),
     (cpu_topology.parse_cpulist_file, "0-19999999\n", "beyond the kernel's limit"),
     (cpu_topology.parse_status, "Cpus_allowed_list:\t0-4294967295\n", "CPU id 4294967295"),

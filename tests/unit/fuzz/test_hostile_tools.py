@@ -23,7 +23,7 @@ TOOLS = {
     "child-holds-pipe": "sleep 30; echo x",
     # exits at once, a background child keeps the pipe open (the old code never returned)
     "leave-background": "echo started; sleep 30 & echo $! > {pids}/bg",
-    # a child in its own session: killed with the command (it holds the pipe; issue 24)
+    # a child in its own session: killed with the command (it holds the pipe)
     "escape-session": "setsid sleep 30 & echo $! > {pids}/setsid; echo started",
     "close-and-run": "exec >&- 2>&-; sleep 30",
     "garbage": "head -c 4096 /dev/urandom; exit 0",

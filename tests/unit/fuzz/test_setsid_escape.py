@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """A child that calls ``setsid`` leaves the command's process group: the timeout's group kill
-used to leave it running (issue 24). Real processes: the command's processes seen while it ran
+used to leave it running. Real processes: the command's processes seen while it ran
 and every process holding its output pipes are killed with the group."""
 import os
 import stat

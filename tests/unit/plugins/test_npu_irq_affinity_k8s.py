@@ -22,7 +22,7 @@ class FakeModule(object):
 def test_dgx_nic_irqs_onto_reserved_and_irqbalance_banned_elsewhere(tmp_path):
     snap = os.path.join(SNAPSHOTS, "dgx-a100")
     if not os.path.isfile(os.path.join(snap, "snapshot.yml")):
-        pytest.skip("snapshot not built")
+        pytest.fail("tests/snapshots/dgx-a100 is missing")
     facts = topology.gather(hostio.SnapshotHostIO(snap))
     plan = make_plan(facts)
     reserved = kubelet_profile(facts, plan)["reserved_cpus"]

@@ -8,8 +8,9 @@ import glob
 import os
 
 import pytest
+import yaml
 
-from npuops_testing import REPO
+from npuops_testing import REPO, module_string
 
 
 @pytest.mark.parametrize("variant, attributes", [
@@ -18,7 +19,6 @@ from npuops_testing import REPO
     ("INFO_MODULE", {"check_mode", "diff_mode"}),
 ])
 def test_attributes_doc_fragment_variants(variant, attributes):
-    yaml = pytest.importorskip("yaml")
     from ansible_collections.npuops.fleet.plugins.doc_fragments.attributes import ModuleDocFragment
     doc = yaml.safe_load(getattr(ModuleDocFragment, variant))
     assert set(doc["attributes"]) == attributes
@@ -32,7 +32,6 @@ def test_attributes_doc_fragment_variants(variant, attributes):
 
 
 def test_host_root_doc_fragment_matches_the_argument_spec():
-    yaml = pytest.importorskip("yaml")
     from ansible_collections.npuops.fleet.plugins.doc_fragments.host_root import ModuleDocFragment
     option = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]["host_root"]
     description = option["description"]
@@ -43,16 +42,13 @@ def test_host_root_doc_fragment_matches_the_argument_spec():
 
 
 def test_every_module_takes_its_author_from_the_module_fragment():
-    yaml = pytest.importorskip("yaml")
     from ansible_collections.npuops.fleet.plugins.doc_fragments.module import ModuleDocFragment
     assert yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["author"] == [
         "npuops.fleet contributors (@npuops)"]
     paths = sorted(glob.glob(os.path.join(REPO, "plugins", "modules", "*.py")))
     assert paths
     for path in paths:
-        with open(path) as handle:
-            text = handle.read()
-        doc = yaml.safe_load(text.split("DOCUMENTATION = r'''", 1)[1].split("'''", 1)[0])
+        doc = yaml.safe_load(module_string(path, "DOCUMENTATION"))
         # validate-modules requires an author once the fragments are merged
         assert "npuops.fleet.module" in doc["extends_documentation_fragment"], path
         assert "author" not in doc, path

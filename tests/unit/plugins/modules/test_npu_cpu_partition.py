@@ -222,7 +222,6 @@ def test_a_file_at_a_partition_path_not_written_by_it_is_left_alone(tmp_path):
 def test_live_cgroup_v2_refuses_while_an_instance_runs_in_system_slice(tmp_path):
     """A running unit cannot change slice: system.slice's AllowedCPUs= would cut it at once.
     Refused with the unit named, nothing changed (restart_instances restarts it instead)."""
-    from ansible_collections.npuops.fleet.plugins.module_utils.host.hostio import LiveHostIO
     from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch
     from ansible_collections.npuops.fleet.plugins.modules import npu_cpu_partition as module_code
     root = make_root(tmp_path)
@@ -246,7 +245,7 @@ def test_live_cgroup_v2_refuses_while_an_instance_runs_in_system_slice(tmp_path)
 
 
 def test_cgroup_v2_take_back_widens_the_slices_before_removing_them(tmp_path):
-    """Removing AllowedCPUs= leaves a running cgroup's cpuset as it was (systemd issue 43846):
+    """Removing AllowedCPUs= leaves a running cgroup's cpuset as it was (systemd/systemd#43846):
     taken back, each slice's drop-in is first rewritten to every CPU, reloaded, then removed."""
     from ansible_collections.npuops.fleet.plugins.module_utils.apply import cpu_partition as part_apply
     root = make_root(tmp_path)

@@ -14,7 +14,7 @@ from npuops_testing.report_fleet import real_fleet
 def a2():
     fleet = real_fleet()
     if "a2-910b3x8" not in fleet:
-        pytest.skip("a2-910b3x8 snapshot missing")
+        pytest.fail("tests/snapshots/a2-910b3x8 is missing")
     return fleet["a2-910b3x8"]
 
 
@@ -88,3 +88,19 @@ def test_vllm_prediction_is_in_effect_for_binding_vllm(a2):
     assert cross["evidence"].startswith("NPU1 home node")  # NPU1, NPU3 of the instance only
     assert "NPU5" not in cross["evidence"]
     assert cross["fix"].startswith("set binding: host on qwen-a")
+
+
+def test_host_without_instances_irqs_left_to_irqbalance_is_info_with_the_opt_in(a2):
+    bare = dict(CONFIG, instances=[])
+    irq = kinds(report(a2, bare, banned=()))["irqbalance_running"]
+    assert irq["severity"] == "info", irq
+    assert "npuops_irq_devices: all" in irq["fix"] and "run site.yml" in irq["fix"]
+    # all: site.yml pins every device there, so missing bans are a warning again
+    every = kinds(report(a2, dict(bare, irq_devices="all"), banned=()))["irqbalance_running"]
+    assert every["severity"] == "warning" and every["fix"].startswith("npuops_irqbalance is already ban")
+
+
+def test_irq_devices_all_with_instances_still_leaves_unplanned_devices_alone(a2):
+    config = dict(CONFIG, irq_devices="all")
+    irq = kinds(report(a2, config, banned=_irqs_of(a2, [0, 1, 2, 3])))["irqbalance_running"]
+    assert irq["severity"] == "info" and "NPU4, NPU5, NPU6, NPU7 serve no instance" in irq["fix"]

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The audit shows the rest of the process tree (issue 11): each strict plan's frontend and
+"""The audit shows the rest of the process tree: each strict plan's frontend and
 spare CPUs in the report data and as rows of the HTML CPU map."""
 import os
 

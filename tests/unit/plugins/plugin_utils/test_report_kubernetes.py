@@ -24,7 +24,7 @@ def k8s_snapshot(tmp_path, profile_text, device_fixture="kubernetes/device_check
     state giving the aligned pod node-6 CPUs and the other pod node-1 CPUs, the device checkpoint."""
     src = os.path.join(SNAPSHOTS, "a2-910b3x8")
     if not os.path.isfile(os.path.join(src, "snapshot.yml")):
-        pytest.skip("snapshot not built")
+        pytest.fail("tests/snapshots/a2-910b3x8 is missing")
     snap = tmp_path / "a2-k8s"
     shutil.copytree(src, str(snap))
     state = {"policyName": "static", "defaultCpuSet": "0-1,12-29,40-145,156-191",

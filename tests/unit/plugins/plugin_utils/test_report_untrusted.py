@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The fleet report treats each host's facts as untrusted (issue 24): a compromised host's
+"""The fleet report treats each host's facts as untrusted: a compromised host's
 malformed facts, plan or binding read-back give that host its own "facts unusable: <why>" row
 and every other host is reported as before; host text cannot make structure in the Markdown
 or the HTML (line separators of every kind)."""

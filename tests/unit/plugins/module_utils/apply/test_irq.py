@@ -257,7 +257,6 @@ SNAPSHOT = os.path.join(SNAPSHOTS, "a2-910b3x8")
 DUO_SNAPSHOT = os.path.join(os.path.dirname(SNAPSHOT), "atlas300-310p")
 
 
-@pytest.mark.skipif(not os.path.isdir(DUO_SNAPSHOT), reason="tests/snapshots/atlas300-310p not built")
 def test_atlas300_duo_snapshot_shared_irqs_applied_with_warnings(tmp_path):
     """atlas300-310p: npu-smi reports one Bus-Id per 300I Duo card, so the card's two chips
     find the same IRQs; the lower logic id of each card keeps them (used to fail with
@@ -281,7 +280,6 @@ def test_atlas300_duo_snapshot_shared_irqs_applied_with_warnings(tmp_path):
     assert all(r["changed"] for r in irq.apply_targets(targets, root))
 
 
-@pytest.mark.skipif(not os.path.isdir(SNAPSHOT), reason="tests/snapshots/a2-910b3x8 not built")
 def test_snapshot_host_sandbox(tmp_path):
     """Facts gathered from the A2 snapshot, plan from npu_cpu_plan, applied on a copy of its fs."""
     from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio, snapshot

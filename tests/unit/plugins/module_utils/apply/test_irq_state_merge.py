@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """npu_irq_affinity with ``npus:`` (one instance's devices) merges into the IRQ state file
-(issue 24): a second instance's call used to replace the file, erasing the first instance's
+(several instances on one host): a second instance's call used to replace the file, erasing the first instance's
 IRQs from its reconciler. Real files in a sandbox root, through the module's body."""
 import json
 

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Sandbox roots can never mean the real machine by accident (issue 24): every module that
+"""Sandbox roots can never mean the real machine by accident: every module that
 takes ``host_root`` (and ``npu_topology_facts``' ``snapshot_overlay``) is refused by the one
 runner before its body runs when the root is empty (an unset variable, a lookup that found
 nothing), relative, holds ``.``/``..`` (``<sandbox>/root/../../..`` was normalised and written

@@ -90,11 +90,11 @@ def test_set_operations_match_python_sets(cpus, other):
     assert list(cpuset.keep(seq(cpus), allowed)) == [c for c in cpus if c in set(other)]
     assert cpuset.overlaps(seq(cpus), allowed) == bool(set(cpus) & set(other))
     assert list(cpuset.subtract(seq(cpus), seq(other))) == [c for c in cpus if c not in set(other)]
-    assert cpuset.seq_key(cpus) == cpuset.seq_key(seq(cpus))
-    assert (cpuset.seq_key(cpus) == cpuset.seq_key(other)) == (cpus == other)
-    # the list path of the same helpers
+    assert (seq(cpus).runs == seq(other).runs) == (cpus == other)
+    # plain sequences are taken as CpuSeq
     assert cpuset.keep(cpus, set(other)) == [c for c in cpus if c in set(other)]
-    assert cpuset.concat(cpus, seq(other)) == cpus + other
+    assert isinstance(cpuset.keep(cpus, set(other)), cpuset.CpuSeq)
+    assert seq(cpus) + seq(other) == cpus + other
 
 
 @PROPS
@@ -163,12 +163,18 @@ def test_node_map_matches_dict(nodes, cpus):
 
 @PROPS
 @given(CPUS.filter(lambda c: len(c) >= 5))
-def test_split_roles_same_for_lists_and_seqs(cpus):
+def test_split_roles_positional(cpus):
+    node_map = nodemap.NodeMap({0: seq(list(range(0, 60))), 1: seq(list(range(60, 131)))})
     for reserve_irq in (True, False):
-        fast = cpu_roles.split_roles(seq(cpus), reserve_irq)
-        slow = cpu_roles.split_roles(list(cpus), reserve_irq)
-        assert dict((k, list(v)) for k, v in fast.items()) == slow
-        node_map = nodemap.NodeMap({0: seq(list(range(0, 60))), 1: seq(list(range(60, 131)))})
-        cpu_node = dict((c, 0 if c < 60 else 1) for c in range(131))
-        assert cpu_roles.npu_entry(seq(cpus), fast, node_map) == \
-            cpu_roles.npu_entry(list(cpus), slow, cpu_node)
+        roles = cpu_roles.split_roles(seq(cpus), reserve_irq)
+        if reserve_irq:
+            want = {"irq": cpus[:2], "main": cpus[2:-2], "acl": [cpus[-2]], "release": [cpus[-1]]}
+        else:
+            want = {"irq": [], "main": cpus[:-2], "acl": [cpus[-2]], "release": [cpus[-1]]}
+        assert dict((k, list(v)) for k, v in roles.items()) == want
+        assert cpu_roles.split_roles(list(cpus), reserve_irq) == roles
+        assert cpu_roles.npu_entry(seq(cpus), roles, node_map) == {
+            "pool": cpulist.format(cpus), "pool_order": cpulist.format_ordered(cpus),
+            "numa_nodes": sorted(set(0 if c < 60 else 1 for c in cpus)),
+            "irq": cpulist.format_ordered(want["irq"]), "main": cpulist.format(want["main"]),
+            "acl": cpulist.format(want["acl"]), "release": cpulist.format(want["release"])}

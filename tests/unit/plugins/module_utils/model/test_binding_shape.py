@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""model/binding.drift on a binder report of the wrong shape (issue 24): the binder runs on
+"""model/binding.drift on a binder report of the wrong shape: the binder runs on
 the host, so its JSON is checked once before any of it is read; a report of the wrong shape is
 that instance's ``binder_failed`` row naming the field, the other instances as usual."""
 import json

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Facts schema 2 (issue 11): the CPUs a service gets, NUMA distances, packages, SMT siblings,
+"""Facts schema 2: the CPUs a service gets, NUMA distances, packages, SMT siblings,
 isolated CPUs; a host without CPU data; device type by evidence strength; affinity order."""
 import os
 

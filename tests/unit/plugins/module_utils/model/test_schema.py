@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """model/schema: the instance-name rule and the first problem named, by field, for facts and
-plans (the compiled fast checks are proved against the walk in test_schema_fast.py)."""
+plans."""
 
 import pytest
 

@@ -13,7 +13,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsE
 
 # host -> (arch, vendor, device_type, allowed, numa node count, threads/core, npus, gpus, nics,
 #          capacity, error sources)
-# Schema 2 (issue 11) adds cpu.numa_distance / packages / smt_siblings: a snapshot of a machine
+# Schema 2 adds cpu.numa_distance / packages / smt_siblings: a snapshot of a machine
 # whose table, package ids or SMT numbering are not known lacks the file, which is an error.
 NO_DIST, NO_PKG, NO_SMT = "cpu.numa_distance", "cpu.packages", "cpu.smt_siblings"
 HOSTS = {

@@ -110,7 +110,7 @@ def test_fuzz_only_parse_error_escapes(text):
             pass
 
 
-# ---- schema 2: distances, kernel cpulists (issue 11) -----------------------------------------
+# ---- schema 2: distances, kernel cpulists --------------------------------------------------
 
 def test_distance_rows_and_table():
     rows = {0: cpu_topology.parse_distance_row("10 11\n", "n0"),

@@ -32,7 +32,7 @@ def test_type_of_pci_device(dev, kind):
 
 @pytest.mark.parametrize("kwargs, kind, evidence_word", [
     ({"chip_names": ["910B3"]}, "A2", "910B3"),
-    # The chip name is stronger than the header text (issue 11): npu-smi prints 'Chip  Phy-ID'
+    # The chip name is stronger than the header text: npu-smi prints 'Chip  Phy-ID'
     # for 0xd803, but vllm-ascend's tests hold an A2 table with it.
     ({"chip_names": ["910B3"], "phy_id_column": True}, "A2", "Phy-ID"),
     ({"chip_names": ["xxx"], "chips_per_npu": 2, "distinct_bus_per_die": True}, "A3", "dies"),
@@ -74,7 +74,7 @@ def test_detect_on_real_fixtures(fixture, kind):
     assert got["device_type"] == kind
 
 
-# ---- evidence by strength (issue 11): PCI id > chip name > dies per NPU > header text --------
+# ---- evidence by strength: PCI id > chip name > dies per NPU > header text --------
 
 @pytest.mark.parametrize("kwargs, kind, loser", [
     # the 910B3 / 0xd802 host whose table carries the 'Chip  Phy-ID' header: A2, not A3

@@ -75,7 +75,7 @@ def test_real_csv_captures_read_with_their_header_and_units(rel, expected):
 def dgx_with_query(tmp_path):
     src = os.path.join(SNAPSHOTS, "dgx-a100")
     if not os.path.isdir(src):
-        pytest.skip("dgx-a100 snapshot missing")
+        pytest.fail("tests/snapshots/dgx-a100 is missing")
     snap = tmp_path / "dgx"
     shutil.copytree(src, str(snap))
     (snap / "cmd" / "query.txt").write_text(QUERY)

@@ -58,7 +58,7 @@ def test_instances_union_without_visibility_env():
     plan = plan_mod.make_plan(cpu_hosts.a2(), "strict", instances=insts)
     assert sorted(plan["npus"]) == ["0", "1", "3"]
     # the design document's A2: every node is some NPU's home, so no free CPU is near: the
-    # frontend (2 + 2 cores) is carved from the ends of the workers' main CPUs (issue 11)
+    # frontend (2 + 2 cores) is carved from the ends of the workers' main CPUs
     assert plan["instances"]["svc1"] == {"npus": [1, 3], "main": "2-19,26-43",
                                          "pool": "0-19,22-43,46-47", "numa_nodes": [0],
                                          "frontend": "20-21,44-45", "frontend_nodes": [0],
@@ -138,7 +138,6 @@ CPUSET_HINT = ("the facts were gathered in a cpuset of 1 CPU (Cpus_allowed_list 
                "(role variable npuops_cpu_allowed) with the CPUs the service may use")
 
 
-@pytest.mark.skipif(not os.path.isdir(CGROUP_SNAPSHOT), reason="h100-cgroup snapshot not built")
 def test_plan_failing_in_a_cut_cpuset_says_what_to_do():
     """h100-cgroup was recorded inside a 1-CPU job cgroup: the plan names the GPU, the cpuset
     and both ways out; with allowed_cpus it plans."""

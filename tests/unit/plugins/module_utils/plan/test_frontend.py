@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The whole process tree (issue 11): frontends, distance-aware borrowing, cpu_budget, SMT roles.
+"""The whole process tree: frontends, distance-aware borrowing, cpu_budget, SMT roles.
 
 Worked examples pinned on the recorded hosts, and the invariants as hypothesis properties over
 random hosts with random distance tables, packages and SMT numbering.

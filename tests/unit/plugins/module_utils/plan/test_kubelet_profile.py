@@ -21,7 +21,7 @@ def recorded(snap):
     if snap not in _CACHE:
         path = os.path.join(SNAPSHOTS, snap)
         if not os.path.isfile(os.path.join(path, "snapshot.yml")):
-            pytest.skip("snapshot %s not built" % snap)
+            pytest.fail("tests/snapshots/%s is missing" % snap)
         facts = topology.gather(hostio.SnapshotHostIO(path))
         _CACHE[snap] = (facts, make_plan(facts))
     return _CACHE[snap]

@@ -2,6 +2,7 @@
 """Role split and the plan entries of cpu_roles (their cpulist text: test_cpuset / test_cpulist)."""
 import pytest
 
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus.nodemap import NodeMap
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 
@@ -30,6 +31,7 @@ def test_cluster_size(tpc, size):
 
 def test_npu_entry_keeps_positions():
     pool = list(range(48, 60)) + list(range(0, 12))
-    entry = cpu_roles.npu_entry(pool, cpu_roles.split_roles(pool), dict((c, c // 48) for c in range(96)))
+    entry = cpu_roles.npu_entry(pool, cpu_roles.split_roles(pool),
+                                NodeMap({0: range(0, 48), 1: range(48, 96)}))
     assert entry == {"pool": "0-11,48-59", "pool_order": "48-59,0-11", "numa_nodes": [0, 1],
                      "irq": "48-49", "main": "0-9,50-59", "acl": "10", "release": "11"}

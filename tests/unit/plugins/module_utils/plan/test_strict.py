@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings, HealthCheck
 from hypothesis import strategies as st
 
+from ansible_collections.npuops.fleet.plugins.module_utils.cpus.nodemap import NodeMap
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan_mod
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import strict as ps
@@ -77,7 +78,7 @@ def test_lacking_node_borrows_from_unowned_node():
     topo["npus"].append({"logic_id": 2, "affinity": "16-23", "processes": []})
     plan = plan_mod.make_plan(topo, "strict")
     assert pools(plan) == {0: "0-4", 1: "5-9", 2: "16-23"}
-    # the pool spans nodes 0 and 1; the worker's memory stays on its home node 0 (issue 11)
+    # the pool spans nodes 0 and 1; the worker's memory stays on its home node 0
     assert plan["npus"]["1"]["pool_nodes"] == [0, 1]
     assert plan["npus"]["1"]["numa_nodes"] == [0] and plan["npus"]["1"]["home_node"] == 0
     assert plan["npus"]["1"]["pool_order"] == "5-9"
@@ -137,7 +138,7 @@ def test_no_numa_layout():
     ([100], None, (None, None)),            # CPUs on no node
 ])
 def test_npu_home(affinity, pci, expected):
-    cpu_node = dict((c, 0 if c < 8 else 1) for c in range(16))
+    cpu_node = NodeMap({0: range(0, 8), 1: range(8, 16)})
     assert ps.npu_home(affinity, pci, cpu_node, {0, 1}) == expected
 
 

@@ -86,7 +86,8 @@ def test_build_cpu_node_map():
         va.build_cpu_node_map({})
     cpu_node, numa_to_cpu = va.build_cpu_node_map({0: [0, 2], 1: [1, 3]})
     assert dict(numa_to_cpu) == {0: [0, 2], 1: [1, 3]}
-    assert cpu_node == {0: 0, 1: 1, 2: 0, 3: 1}
+    assert dict((cpu, cpu_node[cpu]) for cpu in range(4)) == {0: 0, 1: 1, 2: 0, 3: 1}
+    assert 4 not in cpu_node
 
 
 # upstream #27-#31, #33, #35

@@ -77,7 +77,7 @@ def test_version_from_facts_then_option():
 # --- rule: hidden NPUs (0.19.1rc1, PR #8792) ----------------------------------------------
 
 def test_hidden_npus_from_019():
-    # two single-NPU services in one cpuset 144-191 (issue #8600); released code: 0.18.0
+    # two single-NPU services in one cpuset 144-191 (vllm-project/vllm-ascend#8600); released code: 0.18.0
     # gives NPU0 144-167 (24 CPUs), 0.19.1rc1 144-155
     insts = [{"name": "svc0", "npus": [0]}, {"name": "svc2", "npus": [2]}]
     old = plan(cpu_hosts.a2(), "0.18.0", instances=insts, allowed_cpus="144-191")

@@ -92,7 +92,7 @@ def test_closure_of_the_real_binder():
     """The binder's closure: all of standalone/ and exactly the lower-layer files it imports."""
     names = set(binder_app.closure(read_module))
     lower = set(n[len(U) + 1:] for n in names if not n.startswith(U + ".standalone."))
-    assert lower == {"errors", "cpus.cpulist", "host.command", "host.locks", "host.paths",
+    assert lower == {"errors", "cpus.cpulist", "cpus.cpuset", "cpus.nodemap", "host.command", "host.locks", "host.paths",
                      "model.cpu_intruders", "model.vendors", "model.vllm_flags", "model.worker_start",
                      "parse.npu_smi", "parse.pci", "parse.rocm_smi"}
     assert all(n.split(".")[0] in binder_app.SHIPPED_LAYERS for n in lower)

@@ -186,7 +186,6 @@ def test_gpu_plan_instance_visibility_accepted_and_checked():
 SNAPSHOT = os.path.join(SNAPSHOTS, "a2-910b3x8")
 
 
-@pytest.mark.skipif(not os.path.isdir(SNAPSHOT), reason="tests/snapshots/a2-910b3x8 not built")
 def test_real_plan_from_snapshot(tmp_path):
     """The plan npu_cpu_plan really produces (it carries the visibility var in the instance env)."""
     from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
@@ -385,7 +384,7 @@ def test_vllm_binding_runs_without_taskset(stand_ins):
 
 @pytest.mark.parametrize("sub", ["", "opt+x,y:z=w@v~u-t_s.r"])
 def test_systemd_analyze_verify_accepts_units_under_any_allowed_dest(tmp_path, sub):
-    """Every character check_dir lets into dest (issue 15: '$', '"' and '\\' made units that
+    """Every character check_dir lets into dest ('$', '"' and '\\' made units that
     verify rejects; they are refused now) gives units systemd-analyze verify accepts."""
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
@@ -427,7 +426,7 @@ def test_wrapper_is_executable_text_without_trailing_junk():
     assert text.endswith("\n") and not text.endswith("\n\n")
 
 
-# issue 12: the whole tree, GPU launch settings, UX ------------------------------------------
+# the whole tree, GPU launch settings, UX --------------------------------------------------
 
 def test_a_command_given_as_one_string_is_refused():
     with pytest.raises(NpuopsError, match="list of arguments"):

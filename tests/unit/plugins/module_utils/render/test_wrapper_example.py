@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The wrapper shown in vllm_launch_wrapper's EXAMPLES is the one its tasks write (issue 22: the
+"""The wrapper shown in vllm_launch_wrapper's EXAMPLES is the one its tasks write (the
 example showed devices 0,2 for npus [0, 1]): the example's plan and last task, rendered on the
 recorded A2 host it names, give exactly the commented wrapper (its exec line unwrapped)."""
 
@@ -12,14 +12,13 @@ from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
 from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch
-from npuops_testing import REPO, SNAPSHOTS
+from npuops_testing import REPO, SNAPSHOTS, module_string
 
 MODULE = os.path.join(REPO, "plugins", "modules", "vllm_launch_wrapper.py")
 
 
 def _examples():
-    text = open(MODULE).read()
-    return text.split("EXAMPLES = r'''", 1)[1].split("'''", 1)[0]
+    return module_string(MODULE, "EXAMPLES")
 
 
 def _commented_wrapper(examples):

@@ -1,15 +1,17 @@
 # -*- coding: utf-8 -*-
 """Soft-share device-plugin configuration (plugins/module_utils/softshare/plugin_config.py):
-the DaemonSet against the shipped manifest, configuration checks, node labels, the YAML writer.
+the DaemonSet against the shipped manifest, configuration checks, node labels; and the
+controller's YAML writer of those manifests (plugins/plugin_utils/manifests.py, PyYAML).
 Each table row says where the rule comes from:
 ``shipped`` = MindCluster 26.x code (device plugin / ascend-for-volcano), ``rfc`` = the RFC text."""
 
 import pytest
-import yaml  # controller-side test: PyYAML parses what the host side renders
+import yaml  # controller-side test: PyYAML parses what the controller renders
 from hypothesis import given, settings, strategies as st
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import SoftShareError
 from ansible_collections.npuops.fleet.plugins.module_utils.softshare import plugin_config, scheduler
+from ansible_collections.npuops.fleet.plugins.plugin_utils import manifests
 from npuops_testing import fixture_text
 
 
@@ -20,8 +22,8 @@ def _args(docs):
 
 @pytest.mark.parametrize("device_type,single_die", [("A2", False), ("A3", True)])
 def test_daemonset_flags(device_type, single_die):
-    docs = list(yaml.safe_load_all(plugin_config.render_daemonset("/share_device/", device_type,
-                                                                  "26.0.0")))
+    docs = list(yaml.safe_load_all(manifests.render_daemonset("/share_device/", device_type,
+                                                              "26.0.0")))
     ds, args = _args(docs)
     assert args[0] == "device-plugin"
     for flag in ("-volcanoType=true", "-shareDevCount=100",
@@ -35,7 +37,7 @@ def test_daemonset_flags(device_type, single_die):
 def test_daemonset_keeps_everything_of_the_shipped_manifest():
     shipped = list(yaml.safe_load_all(
         fixture_text("ascend/ascend-device-plugin_ascendplugin-volcano.yaml.txt")))
-    ours = list(yaml.safe_load_all(plugin_config.render_daemonset("/share_device", "A2", "26.0.0")))
+    ours = list(yaml.safe_load_all(manifests.render_daemonset("/share_device", "A2", "26.0.0")))
     assert [d["kind"] for d in ours] == [d["kind"] for d in shipped]
     assert ours[1]["rules"] == shipped[1]["rules"]
     s_pod, o_pod = (_args(d)[0]["spec"]["template"]["spec"] for d in (shipped, ours))
@@ -97,7 +99,7 @@ def test_validate_plugin_config_lists_every_problem():
 
 
 def test_extra_args_are_appended():
-    docs = list(yaml.safe_load_all(plugin_config.render_daemonset(
+    docs = list(yaml.safe_load_all(manifests.render_daemonset(
         "/share_device", "A2", "v26.0.RC1", extra_args=["-listWatchPeriod=10"])))
     assert _args(docs)[1][-1] == "-listWatchPeriod=10"
 
@@ -106,12 +108,11 @@ def test_node_labels():
     assert plugin_config.node_labels() == {scheduler.LABEL_ENABLE: "true",
                                            "workerselector": "dls-worker-node"}
     assert plugin_config.node_labels(enable=False)[scheduler.LABEL_ENABLE] == "false"
-    patch = yaml.safe_load(plugin_config.render_node_labels("n1", plugin_config.node_labels()))
+    patch = yaml.safe_load(manifests.render_node_labels("n1", plugin_config.node_labels()))
     assert patch == {"metadata": {"name": "n1", "labels": plugin_config.node_labels()}}
 
 
-# integers as a manifest holds them (64-bit); a longer one is refused by the writer
-# (host/yaml_scalars.MAX_INT_DIGITS), tested with the YAML subset
+# integers as a manifest holds them (64-bit)
 plain = st.one_of(st.none(), st.booleans(), st.integers(min_value=-2 ** 63, max_value=2 ** 64 - 1),
                   st.text(max_size=12))
 tree = st.recursive(plain, lambda kids: st.one_of(
@@ -122,4 +123,22 @@ tree = st.recursive(plain, lambda kids: st.one_of(
 @settings(max_examples=150, deadline=None)
 @given(tree)
 def test_to_yaml_round_trips(value):
-    assert yaml.safe_load(plugin_config.to_yaml(value)) == value
+    assert yaml.safe_load(manifests.to_yaml(value)) == value
+
+
+def test_manifest_layout_is_kubectls():
+    """Keys in the order the objects are built, sequences indented under their key, no anchor
+    for the one list two RBAC rules share, the plugin's long command line on one line."""
+    text = manifests.render_daemonset("/share_device", "A3", "26.0.0", extra_args=["-x=" + "y" * 200])
+    assert "&id" not in text and "*id" not in text
+    lines = text.split("\n")
+    assert lines[:3] == ["# Ascend device plugin, soft-share (chip1-softShareDev) variant for A3 hosts.",
+                         "# Rendered by npuops.fleet from the shipped ascendplugin-volcano.yaml.", "---"]
+    assert lines[3:8] == ["apiVersion: v1", "kind: ServiceAccount", "metadata:",
+                          "  name: ascend-device-plugin-sa", "  namespace: kube-system"]
+    rules = lines.index("rules:")
+    assert lines[rules + 1:rules + 3] == ["  - apiGroups:", "      - ''"]
+    args = [line for line in lines if "device-plugin -volcanoType=true" in line]
+    assert len(args) == 1 and args[0].endswith("-x=" + "y" * 200)
+    assert manifests.render_node_labels("n1", {"b": "true", "a": "x"}) == (
+        "metadata:\n  name: n1\n  labels:\n    b: 'true'\n    a: x\n")

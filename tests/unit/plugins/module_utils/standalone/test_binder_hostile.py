@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """The binder runs as root on a host where other users write: a health server that trickles
 its answer, a resolver that never answers, a metrics dir another uid can write (and race), a
-symlinked metrics dir, plan and IRQ state files nested 200,000 deep (issue 24)."""
+symlinked metrics dir, plan and IRQ state files nested 200,000 deep."""
 
 import json
 import os

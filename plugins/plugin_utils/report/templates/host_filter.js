@@ -1,21 +1,4 @@
-# -*- coding: utf-8 -*-
-# Copyright: npuops.fleet contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The fleet report page's host filter: the search box, the one inline script that filters
-the page by host name, and the Content-Security-Policy that lets only that script (by its hash)
-run. The page works without it: it then shows everything."""
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
-import base64
-import hashlib
-
-# The host filter: shows the shapes (and their table rows and problem rows) holding a host whose
-# name contains the text typed; ``#host=<text>`` in the address fills it in. Reads only the
-# page's own data-host / data-shape / data-shapes attributes.
-SCRIPT = """(function () {
+(function () {
   var box = document.getElementById('host-filter');
   var status = document.getElementById('filter-status');
   if (!box) { return; }
@@ -64,13 +47,3 @@ SCRIPT = """(function () {
   if (m) { box.value = decodeURIComponent(m[1]); }
   apply();
 }());
-"""
-SCRIPT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(SCRIPT.encode("utf-8")).digest()).decode()
-CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src '%s'; base-uri 'none'; "
-       "form-action 'none'" % SCRIPT_HASH)
-
-
-def filter_html():
-    return ('<div id="filter"><label>Find hosts: <input id="host-filter" type="search" '
-            'placeholder="host name (or part of it)" autocomplete="off"></label>'
-            '<span id="filter-status" role="status"></span></div>')

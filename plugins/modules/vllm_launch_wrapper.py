@@ -14,7 +14,7 @@ version_added: 0.1.0
 description:
   - Installs everything one vLLM instance needs to run on its planned CPUs. Writes, atomically and
     only when the content or mode differs, C(<dest>/<name>-launch) (bash wrapper, 0755),
-    C(<dest>/<name>.plan.json) (the plan plus an C(npuops_instance) block, 0644),
+    C(<dest>/<name>.plan.json) (the instance's part of the plan and an C(npuops_instance) block, 0644),
     C(<dest>/<name>-bind) (the post-start binder, 0755, O(binding=host) only) and
     C(<unit_dir>/vllm-<name>.service) (0644, O(systemd=true)).
   - "The wrapper exports C(ASCEND_RT_VISIBLE_DEVICES) (C(CUDA_VISIBLE_DEVICES) on GPU hosts), the
@@ -44,8 +44,8 @@ options:
     description:
       - Devices (NPU logic ids, or GPU indexes) of this instance. Default the plan
         instance's C(npus) (C(plan.instances[name])), else every device of the plan.
-      - The plan instance's env from M(npuops.fleet.npu_cpu_plan) carries the visibility
-        variable for its devices; the task fails when O(npus) names other devices.
+      - When the plan has an instance of this name, its CPUs (C(main), C(pool), C(frontend)) are
+        the instance's, as planned, and the task fails when O(npus) names other devices.
     type: list
     elements: int
   command:
@@ -170,12 +170,13 @@ extends_documentation_fragment:
   - npuops.fleet.host_root
 notes:
   - "The wrapper exports C(ASCEND_RT_VISIBLE_DEVICES) (C(CUDA_VISIBLE_DEVICES)) from the instance's
-    devices. M(npuops.fleet.npu_cpu_plan) writes the same variable into each
-    C(plan.instances[name].env); that value, or one in O(env), is accepted when it names exactly
-    those devices (same ids, same order) and exported once. Any other value fails the task naming
-    its source, for example
-    C(plan instance svc env: ASCEND_RT_VISIBLE_DEVICES=0,1 contradicts the instance's devices)
-    when O(npus) disagrees with the plan instance."
+    devices; it is the one place the variable is written. A value in O(env), or in the plan's
+    instance env (plans of earlier releases carry it), is accepted when it names exactly those
+    devices (same ids, same order) and exported once. Any other value fails the task naming
+    its source, for example C(env: ASCEND_RT_VISIBLE_DEVICES=3 contradicts the instance's devices)."
+  - "The plan JSON (C(<dest>/<name>.plan.json), schema 2) holds the instance's part of the plan
+    that the binder and M(npuops.fleet.vllm_binding_facts) read; its fields are documented in
+    C(docs/plan-json.md)."
   - On GPU hosts the wrapper exports C(CUDA_VISIBLE_DEVICES) and the plan's NCCL variables
     (C(NCCL_IB_HCA) for the paired NICs) instead, and C(--additional-config) is left untouched.
   - "Tools (C(taskset), the vLLM program) are called by name from PATH. Every argument is
@@ -368,11 +369,11 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model.instances impor
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app, units
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import (
-    binder, cli, discovery, irqs, metrics, procs, rules, smi, targets)
+    binder, cli, irqs, metrics, procs, rules, smi, targets)
 from ansible_collections.npuops.fleet.plugins.module_utils import errors
 
 # every module the binder zipapp holds (its closure), imported so that AnsiballZ ships it
-BINDER_MODULES = (binder, cli, discovery, irqs, metrics, procs, rules, smi, targets, errors,
+BINDER_MODULES = (binder, cli, irqs, metrics, procs, rules, smi, targets, errors,
                   cpulist, cpuset, nodemap, command, locks, paths, vendors, vllm_flags, npu_smi, pci,
                   rocm_smi, cpu_intruders, worker_start)
 

@@ -8,7 +8,7 @@ The binder places a worker whose title does not carry its ranks yet (``python3``
 ``VLLM::Worker``) by its spawn order only where the engine really starts the workers one by
 one in local-rank order (``rank``); where it may start them at once (``concurrent``) or the
 engine is not known (``unknown``), such a worker is placed by the device tools' process tables
-or left pending until its title carries its ranks (``standalone/discovery``). The plan records
+or left pending until its title carries its ranks (``standalone/binder``). The plan records
 the decision (``worker_start``, from the facts' versions) and the binder looks it up again
 here, with what the instance's own environment says.
 

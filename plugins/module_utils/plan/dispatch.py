@@ -204,7 +204,7 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
     request = layout.NpuRequest(ids, requested, affinity, pci_nodes, busy, dtype)
     fronts = POLICY_PLANNERS[policy](plan, request, host, insts, release)
     if insts:
-        _instances(plan, insts, vendors.VENDORS["ascend"].visibility[0], fronts)
+        _instances(plan, insts, fronts)
     return plan
 
 
@@ -333,9 +333,10 @@ def _vllm_ascend(plan, topology, ids, requested, insts, busy, affinity, node_cpu
         entries[str(npu)] = entry
 
 
-def _instances(plan, insts, env_name, fronts=None):
+def _instances(plan, insts, fronts=None):
     """``plan["instances"]``: each instance's devices, the union of their pools and main CPUs,
-    its frontend. ``fronts["device_cpus"]`` (strict): ``{device: (pool, main)}`` CpuSeq equal
+    its frontend (the wrapper takes them from here; the visibility variable is the wrapper's
+    to write, from ``npus``). ``fronts["device_cpus"]`` (strict): ``{device: (pool, main)}`` CpuSeq equal
     to the entries' cpulists, used instead of parsing them."""
     table = plan["gpus"] if plan["mode"] == "gpu_numa" else plan["npus"]
     device_cpus = (fronts or {}).get("device_cpus")
@@ -362,8 +363,7 @@ def _instances(plan, insts, env_name, fronts=None):
                 nodes.add(entry["numa_node"])
         plan["instances"][name] = {
             "npus": list(members), "main": cpuset.format(cpuset.union_runs(main)),
-            "pool": cpuset.format(cpuset.union_runs(pool)), "numa_nodes": sorted(nodes),
-            "env": {env_name: ",".join(map(str, members))}}
+            "pool": cpuset.format(cpuset.union_runs(pool)), "numa_nodes": sorted(nodes)}
         if fronts is not None:
             front = fronts["instances"].get(name) or {}
             plan["instances"][name].update({
@@ -399,7 +399,7 @@ def _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics
         gpus[str(dev)] = dict(gpus[str(dev)], pool=cpuset.format(pools[dev]))
     plan["gpus"] = dict((str(k), gpus[str(k)]) for k in keep)
     if insts:
-        _instances(plan, insts, vendors.get(topology.get("vendor")).visibility[0], fronts)
+        _instances(plan, insts, fronts)
     return plan
 
 

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: npuops.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Render a vLLM instance's launch files from a plan: bash wrapper, systemd unit, plan JSON.
+"""Render a vLLM instance's launch files from a plan: bash wrapper, systemd unit (plan JSON:
+``render/plan_json``, re-exported here).
 
 Pure functions (text in, text out). ``instance_view`` resolves which devices and CPUs an
 instance owns; ``render_wrapper`` / ``render_unit`` / ``render_plan_json`` turn that into
@@ -22,8 +23,10 @@ import shlex
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist, cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import WrapperError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import yaml_subset
-from ansible_collections.npuops.fleet.plugins.module_utils.model import schema, vendors, worker_start
+from ansible_collections.npuops.fleet.plugins.module_utils.model import schema, vendors
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch_flags
+from ansible_collections.npuops.fleet.plugins.module_utils.render.plan_json import (  # noqa: F401 pylint: disable=unused-import
+    PLAN_JSON_SCHEMA, render_plan_json)
 
 NAME_RE = schema.INSTANCE_NAME
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -42,7 +45,6 @@ PATH_CHARS_RE = re.compile(r"^[A-Za-z0-9_./+,:=@~-]+\Z")
 MAX_NAME_BYTES = 255  # NAME_MAX: one path component
 ADDITIONAL_CONFIG_FLAGS = ("--additional-config", "--additional_config")
 BINDINGS = ("host", "vllm")
-PLAN_JSON_SCHEMA = 1
 # Characters systemd takes literally in a command line word (no quoting needed).
 _SYSTEMD_SAFE_RE = re.compile(r"^[A-Za-z0-9_./:@+=,-]+\Z")
 
@@ -90,11 +92,16 @@ def instance_view(plan, name, npus=None, command=None):
     Devices: ``npus`` when given, else the plan instance's ``npus``, else every device of the
     plan: the visible list (``visible``). A ``--device-ids`` in ``command`` picks from it, as
     vLLM does (``launch_flags.device_order``): ``devices`` is then the devices in rank order
-    (local rank r of DP engine d on ``devices[d*ws + r]``) and the CPUs are theirs. The plan's env and the plan instance's env may set the visibility variable
-    (npu_cpu_plan does) to exactly these devices; it is dropped from ``env`` (the wrapper
-    exports it) and any other value raises WrapperError. Returns ``{name, vendor, devices,
-    main, pool, numa_nodes, env, device_type, mode}`` with CPU sets as sorted lists of ints.
-    Raises WrapperError naming the missing device.
+    (local rank r of DP engine d on ``devices[d*ws + r]``). The CPUs are the plan instance's
+    (``main``, ``pool``, ``numa_nodes``, ``frontend``: what npu_cpu_plan decided, never
+    recomputed here); a device list that is not the plan instance's raises WrapperError, and
+    only where the plan has no such instance, or ``--device-ids`` uses some of its devices,
+    are they the union of the devices' entries.
+    The wrapper exports the visibility variable (the one place it is written); a plan env or
+    plan instance env that sets it (plans of earlier releases did) must name exactly these
+    devices and is dropped from ``env``. Returns ``{name, vendor, devices, main, pool,
+    numa_nodes, env, device_type, mode}`` with CPU sets as sorted lists of ints. Raises
+    WrapperError naming the missing device.
     """
     check_name(name)
     if not isinstance(plan, dict):
@@ -122,14 +129,18 @@ def instance_view(plan, name, npus=None, command=None):
     if len(set(devices)) != len(devices):
         raise WrapperError("npus: %r lists a device twice" % (devices,))
     visible = devices
+    planned = _planned_devices(instance)
+    if planned is not None and planned != visible:
+        _check_planned(table, table_key, visible)
+        raise WrapperError("npus: %s are not the devices of plan instance %s (%s); npus must "
+                           "name the planned devices; leave npus out to use the plan instance's"
+                           % (",".join(map(str, visible)), name, ",".join(map(str, planned))))
     devices = launch_flags.device_order(command, visible, row) if command else visible
     main, pool, nodes = set(), set(), set()
     gpu_entries = []
+    _check_planned(table, table_key, devices)
     for dev in devices:
-        entry = table.get(str(dev))
-        if not isinstance(entry, dict):
-            raise WrapperError("plan: %s %d is not in the plan (planned: %s)"
-                               % (table_key[:-1].upper(), dev, ", ".join(sorted(table))))
+        entry = table[str(dev)]
         source = "plan %s %d" % (table_key, dev)
         dev_pool = _cpus(entry.get("pool"), source + " pool")
         dev_main = dev_pool if row.is_gpu else _cpus(entry.get("main"), source + " main")
@@ -156,6 +167,14 @@ def instance_view(plan, name, npus=None, command=None):
                                         "npus must name the planned devices; leave npus out "
                                         "to use the plan instance's")
             env.update(extra)
+    if planned is not None and instance.get("main") and instance.get("pool") and \
+            sorted(devices) == sorted(visible):
+        # the plan instance's own CPUs: what the plan decided, not a union recomputed here
+        # (a --device-ids that uses only some of them: the CPUs of the devices it uses)
+        source = "plan instance %s" % name
+        main = _cpus(instance["main"], source + " main")
+        pool = _cpus(instance["pool"], source + " pool")
+        nodes = set(_node_list(instance.get("numa_nodes"), source + " numa_nodes"))
     frontend = _cpus(instance.get("frontend"), "plan instance %s frontend" % name)
     host_cpus = set()
     for node, cpus in sorted((plan.get("numa_nodes") or {}).items()):
@@ -165,6 +184,35 @@ def instance_view(plan, name, npus=None, command=None):
             "pool": sorted(pool), "numa_nodes": sorted(nodes), "env": env,
             "frontend": sorted(frontend), "gpus": gpu_entries, "host_cpus": sorted(host_cpus),
             "device_type": plan.get("device_type"), "mode": plan.get("mode")}
+
+
+def _check_planned(table, table_key, devices):
+    """WrapperError naming the first of ``devices`` the plan's table has no entry for."""
+    for dev in devices:
+        if not isinstance(table.get(str(dev)), dict):
+            raise WrapperError("plan: %s %d is not in the plan (planned: %s)"
+                               % (table_key[:-1].upper(), dev, ", ".join(sorted(table))))
+
+
+def _planned_devices(instance):
+    """The plan instance's devices (``npus``, GPU plans of earlier releases ``gpus``) as ints,
+    or None when the plan has no such instance."""
+    listed = instance.get("npus") if instance.get("npus") is not None else instance.get("gpus")
+    if listed is None:
+        return None
+    try:
+        return [int(n) for n in listed]
+    except (TypeError, ValueError):
+        raise WrapperError("plan instance: npus %r is not a list of device ids" % (listed,))
+
+
+def _node_list(value, source):
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in value):
+        raise WrapperError("%s: %r is not a list of NUMA node ids" % (source, value))
+    return value
 
 
 def visibility_var(vendor):
@@ -437,29 +485,3 @@ def systemd_quote(word):
         return word
     escaped = word.replace("\\", "\\\\").replace('"', '\\"').replace("$", "$$")
     return '"%s"' % escaped
-
-
-def render_plan_json(plan, view, binding="host", vllm=None):
-    """The plan JSON the binder reads: the plan plus an ``npuops_instance`` block. ``vllm``: the
-    instance's own vLLM (``{version, source}``, read from the environment its command names):
-    on a vLLM host it decides ``worker_start`` for this instance, over the host's guess."""
-    doc = dict(plan)
-    engine = worker_start.ENGINE_OF_VENDOR.get(view.get("vendor"))
-    if engine == "vllm" and isinstance(vllm, dict) and vllm.get("version"):
-        doc["worker_start"] = dict(worker_start.decide(engine, vllm["version"]),
-                                   source=vllm.get("source"))
-    doc["npuops_instance"] = {
-        "schema": PLAN_JSON_SCHEMA,
-        "name": view["name"],
-        "vendor": view["vendor"],
-        "devices": view["devices"],
-        "main": cpulist.format(view["main"]),
-        "pool": cpulist.format(view["pool"]),
-        "binding": binding,
-    }
-    if view.get("visible") and view["visible"] != view["devices"]:
-        # --device-ids: the devices above in rank order, picked from this visible list
-        doc["npuops_instance"]["visible"] = view["visible"]
-    if view.get("frontend"):
-        doc["npuops_instance"]["frontend"] = cpulist.format(view["frontend"])
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"

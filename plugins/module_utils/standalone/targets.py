@@ -103,10 +103,25 @@ def worker_start_of(doc, start_method=None):
     return decision
 
 
+def planned_node(doc, device):
+    """The NUMA node the plan gives ``device`` (``npuops_instance.device_nodes``, plan JSON
+    schema 2), or None where the plan has none (a schema 1 file)."""
+    nodes = doc["npuops_instance"].get("device_nodes")
+    if nodes is None:
+        return None
+    if not isinstance(nodes, dict):
+        raise BindError("plan: npuops_instance.device_nodes is a %s, not a mapping of device -> "
+                        "NUMA node" % type(nodes).__name__)
+    node = nodes.get(str(device))
+    return None if node is None else _node_id(node, "npuops_instance.device_nodes %s" % device)
+
+
 def device_target(doc, device):
     """CPU roles and memory node of one device: {label, main, acl, release, node}. The
     vendor row names the plan table (``npus`` / ``gpus``) and the device word; a GPU entry
-    has one pool and its node, an NPU entry main / ACL / release CPUs and its nodes."""
+    has one pool and its node, an NPU entry main / ACL / release CPUs and its nodes. The node
+    is the plan's (``planned_node``); a schema 1 plan's is found from its entry as the
+    binders of that schema did (the entry's first node, else the node of its main CPUs)."""
     row = vendor_of(doc)
     table = doc.get(row.device_key) or {}
     if not isinstance(table, dict):
@@ -116,6 +131,7 @@ def device_target(doc, device):
     if not isinstance(entry, dict):
         raise BindError("plan: device %s is not in the plan" % device)
     label = "%s%s" % (row.device_word, device)
+    planned = planned_node(doc, device)
     if row.is_gpu:
         main = parse_cpulist(entry.get("pool"), label + " pool")
         acl, release, node = [], [], entry.get("numa_node")
@@ -129,7 +145,10 @@ def device_target(doc, device):
         if not isinstance(nodes, list):
             raise BindError("plan: %s numa_nodes %r is not a list of NUMA nodes" % (label, nodes))
         nodes = [_node_id(n, "%s numa_nodes" % label) for n in nodes]
-        node = nodes[0] if nodes else node_of(doc, main[0] if main else None)
+        if planned is None:
+            node = nodes[0] if nodes else node_of(doc, main[0] if main else None)
+    if planned is not None:
+        node = planned
     if not main:
         raise BindError("plan: %s has no main CPUs" % label)
     return {"label": label, "device": device, "main": main, "acl": acl, "release": release,

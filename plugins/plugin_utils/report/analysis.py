@@ -31,7 +31,7 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubernetes imp
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import (
     analyse_once, compact_hosts, evidence_groups, group_shapes)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
-    REPORT_SCHEMA, POLICIES, ROLES, VLLM, SEVERITIES, cpu_ids, fmt, int_or_none, key_sort, as_dict, as_list, numa_map, node_map, nodes_of)
+    REPORT_SCHEMA, POLICIES, ROLES, VLLM, SEVERITIES, WHAT_IF, sources, cpu_ids, fmt, int_or_none, key_sort, as_dict, as_list, numa_map, node_map, nodes_of)
 
 
 def _devices_from_facts(facts, nodes):
@@ -282,6 +282,7 @@ def analyse_host(name, entry):
     for policy in POLICIES:
         plans[policy] = summarize_plan(entry.get("plan_" + policy), errors.get(policy), policy,
                                        facts, applicable=(policy == "strict" or vendor == "ascend"))
+        plans[policy]["basis"] = WHAT_IF  # the audit's own plan, not the installed one
     tools = as_dict(facts.get("tools"))
     host = OrderedDict([
         ("name", str(name)),
@@ -441,6 +442,8 @@ def build_report(hosts, rails=None, screened=False):
     summary["shapes"] = len(shapes)
     return OrderedDict([
         ("schema", REPORT_SCHEMA),
+        # per section: the installed plan read back, or a what-if recomputed by the audit
+        ("sources", sources()),
         ("summary", summary),
         ("device_types", [dict(t) for t in sorted(types.values(),
                                                   key=lambda t: (t["vendor"], t["device_type"]))]),

@@ -19,7 +19,7 @@ __metaclass__ = type
 import re
 from collections import OrderedDict
 
-from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import as_dict, as_list, int_or_none
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import CONFIGURED, as_dict, as_list, int_or_none
 
 _LABEL = re.compile(r"^(?:NPU|GPU)(\d+)")
 
@@ -43,7 +43,7 @@ def summarize_config(entry, facts):
                        ("irq_enabled", raw.get("irq_enabled", True) is not False),
                        ("irq_devices", raw.get("irq_devices") or "instances"),
                        ("instances", []), ("planned", []), ("idle", []), ("irq_idle", []), ("host_bound", []),
-                       ("vllm_bound", []), ("word", word)])
+                       ("vllm_bound", []), ("word", word), ("basis", CONFIGURED)])
     if not raw:
         return out
     default_binding = raw.get("binding") or "host"

@@ -16,7 +16,7 @@ __metaclass__ = type
 from collections import OrderedDict
 
 from ansible_collections.npuops.fleet.plugins.module_utils.model import drift_kinds
-from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import as_dict, as_list
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import INSTALLED, as_dict, as_list
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import compact_hosts
 
 # the drift kinds vllm_binding_facts reports, in the order the section lists them, with the
@@ -38,7 +38,8 @@ def summarize_binding(entry):
     entry = as_dict(entry)
     facts = entry.get("binding")
     summary = OrderedDict([("state", "not_read"), ("instances", 0), ("checked", 0),
-                           ("drift", []), ("errors", []), ("error", None)])
+                           ("drift", []), ("errors", []), ("error", None),
+                           ("basis", INSTALLED)])  # the installed plan JSON, read back
     if entry.get("binding_error"):
         summary["state"] = "failed"
         summary["error"] = str(entry["binding_error"])

@@ -52,7 +52,16 @@ def _effect_note(host, policy):
     return ""
 
 
-def _comparison_md(shapes):
+def _basis_md(report, section):
+    """The section's basis (``report["sources"]``: installed plan or what-if) as a line and a
+    blank one; none for a report without sources."""
+    source = (report.get("sources") or {}).get(section) or {}
+    if not source:
+        return []
+    return [_md(source["text"][0].upper() + source["text"][1:]) + ".", ""]
+
+
+def _comparison_md(shapes, note=()):
     """Every policy's mode, CPUs used, overlap and cross-NUMA pools side by side, a note after
     each policy compared with the strict plan."""
     headers, rows = ["hosts"], []
@@ -68,7 +77,7 @@ def _comparison_md(shapes):
             if policy in COMPARED:
                 row.append(plan["reason"] or plan["error"] or _effect_note(h, policy))
         rows.append(row)
-    return ["", "## " + comparison_title(), ""] + _md_table(headers, rows)
+    return ["", "## " + comparison_title(), ""] + list(note) + _md_table(headers, rows)
 
 
 def _plan_cell(plan, field):
@@ -192,7 +201,7 @@ def render_markdown(report):
         out += _problems_md(report)
     else:
         out.append("No problems found.")
-    out += ["", "## Binding drift (read back vs plan)", ""] + _drift_md(report)
+    out += ["", "## Binding drift (read back vs plan)", ""] + _basis_md(report, "drift") + _drift_md(report)
     out += ["", "## Device types", ""]
     out += _md_table(["vendor", "device type", "hosts", "devices", "healthy", "health unknown",
                       "soft-share capacity"],
@@ -214,11 +223,11 @@ def render_markdown(report):
                        h["rails"]["status"], len(h["facts_errors"]), _binding_md(h), shape["id"]]
                       for shape, h in shapes])
     out += inventory.markdown(shapes, _md_table, _hosts_cell, _md)
-    out += _comparison_md(shapes)
+    out += _comparison_md(shapes, _basis_md(report, "plans"))
     out += release_markdown(shapes, _md_table, _hosts_cell)
     out += instances_markdown(shapes, _md_table, _hosts_cell)
     out += whatif_markdown([(shape["id"], _hosts_cell(shape), h) for shape, h in shapes], _md_table)
-    out += ["", "## Pools per shape", ""]
+    out += ["", "## Pools per shape", ""] + _basis_md(report, "plans")
     for shape, h in shapes:
         out += ["### " + _md(_hosts_cell(shape)), ""]
         if h["numa_nodes"]:

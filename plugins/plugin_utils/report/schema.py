@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
+from collections import OrderedDict
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus.nodemap import NodeMap
@@ -22,6 +23,27 @@ from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_t
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch
 
 REPORT_SCHEMA = 1
+# Where a number of the report comes from. The installed plan: each instance's plan JSON
+# (<dest>/<name>.plan.json, docs/plan-json.md) as vllm_binding_facts read it back, with the
+# binder's check of the running processes against it. A what-if: the audit's own npu_cpu_plan
+# of each policy, recomputed from the host's facts - what the host would get, not what it runs.
+INSTALLED = "installed"
+WHAT_IF = "what_if"
+CONFIGURED = "configured"  # the role variables: what site.yml applies (report/applied.py)
+BASIS_TEXT = OrderedDict([
+    (INSTALLED, "installed plan: each instance's plan JSON as vllm_binding_facts read it back, "
+                "and the binder's check of the running processes against it"),
+    (WHAT_IF, "what-if: recomputed by the audit from the host's facts (npu_cpu_plan per "
+              "policy), not the plan the host runs"),
+    (CONFIGURED, "configured: the host's role variables (npuops_vllm_instances, "
+                 "npuops_irqbalance, ...), what site.yml applies"),
+])
+# the report's sections (JSON keys under hosts[] and at the top level) and their basis
+SECTION_BASIS = OrderedDict([
+    ("plans", WHAT_IF), ("irqbalance_bans", WHAT_IF), ("vllm_ascend_release", WHAT_IF),
+    ("kubernetes_whatif", WHAT_IF), ("binding", INSTALLED), ("drift", INSTALLED),
+    ("config", CONFIGURED),
+])
 POLICIES = dispatch.POLICIES  # the planner's registry: one list of policies
 BASELINE = "strict"  # our plan: the pages compare every other policy's binding with it
 COMPARED = tuple(p for p in POLICIES if p != BASELINE)
@@ -115,6 +137,12 @@ def policy_heading(policy):
 def policy_caption(policy):
     """A policy's name over its CPU map."""
     return _TITLES.get(policy, (None, policy + " plan"))[1]
+
+
+def sources():
+    """The report's ``sources``: per section its basis and what that means."""
+    return OrderedDict((section, OrderedDict([("basis", basis), ("text", BASIS_TEXT[basis])]))
+                       for section, basis in SECTION_BASIS.items())
 
 
 def comparison_title():

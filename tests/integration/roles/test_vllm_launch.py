@@ -41,15 +41,16 @@ def test_wrappers_and_units_per_instance_idempotent(tmp_path):
         assert mine, files
     assert any(f.endswith(".service") for f in files), files
     assert not any(f.startswith("/proc/irq/") for f in files), files
-    # The wrapper gets the real plan: each instance's plan entry (env with its visibility
-    # variable included) reaches the plan JSON, and the wrapper exports it exactly once.
+    # The wrapper gets the real plan: the plan JSON (schema 2) holds the instance's devices,
+    # each one's entry and NUMA node; the visibility variable is the wrapper's alone, once.
     root = tmp_path / "demo" / "a2" / "root" / "usr" / "local" / "lib" / "npuops"
     for inst in INSTANCES:
         doc = json.loads((root / ("%s.plan.json" % inst["name"])).read_text())
-        planned = doc["instances"][inst["name"]]
-        assert planned["npus"] == inst["npus"]
+        assert "instances" not in doc and "ASCEND_RT_VISIBLE_DEVICES" not in json.dumps(doc)
+        assert sorted(doc["npus"]) == sorted(str(n) for n in inst["npus"])
+        assert doc["npuops_instance"]["schema"] == 2
+        assert sorted(doc["npuops_instance"]["device_nodes"]) == sorted(doc["npus"])
         devices = ",".join(str(n) for n in inst["npus"])
-        assert planned["env"] == {"ASCEND_RT_VISIBLE_DEVICES": devices}
         assert doc["npuops_instance"]["devices"] == inst["npus"]
         launch = (root / ("%s-launch" % inst["name"])).read_text()
         assert launch.count("ASCEND_RT_VISIBLE_DEVICES") == 1
@@ -164,11 +165,15 @@ def test_handlers_restart_on_change_and_rebind_on_a_plan_change(tmp_path):
     assert sorted(c for c in log if c.startswith("restart")) == [
         "restart vllm-qwen-a.service", "restart vllm-qwen-b.service"], log
     assert not [c for c in log if c.startswith("try-restart")], log
-    # a plan change without restart: only the host-bound instance has a bind unit to re-bind
+    # a plan change without restart: only the host-bound instance has a bind unit to re-bind.
+    # (CPU 96 is in qwen-a's pools: its plan JSON holds its own part of the plan only, so a
+    # change elsewhere, such as reserving CPU 0, leaves its file and its binder alone)
     out, log = run("-e", '{"npuops_vllm_env": {"X_TIER": "2"}, "npuops_cpu_reserved": "0"}')
+    assert not [c for c in log if c.startswith(("restart", "try-restart"))], log
+    out, log = run("-e", '{"npuops_vllm_env": {"X_TIER": "2"}, "npuops_cpu_reserved": "96"}')
     assert not [c for c in log if c.startswith("restart")], log
     assert [c for c in log if c.startswith("try-restart")] == ["try-restart vllm-qwen-a-bind.service"], log
     # nothing changed: no handler at all
-    out, log = run("-e", '{"npuops_vllm_env": {"X_TIER": "2"}, "npuops_cpu_reserved": "0"}')
+    out, log = run("-e", '{"npuops_vllm_env": {"X_TIER": "2"}, "npuops_cpu_reserved": "96"}')
     assert "RUNNING HANDLER" not in out
     assert not [c for c in log if c.startswith(("restart", "try-restart", "daemon-reload"))], log

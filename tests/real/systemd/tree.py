@@ -21,9 +21,10 @@ def cpus(pid, tid):
 def main(prefix, plan_path, name, main_pid=0):
     with open(plan_path) as handle:
         plan = json.load(handle)
-    instance = plan["instances"][name]
+    instance = plan["npuops_instance"]  # the installed plan JSON (docs/plan-json.md)
+    assert instance["name"] == name, (instance["name"], name)
     rows = []  # (who, pid, tid, comm, got, want)
-    for rank, npu in enumerate(instance["npus"]):
+    for rank, npu in enumerate(instance["devices"]):
         with open("%s.%d" % (prefix, rank)) as handle:
             worker = json.load(handle)
         dev = plan["npus"][str(npu)]

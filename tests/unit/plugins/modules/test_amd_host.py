@@ -51,7 +51,7 @@ def test_plan_is_numa_local_and_pairs_local_nics(host):
         pools.append(pool)
     assert sum(len(p) for p in pools) == len(set().union(*pools))  # disjoint
     assert plan["env"]["NCCL_IB_HCA"] == "=" + ",".join("mlx5_%d" % n for n in range(8))
-    assert plan["instances"]["left"]["env"] == {"HIP_VISIBLE_DEVICES": "0,1,2,3"}
+    assert plan["instances"]["left"]["npus"] == [0, 1, 2, 3] and "env" not in plan["instances"]["left"]
     assert any("rocm-smi reports no GPU<->NIC PCIe path" in w for w in plan["warnings"])
     assert not any("GPUDirect RDMA on it" in w for w in plan["warnings"])
 
@@ -74,7 +74,7 @@ def test_wrapper_exports_the_rocm_visibility(host):
         "unset ROCR_VISIBLE_DEVICES\n" in text
     assert "CUDA_DEVICE_ORDER" not in text and "UCX_NET_DEVICES='mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1'" in text
     doc = json.loads((host["root"] / "usr/local/lib/npuops/left.plan.json").read_text())
-    assert doc["npuops_instance"]["vendor"] == "amd" and doc["vendor"] == "amd"
+    assert doc["npuops_instance"]["vendor"] == "amd" and sorted(doc["gpus"]) == ["0", "1", "2", "3"]
     refused = call_module("vllm_launch_wrapper", {
         "name": "left", "plan": host["plan"], "command": ["vllm"], "env": {"ROCR_VISIBLE_DEVICES": "0"},
         "host_root": str(host["root"]), "allow_foreign_plan": True})

@@ -169,8 +169,12 @@ def test_prediction_follows_device_ids_from_026():
     new = plan_mod.make_plan(cpu_hosts.a2(), "vllm_ascend", vllm_ascend_version="0.30.0rc2",
                              instances=insts)
     assert _ranks(new) == [(0, 6, 6), (1, 7, 7)]
-    # the visibility variable still names every device of the instance (the ids index it)
-    assert new["instances"]["svc"]["env"] == {"ASCEND_RT_VISIBLE_DEVICES": "4,5,6,7"}
+    # the visibility variable still names every device of the instance (the ids index it);
+    # the wrapper writes it, from the plan instance's devices
+    from ansible_collections.npuops.fleet.plugins.module_utils.render import launch
+    assert new["instances"]["svc"]["npus"] == [4, 5, 6, 7]
+    view = launch.instance_view(new, "svc", command=insts[0]["command"])
+    assert launch.visibility_env(view) == ("ASCEND_RT_VISIBLE_DEVICES", "4,5,6,7")
     old = plan_mod.make_plan(cpu_hosts.a2(), "vllm_ascend", vllm_ascend_version="0.25.1rc1",
                              instances=insts)
     assert [own for _r, _n, own in _ranks(old)] == [6, 7]

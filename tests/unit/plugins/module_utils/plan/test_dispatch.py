@@ -53,7 +53,7 @@ def test_bad_options(kwargs, message):
     assert message in str(err.value)
 
 
-def test_instances_union_and_env():
+def test_instances_union_without_visibility_env():
     insts = [{"name": "svc1", "npus": [1, 3]}, {"name": "svc0", "npus": [0]}]
     plan = plan_mod.make_plan(cpu_hosts.a2(), "strict", instances=insts)
     assert sorted(plan["npus"]) == ["0", "1", "3"]
@@ -61,7 +61,6 @@ def test_instances_union_and_env():
     # frontend (2 + 2 cores) is carved from the ends of the workers' main CPUs
     assert plan["instances"]["svc1"] == {"npus": [1, 3], "main": "2-19,26-43",
                                          "pool": "0-19,22-43,46-47", "numa_nodes": [0],
-                                         "env": {"ASCEND_RT_VISIBLE_DEVICES": "1,3"},
                                          "frontend": "20-21,44-45", "frontend_nodes": [0],
                                          "frontend_source": "carved"}
     # one NPU: 2 + 1 cores carved from the end of its main CPUs
@@ -119,7 +118,7 @@ def test_gpu_host_dispatch():
     assert plan["mode"] == "gpu_numa" and plan["npus"] == {}
     assert plan["gpus"]["0"]["nic"] == "mlx5_0" and plan["gpus"]["1"]["nic"] == "mlx5_1"
     assert plan["instances"]["g"]["pool"] == plan["gpus"]["1"]["pool"]
-    assert plan["instances"]["g"]["env"] == {"CUDA_VISIBLE_DEVICES": "1"}
+    assert "env" not in plan["instances"]["g"]  # the wrapper writes CUDA_VISIBLE_DEVICES
 
 
 def test_gpu_unknown_index():

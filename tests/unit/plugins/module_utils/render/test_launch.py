@@ -64,7 +64,8 @@ def test_instance_view_unions_main_cpus_of_the_instance_npus():
 
 
 def test_instance_view_npus_override_and_default_all():
-    assert view(npus=[2])["main"] == list(range(170, 190))
+    """npus picks devices of an instance the plan does not have; without either, every device."""
+    assert view(name="other", npus=[2])["main"] == list(range(170, 190))
     assert view(name="other")["devices"] == [0, 1, 2]
 
 
@@ -72,7 +73,25 @@ def test_instance_view_npus_override_and_default_all():
                                           ([], "no devices"), (["x"], "not a list")])
 def test_instance_view_bad_npus(npus, needle):
     with pytest.raises(NpuopsError, match=needle):
-        view(npus=npus)
+        view(name="other", npus=npus)
+    if npus == [7]:  # a device the plan lacks is named first, whichever instance asks
+        with pytest.raises(NpuopsError, match=needle):
+            view(npus=npus)
+
+
+def test_instance_view_takes_the_plan_instances_cpus():
+    """The plan instance's CPUs are the instance's: a union of its devices' entries (what the
+    wrapper computed before) would give 2-21,146-165; the plan says otherwise and wins."""
+    plan = dict(A2_PLAN, instances={"svc0": {
+        "npus": [0, 1], "main": "4-21,146-163", "pool": "0-23,144-167", "numa_nodes": [3],
+        "frontend": "2-3,164-165", "env": {}}})
+    v = view(plan)
+    assert cpulist.format(v["main"]) == "4-21,146-163"
+    assert v["numa_nodes"] == [3] and cpulist.format(v["frontend"]) == "2-3,164-165"
+    text = wrapper.render_wrapper(v, ["vllm"])
+    assert "taskset -c 2-21,146-165 vllm" in text and "main CPUs: 4-21,146-163" in text
+    with pytest.raises(NpuopsError, match=r"npus: 2 are not the devices of plan instance svc0 \(0,1\)"):
+        view(plan, npus=[2])
 
 
 @pytest.mark.parametrize("name", ["", "..", ".", "a/b", "a b", "x;y", "$(id)", "a\nb", None])
@@ -140,11 +159,17 @@ def test_plan_instance_visibility_equal_to_devices_is_accepted():
 
 def test_plan_instance_visibility_contradicting_npus_is_refused():
     """npus naming other devices than the plan instance would export a stale visibility value."""
-    with pytest.raises(NpuopsError, match=r"plan instance svc0 env: ASCEND_RT_VISIBLE_DEVICES=0,1 "
-                                          r"contradicts the instance's devices \(2\)"):
+    with pytest.raises(NpuopsError, match=r"npus: 2 are not the devices of plan instance svc0 "
+                                          r"\(0,1\)"):
         view(PLANNED_ENV_PLAN, npus=[2])
-    with pytest.raises(NpuopsError, match=r"\(1,0\)"):
+    with pytest.raises(NpuopsError, match=r"npus: 1,0 are not"):
         view(PLANNED_ENV_PLAN, npus=[1, 0])
+    # an earlier release's plan instance env naming other devices than its npus
+    stale = dict(A2_PLAN, instances={"svc0": dict(PLANNED_ENV_PLAN["instances"]["svc0"],
+                                                  env={"ASCEND_RT_VISIBLE_DEVICES": "2"})})
+    with pytest.raises(NpuopsError, match=r"plan instance svc0 env: ASCEND_RT_VISIBLE_DEVICES=2 "
+                                          r"contradicts the instance's devices \(0,1\)"):
+        view(stale)
 
 
 def test_gpu_plan_instance_visibility_accepted_and_checked():
@@ -152,7 +177,7 @@ def test_gpu_plan_instance_visibility_accepted_and_checked():
         "CUDA_VISIBLE_DEVICES": "0,1", "NCCL_IB_HCA": "=mlx5_0,=mlx5_1"}}})
     text = wrapper.render_wrapper(view(gpu, "g"), ["vllm"])
     assert text.count("CUDA_VISIBLE_DEVICES") == 1 and "export CUDA_VISIBLE_DEVICES=0,1\n" in text
-    with pytest.raises(NpuopsError, match="CUDA_VISIBLE_DEVICES=0,1 contradicts"):
+    with pytest.raises(NpuopsError, match="npus: 2 are not the devices of plan instance g"):
         view(gpu, "g", npus=[2])
     with pytest.raises(NpuopsError, match="env: CUDA_VISIBLE_DEVICES=2 contradicts"):
         wrapper.render_wrapper(view(gpu, "g"), ["vllm"], env={"CUDA_VISIBLE_DEVICES": "2"})
@@ -381,11 +406,15 @@ def test_systemd_analyze_verify_accepts_units_under_any_allowed_dest(tmp_path, s
 
 
 def test_plan_json_carries_instance_block():
+    """Schema 2 (docs/plan-json.md): the instance's devices only, each with the fields the
+    binder reads, and each device's NUMA node in the instance block."""
     doc = json.loads(wrapper.render_plan_json(A2_PLAN, view(), "host"))
-    assert doc["npus"] == A2_PLAN["npus"]
-    assert doc["npuops_instance"] == {"schema": 1, "name": "svc0", "vendor": "ascend",
-                                      "devices": [0, 1], "main": "2-21,146-165",
-                                      "pool": "0-23,144-167", "binding": "host"}
+    assert doc["npus"] == {"0": {"main": "146-165", "acl": "166", "release": "167", "numa_nodes": [3]},
+                           "1": {"main": "2-21", "acl": "22", "release": "23", "numa_nodes": [0]}}
+    assert sorted(doc) == ["npuops_instance", "npus", "numa_nodes"]
+    assert doc["npuops_instance"] == {"schema": 2, "name": "svc0", "vendor": "ascend",
+                                      "devices": [0, 1], "binding": "host",
+                                      "device_nodes": {"0": 3, "1": 0}}
     with_frontend = json.loads(wrapper.render_plan_json(A2_PLAN, dict(view(), frontend=[120, 121])))
     assert with_frontend["npuops_instance"]["frontend"] == "120-121"
     # deterministic
@@ -443,3 +472,21 @@ def test_gpu_vllm_binding_passes_the_plan_to_vllms_numa_bind():
     assert argv == ["vllm"]  # numa=off host: no node to bind to
     argv, dummy = wrapper.launch_argv(view, ["vllm"], "host")
     assert "--numa-bind" not in argv
+
+
+@pytest.mark.parametrize("vendor_host, var", [("a2", "ASCEND_RT_VISIBLE_DEVICES"),
+                                              ("gpu", "CUDA_VISIBLE_DEVICES")])
+def test_the_visibility_variable_is_written_once_from_plan_to_unit(vendor_host, var):
+    """npu_cpu_plan -> wrapper, plan JSON, service unit: the variable is written in one place,
+    the wrapper's export (the plan and the plan JSON no longer carry it)."""
+    from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan_mod
+    from npuops_testing import cpu_hosts
+    from npuops_testing.report_fleet import gpu_facts
+    topo = cpu_hosts.a2() if vendor_host == "a2" else gpu_facts("g1")
+    real = plan_mod.make_plan(topo, instances=[{"name": "svc", "npus": [0, 1]}])
+    assert var not in json.dumps(real)
+    v = wrapper.instance_view(real, "svc")
+    texts = [wrapper.render_wrapper(v, ["vllm", "serve", "m"]), wrapper.render_plan_json(real, v),
+             units.service_unit(v, "/usr/local/lib/npuops/svc-launch")]
+    assert sum(text.count(var) for text in texts) == 1
+    assert "export %s=0,1\n" % var in texts[0]

@@ -35,8 +35,7 @@ def _median_seconds(func, repeat):
 
 def _brute_force(matrix):
     size = len(matrix)
-    return min(sum(matrix[r][c] for r, c in enumerate(perm))
-               for perm in itertools.permutations(range(size)))
+    return min(sum(matrix[r][c] for r, c in enumerate(perm)) for perm in itertools.permutations(range(size)))
 
 
 def main():
@@ -47,22 +46,33 @@ def main():
         ours = _median_seconds(lambda m=matrix: assignment.solve(m), repeat)
         theirs = _median_seconds(lambda m=matrix: linear_sum_assignment(m), repeat)
         r_ind, c_ind = linear_sum_assignment(matrix)
-        assert assignment.total_cost(matrix, assignment.solve(matrix)) == \
-            sum(matrix[r][c] for r, c in zip(r_ind, c_ind))
+        assert assignment.total_cost(matrix, assignment.solve(matrix)) == sum(
+            matrix[r][c] for r, c in zip(r_ind, c_ind)
+        )
         brute = None
         if size == 8:
             brute = _median_seconds(lambda m=matrix: _brute_force(m), 3)
         rows.append((size, ours, theirs, math.factorial(size), brute))
 
-    print("| n x n | ours (ms/solve) | scipy (ms/solve) | ours / scipy | n! assignments "
-          "| brute force (ms) | brute / ours |")
+    print(
+        "| n x n | ours (ms/solve) | scipy (ms/solve) | ours / scipy | n! assignments "
+        "| brute force (ms) | brute / ours |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for size, ours, theirs, fact, brute in rows:
-        print("| %d x %d | %.3f | %.3f | %.1fx | %s | %s | %s |" % (
-            size, size, ours * 1e3, theirs * 1e3, ours / theirs,
-            "{:,}".format(fact) if fact < 10 ** 12 else "%.2e" % fact,
-            "%.1f" % (brute * 1e3) if brute else "not run",
-            "%.0fx" % (brute / ours) if brute else "-"))
+        print(
+            "| %d x %d | %.3f | %.3f | %.1fx | %s | %s | %s |"
+            % (
+                size,
+                size,
+                ours * 1e3,
+                theirs * 1e3,
+                ours / theirs,
+                "{:,}".format(fact) if fact < 10**12 else "%.2e" % fact,
+                "%.1f" % (brute * 1e3) if brute else "not run",
+                "%.0fx" % (brute / ours) if brute else "-",
+            )
+        )
 
     # the real-size problem: 8 GPUs x 16 NICs (B200 class), three cost tiers, capacity 1
     costs = dict(((g, "mlx5_%d" % n), rng.randint(1, 5)) for g in range(8) for n in range(16))

@@ -12,6 +12,7 @@ installs, run as a command; its CPU (user + system) is read from its rusage. Bas
 same process: the interpreter's own start (``python -c pass``), which every run pays.
 Prints a Markdown table.
 """
+
 import json
 import os
 import signal
@@ -33,15 +34,26 @@ FOLLOW = float(os.environ.get("BENCH_BINDER_FOLLOW", "30"))
 INTERVAL = 2.0  # the binder's default polling interval (the bind unit's)
 ROUNDS = 3
 PLAN = {
-    "mode": "topo_affinity", "device_type": "A2", "numa_nodes": {"0": "0"},
-    "npus": dict((str(d), {"pool": "0", "numa_nodes": [0], "irq": "0", "main": "0", "acl": "0",
-                           "release": "0"}) for d in range(WORKERS)),
-    "npuops_instance": {"schema": 1, "name": "svc", "vendor": "ascend",
-                        "devices": list(range(WORKERS)), "main": "0", "pool": "0",
-                        "frontend": "0", "binding": "host"},
+    "mode": "topo_affinity",
+    "device_type": "A2",
+    "numa_nodes": {"0": "0"},
+    "npus": dict(
+        (str(d), {"pool": "0", "numa_nodes": [0], "irq": "0", "main": "0", "acl": "0", "release": "0"})
+        for d in range(WORKERS)
+    ),
+    "npuops_instance": {
+        "schema": 1,
+        "name": "svc",
+        "vendor": "ascend",
+        "devices": list(range(WORKERS)),
+        "main": "0",
+        "pool": "0",
+        "frontend": "0",
+        "binding": "host",
+    },
 }
 # forks N children that sleep in pause(); all of them die with the helper's session
-FILLER = r'''
+FILLER = r"""
 import os, signal, sys, time
 signal.alarm(600)
 for _ in range(int(sys.argv[1])):
@@ -51,7 +63,7 @@ for _ in range(int(sys.argv[1])):
         os._exit(0)
 print("ready", flush=True)
 time.sleep(600)
-'''
+"""
 
 
 def cpu_of(argv, env=None):
@@ -60,8 +72,7 @@ def cpu_of(argv, env=None):
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     out = proc.stdout.read()
     _pid, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") \
-        else status >> 8
+    proc.returncode = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status >> 8
     return usage.ru_utime + usage.ru_stime, time.time() - start, out, proc.returncode
 
 
@@ -76,9 +87,11 @@ def main():
         with open(plan, "w") as handle:
             json.dump(PLAN, handle)
         env = dict(os.environ, PATH=tmp)  # no npu-smi: the tree decides
-        filler = subprocess.Popen([sys.executable, "-c", FILLER,
-                                   str(max(0, HOST_PROCESSES - process_count() - 10))],
-                                  stdout=subprocess.PIPE, start_new_session=True)
+        filler = subprocess.Popen(
+            [sys.executable, "-c", FILLER, str(max(0, HOST_PROCESSES - process_count() - 10))],
+            stdout=subprocess.PIPE,
+            start_new_session=True,
+        )
         try:
             filler.stdout.readline()
             tree_env = {"STAND_IN_THREADS": str(THREADS)}
@@ -86,16 +99,14 @@ def main():
                 time.sleep(1.0)
                 host = process_count()
                 threads = sum(len(os.listdir("/proc/%d/task" % w.pid)) for w in tree.workers)
-                base = [binder, "--plan", plan, "--root-pid", str(tree.main), "--no-migrate",
-                        "--json"]
+                base = [binder, "--plan", plan, "--root-pid", str(tree.main), "--no-migrate", "--json"]
                 python = min(cpu_of([sys.executable, "-c", "pass"])[0] for dummy in range(ROUNDS))
                 first, _wall, out, code = cpu_of(base + ["--once"], env)
                 assert code == 0, out
                 passes = [cpu_of(base + ["--once"], env) for dummy in range(ROUNDS)]
                 reconcile = min(p[0] for p in passes)
                 assert all(p[3] == 0 and not json.loads(p[2])["changed"] for p in passes)
-                follow, wall, out, code = cpu_of(base + ["--follow", str(FOLLOW), "--interval",
-                                                         str(INTERVAL)], env)
+                follow, wall, out, code = cpu_of(base + ["--follow", str(FOLLOW), "--interval", str(INTERVAL)], env)
                 assert code == 0, out
         finally:
             os.killpg(filler.pid, signal.SIGKILL)
@@ -104,21 +115,28 @@ def main():
     rows = [
         ("host processes / worker threads", "%d / %d" % (host, threads), "", ""),
         ("interpreter start (python -c pass), baseline", "%.1f ms" % (python * 1e3), "1.00x", ""),
-        ("first pass, binding the whole tree (--once)", "%.1f ms" % (first * 1e3),
-         "%.2fx" % (first / python), ""),
-        ("one reconcile pass (--once --no-migrate), nothing to change",
-         "%.1f ms" % (reconcile * 1e3), "%.2fx" % (reconcile / python),
-         "goal <= 100 ms: %s" % ("met" if reconcile <= 0.1 else "NOT met")),
-        ("--follow loop (interval %.0f s), per second of follow" % INTERVAL,
-         "%.3f %% of one core" % (per_second * 100), "%.3fx per s" % (per_second / python),
-         "goal <= 0.5 %%: %s" % ("met" if per_second <= 0.005 else "NOT met")),
+        ("first pass, binding the whole tree (--once)", "%.1f ms" % (first * 1e3), "%.2fx" % (first / python), ""),
+        (
+            "one reconcile pass (--once --no-migrate), nothing to change",
+            "%.1f ms" % (reconcile * 1e3),
+            "%.2fx" % (reconcile / python),
+            "goal <= 100 ms: %s" % ("met" if reconcile <= 0.1 else "NOT met"),
+        ),
+        (
+            "--follow loop (interval %.0f s), per second of follow" % INTERVAL,
+            "%.3f %% of one core" % (per_second * 100),
+            "%.3fx per s" % (per_second / python),
+            "goal <= 0.5 %%: %s" % ("met" if per_second <= 0.005 else "NOT met"),
+        ),
     ]
     print("| measurement | CPU | vs interpreter start | goal |")
     print("|---|---:|---:|---|")
     for row in rows:
         print("| %s | %s | %s | %s |" % row)
-    print("\nCPU = user + system time from the binder's rusage, best of %d; %d-core machine, "
-          "load %.1f." % (ROUNDS, os.cpu_count(), os.getloadavg()[0]))
+    print(
+        "\nCPU = user + system time from the binder's rusage, best of %d; %d-core machine, "
+        "load %.1f." % (ROUNDS, os.cpu_count(), os.getloadavg()[0])
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ ratios against baselines measured in this process: the slowest single call (targ
 and the sum of every call run one after another (what serial gathering would cost).
 Prints a Markdown table.
 """
+
 import os
 import stat
 import sys
@@ -57,8 +58,7 @@ def main():
         make_stub(tmp)
         os.environ["PATH"] = tmp + os.pathsep + os.environ.get("PATH", "")
         io = hostio.LiveHostIO()
-        singles = dict((" ".join(argv), best(lambda a=argv: io.run(a)))
-                       for _name, argv in topology.COMMANDS)
+        singles = dict((" ".join(argv), best(lambda a=argv: io.run(a))) for _name, argv in topology.COMMANDS)
         slowest = max(singles.values())
         serial = sum(singles.values())
         gather = best(lambda: topology.gather(io))
@@ -66,11 +66,14 @@ def main():
         assert facts["device_type"] == "A3" and len(facts["npus"]) == 16, facts["errors"]
     print("| measurement | seconds | vs slowest single call | vs serial sum of calls |")
     print("|---|---:|---:|---:|")
-    print("| slowest single call (npu-smi stand-in, %.1f s) | %.3f | 1.00x | %.2fx |" % (
-        DELAY, slowest, slowest / serial))
+    print(
+        "| slowest single call (npu-smi stand-in, %.1f s) | %.3f | 1.00x | %.2fx |" % (DELAY, slowest, slowest / serial)
+    )
     print("| serial sum of the %d calls | %.3f | %.2fx | 1.00x |" % (len(singles), serial, serial / slowest))
-    print("| `topology.gather` (concurrent, live) | %.3f | **%.2fx** | %.2fx |" % (
-        gather, gather / slowest, gather / serial))
+    print(
+        "| `topology.gather` (concurrent, live) | %.3f | **%.2fx** | %.2fx |"
+        % (gather, gather / slowest, gather / serial)
+    )
 
 
 if __name__ == "__main__":

@@ -32,14 +32,21 @@ from ansible_collections.npuops.fleet.plugins.module_utils.host import snapshot 
 
 SNAPSHOTS = os.path.join(REPO, "tests", "snapshots")
 SITE = os.path.join(REPO, "playbooks", "site.yml")
-RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+"
-                   r"skipped=(\d+)")
+RECAP = re.compile(
+    r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+"
+    r"skipped=(\d+)"
+)
 # Example instances per snapshot family, as in inventories/demo.
-TP4 = [{"name": "svc-a", "npus": [0, 1, 2, 3], "command": ["vllm", "serve", "/m", "-tp", "4"]},
-       {"name": "svc-b", "npus": [4, 5, 6, 7], "command": ["vllm", "serve", "/m", "-tp", "4"]}]
+TP4 = [
+    {"name": "svc-a", "npus": [0, 1, 2, 3], "command": ["vllm", "serve", "/m", "-tp", "4"]},
+    {"name": "svc-b", "npus": [4, 5, 6, 7], "command": ["vllm", "serve", "/m", "-tp", "4"]},
+]
 EXTRA = {
-    "a3-16die": {"npuops_vllm_instances": [{"name": "svc", "npus": list(range(16)),
-                                            "command": ["vllm", "serve", "/m", "-tp", "16"]}]},
+    "a3-16die": {
+        "npuops_vllm_instances": [
+            {"name": "svc", "npus": list(range(16)), "command": ["vllm", "serve", "/m", "-tp", "16"]}
+        ]
+    },
     "atlas300-310p": {"npuops_vllm_instances": [], "npuops_irq_enabled": False},
     "h100-cgroup": {"npuops_cpu_allowed": "0-95"},
     "x86-none": {"npuops_vllm_instances": []},
@@ -57,20 +64,30 @@ def recap(text):
 
 def env(forks, extra=None):
     e = dict(os.environ)
-    e.update({"ANSIBLE_COLLECTIONS_PATH": os.path.join(REPO, ".cache", "collections"),
-              "ANSIBLE_FORKS": str(forks), "ANSIBLE_LOCALHOST_WARNING": "False",
-              "ANSIBLE_NOCOLOR": "1", "ANSIBLE_RETRY_FILES_ENABLED": "False",
-              "PATH": os.path.dirname(sys.executable) + os.pathsep + e.get("PATH", "")})
+    e.update(
+        {
+            "ANSIBLE_COLLECTIONS_PATH": os.path.join(REPO, ".cache", "collections"),
+            "ANSIBLE_FORKS": str(forks),
+            "ANSIBLE_LOCALHOST_WARNING": "False",
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_RETRY_FILES_ENABLED": "False",
+            "PATH": os.path.dirname(sys.executable) + os.pathsep + e.get("PATH", ""),
+        }
+    )
     e.update(extra or {})
     return e
 
 
 def run(playbook, inventory, forks, extra=None):
     start = time.monotonic()
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
-                           "-i", inventory, playbook], env=env(forks, extra),
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          check=False)
+    proc = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory, playbook],
+        env=env(forks, extra),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        check=False,
+    )
     wall = time.monotonic() - start
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-3000:])
@@ -79,8 +96,7 @@ def run(playbook, inventory, forks, extra=None):
 
 
 def build(tmp, nhosts):
-    snaps = sorted(d for d in os.listdir(SNAPSHOTS)
-                   if os.path.isfile(os.path.join(SNAPSHOTS, d, "snapshot.yml")))
+    snaps = sorted(d for d in os.listdir(SNAPSHOTS) if os.path.isfile(os.path.join(SNAPSHOTS, d, "snapshot.yml")))
     hosts = {}
     for i in range(nhosts):
         snap = snaps[i % len(snaps)]
@@ -88,10 +104,13 @@ def build(tmp, nhosts):
         root = os.path.join(tmp, "roots", name)
         snapshot.copy_host_tree(os.path.join(SNAPSHOTS, snap), root)
         os.makedirs(os.path.join(root, "etc"), exist_ok=True)
-        hvars = {"ansible_connection": "local",
-                 "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-                 "npuops_snapshot": os.path.join(SNAPSHOTS, snap), "npuops_host_root": root,
-                 "npuops_vllm_instances": TP4}
+        hvars = {
+            "ansible_connection": "local",
+            "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+            "npuops_snapshot": os.path.join(SNAPSHOTS, snap),
+            "npuops_host_root": root,
+            "npuops_vllm_instances": TP4,
+        }
         hvars.update(EXTRA.get(snap, {}))
         hosts[name] = hvars
     inventory = os.path.join(tmp, "hosts.yml")
@@ -105,9 +124,14 @@ def _span(values):
 
 
 def baseline(tmp, tasks_per_host):
-    play = [{"name": "Baseline", "hosts": "all", "gather_facts": False,
-             "tasks": [{"name": "Ping %d" % i, "ansible.builtin.ping": {}}
-                       for i in range(tasks_per_host)]}]
+    play = [
+        {
+            "name": "Baseline",
+            "hosts": "all",
+            "gather_facts": False,
+            "tasks": [{"name": "Ping %d" % i, "ansible.builtin.ping": {}} for i in range(tasks_per_host)],
+        }
+    ]
     path = os.path.join(tmp, "baseline.yml")
     with open(path, "w") as handle:
         json.dump(play, handle)
@@ -118,8 +142,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, default=256)
     parser.add_argument("--forks", type=int, default=16)
-    parser.add_argument("--no-variants", action="store_true",
-                        help="skip the fact-cache and strategy-free runs")
+    parser.add_argument("--no-variants", action="store_true", help="skip the fact-cache and strategy-free runs")
     args = parser.parse_args(argv)
     tmp = tempfile.mkdtemp(prefix="bench_fleet.")
     try:
@@ -132,29 +155,30 @@ def main(argv=None):
         site2, rec2 = run(SITE, inventory, args.forks)
         changed2 = sum(r[1] for r in rec2.values())
         rows.append(("baseline: %d x ansible.builtin.ping" % per_host, base, per_host, "-"))
-        rows.append(("site.yml, first run (writes)", site1, _span(invocations),
-                     sum(r[1] for r in rec1.values())))
-        rows.append(("site.yml, second run (no change)", site2,
-                     _span([r[0] for r in rec2.values()]), changed2))
+        rows.append(("site.yml, first run (writes)", site1, _span(invocations), sum(r[1] for r in rec1.values())))
+        rows.append(("site.yml, second run (no change)", site2, _span([r[0] for r in rec2.values()]), changed2))
         if not args.no_variants:
-            cache = {"ANSIBLE_CACHE_PLUGIN": "ansible.builtin.jsonfile",
-                     "ANSIBLE_CACHE_PLUGIN_CONNECTION": os.path.join(tmp, "facts"),
-                     "ANSIBLE_CACHE_PLUGIN_TIMEOUT": "86400"}
+            cache = {
+                "ANSIBLE_CACHE_PLUGIN": "ansible.builtin.jsonfile",
+                "ANSIBLE_CACHE_PLUGIN_CONNECTION": os.path.join(tmp, "facts"),
+                "ANSIBLE_CACHE_PLUGIN_TIMEOUT": "86400",
+            }
             for label, extra in (
-                    ("site.yml, no change, jsonfile fact cache cold (fills it)", cache),
-                    ("site.yml, no change, jsonfile fact cache warm", cache),
-                    ("site.yml, no change, strategy free", {"ANSIBLE_STRATEGY": "free"})):
+                ("site.yml, no change, jsonfile fact cache cold (fills it)", cache),
+                ("site.yml, no change, jsonfile fact cache warm", cache),
+                ("site.yml, no change, strategy free", {"ANSIBLE_STRATEGY": "free"}),
+            ):
                 wall, rec = run(SITE, inventory, args.forks, extra)
-                rows.append((label, wall, _span([r[0] for r in rec.values()]),
-                             sum(r[1] for r in rec.values())))
-        print("Fleet run: %d hosts from %d snapshots, forks %d, %d CPUs, ansible local connection"
-              % (args.hosts, nsnaps, args.forks, os.cpu_count() or 0))
+                rows.append((label, wall, _span([r[0] for r in rec.values()]), sum(r[1] for r in rec.values())))
+        print(
+            "Fleet run: %d hosts from %d snapshots, forks %d, %d CPUs, ansible local connection"
+            % (args.hosts, nsnaps, args.forks, os.cpu_count() or 0)
+        )
         print()
         print("| run | wall s | s per host | task results per host | changed (all hosts) | ratio vs baseline |")
         print("|---|---|---|---|---|---|")
         for name, wall, per, changed in rows:
-            print("| %s | %.1f | %.3f | %s | %s | %.2f |" % (
-                name, wall, wall / args.hosts, per, changed, wall / base))
+            print("| %s | %.1f | %.3f | %s | %s | %.2f |" % (name, wall, wall / args.hosts, per, changed, wall / base))
         return 0 if changed2 == 0 else 1
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -23,6 +23,7 @@ prints why not otherwise. ``NPUOPS_BENCH_PARTITION_ROUNDS`` (default 4) rounds o
 ``NPUOPS_BENCH_PARTITION_SECONDS`` (default 10) each. Prints a row per run, the medians of
 each case, the on/off ratios of the medians, and the load average before and after.
 """
+
 import os
 import shutil
 import subprocess
@@ -48,9 +49,12 @@ GROUP = "npuops-bench-housekeeping"
 def plan_for(cpus):
     worker = cpus[-1]
     rest = cpulist.format(cpus[:-1])
-    return {"policy": "strict", "skipped": False,
-            "npus": {"0": {"pool": str(worker), "irq": "", "main": str(worker)}},
-            "cpu_budget": {"workers": str(worker), "frontend": rest, "reserved": "", "spare": ""}}
+    return {
+        "policy": "strict",
+        "skipped": False,
+        "npus": {"0": {"pool": str(worker), "irq": "", "main": str(worker)}},
+        "cpu_budget": {"workers": str(worker), "frontend": rest, "reserved": "", "spare": ""},
+    }
 
 
 def _write(path, text):
@@ -64,8 +68,10 @@ class Cpuset(object):
     def __init__(self, cpus):
         self.path = None
         self.how = "sched_setaffinity (no cpuset cgroup could be made)"
-        for base, cpus_file, kind in ((V1_CPUSET, "cpuset.cpus", "cgroup v1 cpuset"),
-                                      (V2_ROOT, "cpuset.cpus", "cgroup v2 cpuset")):
+        for base, cpus_file, kind in (
+            (V1_CPUSET, "cpuset.cpus", "cgroup v1 cpuset"),
+            (V2_ROOT, "cpuset.cpus", "cgroup v2 cpuset"),
+        ):
             path = os.path.join(base, GROUP)
             try:
                 if base == V2_ROOT:
@@ -131,18 +137,40 @@ def run_case(worker, housekeeping, confine):
     pre = None
     if confine:
         pre = pin_to_housekeeping if cpuset.path is None else join_cpuset
-    neighbour = subprocess.Popen([stress, "--cpu", str(ncpu), "--timeout", "%ds" % (SECONDS + 5),
-                                  "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 preexec_fn=pre, start_new_session=True)
+    neighbour = subprocess.Popen(
+        [stress, "--cpu", str(ncpu), "--timeout", "%ds" % (SECONDS + 5), "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=pre,
+        start_new_session=True,
+    )
     try:
         if confine:
             how = cpuset.how
         with tempfile.NamedTemporaryFile("w+", suffix=".hist") as hist_file:
             out = subprocess.run(
-                ["cyclictest", "-q", "-m", "-t1", "-a", str(worker), "--policy=other", "-i", "1000",
-                 "-D", "%ds" % SECONDS, "-h", str(BUCKETS), "--histfile=%s" % hist_file.name],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                timeout=SECONDS + 60, check=False)
+                [
+                    "cyclictest",
+                    "-q",
+                    "-m",
+                    "-t1",
+                    "-a",
+                    str(worker),
+                    "--policy=other",
+                    "-i",
+                    "1000",
+                    "-D",
+                    "%ds" % SECONDS,
+                    "-h",
+                    str(BUCKETS),
+                    "--histfile=%s" % hist_file.name,
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                universal_newlines=True,
+                timeout=SECONDS + 60,
+                check=False,
+            )
             with open(hist_file.name) as written:
                 text = written.read() + out.stdout
     finally:
@@ -161,8 +189,13 @@ def run_case(worker, housekeeping, confine):
             if len(fields) >= 2 and int(fields[1]):
                 hist[int(fields[0])] = int(fields[1])
     samples = sum(hist.values()) + overflow
-    return {"how": how, "samples": samples, "p50": percentile(hist, overflow, 0.50),
-            "p99": percentile(hist, overflow, 0.99), "max": maximum}
+    return {
+        "how": how,
+        "samples": samples,
+        "p50": percentile(hist, overflow, 0.50),
+        "p99": percentile(hist, overflow, 0.99),
+        "max": maximum,
+    }
 
 
 def main():
@@ -180,9 +213,11 @@ def main():
     part = cpu_partition.partition(plan_for(cpus), min_housekeeping=1)
     worker = cpus[-1]
     housekeeping = set(cpulist.parse(part["housekeeping"]))
-    print("Worker CPU %d (isolated %s), housekeeping %s; cyclictest --policy=other -i 1000 -D %ds on the "
-          "worker CPU, stress-ng --cpu %d as the neighbour.\n"
-          % (worker, part["isolated"], part["housekeeping"], SECONDS, len(cpus)))
+    print(
+        "Worker CPU %d (isolated %s), housekeeping %s; cyclictest --policy=other -i 1000 -D %ds on the "
+        "worker CPU, stress-ng --cpu %d as the neighbour.\n"
+        % (worker, part["isolated"], part["housekeeping"], SECONDS, len(cpus))
+    )
     load = os.getloadavg()
     rows = []
     for number in range(ROUNDS):
@@ -191,24 +226,29 @@ def main():
     print("| round | partition | neighbour | samples | p50 us | p99 us | max us |")
     print("|---:|---|---|---:|---:|---:|---:|")
     for number, name, row in rows:
-        print("| %d | %s | %s | %d | %d | %d | %s |" % (
-            number, name, row["how"], row["samples"], row["p50"], row["p99"], row["max"]))
+        print(
+            "| %d | %s | %s | %d | %d | %d | %s |"
+            % (number, name, row["how"], row["samples"], row["p50"], row["p99"], row["max"])
+        )
 
     def median(name, key):
         values = sorted(r[key] for _n, c, r in rows if c == name and r[key] is not None)
         return values[len(values) // 2] if values else None
+
     print("\n| partition | median p50 us | median p99 us | median max us |")
     print("|---|---:|---:|---:|")
     for name in ("off", "on"):
-        print("| %s | %s | %s | %s |" % (name, median(name, "p50"), median(name, "p99"),
-                                         median(name, "max")))
+        print("| %s | %s | %s | %s |" % (name, median(name, "p50"), median(name, "p99"), median(name, "max")))
 
     def ratio(key):
         off, on = median("off", key), median("on", key)
         return "%.1fx" % (float(off) / max(on, 1)) if off is not None and on is not None else "n/a"
-    print("\nOff/on (medians): p99 %s, max %s (higher is the partition's gain). Load average "
-          "%.1f before, %.1f after (2 CPUs shared with other work: every figure moves with it)."
-          % (ratio("p99"), ratio("max"), load[0], os.getloadavg()[0]))
+
+    print(
+        "\nOff/on (medians): p99 %s, max %s (higher is the partition's gain). Load average "
+        "%.1f before, %.1f after (2 CPUs shared with other work: every figure moves with it)."
+        % (ratio("p99"), ratio("max"), load[0], os.getloadavg()[0])
+    )
     return 0
 
 

@@ -9,6 +9,7 @@ importing ``plugins/modules/npu_cpu_plan.py``, wall time, best of 5) and the pla
 fraction of the start-up. No goal: the ratio says how much of a module run the plan is.
 Run: ``.venv/bin/python bench/bench_plan.py`` from the repository root.
 """
+
 import os
 import subprocess
 import sys
@@ -33,6 +34,7 @@ MODULE = "ansible_collections.npuops.fleet.plugins.modules.npu_cpu_plan"
 def plan_seconds(facts):
     def one():
         return dispatch.make_plan(facts, POLICY)
+
     return min(timeit.repeat(one, number=200, repeat=3, timer=time.process_time)) / 200
 
 
@@ -53,9 +55,10 @@ def main():
     start = startup_seconds()
     print("| host | policy | plan (ms) | module start-up (ms) | plan / start-up |")
     print("|---|---|---:|---:|---:|")
-    print("| recorded A3 (a3-16die, %d CPUs) | %s | %.3f | %.1f | %.4f |"
-          % (len(cpulist.parse(facts["cpu"]["online"])), POLICY, plan * 1e3,
-             start * 1e3, plan / start))
+    print(
+        "| recorded A3 (a3-16die, %d CPUs) | %s | %.3f | %.1f | %.4f |"
+        % (len(cpulist.parse(facts["cpu"]["online"])), POLICY, plan * 1e3, start * 1e3, plan / start)
+    )
 
 
 if __name__ == "__main__":

@@ -85,25 +85,34 @@ def browser_check(page, report, tmp):
     """(seconds to load with the filter applied, verdict text) or None without Chromium."""
     if CHROMIUM is None:
         return None
-    sick = next((p["host"] for p in report["problems"] if p["kind"] == "unhealthy_chip"),
-                report["hosts"][0]["name"])
+    sick = next((p["host"] for p in report["problems"] if p["kind"] == "unhealthy_chip"), report["hosts"][0]["name"])
     shape = next(h["shape"] for h in report["hosts"] if h["name"] == sick)
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--user-data-dir=" + os.path.join(tmp, "profile"), "--dump-dom",
-           "file://%s#host=%s" % (page, sick)]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--user-data-dir=" + os.path.join(tmp, "profile"),
+        "--dump-dom",
+        "file://%s#host=%s" % (page, sick),
+    ]
     start = time.monotonic()
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          timeout=600, check=False)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600, check=False)
     seconds = time.monotonic() - start
     if proc.returncode != 0:
         return seconds, "failed (rc=%d)" % proc.returncode
     seen = _Visible()
     seen.feed(proc.stdout)
     ok = seen.articles == [shape] and seen.hits == [sick]
-    return seconds, "%s: %s (%s)" % (sick, "only its shape shown" if ok else
-                                     "WRONG: shapes %s, hits %s" % (seen.articles[:5], seen.hits[:5]),
-                                     seen.status.strip())
+    return seconds, "%s: %s (%s)" % (
+        sick,
+        "only its shape shown" if ok else "WRONG: shapes %s, hits %s" % (seen.articles[:5], seen.hits[:5]),
+        seen.status.strip(),
+    )
 
 
 def before(fleet, tmp, ref):
@@ -112,16 +121,20 @@ def before(fleet, tmp, ref):
     target = os.path.join(tree, "ansible_collections", "npuops", "fleet")
     shutil.rmtree(tree, ignore_errors=True)
     os.makedirs(target)
-    archive = subprocess.run(["git", "-C", REPO, "archive", ref, "plugins"],
-                             stdout=subprocess.PIPE, check=False)
+    archive = subprocess.run(["git", "-C", REPO, "archive", ref, "plugins"], stdout=subprocess.PIPE, check=False)
     if archive.returncode != 0:
         return None
     subprocess.run(["tar", "-x", "-C", target], input=archive.stdout, check=True)
     data = os.path.join(tmp, "fleet.pickle")
     with open(data, "wb") as handle:
         pickle.dump(fleet, handle, protocol=4)
-    proc = subprocess.run([sys.executable, "-c", BEFORE, tree, data], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", BEFORE, tree, data],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr[-2000:])
         return None
@@ -149,13 +162,31 @@ def main(argv=None):
             total = t_build + t_html + t_md + t_json
             size = len(page.encode("utf-8"))
             target = TARGETS.get(n)
-            verdict = "-" if target is None else "%s (<= %.0f MB, <= %.0f s)" % (
-                "met" if size <= target[0] and total <= target[1] else "MISSED",
-                target[0] / 1e6, target[1])
-            rows.append((n, counts, len(report["shapes"]), len(report["problems"]),
-                         len(report["problem_groups"]), t_build, t_html, size, t_md,
-                         len(md.encode("utf-8")), t_json, len(text.encode("utf-8")), total,
-                         t_filter, verdict))
+            verdict = (
+                "-"
+                if target is None
+                else "%s (<= %.0f MB, <= %.0f s)"
+                % ("met" if size <= target[0] and total <= target[1] else "MISSED", target[0] / 1e6, target[1])
+            )
+            rows.append(
+                (
+                    n,
+                    counts,
+                    len(report["shapes"]),
+                    len(report["problems"]),
+                    len(report["problem_groups"]),
+                    t_build,
+                    t_html,
+                    size,
+                    t_md,
+                    len(md.encode("utf-8")),
+                    t_json,
+                    len(text.encode("utf-8")),
+                    total,
+                    t_filter,
+                    verdict,
+                )
+            )
             path = os.path.join(tmp, "fleet-report-%d.html" % n)
             with open(path, "w", encoding="utf-8") as handle:
                 handle.write(page)
@@ -166,34 +197,83 @@ def main(argv=None):
             del report, page, md, text, fleet
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("Fleet report: synthetic fleets of the 13 demo hosts (seed %d), %d CPUs, Python %s"
-          % (args.seed, os.cpu_count() or 0, sys.version.split()[0]))
+    print(
+        "Fleet report: synthetic fleets of the 13 demo hosts (seed %d), %d CPUs, Python %s"
+        % (args.seed, os.cpu_count() or 0, sys.version.split()[0])
+    )
     print()
-    print("| hosts | varied hosts (chip, cpuset, drift) | shapes | problems (rows) | build s | "
-          "HTML s | HTML MB | Markdown s / MB | JSON s / MB | build + render s | "
-          "fleet_report filter s | target |")
+    print(
+        "| hosts | varied hosts (chip, cpuset, drift) | shapes | problems (rows) | build s | "
+        "HTML s | HTML MB | Markdown s / MB | JSON s / MB | build + render s | "
+        "fleet_report filter s | target |"
+    )
     print("|---:|---|---:|---:|---:|---:|---:|---|---|---:|---:|---|")
-    for (n, counts, shapes, problems, groups, t_build, t_html, size, t_md, md_size, t_json,
-         json_size, total, t_filter, verdict) in rows:
-        print("| %s | %d, %d, %d | %d | %s (%d) | %.2f | %.2f | %.2f | %.2f / %.2f | %.2f / %.1f | "
-              "%.2f | %.2f | %s |" % (
-                  format(n, ","), counts["failed_chip"], counts["cut_cpuset"],
-                  counts["drifted_binding"], shapes, format(problems, ","), groups, t_build,
-                  t_html, size / 1e6, t_md, md_size / 1e6, t_json, json_size / 1e6, total,
-                  t_filter, verdict))
+    for (
+        n,
+        counts,
+        shapes,
+        problems,
+        groups,
+        t_build,
+        t_html,
+        size,
+        t_md,
+        md_size,
+        t_json,
+        json_size,
+        total,
+        t_filter,
+        verdict,
+    ) in rows:
+        print(
+            "| %s | %d, %d, %d | %d | %s (%d) | %.2f | %.2f | %.2f | %.2f / %.2f | %.2f / %.1f | "
+            "%.2f | %.2f | %s |"
+            % (
+                format(n, ","),
+                counts["failed_chip"],
+                counts["cut_cpuset"],
+                counts["drifted_binding"],
+                shapes,
+                format(problems, ","),
+                groups,
+                t_build,
+                t_html,
+                size / 1e6,
+                t_md,
+                md_size / 1e6,
+                t_json,
+                json_size / 1e6,
+                total,
+                t_filter,
+                verdict,
+            )
+        )
     if olds:
         print()
-        print("| hosts | %s: build s | HTML s | HTML MB | Markdown s / MB | JSON s / MB | "
-              "build + render s |" % args.before)
+        print(
+            "| hosts | %s: build s | HTML s | HTML MB | Markdown s / MB | JSON s / MB | "
+            "build + render s |" % args.before
+        )
         print("|---:|---:|---:|---:|---|---|---:|")
         for n, old in olds:
             if old is None:
                 print("| %s | not run | | | | | |" % format(n, ","))
                 continue
             build, t_html, size, t_md, md_size, t_json, json_size = old
-            print("| %s | %.2f | %.2f | %.1f | %.2f / %.1f | %.2f / %.1f | %.2f |" % (
-                format(n, ","), build, t_html, size / 1e6, t_md, md_size / 1e6, t_json,
-                json_size / 1e6, build + t_html + t_md + t_json))
+            print(
+                "| %s | %.2f | %.2f | %.1f | %.2f / %.1f | %.2f / %.1f | %.2f |"
+                % (
+                    format(n, ","),
+                    build,
+                    t_html,
+                    size / 1e6,
+                    t_md,
+                    md_size / 1e6,
+                    t_json,
+                    json_size / 1e6,
+                    build + t_html + t_md + t_json,
+                )
+            )
     if checks:
         print()
         print("| hosts | Chromium: load + filter s | filter by host (#host=...) |")
@@ -203,8 +283,9 @@ def main(argv=None):
                 print("| %s | - | chromium not installed |" % format(n, ","))
             else:
                 print("| %s | %.1f | %s |" % (format(n, ","), check[0], check[1]))
-    failed = [r for r in rows if r[-1].startswith("MISSED")] + \
-        [c for c in checks if c[1] is not None and "only its shape shown" not in c[1][1]]
+    failed = [r for r in rows if r[-1].startswith("MISSED")] + [
+        c for c in checks if c[1] is not None and "only its shape shown" not in c[1][1]
+    ]
     return 1 if failed else 0
 
 

@@ -36,6 +36,7 @@ prints why not otherwise. ``NPUOPS_SKIP_REAL_VLLM=1`` skips it. ``NPUOPS_BENCH_T
 (default 4), ``NPUOPS_BENCH_TPOT_REQUESTS`` (per case and round, default 8),
 ``NPUOPS_BENCH_TPOT_TOKENS`` (default 64).
 """
+
 import json
 import os
 import shutil
@@ -69,10 +70,15 @@ EVERY_CPU = sorted(os.sched_getaffinity(0))  # before the client is held on hous
 
 def prepare():
     """(venv, model, version) from scripts/real-vllm-prepare.sh, or (None, why, None)."""
-    out = subprocess.run([os.path.join(REPO, "scripts", "real-vllm-prepare.sh")],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                         env=dict(os.environ, VENV=os.path.dirname(os.path.dirname(sys.executable))),
-                         timeout=1800, check=False)
+    out = subprocess.run(
+        [os.path.join(REPO, "scripts", "real-vllm-prepare.sh")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        env=dict(os.environ, VENV=os.path.dirname(os.path.dirname(sys.executable))),
+        timeout=1800,
+        check=False,
+    )
     found = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
     if out.returncode != 0 or not found.get("venv") or not found.get("model"):
         return None, out.stdout.strip().replace("cannot: ", "") or out.stderr.strip()[-300:], None
@@ -81,12 +87,21 @@ def prepare():
 
 def stream(port):
     """(TPOT, per-token gaps) in seconds of one streamed completion of TOKENS tokens."""
-    body = {"model": "tiny", "prompt": PROMPT, "max_tokens": TOKENS, "min_tokens": TOKENS,
-            "ignore_eos": True, "temperature": 0, "stream": True,
-            "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+    body = {
+        "model": "tiny",
+        "prompt": PROMPT,
+        "max_tokens": TOKENS,
+        "min_tokens": TOKENS,
+        "ignore_eos": True,
+        "temperature": 0,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+    }
     request = urllib.request.Request(
-        "http://127.0.0.1:%d/v1/completions" % port, data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"})
+        "http://127.0.0.1:%d/v1/completions" % port,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     events = []
     with urllib.request.urlopen(request, timeout=300) as response:
         for line in response:
@@ -108,9 +123,14 @@ def run_case(port, housekeeping, confine):
 
     def place():  # off: every CPU (not the client's housekeeping mask it would inherit)
         os.sched_setaffinity(0, housekeeping if confine else EVERY_CPU)
-    neighbour = subprocess.Popen([stress, "--cpu", str(len(EVERY_CPU)), "--timeout", "600s",
-                                  "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 preexec_fn=place, start_new_session=True)
+
+    neighbour = subprocess.Popen(
+        [stress, "--cpu", str(len(EVERY_CPU)), "--timeout", "600s", "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=place,
+        start_new_session=True,
+    )
     tpots, gaps = [], []
     try:
         time.sleep(1.0)  # its workers up
@@ -138,20 +158,35 @@ def serve(venv, model, workdir):
     root = os.path.join(workdir, "root")
     os.makedirs(root)
     port = rv.free_port()
-    rv.render_instance(root, NAME, rv.gpu_plan(NAME, [0], FRONTEND, POOLS, budget=True),
-                       rv.serve_command(venv, model, port, [
-                           "--custom-histogram-buckets",
-                           json.dumps({"inter_token_latency": tpot.fine_bounds()})]),
-                       rv.serve_env(os.path.join(CACHE, "vllm", "cache")), venv)
+    rv.render_instance(
+        root,
+        NAME,
+        rv.gpu_plan(NAME, [0], FRONTEND, POOLS, budget=True),
+        rv.serve_command(
+            venv, model, port, ["--custom-histogram-buckets", json.dumps({"inter_token_latency": tpot.fine_bounds()})]
+        ),
+        rv.serve_env(os.path.join(CACHE, "vllm", "cache")),
+        venv,
+    )
     wrapper = os.path.join(root, "usr/local/lib/npuops/%s-launch" % NAME)
     with open(os.path.join(workdir, "server.log"), "wb") as log:
-        server = subprocess.Popen([wrapper], stdin=subprocess.DEVNULL, stdout=log,
-                                  stderr=subprocess.STDOUT, env=rv.wrapper_env(),
-                                  start_new_session=True, cwd=workdir)
+        server = subprocess.Popen(
+            [wrapper],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=rv.wrapper_env(),
+            start_new_session=True,
+            cwd=workdir,
+        )
     with open(os.path.join(workdir, "binder.log"), "wb") as log:
-        binder = subprocess.Popen(rv.binder_argv(root, NAME, server.pid, 15),
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
-                                  start_new_session=True)
+        binder = subprocess.Popen(
+            rv.binder_argv(root, NAME, server.pid, 15),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            start_new_session=True,
+        )
     return server, binder, port
 
 
@@ -173,15 +208,27 @@ def main():
         return 0
     plan = rv.gpu_plan(NAME, [0], FRONTEND, POOLS, budget=True)
     housekeeping, isolated = tpot.confinement(plan)
-    print("vLLM %s, TP=1 under the collection's wrapper and binder: worker (device 0) on CPU %s, "
-          "frontend on CPU %s. Partition plan: isolated %s, housekeeping %s.\n"
-          "No systemd as PID 1 here: 'on' holds the neighbour (stress-ng --cpu %d) on the "
-          "housekeeping CPUs %s with sched_setaffinity, the mask the partition gives system.slice; "
-          "'off' leaves it free. %d rounds off/on x %d streamed requests of %d tokens; the client on "
-          "CPU %s.\n" % (version, POOLS[0], FRONTEND, cpulist.format(isolated),
-                         cpulist.format(housekeeping), len(EVERY_CPU),
-                         cpulist.format(housekeeping), ROUNDS, REQUESTS, TOKENS,
-                         cpulist.format(housekeeping)))
+    print(
+        "vLLM %s, TP=1 under the collection's wrapper and binder: worker (device 0) on CPU %s, "
+        "frontend on CPU %s. Partition plan: isolated %s, housekeeping %s.\n"
+        "No systemd as PID 1 here: 'on' holds the neighbour (stress-ng --cpu %d) on the "
+        "housekeeping CPUs %s with sched_setaffinity, the mask the partition gives system.slice; "
+        "'off' leaves it free. %d rounds off/on x %d streamed requests of %d tokens; the client on "
+        "CPU %s.\n"
+        % (
+            version,
+            POOLS[0],
+            FRONTEND,
+            cpulist.format(isolated),
+            cpulist.format(housekeeping),
+            len(EVERY_CPU),
+            cpulist.format(housekeeping),
+            ROUNDS,
+            REQUESTS,
+            TOKENS,
+            cpulist.format(housekeeping),
+        )
+    )
     workdir = tempfile.mkdtemp(prefix="npuops-bench-tpot-")
     server = binder = None
     watchdog = None
@@ -195,8 +242,10 @@ def main():
         watchdog.start()
         problem = rv.wait_health(server, "http://127.0.0.1:%d/health" % port, READY_SECONDS)
         if problem:
-            print("bench_vllm_tpot: FAILED - %s; vLLM log:\n%s" % (
-                problem, "\n".join((rv.read(os.path.join(workdir, "server.log")) or "").splitlines()[-30:])))
+            print(
+                "bench_vllm_tpot: FAILED - %s; vLLM log:\n%s"
+                % (problem, "\n".join((rv.read(os.path.join(workdir, "server.log")) or "").splitlines()[-30:]))
+            )
             return 1
         ready = time.time() - started
         for _warm in range(2):  # first requests compile and warm the caches
@@ -208,8 +257,10 @@ def main():
         for proc in rv.tree(server.pid):
             for _tid, _comm, mask in proc["threads"]:
                 masks[mask] = masks.get(mask, 0) + 1
-        print("vLLM ready after %.0f s; binder rc=%s; its threads' CPUs: %s\n" % (
-            ready, binder.poll(), ", ".join("%s x%d" % kv for kv in sorted(masks.items()))))
+        print(
+            "vLLM ready after %.0f s; binder rc=%s; its threads' CPUs: %s\n"
+            % (ready, binder.poll(), ", ".join("%s x%d" % kv for kv in sorted(masks.items())))
+        )
         rows = []
         every = {"off": [[], [], None], "on": [[], [], None]}
         for number in range(ROUNDS):
@@ -221,37 +272,63 @@ def main():
                 rows.append((number + 1, name, tpots, gaps, engine))
 
         def figures(tpots, gaps, engine):
-            return [tpot.percentile(tpots, 0.5), tpot.percentile(tpots, 0.99),
-                    tpot.percentile(gaps, 0.5), tpot.percentile(gaps, 0.99),
-                    tpot.histogram_quantile(engine, 0.5), tpot.histogram_quantile(engine, 0.99),
-                    tpot.histogram_mean(engine)]
-        head = ("TPOT p50 ms | TPOT p99 ms | ITL p50 ms | ITL p99 ms | engine ITL p50 ms | "
-                "engine ITL p99 ms | engine ITL mean ms |")
+            return [
+                tpot.percentile(tpots, 0.5),
+                tpot.percentile(tpots, 0.99),
+                tpot.percentile(gaps, 0.5),
+                tpot.percentile(gaps, 0.99),
+                tpot.histogram_quantile(engine, 0.5),
+                tpot.histogram_quantile(engine, 0.99),
+                tpot.histogram_mean(engine),
+            ]
+
+        head = (
+            "TPOT p50 ms | TPOT p99 ms | ITL p50 ms | ITL p99 ms | engine ITL p50 ms | "
+            "engine ITL p99 ms | engine ITL mean ms |"
+        )
         print("Client: TPOT per request, ITL per token. Engine: vLLM's own histogram.\n")
         print("| round | partition | neighbour | requests | " + head)
         print("|---:|---|---|---:|" + "---:|" * 7)
         for number, name, tpots, gaps, engine in rows:
-            print("| %d | %s | %s | %d | %s |" % (
-                number, name, "CPUs %s (sched_setaffinity)" % cpulist.format(housekeeping)
-                if name == "on" else "free (any CPU)", len(tpots),
-                " | ".join(ms(v) for v in figures(tpots, gaps, engine))))
+            print(
+                "| %d | %s | %s | %d | %s |"
+                % (
+                    number,
+                    name,
+                    "CPUs %s (sched_setaffinity)" % cpulist.format(housekeeping) if name == "on" else "free (any CPU)",
+                    len(tpots),
+                    " | ".join(ms(v) for v in figures(tpots, gaps, engine)),
+                )
+            )
         print("\n| partition | requests | tokens | " + head)
         print("|---|---:|---:|" + "---:|" * 7)
         summary = {}
         for name in ("off", "on"):
             tpots, gaps, engine = every[name]
             summary[name] = figures(tpots, gaps, engine)
-            print("| %s | %d | %d | %s |" % (name, len(tpots), len(gaps),
-                                             " | ".join(ms(v) for v in summary[name])))
+            print("| %s | %d | %d | %s |" % (name, len(tpots), len(gaps), " | ".join(ms(v) for v in summary[name])))
 
         def shown(index):
             value = tpot.ratio(summary["off"][index], summary["on"][index])
             return "%.2fx" % value if value is not None else "n/a"
-        print("\nOff/on: client TPOT p50 %s, p99 %s; client ITL p50 %s, p99 %s; engine ITL p50 %s, "
-              "p99 %s, mean %s (higher is the partition's gain). Load average %.1f before, %.1f "
-              "after (2 CPUs shared with other work: every figure moves with it); run %.0f s."
-              % (shown(0), shown(1), shown(2), shown(3), shown(4), shown(5), shown(6), load[0],
-                 os.getloadavg()[0], time.time() - started))
+
+        print(
+            "\nOff/on: client TPOT p50 %s, p99 %s; client ITL p50 %s, p99 %s; engine ITL p50 %s, "
+            "p99 %s, mean %s (higher is the partition's gain). Load average %.1f before, %.1f "
+            "after (2 CPUs shared with other work: every figure moves with it); run %.0f s."
+            % (
+                shown(0),
+                shown(1),
+                shown(2),
+                shown(3),
+                shown(4),
+                shown(5),
+                shown(6),
+                load[0],
+                os.getloadavg()[0],
+                time.time() - started,
+            )
+        )
         return 0
     finally:
         if binder is not None and binder.poll() is None:

@@ -9,6 +9,7 @@ ci-files.testing.ansible.com, which is unreachable here. scripts/sanity.sh copie
 pip from the interpreter's bundled wheel (ensurepip), then installs the requested packages
 (e.g. ``pip==24.2``) with the ordinary pip client and the machine's pip configuration.
 """
+
 import ensurepip
 import os
 import subprocess

@@ -85,8 +85,7 @@ def _attempt(func, *args, **kwargs):
 
 
 def _instances(facts):
-    ids = [n["logic_id"] for n in facts.get("npus") or []] or \
-        [g["index"] for g in facts.get("gpus") or []]
+    ids = [n["logic_id"] for n in facts.get("npus") or []] or [g["index"] for g in facts.get("gpus") or []]
     if len(ids) < 2:
         return None
     half = len(ids) // 2
@@ -121,8 +120,7 @@ def dump_host(out, name, snap):
         if not instances:
             continue
         iplan, perr = _attempt(dispatch.make_plan, facts, policy=policy, instances=instances)
-        _write(out, "%s/plan-%s-instances.json" % (name, policy),
-               _json(iplan if perr is None else {"error": perr}))
+        _write(out, "%s/plan-%s-instances.json" % (name, policy), _json(iplan if perr is None else {"error": perr}))
         if iplan is None or policy != "strict":
             continue
         for inst in instances:
@@ -132,11 +130,9 @@ def dump_host(out, name, snap):
                 files["error"] = verr
             else:
                 command = ["vllm", "serve", "/models/x", "--port", "8000"]
-                files["wrapper"] = _attempt(launch.render_wrapper, view, command,
-                                            {"HCCL_BUFFSIZE": "512"}, "host")
+                files["wrapper"] = _attempt(launch.render_wrapper, view, command, {"HCCL_BUFFSIZE": "512"}, "host")
                 if hasattr(launch, "render_unit"):
-                    files["unit"] = _attempt(launch.render_unit, view, "/opt/w", "/opt/b",
-                                             "/opt/p.json", "host", 900)
+                    files["unit"] = _attempt(launch.render_unit, view, "/opt/w", "/opt/b", "/opt/p.json", "host", 900)
                 else:  # render/units: one unit per role (the service unit compared here)
                     units = _load("module_utils.render.units")
                     files["unit"] = _attempt(units.service_unit, view, "/opt/w", "host")
@@ -146,10 +142,8 @@ def dump_host(out, name, snap):
     if facts.get("vendor") == "ascend" and facts.get("device_type"):
         soft = {
             "capacity": _attempt(capacity, facts.get("npus") or [], facts["device_type"]),
-            "daemonset": _attempt(manifests.render_daemonset, "/var/lib/softshare",
-                                  facts["device_type"], "26.0.0"),
-            "labels": _attempt(manifests.render_node_labels, name,
-                               plugin_config.node_labels()),
+            "daemonset": _attempt(manifests.render_daemonset, "/var/lib/softshare", facts["device_type"], "26.0.0"),
+            "labels": _attempt(manifests.render_node_labels, name, plugin_config.node_labels()),
         }
         _write(out, name + "/softshare.json", _json(soft))
     return entry

@@ -65,7 +65,7 @@ class Loop(object):
         in place of ``--unit``, the sandbox's IRQ directories."""
         with open(self.host("%s/%s" % (UNIT_DIR, unit))) as handle:
             line = [x for x in handle.read().splitlines() if x.startswith("ExecStart=")][0]
-        words = [w.replace("%%", "%") for w in shlex.split(line[len("ExecStart="):])]
+        words = [w.replace("%%", "%") for w in shlex.split(line[len("ExecStart=") :])]
         argv = [self.host(words[0])]
         index = 1
         while index < len(words):
@@ -85,8 +85,7 @@ class Loop(object):
 def run(argv, timeout=600):
     """``argv``'s exit status and output; past ``timeout`` seconds its whole process group is
     killed and the demo stops with a message."""
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         out, dummy = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -110,9 +109,13 @@ def start_tree(loop):
         if name.startswith("tree."):
             os.unlink(os.path.join(loop.home, name))
     env = dict(os.environ, STAND_IN_PYTHON=sys.executable, STAND_IN_LIFETIME="900")
-    proc = subprocess.Popen([sys.executable, STAND_IN, "main", prefix, "2", "0"],
-                            start_new_session=True, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, STAND_IN, "main", prefix, "2", "0"],
+        start_new_session=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 30
     workers = []
     for rank in range(2):
@@ -143,16 +146,30 @@ def cmd_start(loop):
         return 0
     os.makedirs(loop.home, exist_ok=True)
     cmd_stop(loop, quiet=True)
-    sandbox = run([sys.executable, os.path.join(REPO, "scripts", "demo_sandbox.py"),
-                   "--inventory", INVENTORY, "--demo", loop.demo])
+    sandbox = run(
+        [
+            sys.executable,
+            os.path.join(REPO, "scripts", "demo_sandbox.py"),
+            "--inventory",
+            INVENTORY,
+            "--demo",
+            loop.demo,
+        ]
+    )
     if sandbox.returncode:
         print(sandbox.stdout)
         return sandbox.returncode
-    install = run([os.path.join(os.environ.get("VENV", os.path.join(REPO, ".venv")), "bin",
-                                "ansible-playbook"), "-i", INVENTORY, PLAYBOOK])
+    install = run(
+        [
+            os.path.join(os.environ.get("VENV", os.path.join(REPO, ".venv")), "bin", "ansible-playbook"),
+            "-i",
+            INVENTORY,
+            PLAYBOOK,
+        ]
+    )
     with open(os.path.join(loop.demo, "standin.log"), "w") as handle:
         handle.write(install.stdout)
-    recap = install.stdout[install.stdout.find("PLAY RECAP"):].strip()
+    recap = install.stdout[install.stdout.find("PLAY RECAP") :].strip()
     print(recap)
     if install.returncode:
         print("demo drift: installing the stand-in failed; log: %s/standin.log" % loop.demo)
@@ -166,12 +183,14 @@ def cmd_start(loop):
     argv = loop.unit_argv("vllm-%s-bind.service" % NAME, pid)
     if "--ready-url" in argv:
         index = argv.index("--ready-url")
-        del argv[index:index + 2]
+        del argv[index : index + 2]
     bind = run(argv + ["--once", "--no-migrate"], timeout=120)
     acl = workers[0]["threads"]["acl_thread"]
-    print("stand-in vLLM: API server pid %d, workers %s; bound by its binder (rc %d): NPU0 "
-          "acl_thread %d on CPUs %s" % (pid, ", ".join(str(w["pid"]) for w in workers),
-                                        bind.returncode, acl, allowed(workers[0]["pid"], acl)))
+    print(
+        "stand-in vLLM: API server pid %d, workers %s; bound by its binder (rc %d): NPU0 "
+        "acl_thread %d on CPUs %s"
+        % (pid, ", ".join(str(w["pid"]) for w in workers), bind.returncode, acl, allowed(workers[0]["pid"], acl))
+    )
     if bind.returncode:
         print(bind.stdout)
         return bind.returncode
@@ -186,8 +205,10 @@ def cmd_start(loop):
     moved = "1" if before != "1" else "0"
     with open(path, "w") as handle:
         handle.write(moved + "\n")
-    print("perturbed: NPU0 acl_thread %d moved to CPU %d (planned %s); IRQ %d moved to CPU %s "
-          "(planned %s)" % (acl, other[0], planned, irq, moved, before))
+    print(
+        "perturbed: NPU0 acl_thread %d moved to CPU %d (planned %s); IRQ %d moved to CPU %s "
+        "(planned %s)" % (acl, other[0], planned, irq, moved, before)
+    )
     return 0
 
 
@@ -208,29 +229,44 @@ def cmd_finish(loop):
         return 0
     state = loop.state()
     before = drift_rows(os.path.join(loop.demo, "report", "fleet-report.json"))
-    print("audit (report/): %s" % (
-        "; ".join("%s %s: %s" % (r["kind"], r["device"], r["evidence"]) for r in before)
-        if before else "no drift row for the stand-in (%r)" % (before,)))
+    print(
+        "audit (report/): %s"
+        % (
+            "; ".join("%s %s: %s" % (r["kind"], r["device"], r["evidence"]) for r in before)
+            if before
+            else "no drift row for the stand-in (%r)" % (before,)
+        )
+    )
     reconcile = run(loop.unit_argv("vllm-%s-reconcile.service" % NAME, state["pid"]), timeout=120)
     print("reconciler (vllm-%s-reconcile.service's command): rc %d" % (NAME, reconcile.returncode))
     metrics = loop.host(METRICS)
     if os.path.exists(metrics):
         with open(metrics) as handle:
-            lines = [x for x in handle.read().splitlines()
-                     if x.startswith(("npuops_binding_drift_threads", "npuops_irq_drift",
-                                      "npuops_binder_last_run_success"))]
+            lines = [
+                x
+                for x in handle.read().splitlines()
+                if x.startswith(("npuops_binding_drift_threads", "npuops_irq_drift", "npuops_binder_last_run_success"))
+            ]
         print("metrics (%s):\n  %s" % (os.path.relpath(metrics, loop.demo), "\n  ".join(lines)))
     dest = os.path.join(loop.demo, "report-after-reconcile")
-    audit = run([os.path.join(os.environ.get("VENV", os.path.join(REPO, ".venv")), "bin",
-                              "ansible-playbook"), "-i", INVENTORY,
-                 os.path.join(REPO, "playbooks", "audit.yml"), "-e", "npuops_audit_dest=%s" % dest,
-                 "-e", "@" + os.path.join(loop.home, "audit-vars.json"),
-                 "-e", "npuops_facts_force_refresh=true"])
+    audit = run(
+        [
+            os.path.join(os.environ.get("VENV", os.path.join(REPO, ".venv")), "bin", "ansible-playbook"),
+            "-i",
+            INVENTORY,
+            os.path.join(REPO, "playbooks", "audit.yml"),
+            "-e",
+            "npuops_audit_dest=%s" % dest,
+            "-e",
+            "@" + os.path.join(loop.home, "audit-vars.json"),
+            "-e",
+            "npuops_facts_force_refresh=true",
+        ]
+    )
     with open(os.path.join(loop.demo, "audit-after-reconcile.log"), "w") as handle:
         handle.write(audit.stdout)
     after = drift_rows(os.path.join(dest, "fleet-report.json"))
-    print("audit after the reconciler (report-after-reconcile/): %s" % (
-        "no drift" if after == [] else after))
+    print("audit after the reconciler (report-after-reconcile/): %s" % ("no drift" if after == [] else after))
     cmd_stop(loop, quiet=True)
     return 0 if (before and after == [] and reconcile.returncode == 0 and audit.returncode == 0) else 1
 

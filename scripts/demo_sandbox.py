@@ -67,8 +67,12 @@ def main(argv=None):
     parser.add_argument("--snapshots", default=os.path.join(REPO, "tests", "snapshots"))
     parser.add_argument("--hosts", default="", help="comma-separated subset of inventory hosts")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--host-tree", nargs=2, metavar=("SNAPSHOT", "ROOT"),
-                        help="copy one snapshot's fs/ tree to ROOT as a host tree and exit")
+    parser.add_argument(
+        "--host-tree",
+        nargs=2,
+        metavar=("SNAPSHOT", "ROOT"),
+        help="copy one snapshot's fs/ tree to ROOT as a host tree and exit",
+    )
     args = parser.parse_args(argv)
     if args.host_tree:
         snapshot.copy_host_tree(args.host_tree[0], args.host_tree[1])
@@ -78,8 +82,7 @@ def main(argv=None):
     for host, snap in inventory_hosts(args.inventory):
         if wanted and host not in wanted:
             continue
-        result[host] = {"snapshot": snap,
-                        "state": build_root(host, snap, args.demo, args.snapshots)}
+        result[host] = {"snapshot": snap, "state": build_root(host, snap, args.demo, args.snapshots)}
     if args.json:
         json.dump(result, sys.stdout, indent=1, sort_keys=True)
         sys.stdout.write("\n")

@@ -15,8 +15,10 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from demo_sandbox import REPO, inventory_hosts, snapshot  # noqa: E402
 
-RECAP = re.compile(r"^(?P<host>\S+)\s*:\s*ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+"
-                   r"unreachable=(?P<unreachable>\d+)\s+failed=(?P<failed>\d+)")
+RECAP = re.compile(
+    r"^(?P<host>\S+)\s*:\s*ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+"
+    r"unreachable=(?P<unreachable>\d+)\s+failed=(?P<failed>\d+)"
+)
 
 
 def parse_recap(text):
@@ -30,8 +32,7 @@ def parse_recap(text):
         if in_recap:
             match = RECAP.match(line.strip())
             if match:
-                out[match.group("host")] = {k: int(v) for k, v in match.groupdict().items()
-                                            if k != "host"}
+                out[match.group("host")] = {k: int(v) for k, v in match.groupdict().items() if k != "host"}
     return out
 
 
@@ -40,6 +41,7 @@ def load_cache(cache_dir):
     if not os.path.isdir(cache_dir):
         return {}
     from ansible.plugins.loader import cache_loader, init_plugin_loader
+
     init_plugin_loader()
     cache = cache_loader.get("ansible.builtin.jsonfile", _uri=cache_dir, _prefix="", _timeout=0)
     out = {}
@@ -108,12 +110,19 @@ def main(argv=None):
         topo = hfacts.get("npu_topology") or {}
         plan = hfacts.get("npuops_plan") or {}
         root = os.path.join(args.demo, host, "root")
-        files = written_files(root, os.path.join(args.snapshots, snap, "fs")) \
-            if os.path.isdir(root) else []
+        files = written_files(root, os.path.join(args.snapshots, snap, "fs")) if os.path.isdir(root) else []
         count = len(topo.get("npus") or []) or len(topo.get("gpus") or [])
-        rows.append((host, topo.get("vendor") or "-", "%s x%d" % (topo.get("device_type") or "-", count),
-                     plan.get("mode") or "-", (recap.get(host) or {}).get("changed", "-"),
-                     pools(plan), shorten(files)))
+        rows.append(
+            (
+                host,
+                topo.get("vendor") or "-",
+                "%s x%d" % (topo.get("device_type") or "-", count),
+                plan.get("mode") or "-",
+                (recap.get(host) or {}).get("changed", "-"),
+                pools(plan),
+                shorten(files),
+            )
+        )
     header = ("host", "vendor", "devices", "mode", "changed", "pools (per NPU/GPU)", "files written")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))

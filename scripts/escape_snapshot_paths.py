@@ -31,8 +31,11 @@ from ansible_collections.npuops.fleet.plugins.module_utils.host import snapshot 
 def snapshot_dirs(path):
     if os.path.isfile(os.path.join(path, snapshot.SNAPSHOT_FILE)):
         return [path]
-    return [os.path.join(path, name) for name in sorted(os.listdir(path))
-            if os.path.isfile(os.path.join(path, name, snapshot.SNAPSHOT_FILE))]
+    return [
+        os.path.join(path, name)
+        for name in sorted(os.listdir(path))
+        if os.path.isfile(os.path.join(path, name, snapshot.SNAPSHOT_FILE))
+    ]
 
 
 def escape_tree(directory, check=False):
@@ -48,8 +51,9 @@ def escape_tree(directory, check=False):
             if os.path.islink(old):
                 raise SystemExit("%s: a symlink in a snapshot; refusing to touch it" % old)
             if os.path.lexists(new):
-                raise SystemExit("%s: both %s and %s exist; merge them by hand"
-                                 % (dirpath, name, snapshot.fs_name(name)))
+                raise SystemExit(
+                    "%s: both %s and %s exist; merge them by hand" % (dirpath, name, snapshot.fs_name(name))
+                )
             if not check:
                 os.rename(old, new)
             done.append((os.path.relpath(old, directory), os.path.relpath(new, directory)))
@@ -58,8 +62,7 @@ def escape_tree(directory, check=False):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true",
-                        help="rename nothing; exit 1 when a name with ':' is left")
+    parser.add_argument("--check", action="store_true", help="rename nothing; exit 1 when a name with ':' is left")
     parser.add_argument("dirs", nargs="*", default=[os.path.join(REPO, "tests", "snapshots")])
     args = parser.parse_args(argv)
     left = 0
@@ -67,8 +70,7 @@ def main(argv=None):
         for directory in snapshot_dirs(top):
             renamed = escape_tree(directory, args.check)
             left += len(renamed)
-            print("%s: %d name(s) %s" % (directory, len(renamed),
-                                         "to escape" if args.check else "escaped"))
+            print("%s: %d name(s) %s" % (directory, len(renamed), "to escape" if args.check else "escaped"))
     return 1 if args.check and left else 0
 
 

@@ -14,6 +14,7 @@ collections directory, so no ``make venv`` link or installed copy is needed.
 The pages are generated: edit the module's doc strings, then run ``make docs``.
 Exit codes: 0 up to date / written, 1 stale pages (--check), 2 the docs could not be read.
 """
+
 import argparse
 import difflib
 import json
@@ -40,7 +41,8 @@ _MARKUP = re.compile(
     r"|(?P<escaped>RV|[OVEP])\((?P<escaped_arg>(?:\\.|[^\\)])*)\)"
     r"|(?P<pair>[LR])\((?P<pair_text>[^,)]*),(?P<pair_target>[^)]*)\)"
     r"|(?P<hline>HORIZONTALLINE)"
-    r")")
+    r")"
+)
 _UNESCAPE = re.compile(r"\\(.)")
 # Markdown-special characters in plain text; "_" only where it could start or end emphasis.
 _MD_SPECIAL = re.compile(r"([\\`*\[\]<])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
@@ -57,8 +59,7 @@ def collection_name():
 
 
 def module_names():
-    return sorted(name[:-3] for name in os.listdir(MODULES_DIR)
-                  if name.endswith(".py") and not name.startswith("_"))
+    return sorted(name[:-3] for name in os.listdir(MODULES_DIR) if name.endswith(".py") and not name.startswith("_"))
 
 
 def ansible_doc_executable():
@@ -78,23 +79,21 @@ def load_docs(collection, names):
         parent = os.path.join(tmp, "ansible_collections", namespace)
         os.makedirs(parent)
         os.symlink(REPO, os.path.join(parent, name))
-        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=tmp, ANSIBLE_NOCOLOR="1",
-                   ANSIBLE_FORCE_COLOR="0")
+        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=tmp, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
         cmd = [ansible_doc_executable(), "--json", "-t", "module"]
         cmd += ["%s.%s" % (collection, module) for module in names]
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, universal_newlines=True, check=False)
+        proc = subprocess.run(
+            cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False
+        )
     if proc.returncode != 0:
-        raise DocsError("%s failed (rc=%d):\n%s" % (" ".join(cmd[:4]), proc.returncode,
-                                                    proc.stderr.strip()))
+        raise DocsError("%s failed (rc=%d):\n%s" % (" ".join(cmd[:4]), proc.returncode, proc.stderr.strip()))
     try:
         docs = json.loads(proc.stdout)
     except ValueError as err:
         raise DocsError("ansible-doc printed no JSON (%s):\n%s" % (err, proc.stderr.strip()))
     missing = [module for module in names if "%s.%s" % (collection, module) not in docs]
     if missing:
-        raise DocsError("ansible-doc returned no docs for %s:\n%s"
-                        % (", ".join(missing), proc.stderr.strip()))
+        raise DocsError("ansible-doc returned no docs for %s:\n%s" % (", ".join(missing), proc.stderr.strip()))
     return docs
 
 
@@ -136,8 +135,7 @@ class Renderer(object):
     def doc_path_link(self, value, table=False):
         """C(docs/x.md) naming a file of this repository becomes a relative link."""
         path = value.strip()
-        if re.match(r"^docs/[A-Za-z0-9_./-]+\.md$", path) and os.path.isfile(
-                os.path.join(REPO, path)):
+        if re.match(r"^docs/[A-Za-z0-9_./-]+\.md$", path) and os.path.isfile(os.path.join(REPO, path)):
             rel = os.path.relpath(os.path.join(REPO, path), DOCS_DIR)
             return "[%s](%s)" % (self.code(path, table), rel)
         return self.code(value, table)
@@ -152,7 +150,7 @@ class Renderer(object):
         out = []
         pos = 0
         for match in _MARKUP.finditer(value):
-            out.append(self.text(value[pos:match.start()], table))
+            out.append(self.text(value[pos : match.start()], table))
             pos = match.end()
             out.append(self.markup_part(match, table))
         out.append(self.text(value[pos:], table))
@@ -224,24 +222,37 @@ class Renderer(object):
             spec = options[name]
             path = prefix + name
             required = "yes" if spec.get("required") else ""
-            default = "" if "default" not in spec or spec["default"] is None else self.code(
-                self.plain_value(spec["default"]), table=True)
+            default = (
+                ""
+                if "default" not in spec or spec["default"] is None
+                else self.code(self.plain_value(spec["default"]), table=True)
+            )
             choices = spec.get("choices") or []
             description = self.paragraphs(spec.get("description"), table=True)
             if isinstance(choices, dict):
-                description += ["%s: %s" % (self.code(str(key), True),
-                                            " ".join(self.paragraphs(text, True)))
-                                for key, text in choices.items()]
+                description += [
+                    "%s: %s" % (self.code(str(key), True), " ".join(self.paragraphs(text, True)))
+                    for key, text in choices.items()
+                ]
             if spec.get("aliases"):
-                description.append("Aliases: %s." % ", ".join(
-                    self.code(alias, True) for alias in spec["aliases"]))
-            if spec.get("version_added") and spec.get("version_added_collection") == \
-                    self.collection and spec["version_added"] != self.version_added:
+                description.append("Aliases: %s." % ", ".join(self.code(alias, True) for alias in spec["aliases"]))
+            if (
+                spec.get("version_added")
+                and spec.get("version_added_collection") == self.collection
+                and spec["version_added"] != self.version_added
+            ):
                 description.append("Added in version %s." % spec["version_added"])
-            rows.append("| %s | %s | %s | %s | %s | %s |" % (
-                self.code(path, True), self.type_of(spec), required, default,
-                ", ".join(self.code(self.plain_value(c), True) for c in choices),
-                "<br>".join(description)))
+            rows.append(
+                "| %s | %s | %s | %s | %s | %s |"
+                % (
+                    self.code(path, True),
+                    self.type_of(spec),
+                    required,
+                    default,
+                    ", ".join(self.code(self.plain_value(c), True) for c in choices),
+                    "<br>".join(description),
+                )
+            )
             sub = spec.get("suboptions") or spec.get("options")
             if sub:
                 rows += self.options_rows(sub, path + ".")
@@ -261,9 +272,15 @@ class Renderer(object):
                     description.append("Sample: below the table.")
                 else:
                     description.append("Sample: %s" % self.code(short, table=True))
-            rows.append("| %s | %s | %s | %s |" % (
-                self.code(path, True), self.type_of(spec),
-                self.markup(spec.get("returned") or "", table=True), "<br>".join(description)))
+            rows.append(
+                "| %s | %s | %s | %s |"
+                % (
+                    self.code(path, True),
+                    self.type_of(spec),
+                    self.markup(spec.get("returned") or "", table=True),
+                    "<br>".join(description),
+                )
+            )
             if spec.get("contains"):
                 rows += self.return_rows(spec["contains"], samples, path + ".")
         return rows
@@ -272,8 +289,7 @@ class Renderer(object):
     def sample_block(sample):
         if isinstance(sample, str):
             return "```\n%s\n```" % sample.rstrip("\n")
-        dumped = yaml.safe_dump(sample, default_flow_style=None, sort_keys=False, width=120,
-                                allow_unicode=True)
+        dumped = yaml.safe_dump(sample, default_flow_style=None, sort_keys=False, width=120, allow_unicode=True)
         return "```yaml\n%s```" % dumped
 
     def seealso_item(self, entry):
@@ -293,13 +309,15 @@ class Renderer(object):
         fqcn = "%s.%s" % (self.collection, module)
         self.version_added = doc.get("version_added")
         self.current = fqcn
-        out = ["<!-- Generated by scripts/gen_module_docs.py from the DOCUMENTATION, EXAMPLES and"
-               " RETURN of plugins/modules/%s.py (and its doc fragments). Do not edit: change"
-               " the module's docs, then run `make docs`. -->" % module,
-               "",
-               "# %s" % fqcn,
-               "",
-               self.markup(doc.get("short_description") or "")]
+        out = [
+            "<!-- Generated by scripts/gen_module_docs.py from the DOCUMENTATION, EXAMPLES and"
+            " RETURN of plugins/modules/%s.py (and its doc fragments). Do not edit: change"
+            " the module's docs, then run `make docs`. -->" % module,
+            "",
+            "# %s" % fqcn,
+            "",
+            self.markup(doc.get("short_description") or ""),
+        ]
         if doc.get("version_added"):
             out += ["", "*Added in version %s of %s.*" % (doc["version_added"], self.collection)]
 
@@ -307,23 +325,26 @@ class Renderer(object):
         out += ["- %s" % par for par in self.paragraphs(doc.get("description"))]
 
         if doc.get("requirements"):
-            out += ["", "## Requirements", "", "The below requirements are needed on the host "
-                    "that executes this module.", ""]
+            out += [
+                "",
+                "## Requirements",
+                "",
+                "The below requirements are needed on the host that executes this module.",
+                "",
+            ]
             out += ["- %s" % par for par in self.paragraphs(doc["requirements"])]
 
         options = doc.get("options") or {}
         out += ["", "## Parameters", ""]
         if options:
-            out += ["| Parameter | Type | Required | Default | Choices | Description |",
-                    "|---|---|---|---|---|---|"]
+            out += ["| Parameter | Type | Required | Default | Choices | Description |", "|---|---|---|---|---|---|"]
             out += self.options_rows(options)
         else:
             out.append("This module takes no parameters.")
 
         attributes = doc.get("attributes") or {}
         if attributes:
-            out += ["", "## Attributes", "", "| Attribute | Support | Description |",
-                    "|---|---|---|"]
+            out += ["", "## Attributes", "", "| Attribute | Support | Description |", "|---|---|---|"]
             for name in sorted(attributes):
                 attr = attributes[name]
                 support = attr.get("support", "")
@@ -334,8 +355,9 @@ class Renderer(object):
                     support = "%s (platforms: %s)" % (support, platforms)
                 description = self.paragraphs(attr.get("description"), table=True)
                 description += self.paragraphs(attr.get("details"), table=True)
-                out.append("| %s | %s | %s |" % (self.code(name, True), self.text(support, True),
-                                                 "<br>".join(description)))
+                out.append(
+                    "| %s | %s | %s |" % (self.code(name, True), self.text(support, True), "<br>".join(description))
+                )
 
         if doc.get("notes"):
             out += ["", "## Notes", ""]
@@ -352,8 +374,7 @@ class Renderer(object):
         returns = data.get("return") or {}
         if returns:
             samples = []
-            out += ["", "## Return values", "", "| Key | Type | Returned | Description |",
-                    "|---|---|---|---|"]
+            out += ["", "## Return values", "", "| Key | Type | Returned | Description |", "|---|---|---|---|"]
             out += self.return_rows(returns, samples)
             for path, sample in samples:
                 out += ["", "Sample of %s:" % self.code(path), "", self.sample_block(sample)]
@@ -367,8 +388,7 @@ class Renderer(object):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 naming every page that differs")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 naming every page that differs")
     parser.add_argument("modules", nargs="*", help="only these modules (default: all)")
     args = parser.parse_args(argv)
 
@@ -398,8 +418,9 @@ def main(argv=None):
             continue
         stale.append(rel)
         if args.check:
-            diff = list(difflib.unified_diff((have or "").splitlines(True), want.splitlines(True),
-                                             "a/" + rel, "b/" + rel, n=1))
+            diff = list(
+                difflib.unified_diff((have or "").splitlines(True), want.splitlines(True), "a/" + rel, "b/" + rel, n=1)
+            )
             sys.stdout.writelines(diff[:20])
             if len(diff) > 20:
                 print("... (%d more diff lines)" % (len(diff) - 20))
@@ -409,14 +430,15 @@ def main(argv=None):
                 handle.write(want)
             print("docs: wrote %s" % rel)
     # A page without a module (a renamed or removed module) is never written over: remove it.
-    orphans = [os.path.relpath(os.path.join(DOCS_DIR, name), REPO)
-               for name in sorted(os.listdir(DOCS_DIR))
-               if name.endswith(".md") and name[:-3] not in everything]
+    orphans = [
+        os.path.relpath(os.path.join(DOCS_DIR, name), REPO)
+        for name in sorted(os.listdir(DOCS_DIR))
+        if name.endswith(".md") and name[:-3] not in everything
+    ]
     if orphans:
         print("docs: no module for %s; remove it" % ", ".join(orphans))
     if args.check and stale:
-        print("docs: %d of %d module pages stale: %s; run `make docs`"
-              % (len(stale), len(names), ", ".join(stale)))
+        print("docs: %d of %d module pages stale: %s; run `make docs`" % (len(stale), len(names), ", ".join(stale)))
         return 1
     if args.check and not orphans:
         print("docs: %d module pages up to date" % len(names))

@@ -8,6 +8,7 @@ than one pool, NPUs whose pool leaves their affinity NUMA node, CPUs used out of
 ones (strict: also the frontend and spare CPUs of its cpu_budget), or the error / skip reason. Run from the repository root; docs/policies.md embeds the
 output between the ``<!-- policy-table -->`` markers (``--write`` updates it).
 """
+
 import os
 import sys
 
@@ -60,11 +61,18 @@ def summary(topo, policy):
             off.append(str(npu["logic_id"]))
     allowed = len(cpulist.parse(topo["cpu"]["allowed"]))
     text = "%s: %d overlapping CPUs; off-node NPUs: %s; %d/%d CPUs used" % (
-        plan["mode"], len(overlap), ",".join(off) or "none", len(seen), allowed)
+        plan["mode"],
+        len(overlap),
+        ",".join(off) or "none",
+        len(seen),
+        allowed,
+    )
     budget = plan.get("cpu_budget")
     if budget:  # strict: the rest of the process tree (frontends) and what is left
-        text += "; frontend %d, spare %d" % (len(cpulist.parse(budget["frontend"])),
-                                             len(cpulist.parse(budget["spare"])))
+        text += "; frontend %d, spare %d" % (
+            len(cpulist.parse(budget["frontend"])),
+            len(cpulist.parse(budget["spare"])),
+        )
     return text
 
 
@@ -77,9 +85,17 @@ def table():
         topo = topology.gather(SnapshotHostIO(path))
         if topo.get("vendor") != "ascend" or not topo.get("npus"):
             continue
-        rows.append("| %s | %s | %s | %d | %s | %s |" % (
-            name, topo.get("device_type"), topo["cpu"].get("allowed"), len(topo["npus"]),
-            summary(topo, "vllm_ascend"), summary(topo, "strict")))
+        rows.append(
+            "| %s | %s | %s | %d | %s | %s |"
+            % (
+                name,
+                topo.get("device_type"),
+                topo["cpu"].get("allowed"),
+                len(topo["npus"]),
+                summary(topo, "vllm_ascend"),
+                summary(topo, "strict"),
+            )
+        )
     return "\n".join(rows)
 
 

@@ -29,9 +29,13 @@ from ansible_collections.npuops.fleet.plugins.module_utils.parse import cpu_topo
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "real")
 OUT = os.path.join(REPO, "tests", "snapshots")
 CAPTURED = "2026-01-15T00:00:00Z"
-TOOLS_ALL = {"npu-smi": "/usr/local/bin/npu-smi", "taskset": "/usr/bin/taskset",
-             "systemctl": "/usr/bin/systemctl", "migratepages": "/usr/bin/migratepages",
-             "irqbalance": "/usr/sbin/irqbalance"}
+TOOLS_ALL = {
+    "npu-smi": "/usr/local/bin/npu-smi",
+    "taskset": "/usr/bin/taskset",
+    "systemctl": "/usr/bin/systemctl",
+    "migratepages": "/usr/bin/migratepages",
+    "irqbalance": "/usr/sbin/irqbalance",
+}
 
 
 def fixture(rel):
@@ -50,8 +54,7 @@ MISSING = {"missing": True}
 class Host(object):
     """Accumulates the files and commands of one synthetic-but-consistent host."""
 
-    def __init__(self, name, arch, nodes, online, allowed=None, tools=None, irqbalance=True,
-                 comment=None):
+    def __init__(self, name, arch, nodes, online, allowed=None, tools=None, irqbalance=True, comment=None):
         self.name = name
         self.comment = comment
         self.arch = arch
@@ -59,21 +62,27 @@ class Host(object):
         self.dirs = set()
         self.links = {}
         self.env = {}
-        self.commands = {"npu-smi info": MISSING, "npu-smi info -m": MISSING,
-                         "npu-smi info -t topo": MISSING, "nvidia-smi topo -m": MISSING,
-                         "nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader": MISSING,
-                         "systemctl is-active irqbalance":
-                             ok("active\n") if irqbalance else {"rc": 3, "stdout": "inactive\n"}}
-        self.tools = dict(tools if tools is not None else
-                          dict((k, v) for k, v in TOOLS_ALL.items() if k != "npu-smi"))
+        self.commands = {
+            "npu-smi info": MISSING,
+            "npu-smi info -m": MISSING,
+            "npu-smi info -t topo": MISSING,
+            "nvidia-smi topo -m": MISSING,
+            "nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader": MISSING,
+            "systemctl is-active irqbalance": ok("active\n") if irqbalance else {"rc": 3, "stdout": "inactive\n"},
+        }
+        self.tools = dict(tools if tools is not None else dict((k, v) for k, v in TOOLS_ALL.items() if k != "npu-smi"))
         self.online = online
         self.ncpu = max(cpulist.parse(online)) + 1
         self.files["/sys/devices/system/cpu/online"] = online + "\n"
         self.files["/proc/self/status"] = (
             "Name:\tpython3\nState:\tR (running)\nPid:\t4242\n"
-            "Cpus_allowed:\t%s\nCpus_allowed_list:\t%s\nMems_allowed_list:\t%s\n" % (
+            "Cpus_allowed:\t%s\nCpus_allowed_list:\t%s\nMems_allowed_list:\t%s\n"
+            % (
                 cpulist.to_mask(cpulist.parse(allowed or online)),
-                allowed or online, cpulist.format(int(n) for n in nodes) if nodes else "0"))
+                allowed or online,
+                cpulist.format(int(n) for n in nodes) if nodes else "0",
+            )
+        )
         for node, cpus in nodes.items():
             self.files["/sys/devices/system/node/node%s/cpulist" % node] = cpus + "\n"
         # generic kernel files, synthesised on every host: no isolated / nohz_full CPUs
@@ -93,14 +102,16 @@ class Host(object):
             table = cpu_topology.parse_numactl_distances(distance)
             for node in self.nodes:
                 row = table[str(node)]
-                self.files["/sys/devices/system/node/node%s/distance" % node] = " ".join(
-                    str(row[k]) for k in sorted(row, key=int)) + "\n"
+                self.files["/sys/devices/system/node/node%s/distance" % node] = (
+                    " ".join(str(row[k]) for k in sorted(row, key=int)) + "\n"
+                )
         if packages is not None:
             for node, cpus in self.nodes.items():
                 ids = cpulist.parse(cpus)
-                for cpu in (ids[:1] + ids[-1:]):  # none on a memory-only node
-                    self.files["/sys/devices/system/cpu/cpu%d/topology/physical_package_id"
-                               % cpu] = "%d\n" % packages[int(node)]
+                for cpu in ids[:1] + ids[-1:]:  # none on a memory-only node
+                    self.files["/sys/devices/system/cpu/cpu%d/topology/physical_package_id" % cpu] = (
+                        "%d\n" % packages[int(node)]
+                    )
         if siblings is not None:
             seen = set()
             for cpu in cpulist.parse(self.online):
@@ -108,15 +119,15 @@ class Host(object):
                     continue
                 group = sorted(siblings(cpu))
                 seen.update(group)
-                self.files["/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list"
-                           % cpu] = cpulist.format(group) + "\n"
+                self.files["/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list" % cpu] = (
+                    cpulist.format(group) + "\n"
+                )
 
     def lscpu_e(self, nodes):
         rows = []
         for node, cpus in nodes.items():
             rows.extend((cpu, int(node)) for cpu in cpulist.parse(cpus))
-        self.commands["lscpu -e=CPU,NODE"] = ok(
-            "CPU NODE\n" + "".join("%3d %4d\n" % r for r in sorted(rows)))
+        self.commands["lscpu -e=CPU,NODE"] = ok("CPU NODE\n" + "".join("%3d %4d\n" % r for r in sorted(rows)))
 
     def pci(self, bus, numa_node, vendor, device, irq_names=()):
         base = "/sys/bus/pci/devices/" + bus
@@ -148,9 +159,19 @@ class Host(object):
         target = os.path.join(OUT, self.name)
         if os.path.isdir(target):
             shutil.rmtree(target)
-        snapshot.save(target, hostname=self.name, arch=self.arch, captured_at=CAPTURED,
-                      env=self.env, commands=self.commands, links=self.links, tools=self.tools,
-                      files=self.files, dirs=self.dirs, comment=self.comment)
+        snapshot.save(
+            target,
+            hostname=self.name,
+            arch=self.arch,
+            captured_at=CAPTURED,
+            env=self.env,
+            commands=self.commands,
+            links=self.links,
+            tools=self.tools,
+            files=self.files,
+            dirs=self.dirs,
+            comment=self.comment,
+        )
 
 
 def npu_irq_names():
@@ -175,9 +196,11 @@ def kunpeng_4p(packages=True):
     """Kunpeng 920 4-socket, 8 nodes of 24 CPUs, no SMT: the paired distance table; packages
     node // 2 (two dies per socket, the table's 11-apart pairs), or -1 where the host's lscpu
     prints ``Socket(s): -`` (firmware that names no package)."""
-    return {"distance": fixture(KUNPENG_4P_DISTANCES),
-            "packages": dict((n, n // 2 if packages else -1) for n in range(8)),
-            "siblings": no_smt}
+    return {
+        "distance": fixture(KUNPENG_4P_DISTANCES),
+        "packages": dict((n, n // 2 if packages else -1) for n in range(8)),
+        "siblings": no_smt,
+    }
 
 
 A2_TOPO = "ascend/a2-910b3x8_npu-smi-info-t-topo.txt"
@@ -200,7 +223,9 @@ def kunpeng_lscpu_4numa():
 
 
 def a2_map(name, count=8):
-    rows = ["        NPU ID                         Chip ID                        Chip Logic ID                  Chip Name                     "]
+    rows = [
+        "        NPU ID                         Chip ID                        Chip Logic ID                  Chip Name                     "
+    ]
     for n in range(count):
         rows.append("        %-31d%-31d%-31d%s" % (n, 0, n, name))
         rows.append("        %-31d%-31d%-31s%s" % (n, 1, "-", "Mcu"))
@@ -219,13 +244,35 @@ def a2_topo(affinity):
     return "\n".join(out) + "\n"
 
 
-def ascend_host(name, info, mapped, topo, lscpu, nodes, chip_nodes, device, arch="aarch64",
-                tools=None, irqbalance=True, online=None, topo_result=None, comment=None,
-                cpu=None):
+def ascend_host(
+    name,
+    info,
+    mapped,
+    topo,
+    lscpu,
+    nodes,
+    chip_nodes,
+    device,
+    arch="aarch64",
+    tools=None,
+    irqbalance=True,
+    online=None,
+    topo_result=None,
+    comment=None,
+    cpu=None,
+):
     from ansible_collections.npuops.fleet.plugins.module_utils.parse import npu_smi
+
     online = online or cpulist.format(c for v in nodes.values() for c in cpulist.parse(v))
-    host = Host(name, arch, nodes, online, tools=tools if tools is not None else TOOLS_ALL,
-                irqbalance=irqbalance, comment=comment)
+    host = Host(
+        name,
+        arch,
+        nodes,
+        online,
+        tools=tools if tools is not None else TOOLS_ALL,
+        irqbalance=irqbalance,
+        comment=comment,
+    )
     host.commands["npu-smi info"] = ok(info)
     host.commands["npu-smi info -m"] = ok(mapped)
     host.commands["npu-smi info -t topo"] = topo_result or ok(topo)
@@ -279,26 +326,48 @@ def build_ascend():
     a2_info = fixture("ascend/a2-910b3x8_npu-smi-info_v23.0.7.txt")
     kp8 = dict((str(n), "%d-%d" % (24 * n, 24 * n + 23)) for n in range(8))
     # The real machine, as it printed: topo and lscpu verbatim.
-    ascend_host("a2-910b3x8", a2_info, a2_map("Ascend 910B3"), fixture(A2_TOPO),
-                fixture(A2_LSCPU), kp8, [6, 6, 4, 4, 0, 0, 2, 2], "0xd802",
-                comment=A2_REAL_COMMENT, cpu=kunpeng_4p(packages=False))
+    ascend_host(
+        "a2-910b3x8",
+        a2_info,
+        a2_map("Ascend 910B3"),
+        fixture(A2_TOPO),
+        fixture(A2_LSCPU),
+        kp8,
+        [6, 6, 4, 4, 0, 0, 2, 2],
+        "0xd802",
+        comment=A2_REAL_COMMENT,
+        cpu=kunpeng_4p(packages=False),
+    )
 
     # The vllm-ascend design document's layout (not a capture): 4 x 48, NPU pairs 0/2, 1/3...
     kp4 = dict((str(n), "%d-%d" % (48 * n, 48 * n + 47)) for n in range(4))
-    aff = {0: "144-167", 2: "144-167", 1: "0-23", 3: "0-23", 4: "96-119", 6: "96-119",
-           5: "48-71", 7: "48-71"}
-    ascend_host("a2-designdoc", a2_info, a2_map("Ascend 910B3"), a2_topo(aff),
-                kunpeng_lscpu_4numa(), kp4, [3, 0, 3, 0, 2, 1, 2, 1], "0xd802",
-                comment=A2_DESIGNDOC_COMMENT)
+    aff = {0: "144-167", 2: "144-167", 1: "0-23", 3: "0-23", 4: "96-119", 6: "96-119", 5: "48-71", 7: "48-71"}
+    ascend_host(
+        "a2-designdoc",
+        a2_info,
+        a2_map("Ascend 910B3"),
+        a2_topo(aff),
+        kunpeng_lscpu_4numa(),
+        kp4,
+        [3, 0, 3, 0, 2, 1, 2, 1],
+        "0xd802",
+        comment=A2_DESIGNDOC_COMMENT,
+    )
 
-    aff8 = {0: "144-167", 1: "144-167", 2: "96-119", 3: "96-119", 4: "0-23", 5: "0-23",
-            6: "48-71", 7: "48-71"}
-    ascend_host("a2i-910b4x8", fixture("ascend/atlas800i-a2-910b4x8_npu-smi-info_v25.0.rc1.1.txt"),
-                fixture("ascend/atlas800i-a2-910b4x8_npu-smi-info-m.txt"), a2_topo(aff8),
-                fixture("ascend/atlas800i-a2-kunpeng920-5250-192c_lscpu.txt"), kp8,
-                [6, 6, 4, 4, 0, 0, 2, 2],
-                "0xd802", tools=dict((k, v) for k, v in TOOLS_ALL.items() if k != "migratepages"),
-                comment=A2I_COMMENT, cpu=kunpeng_4p())
+    aff8 = {0: "144-167", 1: "144-167", 2: "96-119", 3: "96-119", 4: "0-23", 5: "0-23", 6: "48-71", 7: "48-71"}
+    ascend_host(
+        "a2i-910b4x8",
+        fixture("ascend/atlas800i-a2-910b4x8_npu-smi-info_v25.0.rc1.1.txt"),
+        fixture("ascend/atlas800i-a2-910b4x8_npu-smi-info-m.txt"),
+        a2_topo(aff8),
+        fixture("ascend/atlas800i-a2-kunpeng920-5250-192c_lscpu.txt"),
+        kp8,
+        [6, 6, 4, 4, 0, 0, 2, 2],
+        "0xd802",
+        tools=dict((k, v) for k, v in TOOLS_ALL.items() if k != "migratepages"),
+        comment=A2I_COMMENT,
+        cpu=kunpeng_4p(),
+    )
 
     kp640 = dict((str(n), "%d-%d" % (80 * n, 80 * n + 79)) for n in range(8))
     a3_map = ["NPU ID  Chip ID  Chip Logic ID  Chip Phy-ID  Chip Name"]
@@ -309,15 +378,20 @@ def build_ascend():
     labels = ["Phy-ID%d" % n for n in range(16)]
     a3_topo = ["\t" + "\t".join(labels)]
     for row in range(16):
-        cells = ["X" if row == col else ("SIO" if row // 2 == col // 2 else "HCCS_SW")
-                 for col in range(16)]
+        cells = ["X" if row == col else ("SIO" if row // 2 == col // 2 else "HCCS_SW") for col in range(16)]
         a3_topo.append(labels[row] + "\t" + "\t".join(cells))
-    ascend_host("a3-16die", fixture("ascend/a3-16die_npu-smi-info_v25.3.rc1.txt"),
-                "\n".join(a3_map) + "\n", "\n".join(a3_topo) + "\n",
-                fixture("ascend/kunpeng920-7285z-640c-8numa_lscpu_via-collect-env_vllm-ascend-5825.txt"),
-                kp640, [n // 2 for n in range(16)], "0xd803",
-                # 4 sockets x 2 nodes (lscpu); the SMT numbering and the distances are unknown
-                cpu={"packages": dict((n, n // 2) for n in range(8))})
+    ascend_host(
+        "a3-16die",
+        fixture("ascend/a3-16die_npu-smi-info_v25.3.rc1.txt"),
+        "\n".join(a3_map) + "\n",
+        "\n".join(a3_topo) + "\n",
+        fixture("ascend/kunpeng920-7285z-640c-8numa_lscpu_via-collect-env_vllm-ascend-5825.txt"),
+        kp640,
+        [n // 2 for n in range(16)],
+        "0xd803",
+        # 4 sockets x 2 nodes (lscpu); the SMT numbering and the distances are unknown
+        cpu={"packages": dict((n, n // 2) for n in range(8))},
+    )
 
     build_950()
     build_310p()
@@ -327,16 +401,17 @@ def build_ascend():
 def a2_table(version, rows, processes_header, process_rows, hbm=True, chip_header="Chip"):
     """An npu-smi info table in the documented A2 layout (for hosts without a capture)."""
     sep = "+===========================+===============+====================================================+"
-    out = ["+------------------------------------------------------------------------------------------------+",
-           "| npu-smi %-24s Version: %-38s|" % (version, version),
-           "+---------------------------+---------------+----------------------------------------------------+",
-           "| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|",
-           "| %-25s | Bus-Id        | AICore(%%)   Memory-Usage(MB)  %-19s|" % (
-               chip_header, "HBM-Usage(MB)" if hbm else ""),
-           sep]
+    out = [
+        "+------------------------------------------------------------------------------------------------+",
+        "| npu-smi %-24s Version: %-38s|" % (version, version),
+        "+---------------------------+---------------+----------------------------------------------------+",
+        "| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|",
+        "| %-25s | Bus-Id        | AICore(%%)   Memory-Usage(MB)  %-19s|"
+        % (chip_header, "HBM-Usage(MB)" if hbm else ""),
+        sep,
+    ]
     for npu, name, chip, bus, mem, power in rows:
-        out.append("| %-5d %-19s | OK            | %-11s 40                0    / 0             |" % (
-            npu, name, power))
+        out.append("| %-5d %-19s | OK            | %-11s 40                0    / 0             |" % (npu, name, power))
         out.append("| %-25s | %-13s | 0           %-50s|" % (chip, bus, mem))
         out.append(sep)
     out.append("+---------------------------+---------------+----------------------------------------------------+")
@@ -348,47 +423,67 @@ def a2_table(version, rows, processes_header, process_rows, hbm=True, chip_heade
 
 
 def build_950():
-    buses = ["0000:%02x:00.0" % b for b in (0x01, 0x02, 0x41, 0x42, 0x81, 0x82, 0xc1, 0xc2)]
-    rows = [(n, "Ascend950DT", "0", buses[n], "0    / 0          3100 / 147456", "120.5")
-            for n in range(8)]
-    procs = ["| 0                          | 2018733       | VLLMWorker_TP            | 30212                   |",
-             "| 1                          | 2018734       | VLLMWorker_TP            | 30212                   |"]
-    procs += ["| No running processes found in NPU %d                                                            |" % n
-              for n in range(2, 8)]
-    info = a2_table("25.5.0", rows,
-                    "| NPU ID                    | Process id    | Process name             | Process memory(MB)       |",
-                    procs)
+    buses = ["0000:%02x:00.0" % b for b in (0x01, 0x02, 0x41, 0x42, 0x81, 0x82, 0xC1, 0xC2)]
+    rows = [(n, "Ascend950DT", "0", buses[n], "0    / 0          3100 / 147456", "120.5") for n in range(8)]
+    procs = [
+        "| 0                          | 2018733       | VLLMWorker_TP            | 30212                   |",
+        "| 1                          | 2018734       | VLLMWorker_TP            | 30212                   |",
+    ]
+    procs += [
+        "| No running processes found in NPU %d                                                            |" % n
+        for n in range(2, 8)
+    ]
+    info = a2_table(
+        "25.5.0",
+        rows,
+        "| NPU ID                    | Process id    | Process name             | Process memory(MB)       |",
+        procs,
+    )
     mapped = "NPU ID  Slot ID  Chip ID  Chip Phy-ID  Chip Name\n" + "".join(
-        "%d %d 0 %d Ascend950DT\n" % (n, n, n) for n in range(8))
+        "%d %d 0 %d Ascend950DT\n" % (n, n, n) for n in range(8)
+    )
     labels = ["NPU%d" % n for n in range(8)] + ["NIC0"]
     topo = ["       " + "       ".join(labels)]
     for row in labels:
-        topo.append(row + "       " + "       ".join(
-            "X" if row == col else ("NA" if "NIC" in row + col else "UB") for col in labels))
+        topo.append(
+            row
+            + "       "
+            + "       ".join("X" if row == col else ("NA" if "NIC" in row + col else "UB") for col in labels)
+        )
     nodes = dict((str(n), "%d-%d" % (96 * n, 96 * n + 95)) for n in range(4))
-    lscpu = ("Architecture:                       aarch64\nCPU(s):                             384\n"
-             "On-line CPU(s) list:                0-383\nVendor ID:                          HiSilicon\n"
-             "Model name:                         Kunpeng-920\nThread(s) per core:                 1\n"
-             "Core(s) per socket:                 96\nSocket(s):                          4\n"
-             "NUMA node(s):                       4\n" + "".join(
-                 "NUMA node%d CPU(s):                  %s\n" % (n, nodes[str(n)]) for n in range(4)))
-    ascend_host("a5-950", info, mapped, "\n".join(topo) + "\n", lscpu, nodes,
-                [0, 0, 1, 1, 2, 2, 3, 3], "0xd806")
+    lscpu = (
+        "Architecture:                       aarch64\nCPU(s):                             384\n"
+        "On-line CPU(s) list:                0-383\nVendor ID:                          HiSilicon\n"
+        "Model name:                         Kunpeng-920\nThread(s) per core:                 1\n"
+        "Core(s) per socket:                 96\nSocket(s):                          4\n"
+        "NUMA node(s):                       4\n"
+        + "".join("NUMA node%d CPU(s):                  %s\n" % (n, nodes[str(n)]) for n in range(4))
+    )
+    ascend_host("a5-950", info, mapped, "\n".join(topo) + "\n", lscpu, nodes, [0, 0, 1, 1, 2, 2, 3, 3], "0xd806")
 
     # the real 950DT table of npu-smi 25.6.rc1: NPU ID column, Bus-Id NA, NPUs 0,1,6,7
     ids = (0, 1, 6, 7)
     mapped = "NPU ID  Slot ID  Chip ID  Chip Phy-ID  Chip Name\n" + "".join(
-        "%d %d 0 %d Ascend950DT\n" % (n, n, n) for n in ids)
+        "%d %d 0 %d Ascend950DT\n" % (n, n, n) for n in ids
+    )
     labels = ["NPU%d" % n for n in ids]
     topo = ["       " + "       ".join(labels)]
     for row in labels:
         topo.append(row + "       " + "       ".join("X" if row == col else "UB" for col in labels))
-    ascend_host("a5-950dt-nabus", fixture(A5_NA_INFO), mapped, "\n".join(topo) + "\n", lscpu,
-                nodes, [], "0xd806", comment=A5_NA_COMMENT)
+    ascend_host(
+        "a5-950dt-nabus",
+        fixture(A5_NA_INFO),
+        mapped,
+        "\n".join(topo) + "\n",
+        lscpu,
+        nodes,
+        [],
+        "0xd806",
+        comment=A5_NA_COMMENT,
+    )
 
 
-A5_NA_INFO = ("ascend/a5-950dt_npu-smi-info_v25.6.rc1_npu-id-column_NA-bus_non-contiguous-ids_"
-              "parser-test.txt")
+A5_NA_INFO = "ascend/a5-950dt_npu-smi-info_v25.6.rc1_npu-id-column_NA-bus_non-contiguous-ids_parser-test.txt"
 A5_NA_COMMENT = """a5-950dt-nabus: Ascend 950DT, 4 NPUs (ids 0,1,6,7). Real: npu-smi info of npu-smi
 25.6.rc1 as another project's parser test holds it (a separate NPU ID column, Bus-Id NA, NPU
 Util(%)). Synthesised: -m (950 layout, logic id = NPU id), a UB topo matrix without CPU
@@ -399,48 +494,103 @@ def build_310p():
     lscpu = fixture("cpu/mi300x-host_2x-xeon8462y+_interleaved-numa_128cpu_lscpu.txt")
     nodes = {"0": cpulist.format(range(0, 128, 2)), "1": cpulist.format(range(1, 128, 2))}
     buses = ["0000:3b:00.0", "0000:3b:00.0", "0000:86:00.0", "0000:86:00.0"]
-    rows = [(n // 2, "310P3", "%d     %d" % (n % 2, n), buses[n], "0    / 0          %-31s" % "1720 / 44280", "NA")
-            for n in range(4)]
-    info = a2_table("23.0.rc3", rows,
-                    "| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |",
-                    ["| No running processes found in NPU %d                                                            |" % n
-                     for n in range(2)], hbm=False, chip_header="Chip  Device")
+    rows = [
+        (n // 2, "310P3", "%d     %d" % (n % 2, n), buses[n], "0    / 0          %-31s" % "1720 / 44280", "NA")
+        for n in range(4)
+    ]
+    info = a2_table(
+        "23.0.rc3",
+        rows,
+        "| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |",
+        [
+            "| No running processes found in NPU %d                                                            |" % n
+            for n in range(2)
+        ],
+        hbm=False,
+        chip_header="Chip  Device",
+    )
     # No HBM column on 310P: the memory pair is DDR.
     info = info.replace("0    / 0          1720 / 44280", "1720 / 44280               ")
-    mapped = "NPU ID  Chip ID  Chip Logic ID  Chip Name\n" + "".join(
-        "%d %d %d Ascend 310P3\n" % (n // 2, n % 2, n) for n in range(4)) + "0 2 - Mcu\n1 2 - Mcu\n"
-    topo = ("\t   NPU0       NPU1       NPU2       NPU3       CPU Affinity\n"
-            "NPU0       X          PIX        SYS        SYS        %s\n"
-            "NPU1       PIX        X          SYS        SYS        %s\n"
-            "NPU2       SYS        SYS        X          PIX        %s\n"
-            "NPU3       SYS        SYS        PIX        X          %s\n" % (
-                nodes["0"], nodes["0"], nodes["1"], nodes["1"]))
-    ascend_host("atlas300-310p", info, mapped, topo, lscpu, nodes, [0, 0, 1, 1], "0xd500",
-                arch="x86_64", irqbalance=False, cpu=XEON_8462Y)
+    mapped = (
+        "NPU ID  Chip ID  Chip Logic ID  Chip Name\n"
+        + "".join("%d %d %d Ascend 310P3\n" % (n // 2, n % 2, n) for n in range(4))
+        + "0 2 - Mcu\n1 2 - Mcu\n"
+    )
+    topo = (
+        "\t   NPU0       NPU1       NPU2       NPU3       CPU Affinity\n"
+        "NPU0       X          PIX        SYS        SYS        %s\n"
+        "NPU1       PIX        X          SYS        SYS        %s\n"
+        "NPU2       SYS        SYS        X          PIX        %s\n"
+        "NPU3       SYS        SYS        PIX        X          %s\n" % (nodes["0"], nodes["0"], nodes["1"], nodes["1"])
+    )
+    ascend_host(
+        "atlas300-310p",
+        info,
+        mapped,
+        topo,
+        lscpu,
+        nodes,
+        [0, 0, 1, 1],
+        "0xd500",
+        arch="x86_64",
+        irqbalance=False,
+        cpu=XEON_8462Y,
+    )
 
 
 def build_910a():
     nodes = dict((str(n), "%d-%d" % (24 * n, 24 * n + 23)) for n in range(8))
-    order = ["0000:61:00.0", "0000:60:00.0", "0000:3e:00.0", "0000:3d:00.0",
-             "0000:b1:00.0", "0000:b2:00.0", "0000:da:00.0", "0000:db:00.0"]
+    order = [
+        "0000:61:00.0",
+        "0000:60:00.0",
+        "0000:3e:00.0",
+        "0000:3d:00.0",
+        "0000:b1:00.0",
+        "0000:b2:00.0",
+        "0000:da:00.0",
+        "0000:db:00.0",
+    ]
     rows = [(n, "910A", "0", order[n], "0    / 0          %-31s" % "2621 / 32768", "70.2") for n in range(8)]
-    info = a2_table("23.0.5", rows,
-                    "| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |",
-                    ["| No running processes found in NPU %d                                                            |" % n
-                     for n in range(8)])
-    node_of = {"0000:61:00.0": 2, "0000:60:00.0": 2, "0000:3e:00.0": 1, "0000:3d:00.0": 1,
-               "0000:b1:00.0": 5, "0000:b2:00.0": 5, "0000:da:00.0": 6, "0000:db:00.0": 6}
-    ascend_host("a910a-9000", info, fixture("ascend/atlas800-9000-910a_npu-smi-info-m.txt"), "",
-                fixture("ascend/atlas800i-a2-kunpeng920-5250-192c_lscpu.txt"), nodes,
-                [node_of[b] for b in order], "0xd801", cpu=kunpeng_4p(),
-                topo_result={"rc": 255, "stdout": "",
-                             "stderr": "This device does not support querying topo.\n"})
+    info = a2_table(
+        "23.0.5",
+        rows,
+        "| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |",
+        [
+            "| No running processes found in NPU %d                                                            |" % n
+            for n in range(8)
+        ],
+    )
+    node_of = {
+        "0000:61:00.0": 2,
+        "0000:60:00.0": 2,
+        "0000:3e:00.0": 1,
+        "0000:3d:00.0": 1,
+        "0000:b1:00.0": 5,
+        "0000:b2:00.0": 5,
+        "0000:da:00.0": 6,
+        "0000:db:00.0": 6,
+    }
+    ascend_host(
+        "a910a-9000",
+        info,
+        fixture("ascend/atlas800-9000-910a_npu-smi-info-m.txt"),
+        "",
+        fixture("ascend/atlas800i-a2-kunpeng920-5250-192c_lscpu.txt"),
+        nodes,
+        [node_of[b] for b in order],
+        "0xd801",
+        cpu=kunpeng_4p(),
+        topo_result={"rc": 255, "stdout": "", "stderr": "This device does not support querying topo.\n"},
+    )
     target = os.path.join(OUT, "a910a-9000")
     # Board outputs are real captures a planner or audit may query.
-    _add_commands(target, {
-        "npu-smi info -t board -i 0": fixture("ascend/atlas800-9000-910a_npu-smi-info-i0-t-board.txt"),
-        "npu-smi info -t board -i 0 -c 0": fixture("ascend/atlas800-9000-910a_npu-smi-info-i0-c0-t-board.txt"),
-    })
+    _add_commands(
+        target,
+        {
+            "npu-smi info -t board -i 0": fixture("ascend/atlas800-9000-910a_npu-smi-info-i0-t-board.txt"),
+            "npu-smi info -t board -i 0 -c 0": fixture("ascend/atlas800-9000-910a_npu-smi-info-i0-c0-t-board.txt"),
+        },
+    )
 
 
 def _add_commands(target, extra):
@@ -450,28 +600,63 @@ def _add_commands(target, extra):
         commands[key] = ok(text)
     files = snapshot.fs_files(target)  # host paths (on-disk names are escaped)
     shutil.rmtree(target)
-    snapshot.save(target, hostname=data["hostname"], arch=data["arch"], captured_at=data["captured_at"],
-                  env=data["env"], commands=commands, links=data["links"], tools=data["tools"],
-                  files=files)
+    snapshot.save(
+        target,
+        hostname=data["hostname"],
+        arch=data["arch"],
+        captured_at=data["captured_at"],
+        env=data["env"],
+        commands=commands,
+        links=data["links"],
+        tools=data["tools"],
+        files=files,
+    )
 
 
-def nvidia_host(name, topo_fixture, nodes, online, lscpu, gpu_buses, gpu_nodes, nics,
-                allowed=None, tpc=2, cpu=None, comment=None, ports=None, arch="x86_64",
-                gpu_device="0x20b0"):
-    host = Host(name, arch, nodes, online, allowed=allowed,
-                tools=dict(TOOLS_ALL, **{"nvidia-smi": "/usr/bin/nvidia-smi"}), comment=comment)
+def nvidia_host(
+    name,
+    topo_fixture,
+    nodes,
+    online,
+    lscpu,
+    gpu_buses,
+    gpu_nodes,
+    nics,
+    allowed=None,
+    tpc=2,
+    cpu=None,
+    comment=None,
+    ports=None,
+    arch="x86_64",
+    gpu_device="0x20b0",
+):
+    host = Host(
+        name,
+        arch,
+        nodes,
+        online,
+        allowed=allowed,
+        tools=dict(TOOLS_ALL, **{"nvidia-smi": "/usr/bin/nvidia-smi"}),
+        comment=comment,
+    )
     host.cpu_topology(**(cpu or {}))
     del host.tools["npu-smi"]
     host.commands["nvidia-smi topo -m"] = ok(fixture(topo_fixture))
     host.commands["nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader"] = ok(
-        "".join("%d, 0000%s\n" % (i, b.upper()) for i, b in enumerate(gpu_buses)))
+        "".join("%d, 0000%s\n" % (i, b.upper()) for i, b in enumerate(gpu_buses))
+    )
     host.commands["lscpu"] = ok(lscpu)
     host.lscpu_e(nodes)
     for bus, node in zip(gpu_buses, gpu_nodes):
         host.pci(bus, node, "0x10de", gpu_device)
     for nic_name, bus, node, netdev in nics:
-        host.pci(bus, node, "0x15b3", "0x1017",
-                 ["mlx5_async@pci:" + bus] + ["mlx5_comp%d@pci:%s" % (c, bus) for c in range(4)])
+        host.pci(
+            bus,
+            node,
+            "0x15b3",
+            "0x1017",
+            ["mlx5_async@pci:" + bus] + ["mlx5_comp%d@pci:%s" % (c, bus) for c in range(4)],
+        )
         dev = "/sys/class/infiniband/%s/device" % nic_name
         host.links[dev] = "/sys/devices/pci0000:%s/%s" % (bus[5:7], bus)
         host.files[dev + "/numa_node"] = "%d\n" % node
@@ -486,62 +671,118 @@ def nvidia_host(name, topo_fixture, nodes, online, lscpu, gpu_buses, gpu_nodes, 
 
 
 def synth_lscpu(cpus, tpc, sockets, model, nodes):
-    return ("Architecture:        x86_64\nCPU(s):              %d\nOn-line CPU(s) list: 0-%d\n"
-            "Thread(s) per core:  %d\nCore(s) per socket:  %d\nSocket(s):           %d\n"
-            "NUMA node(s):        %d\nVendor ID:           GenuineIntel\nModel name:          %s\n" % (
-                cpus, cpus - 1, tpc, cpus // tpc // sockets, sockets, len(nodes), model) +
-            "".join("NUMA node%s CPU(s):   %s\n" % (k, v) for k, v in nodes.items()))
+    return (
+        "Architecture:        x86_64\nCPU(s):              %d\nOn-line CPU(s) list: 0-%d\n"
+        "Thread(s) per core:  %d\nCore(s) per socket:  %d\nSocket(s):           %d\n"
+        "NUMA node(s):        %d\nVendor ID:           GenuineIntel\nModel name:          %s\n"
+        % (cpus, cpus - 1, tpc, cpus // tpc // sockets, sockets, len(nodes), model)
+        + "".join("NUMA node%s CPU(s):   %s\n" % (k, v) for k, v in nodes.items())
+    )
 
 
 def build_nvidia():
     epyc = dict((str(n), "%d-%d,%d-%d" % (16 * n, 16 * n + 15, 128 + 16 * n, 143 + 16 * n)) for n in range(8))
-    dgx_gpus = ["0000:07:00.0", "0000:0f:00.0", "0000:47:00.0", "0000:4e:00.0",
-                "0000:87:00.0", "0000:90:00.0", "0000:b7:00.0", "0000:bd:00.0"]
-    nic_bus = ["0000:0c:00.0", "0000:0d:00.0", "0000:4b:00.0", "0000:4c:00.0", "0000:8b:00.0",
-               "0000:8c:00.0", "0000:ba:00.0", "0000:bb:00.0", "0000:e1:00.0", "0000:e1:00.1"]
+    dgx_gpus = [
+        "0000:07:00.0",
+        "0000:0f:00.0",
+        "0000:47:00.0",
+        "0000:4e:00.0",
+        "0000:87:00.0",
+        "0000:90:00.0",
+        "0000:b7:00.0",
+        "0000:bd:00.0",
+    ]
+    nic_bus = [
+        "0000:0c:00.0",
+        "0000:0d:00.0",
+        "0000:4b:00.0",
+        "0000:4c:00.0",
+        "0000:8b:00.0",
+        "0000:8c:00.0",
+        "0000:ba:00.0",
+        "0000:bb:00.0",
+        "0000:e1:00.0",
+        "0000:e1:00.1",
+    ]
     nic_nodes = [3, 3, 1, 1, 7, 7, 5, 5, 2, 2]
-    nvidia_host("dgx-a100",
-                "nvidia/dgx-a100-class_8xA100-SXM_epyc7742-nps4_10nic_drv525_nvidia-smi-topo-m.txt",
-                epyc, "0-255", fixture("cpu/dgx-a100-class_2x-epyc7742_nps4_256cpu_lscpu.txt"),
-                dgx_gpus, [3, 3, 1, 1, 7, 7, 5, 5],
-                [("mlx5_%d" % n, nic_bus[n], nic_nodes[n], "ibp%ds0" % (n + 12)) for n in range(10)],
-                cpu={"distance": fixture(EPYC_NPS4_DISTANCES),
-                     "packages": dict((n, n // 4) for n in range(8)),
-                     "siblings": lambda cpu: [cpu % 128, cpu % 128 + 128]},
-                comment=DGX_COMMENT, ports=DGX_PORTS)
+    nvidia_host(
+        "dgx-a100",
+        "nvidia/dgx-a100-class_8xA100-SXM_epyc7742-nps4_10nic_drv525_nvidia-smi-topo-m.txt",
+        epyc,
+        "0-255",
+        fixture("cpu/dgx-a100-class_2x-epyc7742_nps4_256cpu_lscpu.txt"),
+        dgx_gpus,
+        [3, 3, 1, 1, 7, 7, 5, 5],
+        [("mlx5_%d" % n, nic_bus[n], nic_nodes[n], "ibp%ds0" % (n + 12)) for n in range(10)],
+        cpu={
+            "distance": fixture(EPYC_NPS4_DISTANCES),
+            "packages": dict((n, n // 4) for n in range(8)),
+            "siblings": lambda cpu: [cpu % 128, cpu % 128 + 128],
+        },
+        comment=DGX_COMMENT,
+        ports=DGX_PORTS,
+    )
 
     one = {"0": "0-191"}
-    h100_gpus = ["0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0",
-                 "0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0"]
-    h100_nics = ["0000:%02x:00.0" % b for b in (0x19, 0x2b, 0x3b, 0x4c, 0x4d, 0x5e, 0x9b, 0xac,
-                                                0xbb, 0xcc, 0xcd, 0xdc)]
-    nvidia_host("h100-numaoff", "nvidia/h100-8gpu-12nic_numa-off_host-0007_nvidia-smi-topo-m.txt",
-                one, "0-191", synth_lscpu(192, 2, 2, "Intel(R) Xeon(R) Platinum 8468", one),
-                h100_gpus, [-1] * 8,
-                [("mlx5_%d" % n, h100_nics[n], -1, "ibs%d" % n) for n in range(12)])
+    h100_gpus = [
+        "0000:18:00.0",
+        "0000:2a:00.0",
+        "0000:3a:00.0",
+        "0000:5d:00.0",
+        "0000:9a:00.0",
+        "0000:ab:00.0",
+        "0000:ba:00.0",
+        "0000:db:00.0",
+    ]
+    h100_nics = ["0000:%02x:00.0" % b for b in (0x19, 0x2B, 0x3B, 0x4C, 0x4D, 0x5E, 0x9B, 0xAC, 0xBB, 0xCC, 0xCD, 0xDC)]
+    nvidia_host(
+        "h100-numaoff",
+        "nvidia/h100-8gpu-12nic_numa-off_host-0007_nvidia-smi-topo-m.txt",
+        one,
+        "0-191",
+        synth_lscpu(192, 2, 2, "Intel(R) Xeon(R) Platinum 8468", one),
+        h100_gpus,
+        [-1] * 8,
+        [("mlx5_%d" % n, h100_nics[n], -1, "ibs%d" % n) for n in range(12)],
+    )
 
     inter = {"0": cpulist.format(range(0, 96, 2)), "1": cpulist.format(range(1, 96, 2))}
-    pli_nics = ["0000:1b:00.0", "0000:1b:00.1", "0000:5e:00.0", "0000:9c:00.0", "0000:9c:00.1",
-                "0000:bc:00.0"]
-    nvidia_host("h100-cgroup",
-                "nvidia/h100-8gpu-6nic_princeton-pli_cgroup-limited-affinity_drv545_nvidia-smi-topo-m.txt",
-                inter, "0-95",
-                fixture("cpu/hgx-h100-princeton-pli_2x-xeon8468_ht-off_interleaved-numa_96cpu_lscpu.txt"),
-                ["0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0",
-                 "0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0"],
-                [0, 0, 0, 0, 1, 1, 1, 1],
-                [("mlx5_%d" % n, pli_nics[n], [0, 0, 0, 1, 1, 1][n], "ib%d" % n) for n in range(6)],
-                allowed="1", tpc=1,
-                # its real numactl -H distances (10/21); HT off; a socket per node
-                cpu={"distance": fixture(PLI_NUMACTL), "packages": {0: 0, 1: 1},
-                     "siblings": no_smt})
+    pli_nics = ["0000:1b:00.0", "0000:1b:00.1", "0000:5e:00.0", "0000:9c:00.0", "0000:9c:00.1", "0000:bc:00.0"]
+    nvidia_host(
+        "h100-cgroup",
+        "nvidia/h100-8gpu-6nic_princeton-pli_cgroup-limited-affinity_drv545_nvidia-smi-topo-m.txt",
+        inter,
+        "0-95",
+        fixture("cpu/hgx-h100-princeton-pli_2x-xeon8468_ht-off_interleaved-numa_96cpu_lscpu.txt"),
+        [
+            "0000:18:00.0",
+            "0000:2a:00.0",
+            "0000:3a:00.0",
+            "0000:5d:00.0",
+            "0000:9a:00.0",
+            "0000:ab:00.0",
+            "0000:ba:00.0",
+            "0000:db:00.0",
+        ],
+        [0, 0, 0, 0, 1, 1, 1, 1],
+        [("mlx5_%d" % n, pli_nics[n], [0, 0, 0, 1, 1, 1][n], "ib%d" % n) for n in range(6)],
+        allowed="1",
+        tpc=1,
+        # its real numactl -H distances (10/21); HT off; a socket per node
+        cpu={"distance": fixture(PLI_NUMACTL), "packages": {0: 0, 1: 1}, "siblings": no_smt},
+    )
 
     pcie_nodes = {"0": "0-31,64-95", "1": "32-63,96-127"}
-    nvidia_host("pcie-8gpu", "nvidia/pcie-8gpu_no-nvlink_no-nic_odd-cpu-range_nvidia-smi-topo-m.txt",
-                pcie_nodes, "0-127",
-                synth_lscpu(128, 2, 2, "Intel(R) Xeon(R) Gold 6348", pcie_nodes),
-                ["0000:%02x:00.0" % b for b in (0x1a, 0x1b, 0x3d, 0x3e, 0x9c, 0x9d, 0xbc, 0xbd)],
-                [0, 0, 0, 0, 1, 1, 1, 1], [])
+    nvidia_host(
+        "pcie-8gpu",
+        "nvidia/pcie-8gpu_no-nvlink_no-nic_odd-cpu-range_nvidia-smi-topo-m.txt",
+        pcie_nodes,
+        "0-127",
+        synth_lscpu(128, 2, 2, "Intel(R) Xeon(R) Gold 6348", pcie_nodes),
+        ["0000:%02x:00.0" % b for b in (0x1A, 0x1B, 0x3D, 0x3E, 0x9C, 0x9D, 0xBC, 0xBD)],
+        [0, 0, 0, 0, 1, 1, 1, 1],
+        [],
+    )
 
     build_gb200()
 
@@ -559,26 +800,45 @@ def build_gb200():
     nodes = dict((str(n), "") for n in range(34))
     nodes["0"], nodes["1"] = "0-71", "72-143"
     lscpu = fixture("cpu/gb200-tray_2x-grace-72c_PARTIAL_lscpu.txt") + (
-        "NUMA node(s):                         34\n" + "".join(
-            "NUMA node%d CPU(s):%s%s\n" % (n, " " * (22 - len(str(n))), nodes[str(n)])
-            for n in range(34)))
+        "NUMA node(s):                         34\n"
+        + "".join("NUMA node%d CPU(s):%s%s\n" % (n, " " * (22 - len(str(n))), nodes[str(n)]) for n in range(34))
+    )
     buses = ["0008:01:00.0", "0009:01:00.0", "0018:01:00.0", "0019:01:00.0"]
-    nic_bus = ["0000:03:00.0", "0000:03:00.1", "0002:03:00.0", "0002:03:00.1",
-               "0010:03:00.0", "0010:03:00.1", "0012:03:00.0", "0012:03:00.1"]
-    nvidia_host("gb200-4gpu",
-                "nvidia/gb200-4gpu-8nic_grace-2socket_numa-affinity-node-list_nvidia-smi-topo-m.txt",
-                nodes, "0-143", lscpu, buses, [0, 0, 1, 1],
-                [("mlx5_%d" % n, nic_bus[n], n // 4, "ibp%ds0" % n) for n in range(8)],
-                arch="aarch64", gpu_device="0x2941", comment=GB200_COMMENT,
-                cpu={"packages": dict((n, n) for n in range(2)), "siblings": no_smt})
+    nic_bus = [
+        "0000:03:00.0",
+        "0000:03:00.1",
+        "0002:03:00.0",
+        "0002:03:00.1",
+        "0010:03:00.0",
+        "0010:03:00.1",
+        "0012:03:00.0",
+        "0012:03:00.1",
+    ]
+    nvidia_host(
+        "gb200-4gpu",
+        "nvidia/gb200-4gpu-8nic_grace-2socket_numa-affinity-node-list_nvidia-smi-topo-m.txt",
+        nodes,
+        "0-143",
+        lscpu,
+        buses,
+        [0, 0, 1, 1],
+        [("mlx5_%d" % n, nic_bus[n], n // 4, "ibp%ds0" % n) for n in range(8)],
+        arch="aarch64",
+        gpu_device="0x2941",
+        comment=GB200_COMMENT,
+        cpu={"packages": dict((n, n) for n in range(2)), "siblings": no_smt},
+    )
 
 
 # RDMA ports (synthesised): 8 compute HCAs HDR 200 Gb/s InfiniBand, the dual-port storage card
 # (mlx5_8 / mlx5_9 on 0000:e1:00.0 / .1) Ethernet with its second port down.
-DGX_PORTS = dict([("mlx5_%d" % n, ("4: ACTIVE", "200 Gb/sec (4X HDR)", "InfiniBand"))
-                  for n in range(8)] +
-                 [("mlx5_8", ("4: ACTIVE", "100 Gb/sec (2X HDR)", "Ethernet")),
-                  ("mlx5_9", ("1: DOWN", "40 Gb/sec (4X QDR)", "Ethernet"))])
+DGX_PORTS = dict(
+    [("mlx5_%d" % n, ("4: ACTIVE", "200 Gb/sec (4X HDR)", "InfiniBand")) for n in range(8)]
+    + [
+        ("mlx5_8", ("4: ACTIVE", "100 Gb/sec (2X HDR)", "Ethernet")),
+        ("mlx5_9", ("1: DOWN", "40 Gb/sec (4X QDR)", "Ethernet")),
+    ]
+)
 
 DGX_COMMENT = """dgx-a100: 8x A100 SXM, 2x EPYC 7742 in NPS4 (8 NUMA nodes, SMT siblings N and N+128).
 Real: nvidia-smi topo -m and the host's lscpu. Synthesised: bus ids, NIC sysfs, IRQs.
@@ -602,19 +862,25 @@ def build_amd():
     host.commands["lscpu"] = ok(fixture("cpu/mi300x-host_2x-xeon8462y+_interleaved-numa_128cpu_lscpu.txt"))
     host.lscpu_e(nodes)
     host.commands["rocm-smi --showtopo"] = ok(fixture("amd/mi300x-8gpu_rocm-smi-showtopo_rocm6.2.txt"))
-    gpu_buses = ["0000:%02x:00.0" % b for b in (0x05, 0x26, 0x46, 0x65, 0x85, 0xa6, 0xc6, 0xe5)]
+    gpu_buses = ["0000:%02x:00.0" % b for b in (0x05, 0x26, 0x46, 0x65, 0x85, 0xA6, 0xC6, 0xE5)]
     host.commands["rocm-smi --showbus"] = ok(
         "============================ ROCm System Management Interface ============================\n"
-        "======================================= PCI Bus ID =======================================\n" +
-        "".join("GPU[%d]\t\t: PCI Bus: %s\n" % (i, b) for i, b in enumerate(gpu_buses)) +
-        "================================== End of ROCm SMI Log ===================================\n")
+        "======================================= PCI Bus ID =======================================\n"
+        + "".join("GPU[%d]\t\t: PCI Bus: %s\n" % (i, b) for i, b in enumerate(gpu_buses))
+        + "================================== End of ROCm SMI Log ===================================\n"
+    )
     for index, bus in enumerate(gpu_buses):
         host.pci(bus, index // 4, "0x1002", "0x74a1")
     for n in range(8):
-        bus = "0000:%02x:00.0" % (0x0c + 0x20 * n)
+        bus = "0000:%02x:00.0" % (0x0C + 0x20 * n)
         nic, node = "mlx5_%d" % n, n // 4
-        host.pci(bus, node, "0x15b3", "0x1021",
-                 ["mlx5_async@pci:" + bus] + ["mlx5_comp%d@pci:%s" % (c, bus) for c in range(4)])
+        host.pci(
+            bus,
+            node,
+            "0x15b3",
+            "0x1021",
+            ["mlx5_async@pci:" + bus] + ["mlx5_comp%d@pci:%s" % (c, bus) for c in range(4)],
+        )
         dev = "/sys/class/infiniband/%s/device" % nic
         host.links[dev] = "/sys/devices/pci0000:%s/%s" % (bus[5:7], bus)
         host.files[dev + "/numa_node"] = "%d\n" % node
@@ -628,8 +894,13 @@ def build_amd():
 
 def build_none():
     nodes = {"0": cpulist.format(range(0, 128, 2)), "1": cpulist.format(range(1, 128, 2))}
-    host = Host("x86-none", "x86_64", nodes, "0-127",
-                tools=dict((k, v) for k, v in TOOLS_ALL.items() if k not in ("npu-smi", "migratepages")))
+    host = Host(
+        "x86-none",
+        "x86_64",
+        nodes,
+        "0-127",
+        tools=dict((k, v) for k, v in TOOLS_ALL.items() if k not in ("npu-smi", "migratepages")),
+    )
     host.cpu_topology(**XEON_8462Y)
     host.commands["lscpu"] = ok(fixture("cpu/mi300x-host_2x-xeon8462y+_interleaved-numa_128cpu_lscpu.txt"))
     host.lscpu_e(nodes)

@@ -16,6 +16,7 @@ scripts/gen_argument_specs.py renders three marked blocks of the role:
 A module option without a row, a row whose option the module lost, or a type the role cannot
 carry is an error (``--check`` fails): the role cannot lag the module.
 """
+
 import ast
 import os
 import re
@@ -60,13 +61,17 @@ OPTIONS = {
     "kubelet_version": {"var": "npuops_k8s_kubelet_version", "default": "", "unset": ""},
     "alpha_gates": {"var": "npuops_k8s_alpha_gates", "default": False},
     "strict_cpu_reservation": {
-        "var": "npuops_k8s_strict_cpu_reservation", "default": "auto", "type": "str",
+        "var": "npuops_k8s_strict_cpu_reservation",
+        "default": "auto",
+        "type": "str",
         "choices": ["auto", "on", "off"],
         "expr": "{{ omit if npuops_k8s_strict_cpu_reservation == 'auto' else npuops_k8s_strict_cpu_reservation == 'on' }}",
         "description": [
             "C(strict-cpu-reservation) (KEP-4540): V(auto) adds it where the kubelet accepts it without a gate that "
             "is off by default (beta from 1.33, GA 1.35), or on 1.32 with O(npuops_k8s_alpha_gates); V(on) fails on "
-            "a kubelet that does not take it, naming the option; V(off) never adds it."]},
+            "a kubelet that does not take it, naming the option; V(off) never adds it."
+        ],
+    },
     "host_root": {"fixed": "{{ npuops_host_root }}"},
 }
 # The module's type -> the role variable's: a path option is carried as a string (empty = unset)
@@ -80,10 +85,17 @@ def module_spec(repo):
     with open(path) as handle:
         tree = ast.parse(handle.read(), path)
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "run" and node.args
-                and isinstance(node.args[0], ast.Call) and getattr(node.args[0].func, "id", None) == "dict"):
-            return dict((kw.arg, dict((k.arg, ast.literal_eval(k.value)) for k in kw.value.keywords))
-                        for kw in node.args[0].keywords)
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", None) == "run"
+            and node.args
+            and isinstance(node.args[0], ast.Call)
+            and getattr(node.args[0].func, "id", None) == "dict"
+        ):
+            return dict(
+                (kw.arg, dict((k.arg, ast.literal_eval(k.value)) for k in kw.value.keywords))
+                for kw in node.args[0].keywords
+            )
     raise SystemExit("%s: no run(dict(...)) call (its argument spec) in main()" % MODULE)
 
 
@@ -95,19 +107,23 @@ def module_docs(repo):
     for node in tree.body:
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "DOCUMENTATION":
             options = yaml.safe_load(ast.literal_eval(node.value))["options"]
-            return dict((name, [d] if isinstance(d, str) else list(d))
-                        for name, d in ((n, o["description"]) for n, o in options.items()))
+            return dict(
+                (name, [d] if isinstance(d, str) else list(d))
+                for name, d in ((n, o["description"]) for n, o in options.items())
+            )
     raise SystemExit("%s: no DOCUMENTATION" % MODULE)
 
 
 def _role_markup(text):
     """O(option) of the module -> O(npuops_k8s_*) of the role; an option the role does not carry -> C()."""
+
     def swap(match):
         kind, name = match.groups()
         if kind != "O":
             return match.group(0)
         row = OPTIONS.get(name, {})
         return "O(%s)" % row["var"] if "var" in row else "C(%s)" % name
+
     return _MARKUP.sub(swap, text)
 
 
@@ -118,10 +134,17 @@ def rows(repo):
     missing = [name for name in spec if name not in OPTIONS]
     gone = [name for name in OPTIONS if name not in spec]
     if missing or gone:
-        raise SystemExit("the k8s_node role lags %s: %s (add or remove its row in OPTIONS, "
-                         "scripts/k8s_node_options.py)"
-                         % (MODULE, "; ".join(["option %s has no role variable" % n for n in missing]
-                                              + ["option %s is no longer the module's" % n for n in gone])))
+        raise SystemExit(
+            "the k8s_node role lags %s: %s (add or remove its row in OPTIONS, "
+            "scripts/k8s_node_options.py)"
+            % (
+                MODULE,
+                "; ".join(
+                    ["option %s has no role variable" % n for n in missing]
+                    + ["option %s is no longer the module's" % n for n in gone]
+                ),
+            )
+        )
     out = []
     for name, option in spec.items():
         row = OPTIONS[name]
@@ -131,10 +154,16 @@ def rows(repo):
         kind = row.get("type") or _ROLE_TYPE.get(option.get("type", "str"))
         if kind is None:
             raise SystemExit("%s option %s: type %s has no role type" % (MODULE, name, option.get("type")))
-        if "type" not in row and option.get("default") is not None and "unset" not in row \
-                and option["default"] != row["default"]:
-            raise SystemExit("%s option %s: default %r, the role's %s %r (scripts/k8s_node_options.py)"
-                             % (MODULE, name, option["default"], row["var"], row["default"]))
+        if (
+            "type" not in row
+            and option.get("default") is not None
+            and "unset" not in row
+            and option["default"] != row["default"]
+        ):
+            raise SystemExit(
+                "%s option %s: default %r, the role's %s %r (scripts/k8s_node_options.py)"
+                % (MODULE, name, option["default"], row["var"], row["default"])
+            )
         role = {"type": kind}
         choices = row.get("choices", option.get("choices"))
         if choices:
@@ -148,7 +177,9 @@ def rows(repo):
                 raise SystemExit("%s option %s has no description" % (MODULE, name))
             if "unset" in row:
                 text[0] = text[0].rstrip() + " %s (the role's default): %s." % (
-                    _UNSET_WORDS[row["unset"]], row.get("unset_means", "that default"))
+                    _UNSET_WORDS[row["unset"]],
+                    row.get("unset_means", "that default"),
+                )
         role["description"] = text
         out.append((name, row, role))
     return out
@@ -200,8 +231,10 @@ def task_block(repo, indent, dump):
 
 def targets(repo, dump):
     """{role file: (BEGIN, END, render(indent))} for gen_argument_specs.render_blocks."""
+
     def bind(func):
         return lambda indent: func(repo, indent, dump)
+
     return {
         os.path.join(repo, ROLE, "meta", "argument_specs.yml"): (BEGIN, END, bind(spec_block)),
         os.path.join(repo, ROLE, "defaults", "main.yml"): (BEGIN, END, bind(defaults_block)),

@@ -72,15 +72,21 @@ class StepFailed(Exception):
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="real-gpu-check", description=__doc__.split("\n", maxsplit=1)[0])
-    parser.add_argument("--out", help="the folder for every output (default $OUT, else "
-                                      "./real-gpu-check-<time>); must be empty or absent")
-    parser.add_argument("--python", default=sys.executable,
-                        help="the interpreter whose torch has CUDA (default: this one)")
+    parser.add_argument(
+        "--out",
+        help="the folder for every output (default $OUT, else ./real-gpu-check-<time>); must be empty or absent",
+    )
+    parser.add_argument(
+        "--python", default=sys.executable, help="the interpreter whose torch has CUDA (default: this one)"
+    )
     parser.add_argument("--gpu", type=int, default=0, help="the GPU index the worker uses")
-    parser.add_argument("--deadline", type=float, default=MAX_DEADLINE,
-                        help="seconds the whole run may take (at most %d)" % MAX_DEADLINE)
-    parser.add_argument("--tool-timeout", type=float, default=30.0,
-                        help="seconds one nvidia-smi call may take")
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        default=MAX_DEADLINE,
+        help="seconds the whole run may take (at most %d)" % MAX_DEADLINE,
+    )
+    parser.add_argument("--tool-timeout", type=float, default=30.0, help="seconds one nvidia-smi call may take")
     args = parser.parse_args(argv)
     if not 10 <= args.deadline <= MAX_DEADLINE:
         parser.error("--deadline must be between 10 and %d seconds" % MAX_DEADLINE)
@@ -90,8 +96,11 @@ def parse_args(argv):
         parser.error("--tool-timeout must be between 1 and 120 seconds")
     if not os.path.isabs(args.python) or not os.access(args.python, os.X_OK):
         parser.error("--python %s is not an executable absolute path" % args.python)
-    args.out = args.out or os.environ.get("OUT") or os.path.join(
-        os.getcwd(), "real-gpu-check-%s" % time.strftime("%Y%m%dT%H%M%S"))
+    args.out = (
+        args.out
+        or os.environ.get("OUT")
+        or os.path.join(os.getcwd(), "real-gpu-check-%s" % time.strftime("%Y%m%dT%H%M%S"))
+    )
     if os.path.exists(args.out) and (not os.path.isdir(args.out) or os.listdir(args.out)):
         parser.error("--out %s exists and is not an empty folder" % args.out)
     return args
@@ -109,9 +118,14 @@ def collection_path():
 def run(argv, timeout):
     """(rc, stdout, stderr); rc None when the program is not installed."""
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, universal_newlines=True,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            universal_newlines=True,
+            start_new_session=True,
+        )
     except FileNotFoundError:
         return None, "", ""
     try:
@@ -127,11 +141,12 @@ def preflight(args):
     """The GPU, its driver and torch with CUDA, or NoGpu saying which is missing."""
     rc, out, err = run(["nvidia-smi", "-L"], args.tool_timeout)
     if rc is None:
-        raise NoGpu("nvidia-smi is not on PATH: this is no NVIDIA host (or its driver "
-                    "utilities are not installed)")
+        raise NoGpu("nvidia-smi is not on PATH: this is no NVIDIA host (or its driver utilities are not installed)")
     if rc != 0 or "GPU %d:" % args.gpu not in out:
-        raise NoGpu("nvidia-smi -L exited %s and lists no GPU %d: %s" % (
-            rc, args.gpu, (err or out).strip()[:400] or "no output"))
+        raise NoGpu(
+            "nvidia-smi -L exited %s and lists no GPU %d: %s"
+            % (rc, args.gpu, (err or out).strip()[:400] or "no output")
+        )
     probe = "import torch; assert torch.cuda.is_available(), 'torch.cuda.is_available() is False'"
     rc, out, err = run([args.python, "-c", probe], 120)
     if rc != 0:
@@ -183,32 +198,39 @@ class Check(object):
         from ansible_collections.npuops.fleet.plugins.module_utils.apply import snapshot_save
         from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
         from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
+
         source = hostio.LiveHostIO()
         recorder = snapshot_save.recorder(source, self.path("snapshot"))
         self.topology = topology.gather(recorder, timeout=int(min(60, self.left())))
         result = snapshot_save.save(recorder, self.path("snapshot"), False, {})
         self.write("facts.json", self.topology)
         if self.topology.get("vendor") != "nvidia":
-            raise StepFailed("the facts say vendor %r, not nvidia (errors: %s)" % (
-                self.topology.get("vendor"), self.topology.get("errors")))
-        return {"vendor": "nvidia", "gpus": len(self.topology.get("gpus") or {}),
-                "snapshot": result.get("snapshot_saved"), "errors": self.topology.get("errors")}
+            raise StepFailed(
+                "the facts say vendor %r, not nvidia (errors: %s)"
+                % (self.topology.get("vendor"), self.topology.get("errors"))
+            )
+        return {
+            "vendor": "nvidia",
+            "gpus": len(self.topology.get("gpus") or {}),
+            "snapshot": result.get("snapshot_saved"),
+            "errors": self.topology.get("errors"),
+        }
 
     def plan(self):
         from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch
+
         self.plan_doc = dispatch.make_plan(self.topology, "strict")
         self.write("plan.json", self.plan_doc)
         entry = (self.plan_doc.get("gpus") or {}).get(str(self.args.gpu))
         if not entry:
-            raise StepFailed("the plan has no GPU %d: %s" % (self.args.gpu, self.plan_doc.get(
-                "reason")))
-        return {"mode": self.plan_doc.get("mode"), "gpu": entry,
-                "worker_start": self.plan_doc.get("worker_start")}
+            raise StepFailed("the plan has no GPU %d: %s" % (self.args.gpu, self.plan_doc.get("reason")))
+        return {"mode": self.plan_doc.get("mode"), "gpu": entry, "worker_start": self.plan_doc.get("worker_start")}
 
     def render(self):
         from ansible_collections.npuops.fleet.plugins.module_utils.model import instance_files
         from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app
         from ansible_collections.npuops.fleet.plugins.module_utils.render import launch, units
+
         view = launch.instance_view(self.plan_doc, NAME, [self.args.gpu])
         files = instance_files.file_paths(instance_files.DEFAULT_DEST, NAME)
         names = instance_files.unit_names(NAME)
@@ -216,10 +238,12 @@ class Check(object):
         texts = {
             files["wrapper"]: launch.render_wrapper(view, command, {}, "host"),
             files["plan"]: launch.render_plan_json(self.plan_doc, view, "host"),
-            "%s/%s" % (instance_files.DEFAULT_UNIT_DIR, names["service"]):
-                units.service_unit(view, files["wrapper"], "host"),
-            "%s/%s" % (instance_files.DEFAULT_UNIT_DIR, names["bind"]):
-                units.bind_unit(view, files["binder"], files["plan"]),
+            "%s/%s" % (instance_files.DEFAULT_UNIT_DIR, names["service"]): units.service_unit(
+                view, files["wrapper"], "host"
+            ),
+            "%s/%s" % (instance_files.DEFAULT_UNIT_DIR, names["bind"]): units.bind_unit(
+                view, files["binder"], files["plan"]
+            ),
         }
         written = []
         for host_path, text in sorted(texts.items()):
@@ -236,14 +260,24 @@ class Check(object):
         ready = self.path("worker.pid")
         lifetime = str(max(30, int(self.left())))
         main = subprocess.Popen(
-            [self.args.python, "-c", MAIN_CODE, WORKER_TITLE, WORKER_CODE, self.args.python,
-             str(self.args.gpu), ready, lifetime], start_new_session=True)
+            [
+                self.args.python,
+                "-c",
+                MAIN_CODE,
+                WORKER_TITLE,
+                WORKER_CODE,
+                self.args.python,
+                str(self.args.gpu),
+                ready,
+                lifetime,
+            ],
+            start_new_session=True,
+        )
         self.tree = main
         deadline = time.time() + min(180, self.left())
         while not os.path.exists(ready):
             if main.poll() is not None:
-                raise StepFailed("the CUDA worker exited with %s before it held GPU memory"
-                                 % main.returncode)
+                raise StepFailed("the CUDA worker exited with %s before it held GPU memory" % main.returncode)
             if time.time() > deadline:
                 raise StepFailed("the CUDA worker held no GPU memory within 180s")
             time.sleep(0.2)
@@ -254,14 +288,14 @@ class Check(object):
 
     def tables(self):
         from ansible_collections.npuops.fleet.plugins.module_utils.model import vendors
+
         row = vendors.VENDORS["nvidia"]
         out = {}
         deadline = time.time() + min(60, self.left())
         while True:
             for kind, argv in (("gpus", row.process_map), ("apps", row.process_query)):
                 rc, text, err = run(list(argv), self.args.tool_timeout)
-                self.write("nvidia-smi/%s.txt" % kind, "# %s (rc %s)\n%s%s" % (
-                    " ".join(argv), rc, text, err))
+                self.write("nvidia-smi/%s.txt" % kind, "# %s (rc %s)\n%s%s" % (" ".join(argv), rc, text, err))
                 out[kind] = text
             if str(self.worker_pid) in out["apps"] or time.time() > deadline:
                 break
@@ -269,10 +303,23 @@ class Check(object):
         return {"worker_listed": str(self.worker_pid) in out["apps"]}
 
     def bind(self):
-        rc, out, err = run([sys.executable, self.binder, "--plan", self.plan_file, "--root-pid",
-                            str(self.main_pid), "--once", "--check", "--json", "--no-migrate",
-                            "--tool-timeout", str(self.args.tool_timeout)],
-                           min(120, max(5, self.left())))
+        rc, out, err = run(
+            [
+                sys.executable,
+                self.binder,
+                "--plan",
+                self.plan_file,
+                "--root-pid",
+                str(self.main_pid),
+                "--once",
+                "--check",
+                "--json",
+                "--no-migrate",
+                "--tool-timeout",
+                str(self.args.tool_timeout),
+            ],
+            min(120, max(5, self.left())),
+        )
         self.write("binder.log", err)
         try:
             report = json.loads(out)
@@ -281,8 +328,10 @@ class Check(object):
         self.write("binder.json", report)
         placed = [(w["pid"], w["device"]) for w in report.get("workers") or []]
         if (self.worker_pid, self.args.gpu) not in placed:
-            raise StepFailed("the binder (exit %s) did not place worker %d on GPU %d: %s"
-                             % (rc, self.worker_pid, self.args.gpu, placed))
+            raise StepFailed(
+                "the binder (exit %s) did not place worker %d on GPU %d: %s"
+                % (rc, self.worker_pid, self.args.gpu, placed)
+            )
         return {"exit": rc, "workers": placed, "worker_start": report.get("worker_start")}
 
     def stop(self):
@@ -295,7 +344,7 @@ class Check(object):
 
 
 def _read_module(name):
-    rel = name[len("ansible_collections.npuops.fleet.plugins."):].replace(".", os.sep) + ".py"
+    rel = name[len("ansible_collections.npuops.fleet.plugins.") :].replace(".", os.sep) + ".py"
     with open(os.path.join(REPO, "plugins", rel), "rb") as handle:
         return handle.read()
 
@@ -314,15 +363,22 @@ def main(argv=None):
     except NoGpu as err:
         check.summary.update(status="no-gpu", reason=str(err))
         check.write("summary.json", check.summary)
-        sys.stderr.write("real-gpu-check: no usable NVIDIA GPU here: %s; nothing was started "
-                         "(summary: %s)\n" % (err, check.path("summary.json")))
+        sys.stderr.write(
+            "real-gpu-check: no usable NVIDIA GPU here: %s; nothing was started "
+            "(summary: %s)\n" % (err, check.path("summary.json"))
+        )
         return EXIT_NO_GPU
     top = collection_path()
     code = EXIT_FAILED
     try:
-        for name, func in (("facts", check.facts), ("plan", check.plan), ("render", check.render),
-                           ("start_worker", check.start_worker), ("tables", check.tables),
-                           ("bind", check.bind)):
+        for name, func in (
+            ("facts", check.facts),
+            ("plan", check.plan),
+            ("render", check.render),
+            ("start_worker", check.start_worker),
+            ("tables", check.tables),
+            ("bind", check.bind),
+        ):
             check.step(name, func)
         check.summary["status"] = "ok"
         code = EXIT_OK

@@ -20,9 +20,18 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 NAME = "tiny-llama-h256-l2-v1024"
-SETTINGS = {"hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
-            "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 1024,
-            "max_position_embeddings": 512, "torch_dtype": "bfloat16", "seed": 19, "v": 1}
+SETTINGS = {
+    "hidden_size": 256,
+    "intermediate_size": 512,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "vocab_size": 1024,
+    "max_position_embeddings": 512,
+    "torch_dtype": "bfloat16",
+    "seed": 19,
+    "v": 1,
+}
 CORPUS = [
     "The quick brown fox jumps over the lazy dog.",
     "vLLM serves large language models with paged attention.",
@@ -40,23 +49,29 @@ def build(target):
     tokenizer = Tokenizer(models.BPE(unk_token=None))
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=SETTINGS["vocab_size"], special_tokens=["<s>", "</s>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=SETTINGS["vocab_size"],
+        special_tokens=["<s>", "</s>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tokenizer.train_from_iterator(CORPUS * 20, trainer=trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>")
     fast.model_max_length = SETTINGS["max_position_embeddings"]
 
     torch.manual_seed(SETTINGS["seed"])
     config = LlamaConfig(
-        vocab_size=SETTINGS["vocab_size"], hidden_size=SETTINGS["hidden_size"],
+        vocab_size=SETTINGS["vocab_size"],
+        hidden_size=SETTINGS["hidden_size"],
         intermediate_size=SETTINGS["intermediate_size"],
         num_hidden_layers=SETTINGS["num_hidden_layers"],
         num_attention_heads=SETTINGS["num_attention_heads"],
         num_key_value_heads=SETTINGS["num_key_value_heads"],
         max_position_embeddings=SETTINGS["max_position_embeddings"],
-        bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,
-        tie_word_embeddings=False)
+        bos_token_id=fast.bos_token_id,
+        eos_token_id=fast.eos_token_id,
+        tie_word_embeddings=False,
+    )
     model = LlamaForCausalLM(config).to(torch.bfloat16)
     partial = target + ".partial"
     shutil.rmtree(partial, ignore_errors=True)

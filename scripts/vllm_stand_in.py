@@ -34,6 +34,7 @@ its threads run, and
 inherit), each decoy ``PREFIX.decoy<i>``. Nothing else is touched; every process
 exits after STAND_IN_LIFETIME seconds (default 300).
 """
+
 from __future__ import print_function
 
 import ctypes
@@ -61,7 +62,7 @@ def set_title(title):
     with open("/proc/self/stat") as handle:
         fields = handle.read().rsplit(")", 1)[1].split()
     start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end (fields 48, 49)
-    data = title.encode()[:end - start - 1]
+    data = title.encode()[: end - start - 1]
     with open("/proc/self/mem", "r+b", buffering=0) as mem:
         mem.seek(start)
         mem.write(data + b"\0" * (end - start - len(data)))
@@ -127,8 +128,7 @@ def worker(out, rank, count, late_after):
         threading.Thread(target=body, args=(name, ready), daemon=True).start()
     while len(ready) < len(names):
         time.sleep(0.01)
-    write_json(out, {"pid": os.getpid(), "threads": dict(ready[:3]),
-                     "start_cpus": START_CPUS})
+    write_json(out, {"pid": os.getpid(), "threads": dict(ready[:3]), "start_cpus": START_CPUS})
     steps = titles()
     if steps:
         time.sleep(steps[0])
@@ -152,15 +152,15 @@ def engine(prefix, index, count, late_after, dp_rank):
         worker("%s.%d" % (prefix, index), 0, 1, late_after)
         return
     time.sleep(float(os.environ.get("STAND_IN_SPAWN_DELAY", "0")))
-    write_json(prefix + ".spawn%s" % ("" if dp_rank is None else dp_rank),
-               {"cpus": sorted(os.sched_getaffinity(0))})  # what its workers inherit
+    write_json(
+        prefix + ".spawn%s" % ("" if dp_rank is None else dp_rank), {"cpus": sorted(os.sched_getaffinity(0))}
+    )  # what its workers inherit
     workers = []
     for position, rank in enumerate(start_order(count)):
         if position:
             time.sleep(0.1)  # a later start tick (10 ms) for each worker started after another
         title = None if titles() else final_title(rank, count)
-        workers.append(spawn(title, "worker", "%s.%d" % (prefix, index + rank), str(rank),
-                             str(count), str(late_after)))
+        workers.append(spawn(title, "worker", "%s.%d" % (prefix, index + rank), str(rank), str(count), str(late_after)))
     for proc in workers:
         proc.wait()
 
@@ -194,8 +194,9 @@ def main(argv):
     children = []
     for rank in range(dp):
         title = "%s::EngineCore%s" % (TITLE_PREFIX, "_DP%d" % rank if dp > 1 else "")
-        children.append(spawn(title, "engine", prefix, str(count), str(late_after),
-                              str(rank * count), str(rank) if dp > 1 else "-"))
+        children.append(
+            spawn(title, "engine", prefix, str(count), str(late_after), str(rank * count), str(rank) if dp > 1 else "-")
+        )
     for index in range(int(os.environ.get("STAND_IN_DECOYS", "0"))):
         title = "%s::Worker%s" % (TITLE_PREFIX, "_TP0" if index % 2 == 0 else "")
         children.append(spawn(None, "decoy", "%s.decoy%d" % (prefix, index), title))

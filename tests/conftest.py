@@ -10,6 +10,7 @@ skipped test as a failure: a skip there means a component ``make deps`` installs
 shellcheck, systemd-analyze, promtool, ...), root or two CPUs is missing, and CI must not pass
 without having run the test. ``NPUOPS_ALLOW_SKIPS=1`` accepts skips on purpose.
 """
+
 import importlib
 import os
 import sys
@@ -44,8 +45,10 @@ def _strict_skip(report):
         return report
     reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
     report.outcome = "failed"
-    report.longrepr = ("skipped under make test (NPUOPS_STRICT_SKIPS=1): %s - `make deps` installs the "
-                       "system packages the tests use; NPUOPS_ALLOW_SKIPS=1 accepts a skip on purpose" % reason)
+    report.longrepr = (
+        "skipped under make test (NPUOPS_STRICT_SKIPS=1): %s - `make deps` installs the "
+        "system packages the tests use; NPUOPS_ALLOW_SKIPS=1 accepts a skip on purpose" % reason
+    )
     return report
 
 

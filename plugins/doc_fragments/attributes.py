@@ -4,6 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import absolute_import, division, print_function
+
 __metaclass__ = type
 
 
@@ -26,7 +27,7 @@ class ModuleDocFragment(object):
     """
 
     # Standard documentation fragment: check_mode and diff_mode.
-    DOCUMENTATION = r'''
+    DOCUMENTATION = r"""
 options: {}
 attributes:
   check_mode:
@@ -35,18 +36,18 @@ attributes:
   diff_mode:
     description: Will return details on what has changed (or possibly needs changing in C(check_mode)),
       when in diff mode.
-'''
+"""
 
     # Facts modules: add this on top of the standard fragment.
-    FACTS = r'''
+    FACTS = r"""
 options: {}
 attributes:
   facts:
     description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
-'''
+"""
 
     # Modules that only read (facts/info): changed is always false, nothing to diff.
-    INFO_MODULE = r'''
+    INFO_MODULE = r"""
 options: {}
 attributes:
   check_mode:
@@ -57,4 +58,4 @@ attributes:
     support: N/A
     details:
       - This action does not modify state.
-'''
+"""

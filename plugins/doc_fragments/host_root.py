@@ -4,6 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import absolute_import, division, print_function
+
 __metaclass__ = type
 
 
@@ -17,7 +18,7 @@ class ModuleDocFragment(object):
           - npuops.fleet.host_root
     """
 
-    DOCUMENTATION = r'''
+    DOCUMENTATION = r"""
 options:
   host_root:
     description:
@@ -30,4 +31,4 @@ options:
         normalised.
     type: path
     default: /
-'''
+"""

@@ -4,6 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import absolute_import, division, print_function
+
 __metaclass__ = type
 
 
@@ -17,8 +18,8 @@ class ModuleDocFragment(object):
           - npuops.fleet.module
     """
 
-    DOCUMENTATION = r'''
+    DOCUMENTATION = r"""
 options: {}
 author:
   - npuops.fleet contributors (@npuops)
-'''
+"""

@@ -39,8 +39,9 @@ def instance_problems(instances, topology=None, npus=None, need_command=False, h
         restricted = [int(n) for n in (to_plain(npus) or [])]
     except (TypeError, ValueError):
         return ["npuops_npus: must be a list of integers, got %r" % (to_plain(npus),)]
-    out = instance_schema.problems(instances, devices=devices, restricted=restricted or None,
-                                   device_word=word, need_command=bool(need_command))
+    out = instance_schema.problems(
+        instances, devices=devices, restricted=restricted or None, device_word=word, need_command=bool(need_command)
+    )
     if host_env is not None:
         out.extend(instance_schema.env_problems(to_plain(host_env), "npuops_vllm_env"))
     return out
@@ -55,8 +56,10 @@ def unknown_variables(names, known=None, warn=False):
         if not name.startswith("npuops_") or name in known or name.startswith("__"):
             continue
         near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-        out.append("%s is not a variable of npuops.fleet: no role reads it%s" % (
-            name, "; did you mean %s?" % near[0] if near else ""))
+        out.append(
+            "%s is not a variable of npuops.fleet: no role reads it%s"
+            % (name, "; did you mean %s?" % near[0] if near else "")
+        )
     if warn:
         for message in out:
             Display().warning(message)
@@ -69,8 +72,7 @@ def variable_problems(values, spec=None, topology=None):
     values = to_plain(values)
     if not isinstance(values, dict):
         raise AnsibleFilterError("variable_problems: expects a mapping of variable names to values")
-    return host_variables.problems(values, to_plain(spec),
-                                   None if topology is None else to_plain(topology))
+    return host_variables.problems(values, to_plain(spec), None if topology is None else to_plain(topology))
 
 
 def plan_instances(instances, binding=False):

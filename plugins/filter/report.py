@@ -32,23 +32,24 @@ def fleet_report(hosts, rails=None):
     if not isinstance(hosts, dict):
         raise AnsibleFilterError(
             "fleet_report expects a mapping of host name -> {facts, %s}, got %s"
-            % (", ".join("plan_" + p for p in _report.POLICIES), type(hosts).__name__))
+            % (", ".join("plan_" + p for p in _report.POLICIES), type(hosts).__name__)
+        )
     if rails is not None and not isinstance(rails, dict):
         raise AnsibleFilterError("fleet_report: rails must be the rail_check result (a mapping)")
     hosts = screen_hosts(hosts)  # plain data; a host the report cannot read: its own row
     if rails is None:
-        plans = dict((name, (entry or {}).get("plan_strict") if isinstance(entry, dict) else None)
-                     for name, entry in hosts.items())
+        plans = dict(
+            (name, (entry or {}).get("plan_strict") if isinstance(entry, dict) else None)
+            for name, entry in hosts.items()
+        )
         rails = rail_check(plans, shapes=_report.rail_shapes(hosts))
     # plain dicts: Ansible's variable storage warns on every OrderedDict
-    return plain_dicts(_report.build_report(hosts, None if rails is None else to_plain(rails),
-                                            screened=True))
+    return plain_dicts(_report.build_report(hosts, None if rails is None else to_plain(rails), screened=True))
 
 
 def _as_report(value, name):
     if not isinstance(value, dict):
-        raise AnsibleFilterError("%s expects the fleet_report dict, got %s"
-                                 % (name, type(value).__name__))
+        raise AnsibleFilterError("%s expects the fleet_report dict, got %s" % (name, type(value).__name__))
     try:
         value = to_plain(value)
     except RecursionError:
@@ -63,9 +64,10 @@ def _render(render, report, name):
     try:
         return render(report)
     except ANALYSIS_ERRORS as err:  # a report dict that fleet_report did not make
-        raise AnsibleFilterError("%s: the report is not the fleet_report dict (%s: %s); pass "
-                                 "the hosts mapping or fleet_report's result"
-                                 % (name, type(err).__name__, str(err)[:200]))
+        raise AnsibleFilterError(
+            "%s: the report is not the fleet_report dict (%s: %s); pass "
+            "the hosts mapping or fleet_report's result" % (name, type(err).__name__, str(err)[:200])
+        )
 
 
 def fleet_report_markdown(report):

@@ -36,8 +36,7 @@ def softshare_place(fleet_facts_by_host, allocations=None, job=None, rules="ship
     if job is None:
         _fail("softshare_place", "a job {aicore_quota, hbm_quota, policy, replicas} is required")
     try:
-        return scheduler.place(to_plain(fleet_facts_by_host), to_plain(allocations), to_plain(job),
-                               rules=str(rules))
+        return scheduler.place(to_plain(fleet_facts_by_host), to_plain(allocations), to_plain(job), rules=str(rules))
     except NpuopsError as err:
         _fail("softshare_place", err)
 
@@ -54,19 +53,23 @@ def _npus_of(value):
 def _one_capacity(value, device_type, single_die_mode, source="softshare_capacity"):
     npus, found_type = _npus_of(value)
     if not isinstance(npus, list):
-        raise AnsibleFilterError("%s: expected npu_topology facts or their npus list, got %s"
-                                 % (source, type(value).__name__))
+        raise AnsibleFilterError(
+            "%s: expected npu_topology facts or their npus list, got %s" % (source, type(value).__name__)
+        )
     for index, npu in enumerate(npus):
         if not isinstance(npu, dict):
-            raise AnsibleFilterError("%s: npus[%d] must be a mapping (an NPU of the facts), got %s"
-                                     % (source, index, type(npu).__name__))
+            raise AnsibleFilterError(
+                "%s: npus[%d] must be a mapping (an NPU of the facts), got %s" % (source, index, type(npu).__name__)
+            )
         for key in ("health", "npu_id"):
             if not isinstance(npu.get(key), (str, int, type(None))):
-                raise AnsibleFilterError("%s: npus[%d].%s must be text or a number, got %s"
-                                         % (source, index, key, type(npu[key]).__name__))
+                raise AnsibleFilterError(
+                    "%s: npus[%d].%s must be text or a number, got %s" % (source, index, key, type(npu[key]).__name__)
+                )
     if not isinstance(device_type or found_type, (str, type(None))):
-        raise AnsibleFilterError("%s: device_type must be text, got %s"
-                                 % (source, type(device_type or found_type).__name__))
+        raise AnsibleFilterError(
+            "%s: device_type must be text, got %s" % (source, type(device_type or found_type).__name__)
+        )
     return rules.softshare_capacity(npus, device_type or found_type, single_die_mode)
 
 
@@ -74,12 +77,18 @@ def softshare_capacity(value, device_type=None, single_die_mode=True):
     value = to_plain(value)
     single = bool(single_die_mode)
     single_keys = ("npus", "npu_topology", "ansible_facts")
-    if isinstance(value, dict) and value and not any(k in value for k in single_keys) and all(
-            isinstance(v, dict) and ("npus" in v or "npu_topology" in v or "ansible_facts" in v)
-            for v in value.values()):
-        hosts = dict((host, _one_capacity(entry, device_type, single,
-                                          "softshare_capacity: %s" % host))
-                     for host, entry in sorted(value.items()))
+    if (
+        isinstance(value, dict)
+        and value
+        and not any(k in value for k in single_keys)
+        and all(
+            isinstance(v, dict) and ("npus" in v or "npu_topology" in v or "ansible_facts" in v) for v in value.values()
+        )
+    ):
+        hosts = dict(
+            (host, _one_capacity(entry, device_type, single, "softshare_capacity: %s" % host))
+            for host, entry in sorted(value.items())
+        )
         total = {"chips_total": 0, "chips_healthy": 0, "capacity": 0}
         for cap in hosts.values():
             for key in total:
@@ -88,18 +97,36 @@ def softshare_capacity(value, device_type=None, single_die_mode=True):
     return _one_capacity(value, device_type, single)
 
 
-def softshare_daemonset(root, device_type, version, image=None, single_die_mode=None,
-                        extra_args=None, log_level=0, namespace="kube-system",
-                        root_parent_exists=None):
-    if isinstance(log_level, bool) or not isinstance(log_level, (int, str)) or \
-            not str(log_level).strip().lstrip("-").isdigit() or len(str(log_level)) > 3:
+def softshare_daemonset(
+    root,
+    device_type,
+    version,
+    image=None,
+    single_die_mode=None,
+    extra_args=None,
+    log_level=0,
+    namespace="kube-system",
+    root_parent_exists=None,
+):
+    if (
+        isinstance(log_level, bool)
+        or not isinstance(log_level, (int, str))
+        or not str(log_level).strip().lstrip("-").isdigit()
+        or len(str(log_level)) > 3
+    ):
         _fail("softshare_daemonset", "log_level must be a small integer, got %r" % (log_level,))
     try:
         return manifests.render_daemonset(
-            str(root), to_plain(device_type), str(version), image=image and str(image),
-            single_die_mode=single_die_mode, extra_args=to_plain(extra_args),
-            log_level=int(log_level), namespace=str(namespace),
-            root_parent_exists=root_parent_exists)
+            str(root),
+            to_plain(device_type),
+            str(version),
+            image=image and str(image),
+            single_die_mode=single_die_mode,
+            extra_args=to_plain(extra_args),
+            log_level=int(log_level),
+            namespace=str(namespace),
+            root_parent_exists=root_parent_exists,
+        )
     except (NpuopsError, ValueError, TypeError, OverflowError) as err:
         _fail("softshare_daemonset", err)
 
@@ -107,12 +134,10 @@ def softshare_daemonset(root, device_type, version, image=None, single_die_mode=
 def softshare_node_labels(node_name, enable=True, extra=None):
     extra = to_plain(extra) if extra is not None else {}
     if not isinstance(extra, dict):
-        _fail("softshare_node_labels", "extra must be a mapping of label name -> value, got %s"
-              % type(extra).__name__)
+        _fail("softshare_node_labels", "extra must be a mapping of label name -> value, got %s" % type(extra).__name__)
     for key, value in extra.items():
         if not isinstance(value, (str, int, float, bool)):
-            _fail("softshare_node_labels", "extra[%s] must be text or a number, got %s"
-                  % (key, type(value).__name__))
+            _fail("softshare_node_labels", "extra[%s] must be text or a number, got %s" % (key, type(value).__name__))
     if not isinstance(node_name, str) or not node_name:
         _fail("softshare_node_labels", "the node name must be non-empty text, got %r" % (node_name,))
     labels = plugin_config.node_labels(enable=bool(enable), extra=extra)

@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 module: kubelet_cpu_profile
 short_description: Write the kubelet CPU, Topology and Memory Manager profile a Kubernetes node needs, from its CPU plan
 version_added: 0.2.0
@@ -125,9 +125,9 @@ notes:
 seealso:
   - module: npuops.fleet.npu_cpu_plan
   - module: npuops.fleet.npu_irq_affinity
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: Plan the host
   npuops.fleet.npu_cpu_plan:
     topology: "{{ ansible_facts['npu_topology'] }}"
@@ -145,9 +145,9 @@ EXAMPLES = r'''
     topology: "{{ ansible_facts['npu_topology'] }}"
     memory_manager: true
     kube_reserved_memory: 2Gi
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 path:
   description: The file written (the drop-in or the config file).
   returned: always
@@ -190,7 +190,7 @@ kubelet:
   description: What was read of the kubelet - C(version), C(config_file), C(config_dir), C(flags_from), C(healthz_port).
   returned: always
   type: dict
-'''
+"""
 
 import contextlib
 
@@ -210,8 +210,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_checks i
 from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_profile import kubelet_profile
 
 DEFAULT_DIR = "/etc/kubernetes/kubelet.conf.d"
-MEMORY_OPTIONS = ("kube_reserved_memory", "system_reserved_memory", "eviction_hard_memory",
-                  "memory_reserved_node")
+MEMORY_OPTIONS = ("kube_reserved_memory", "system_reserved_memory", "eviction_hard_memory", "memory_reserved_node")
 
 
 def _target(params, state, io):
@@ -221,8 +220,10 @@ def _target(params, state, io):
     if mode == "auto":
         mode = "dropin" if kube["config_dir"] else "merge"
     elif mode == "dropin" and not kube["config_dir"] and not params["config_dir"]:
-        warnings.append("the kubelet is not started with --config-dir (unit, drop-ins, "
-                        "kubeadm-flags.env): it will not read %s until it is" % DEFAULT_DIR)
+        warnings.append(
+            "the kubelet is not started with --config-dir (unit, drop-ins, "
+            "kubeadm-flags.env): it will not read %s until it is" % DEFAULT_DIR
+        )
     name = params["dropin_name"]
     if "/" in name or not name.endswith(".conf") or name.startswith("."):
         raise NpuopsError("dropin_name %r: a file name ending in .conf (the kubelet reads only those)" % name)
@@ -244,7 +245,7 @@ def _target(params, state, io):
 ROLE_VARIABLES = {
     "reservedSystemCPUs": "npuops_k8s_housekeeping_cpus",
     "reservedMemory": "npuops_k8s_kube_reserved_memory / npuops_k8s_system_reserved_memory / "
-                      "npuops_k8s_eviction_hard_memory",
+    "npuops_k8s_eviction_hard_memory",
     "cpuManagerPolicyOptions": "npuops_k8s_alpha_gates / npuops_k8s_strict_cpu_reservation",
     "topologyManagerPolicyOptions": "npuops_k8s_alpha_gates",
 }
@@ -259,10 +260,15 @@ def _start_check(after, version, topology, path):
     node_cpus = rules.node_cpus(topology)
     errors = start_errors(after, version, len(node_cpus), sorted(node_cpus))
     if errors:
-        raise NpuopsError("%s: nothing written: the kubelet %s would refuse to start with the "
-                          "configuration this run would leave: %s"
-                          % (path, ko.show(version), "; ".join(
-                              "%s: %s (%s)" % (key, msg, _role_variable(key)) for key, msg in errors)))
+        raise NpuopsError(
+            "%s: nothing written: the kubelet %s would refuse to start with the "
+            "configuration this run would leave: %s"
+            % (
+                path,
+                ko.show(version),
+                "; ".join("%s: %s (%s)" % (key, msg, _role_variable(key)) for key, msg in errors),
+            )
+        )
 
 
 def _all_cpus(topology):
@@ -275,14 +281,17 @@ def _hard_links(io, host_root, state):
     """A state file with more than one name is refused too: moving it aside (the reset) would
     leave its content where the other name is (read through directory fds, at the path the
     symlinks inside host_root lead to)."""
-    for key, path in (("cpu_manager_state", kubelet_facts.CPU_STATE),
-                      ("memory_manager_state", kubelet_facts.MEMORY_STATE)):
+    for key, path in (
+        ("cpu_manager_state", kubelet_facts.CPU_STATE),
+        ("memory_manager_state", kubelet_facts.MEMORY_STATE),
+    ):
         if state.get(key) is None:
             continue
         st = fileops.stat_host(host_root, io.realpath(path) or path)
         if st is not None and st.st_nlink > 1:
             state.setdefault("unreadable_state", {})[path] = (
-                "has %d hard links; the kubelet's state files have one name" % st.st_nlink)
+                "has %d hard links; the kubelet's state files have one name" % st.st_nlink
+            )
 
 
 def prepare(module):
@@ -290,21 +299,32 @@ def prepare(module):
     schema.check_topology(params["topology"])
     schema.check_plan(params["plan"])
     io = LiveHostIO(host_root)
-    state = kubelet_facts.gather(io, params["config_file"], params["config_dir"],
-                                 version=not params["kubelet_version"]) or {
-        "kubelet": {"version": None, "config_file": params["config_file"] or kubelet_facts.DEFAULT_CONFIG,
-                    "config_dir": params["config_dir"], "flags_from": [], "config": None,
-                    "dropins": [], "effective": {}},
-        "cpu_manager_state": None, "memory_manager_state": None, "errors": [],
-        "unreadable_state": {}}
+    state = kubelet_facts.gather(
+        io, params["config_file"], params["config_dir"], version=not params["kubelet_version"]
+    ) or {
+        "kubelet": {
+            "version": None,
+            "config_file": params["config_file"] or kubelet_facts.DEFAULT_CONFIG,
+            "config_dir": params["config_dir"],
+            "flags_from": [],
+            "config": None,
+            "dropins": [],
+            "effective": {},
+        },
+        "cpu_manager_state": None,
+        "memory_manager_state": None,
+        "errors": [],
+        "unreadable_state": {},
+    }
     kube = state["kubelet"]
     _hard_links(io, host_root, state)
     if state.get("unreadable_state"):
-        raise NpuopsError("nothing written: the kubelet's state cannot be judged, so neither can "
-                          "a reset: %s. Look at the file (the kubelet itself may refuse it), move "
-                          "it aside with the kubelet stopped, and run again"
-                          % "; ".join("%s %s" % (p, why) for p, why in
-                                      sorted(state["unreadable_state"].items())))
+        raise NpuopsError(
+            "nothing written: the kubelet's state cannot be judged, so neither can "
+            "a reset: %s. Look at the file (the kubelet itself may refuse it), move "
+            "it aside with the kubelet stopped, and run again"
+            % "; ".join("%s %s" % (p, why) for p, why in sorted(state["unreadable_state"].items()))
+        )
     before = kube["effective"]
     mode, path, warnings = _target(params, state, io)
     others = [(d["name"], d["config"]) for d in kube["dropins"] if d["name"] != params["dropin_name"]]
@@ -313,10 +333,17 @@ def prepare(module):
     current = parse.merge_configs(kube["config"] or {}, others) if mode == "dropin" else before
     version_text = params["kubelet_version"] or kube["version"]
     profile = kubelet_profile(
-        params["topology"], params["plan"], housekeeping_cpus=params["housekeeping_cpus"],
-        pod_devices=params["pod_devices"], memory_manager=params["memory_manager"], current=current,
-        kubelet_version=version_text, strict_cpu_reservation=params["strict_cpu_reservation"],
-        memory=dict((k, params[k]) for k in MEMORY_OPTIONS), alpha_gates=params["alpha_gates"])
+        params["topology"],
+        params["plan"],
+        housekeeping_cpus=params["housekeeping_cpus"],
+        pod_devices=params["pod_devices"],
+        memory_manager=params["memory_manager"],
+        current=current,
+        kubelet_version=version_text,
+        strict_cpu_reservation=params["strict_cpu_reservation"],
+        memory=dict((k, params[k]) for k in MEMORY_OPTIONS),
+        alpha_gates=params["alpha_gates"],
+    )
     version = ko.parse_version(profile["kubelet_version"]) if profile["kubelet_version"] else None
     # merge mode reads, merges and rewrites the kubelet's own file: under the one lock of a
     # shared file (apply/fileops.exclusive), so two runs cannot lose each other's keys
@@ -331,46 +358,67 @@ def prepare(module):
                     warnings.append("%s: a later drop-in overrides %s" % (path, key))
         else:
             if existing is None:
-                raise NpuopsError("%s: the kubelet's config file does not exist; give config_file or "
-                                  "use mode=dropin" % path)
+                raise NpuopsError(
+                    "%s: the kubelet's config file does not exist; give config_file or use mode=dropin" % path
+                )
             text = kubelet_config.merge_text(existing, profile["config"], path)
-            after = parse.merge_configs(parse.parse_config(text, path),
-                                        [(d["name"], d["config"]) for d in kube["dropins"]])
+            after = parse.merge_configs(
+                parse.parse_config(text, path), [(d["name"], d["config"]) for d in kube["dropins"]]
+            )
         _start_check(after, version, params["topology"], path)
-        reasons = kubelet_state.reset_reasons(after, state["cpu_manager_state"],
-                                              state["memory_manager_state"],
-                                              _all_cpus(params["topology"]), version)
-        result = fileops.ensure_file(host_root, path, text, mode=0o644 if existing is None else None,
-                                     check_mode=module.check_mode, create_parents=True)
+        reasons = kubelet_state.reset_reasons(
+            after, state["cpu_manager_state"], state["memory_manager_state"], _all_cpus(params["topology"]), version
+        )
+        result = fileops.ensure_file(
+            host_root,
+            path,
+            text,
+            mode=0o644 if existing is None else None,
+            check_mode=module.check_mode,
+            create_parents=True,
+        )
     warnings.extend(profile["warnings"])
     warnings.extend("%s: %s" % (e["source"], e["msg"]) for e in state["errors"])
-    return dict(changed=result["changed"], path=path, mode=mode, profile=profile, content=text,
-                reset_needed=bool(reasons), reset_reasons=reasons,
-                kubelet=dict([(k, kube[k]) for k in ("version", "config_file", "config_dir", "flags_from")]
-                             + [("healthz_port", (before or {}).get("healthzPort") or 10248)]),
-                diff=result["diff"], warnings=warnings)
+    return dict(
+        changed=result["changed"],
+        path=path,
+        mode=mode,
+        profile=profile,
+        content=text,
+        reset_needed=bool(reasons),
+        reset_reasons=reasons,
+        kubelet=dict(
+            [(k, kube[k]) for k in ("version", "config_file", "config_dir", "flags_from")]
+            + [("healthz_port", (before or {}).get("healthzPort") or 10248)]
+        ),
+        diff=result["diff"],
+        warnings=warnings,
+    )
 
 
 def main():
-    run(dict(
-        plan=dict(type="dict", required=True),
-        topology=dict(type="dict", required=True),
-        mode=dict(type="str", default="auto", choices=["auto", "dropin", "merge"]),
-        config_dir=dict(type="path"),
-        dropin_name=dict(type="str", default="50-npuops.conf"),
-        config_file=dict(type="path"),
-        housekeeping_cpus=dict(type="str"),
-        pod_devices=dict(type="int"),
-        memory_manager=dict(type="bool", default=False),
-        kube_reserved_memory=dict(type="str"),
-        system_reserved_memory=dict(type="str"),
-        eviction_hard_memory=dict(type="str"),
-        memory_reserved_node=dict(type="int"),
-        strict_cpu_reservation=dict(type="bool"),
-        kubelet_version=dict(type="str"),
-        alpha_gates=dict(type="bool", default=False),
-        host_root=dict(type="path", default="/"),
-    ), prepare)
+    run(
+        dict(
+            plan=dict(type="dict", required=True),
+            topology=dict(type="dict", required=True),
+            mode=dict(type="str", default="auto", choices=["auto", "dropin", "merge"]),
+            config_dir=dict(type="path"),
+            dropin_name=dict(type="str", default="50-npuops.conf"),
+            config_file=dict(type="path"),
+            housekeeping_cpus=dict(type="str"),
+            pod_devices=dict(type="int"),
+            memory_manager=dict(type="bool", default=False),
+            kube_reserved_memory=dict(type="str"),
+            system_reserved_memory=dict(type="str"),
+            eviction_hard_memory=dict(type="str"),
+            memory_reserved_node=dict(type="int"),
+            strict_cpu_reservation=dict(type="bool"),
+            kubelet_version=dict(type="str"),
+            alpha_gates=dict(type="bool", default=False),
+            host_root=dict(type="path", default="/"),
+        ),
+        prepare,
+    )
 
 
 if __name__ == "__main__":

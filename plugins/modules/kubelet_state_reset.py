@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 module: kubelet_state_reset
 short_description: The host-side steps of a kubelet policy change - state files aside, the new configuration written, put back on failure
 version_added: 0.2.0
@@ -97,9 +97,9 @@ extends_documentation_fragment:
 seealso:
   - module: npuops.fleet.kubelet_cpu_profile
   - module: kubernetes.core.k8s_drain
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: Kubelet profile, computed only
   npuops.fleet.kubelet_cpu_profile:
     plan: "{{ npuops_plan }}"
@@ -117,9 +117,9 @@ EXAMPLES = r'''
   npuops.fleet.kubelet_state_reset:
     step: rollback
     config_path: "{{ profile.path }}"
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 steps:
   description: What was done (in check mode, what would be), in order.
   returned: always
@@ -127,7 +127,7 @@ steps:
   elements: str
   sample: ["saved /var/lib/kubelet/config.yaml as /var/lib/kubelet/config.yaml.npuops-old",
            "moved /var/lib/kubelet/cpu_manager_state aside", "wrote /var/lib/kubelet/config.yaml"]
-'''
+"""
 
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import kubelet_reset
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
@@ -148,9 +148,10 @@ def _stopped(service, host_root):
         return
     state = (result.stdout or "").strip()
     if result.timed_out or state in RUNNING:
-        raise NpuopsError("%s is %s: stop it before its state files move (the role k8s_node drains the "
-                          "node, stops it, runs this module, starts it); nothing was changed"
-                          % (service, state or "not answering"))
+        raise NpuopsError(
+            "%s is %s: stop it before its state files move (the role k8s_node drains the "
+            "node, stops it, runs this module, starts it); nothing was changed" % (service, state or "not answering")
+        )
 
 
 def body(module):
@@ -158,10 +159,14 @@ def body(module):
     step = params["step"]
     if step == "apply" and params["config_content"] is None:
         raise NpuopsError("config_content is required with step=apply")
-    change = kubelet_reset.Change(params["host_root"], params["config_path"],
-                                  params["config_content"] if step == "apply" else None,
-                                  state_files=params["state_files"], move_state=params["move_state"],
-                                  create=not module.check_mode)
+    change = kubelet_reset.Change(
+        params["host_root"],
+        params["config_path"],
+        params["config_content"] if step == "apply" else None,
+        state_files=params["state_files"],
+        move_state=params["move_state"],
+        create=not module.check_mode,
+    )
     try:
         planned = change.plan(step)
         if module.check_mode or not planned:

@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 module: npu_cpu_partition
 short_description: Keep everything that is not a vLLM tree off the workers' CPUs (host CPU partition from the plan)
 version_added: 0.2.0
@@ -93,9 +93,9 @@ extends_documentation_fragment:
   - npuops.fleet.host_root
 seealso:
   - module: npuops.fleet.npu_cpu_plan
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: Partition the host's CPUs from its plan
   npuops.fleet.npu_cpu_partition:
     plan: "{{ npuops_plan }}"
@@ -104,9 +104,9 @@ EXAMPLES = r'''
 - name: Take the partition back
   npuops.fleet.npu_cpu_partition:
     state: absent
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 isolated:
   description: The CPUs kept for the workers' threads.
   returned: state=present
@@ -150,7 +150,7 @@ tuned:
   description: Whether tuned drives the partition.
   returned: always
   type: bool
-'''
+"""
 
 import contextlib
 import shutil
@@ -180,8 +180,10 @@ def cgroup_of(p):
         return 2 if p["cgroup"] == "v2" else 1
     version = planner.cgroup_version(p["topology"])
     if version is None:
-        raise NpuopsError("npu_cpu_partition: the facts do not say which cgroup version the host "
-                          "runs (topology cgroup.version); set cgroup: v2 or v1")
+        raise NpuopsError(
+            "npu_cpu_partition: the facts do not say which cgroup version the host "
+            "runs (topology cgroup.version); set cgroup: v2 or v1"
+        )
     return version
 
 
@@ -189,10 +191,15 @@ def _shown(steps):
     out = []
     for s in steps:
         text = s["kind"] in ("file", "restore_then_remove")
-        out.append("%s %s: %s -> %s" % (
-            "file" if text else s["kind"], s["path"],
-            "absent" if s["before"] is None else ("present" if text else s["before"]),
-            "absent" if s["after"] is None else ("written" if text else s["after"])))
+        out.append(
+            "%s %s: %s -> %s"
+            % (
+                "file" if text else s["kind"],
+                s["path"],
+                "absent" if s["before"] is None else ("present" if text else s["before"]),
+                "absent" if s["after"] is None else ("written" if text else s["after"]),
+            )
+        )
     return out
 
 
@@ -210,23 +217,39 @@ def present(module, part):
 
 def apply_present(module, part, layout, version, tuned):
     p = module.params
-    files, runtime = render.files(layout, version, tuned, p["kernel_cmdline"],
-                                  sorted((p["plan"].get("instances") or {}).keys()))
+    files, runtime = render.files(
+        layout, version, tuned, p["kernel_cmdline"], sorted((p["plan"].get("instances") or {}).keys())
+    )
     steps, warnings = part.compare(files, runtime, render.TUNED_PROFILE if tuned else None)
     state = part.state()
-    state_text = apply.new_state(state, steps, part.tuned_active(), layout, part.manager_affinity(),
-                                 planner.kernel_cmdline(layout) if p["kernel_cmdline"] else None,
-                                 part.root_cpus() or layout["allowed"])
+    state_text = apply.new_state(
+        state,
+        steps,
+        part.tuned_active(),
+        layout,
+        part.manager_affinity(),
+        planner.kernel_cmdline(layout) if p["kernel_cmdline"] else None,
+        part.root_cpus() or layout["allowed"],
+    )
     state_before = part.read(render.STATE_FILE)
     if state_before != state_text:  # first in the list: execute writes it before anything else
-        steps.insert(0, {"kind": "file", "path": render.STATE_FILE, "before": state_before,
-                         "after": state_text})
+        steps.insert(0, {"kind": "file", "path": render.STATE_FILE, "before": state_before, "after": state_text})
     if not tuned and part.tuned_active() == render.TUNED_PROFILE:
-        steps.append({"kind": "tuned", "path": apply.TUNED_ACTIVE, "before": render.TUNED_PROFILE,
-                      "after": (state or {}).get("tuned_before") or None})
+        steps.append(
+            {
+                "kind": "tuned",
+                "path": apply.TUNED_ACTIVE,
+                "before": render.TUNED_PROFILE,
+                "after": (state or {}).get("tuned_before") or None,
+            }
+        )
     restart = []
-    if steps and version == 2 and part.live and any(
-            s["path"].startswith(render.UNIT_DIR + "/system.slice") for s in steps):
+    if (
+        steps
+        and version == 2
+        and part.live
+        and any(s["path"].startswith(render.UNIT_DIR + "/system.slice") for s in steps)
+    ):
         restart = part.instances_in_system_slice()
         if restart and not p["restart_instances"]:
             raise NpuopsError(
@@ -234,20 +257,31 @@ def apply_present(module, part, layout, version, tuned):
                 "cut their pools at once. A running unit cannot change slice: set "
                 "restart_instances (npuops_cpu_partition_restart_instances: true) to restart "
                 "them into %s as part of this run, or stop them first. Nothing was changed"
-                % (", ".join(restart), layout["housekeeping"], planner.VLLM_SLICE))
+                % (", ".join(restart), layout["housekeeping"], planner.VLLM_SLICE)
+            )
     pending = []
     if steps and not module.check_mode:
-        pending = part.execute([s for s in steps if s["path"] != render.STATE_FILE],
-                               state_text, restart)
+        pending = part.execute([s for s in steps if s["path"] != render.STATE_FILE], state_text, restart)
     cmdline = (part.io.read_text("/proc/cmdline") or "") if p["kernel_cmdline"] else ""
     reboot = p["kernel_cmdline"] and (
-        any(s["path"] == render.GRUB_DROPIN for s in steps) or
-        not all(arg in cmdline.split() for arg in planner.kernel_cmdline(layout)))
+        any(s["path"] == render.GRUB_DROPIN for s in steps)
+        or not all(arg in cmdline.split() for arg in planner.kernel_cmdline(layout))
+    )
     return dict(
-        changed=bool(steps), isolated=layout["isolated"], irq_cpus=layout["irq"],
-        housekeeping=layout["housekeeping"], counts=layout["counts"], files=sorted(files),
-        steps=_shown(steps), pending=pending, tuned=tuned, restarted=restart,
-        reboot_pending=bool(reboot), warnings=warnings, diff=apply.diff_of(steps))
+        changed=bool(steps),
+        isolated=layout["isolated"],
+        irq_cpus=layout["irq"],
+        housekeeping=layout["housekeeping"],
+        counts=layout["counts"],
+        files=sorted(files),
+        steps=_shown(steps),
+        pending=pending,
+        tuned=tuned,
+        restarted=restart,
+        reboot_pending=bool(reboot),
+        warnings=warnings,
+        diff=apply.diff_of(steps),
+    )
 
 
 def state_lock(module, part):
@@ -267,10 +301,16 @@ def absent(module, part):
         with state_lock(module, part):
             steps, warnings = part.restore_steps(part.state())  # again, under the lock
             pending = part.execute(steps)
-    return dict(changed=bool(steps), files=[], steps=_shown(steps), pending=pending,
-                tuned=False,
-                reboot_pending=any(s["path"] == render.GRUB_DROPIN for s in steps),
-                warnings=warnings, diff=apply.diff_of(steps))
+    return dict(
+        changed=bool(steps),
+        files=[],
+        steps=_shown(steps),
+        pending=pending,
+        tuned=False,
+        reboot_pending=any(s["path"] == render.GRUB_DROPIN for s in steps),
+        warnings=warnings,
+        diff=apply.diff_of(steps),
+    )
 
 
 def body(module):
@@ -281,17 +321,20 @@ def body(module):
 
 
 def main():
-    run(dict(
-        plan=dict(type="dict"),
-        topology=dict(type="dict"),
-        state=dict(type="str", choices=["present", "absent"], default="present"),
-        min_housekeeping=dict(type="int", default=2),
-        tuned=dict(type="str", choices=["auto", "always", "never"], default="auto"),
-        kernel_cmdline=dict(type="bool", default=False),
-        cgroup=dict(type="str", choices=["auto", "v2", "v1"], default="auto"),
-        restart_instances=dict(type="bool", default=False),
-        host_root=dict(type="path", default="/"),
-    ), body)
+    run(
+        dict(
+            plan=dict(type="dict"),
+            topology=dict(type="dict"),
+            state=dict(type="str", choices=["present", "absent"], default="present"),
+            min_housekeeping=dict(type="int", default=2),
+            tuned=dict(type="str", choices=["auto", "always", "never"], default="auto"),
+            kernel_cmdline=dict(type="bool", default=False),
+            cgroup=dict(type="str", choices=["auto", "v2", "v1"], default="auto"),
+            restart_instances=dict(type="bool", default=False),
+            host_root=dict(type="path", default="/"),
+        ),
+        body,
+    )
 
 
 if __name__ == "__main__":

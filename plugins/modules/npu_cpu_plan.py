@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 module: npu_cpu_plan
 short_description: Per-host CPU pools and role split for Ascend NPUs; GPU pools and GPU-NIC pairing
 version_added: 0.1.0
@@ -129,9 +129,9 @@ seealso:
   - module: npuops.fleet.npu_topology_facts
   - module: npuops.fleet.npu_irq_affinity
   - module: npuops.fleet.vllm_launch_wrapper
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: Gather the topology
   npuops.fleet.npu_topology_facts:
 
@@ -161,9 +161,9 @@ EXAMPLES = r'''
 - name: Show the CPU map
   ansible.builtin.debug:
     msg: "{{ cpu_plan.cpu_map.splitlines() }}"
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 plan:
   description: The plan; cpulists are strings. Schema in the collection's C(docs/dev/architecture.md).
   returned: success
@@ -243,7 +243,7 @@ cpu_map:
     node 3   144-191  IIMMMMMMMMMMMMMMMMMMMMARIIMMMMMMMMMMMMMMMMMMMMAR
     NPU0     144-167  node 3   IIMMMMMMMMMMMMMMMMMMMMAR
     NPU2     168-191  node 3   IIMMMMMMMMMMMMMMMMMMMMAR
-'''
+"""
 
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
 from ansible_collections.npuops.fleet.plugins.module_utils.parse.device_type import TYPES as DEVICE_TYPES
@@ -256,12 +256,18 @@ def plan_host(module):
     # full_check: the whole facts, as every module takes them (the CPU map reads more than the
     # planners, whose fields alone make_plan checks by default)
     plan = dispatch.make_plan(
-        params["topology"], policy=params["policy"], npus=params["npus"],
-        instances=params["instances"], device_type=params["device_type"],
-        allowed_cpus=params["allowed_cpus"], reserved_cpus=params["reserved_cpus"],
+        params["topology"],
+        policy=params["policy"],
+        npus=params["npus"],
+        instances=params["instances"],
+        device_type=params["device_type"],
+        allowed_cpus=params["allowed_cpus"],
+        reserved_cpus=params["reserved_cpus"],
         nics=params["nics"] if params["nics"] is not None else params["nics_regex"],
-        frontend_cpus=params["frontend_cpus"], full_check=True,
-        vllm_ascend_version=params.get("vllm_ascend_version"))
+        frontend_cpus=params["frontend_cpus"],
+        full_check=True,
+        vllm_ascend_version=params.get("vllm_ascend_version"),
+    )
     # each plan warning also shown in the play, not only kept in the plan and the audit - but the
     # release predicted by default or from the facts is said only in the plan (and the audit)
     block = plan.get("vllm_ascend") or {}
@@ -269,25 +275,34 @@ def plan_host(module):
     quiet = () if asked else set(block.get("warnings") or [])
     texts = [text for text in plan.get("warnings") or [] if text not in quiet]
     texts += [text for text in block.get("warnings") or [] if asked and text not in texts]
-    return dict(changed=False, plan=plan, cpu_map=cpumap.render_text(plan, params["topology"]),
-                warnings=["npu_cpu_plan: %s" % text for text in texts if params["show_warnings"]])
+    return dict(
+        changed=False,
+        plan=plan,
+        cpu_map=cpumap.render_text(plan, params["topology"]),
+        warnings=["npu_cpu_plan: %s" % text for text in texts if params["show_warnings"]],
+    )
 
 
 def main():
-    run(dict(
-        topology=dict(type="dict", required=True),
-        policy=dict(type="str", default="strict", choices=list(dispatch.POLICIES)),
-        npus=dict(type="list", elements="int"),
-        instances=dict(type="list", elements="dict"),
-        device_type=dict(type="str", choices=list(DEVICE_TYPES)),
-        allowed_cpus=dict(type="str"),
-        reserved_cpus=dict(type="str"),
-        nics=dict(type="list", elements="str"),
-        nics_regex=dict(type="str"),
-        frontend_cpus=dict(type="int"),
-        show_warnings=dict(type="bool", default=True),
-        vllm_ascend_version=dict(type="str"),
-    ), plan_host, prefix="npu_cpu_plan: ", mutually_exclusive=[("nics", "nics_regex")])
+    run(
+        dict(
+            topology=dict(type="dict", required=True),
+            policy=dict(type="str", default="strict", choices=list(dispatch.POLICIES)),
+            npus=dict(type="list", elements="int"),
+            instances=dict(type="list", elements="dict"),
+            device_type=dict(type="str", choices=list(DEVICE_TYPES)),
+            allowed_cpus=dict(type="str"),
+            reserved_cpus=dict(type="str"),
+            nics=dict(type="list", elements="str"),
+            nics_regex=dict(type="str"),
+            frontend_cpus=dict(type="int"),
+            show_warnings=dict(type="bool", default=True),
+            vllm_ascend_version=dict(type="str"),
+        ),
+        plan_host,
+        prefix="npu_cpu_plan: ",
+        mutually_exclusive=[("nics", "nics_regex")],
+    )
 
 
 if __name__ == "__main__":

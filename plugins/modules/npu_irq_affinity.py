@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 module: npu_irq_affinity
 short_description: Put NPU (and paired NIC) IRQs on the planned IRQ CPUs and keep irqbalance off them
 version_added: 0.1.0
@@ -136,9 +136,9 @@ notes:
 seealso:
   - module: npuops.fleet.npu_cpu_plan
   - module: npuops.fleet.npu_topology_facts
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: Gather the topology
   npuops.fleet.npu_topology_facts:
 
@@ -167,9 +167,9 @@ EXAMPLES = r'''
 # and /etc/default/irqbalance gains:
 #   # npuops.fleet banned IRQs: 100 102
 #   IRQBALANCE_ARGS="--journal --banirq=100 --banirq=102"
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 irqs:
   description: Every IRQ handled, with its affinity before and after.
   returned: always
@@ -208,7 +208,7 @@ irqbalance_stop_needed:
   description: O(irqbalance=stop) and irqbalance is (or may be) running.
   returned: always
   type: bool
-'''
+"""
 
 import contextlib
 import json
@@ -260,10 +260,10 @@ def merge_irqbalance_config(p, path, irqs, check_mode, warnings):
         workers = on_reserved_banned(p)
     if not irqs:
         workers = None  # only taking our IRQ bans back: the CPU list is left as it is
-    text = irqbalance.render_irqbalance_config(current, irqs, keep_previous=p["npus"] is not None,
-                                               source=path, banned_cpus=workers, warnings=warnings)
-    return fileops.ensure_file(p["host_root"], path, text, check_mode=check_mode,
-                               create_parents=True)
+    text = irqbalance.render_irqbalance_config(
+        current, irqs, keep_previous=p["npus"] is not None, source=path, banned_cpus=workers, warnings=warnings
+    )
+    return fileops.ensure_file(p["host_root"], path, text, check_mode=check_mode, create_parents=True)
 
 
 def on_reserved_banned(p):
@@ -279,8 +279,7 @@ def unit_files(p):
     root or without systemd): the file the unit really reads."""
     if p["host_root"] not in ("/", "") or not shutil.which("systemctl"):
         return None
-    result = command.run(["systemctl", "show", "-p", "EnvironmentFiles", "--value",
-                          "irqbalance.service"], timeout=30)
+    result = command.run(["systemctl", "show", "-p", "EnvironmentFiles", "--value", "irqbalance.service"], timeout=30)
     return irqbalance_conf.unit_environment_files(result.stdout) if result.ok else None
 
 
@@ -288,8 +287,12 @@ def takes_back(p, targets):
     """A run that chose its devices (``take_back``: no ``npus``, a plan with an IRQ step) and
     pins nothing rewrites an existing state file (its rows of devices no longer pinned go), so
     the reconciler stops pinning them back."""
-    return (not targets and bool(p.get("take_back")) and bool(p["irq_state"])
-            and fileops.stat_host(p["host_root"], p["irq_state"]) is not None)
+    return (
+        not targets
+        and bool(p.get("take_back"))
+        and bool(p["irq_state"])
+        and fileops.stat_host(p["host_root"], p["irq_state"]) is not None
+    )
 
 
 def state_lock(p, targets, check_mode):
@@ -321,8 +324,9 @@ def merge_state_file(p, targets, check_mode, warnings):
     if problem:
         warnings.append("%s: %s" % (p["irq_state"], problem))
     text = json.dumps(document, indent=1, sort_keys=True) + "\n"
-    return fileops.ensure_file(p["host_root"], p["irq_state"], text, mode=0o644,
-                               check_mode=check_mode, create_parents=True)
+    return fileops.ensure_file(
+        p["host_root"], p["irq_state"], text, mode=0o644, check_mode=check_mode, create_parents=True
+    )
 
 
 def pin_irqs(module):
@@ -332,8 +336,9 @@ def pin_irqs(module):
         foreign = host_rules.foreign_host(what, doc.get("hostname"), socket.gethostname())
         if foreign and not p["allow_foreign_plan"]:
             raise IrqError(foreign)
-    targets, skipped, warnings = irq.plan_targets(p["plan"], p["topology"], p["host_root"],
-                                                  p["npus"], scope=p.get("devices") or "all")
+    targets, skipped, warnings = irq.plan_targets(
+        p["plan"], p["topology"], p["host_root"], p["npus"], scope=p.get("devices") or "all"
+    )
     if skipped == irq_pins.NO_INSTANCE_NOTE:
         warnings.append(skipped)
     # a run that chose its devices takes back what earlier runs pinned for the others, even
@@ -341,8 +346,10 @@ def pin_irqs(module):
     p = dict(p, take_back=p["npus"] is None and skipped in (None, irq_pins.NO_INSTANCE_NOTE))
     if p.get("reserved_cpus"):
         targets, moved = kubelet_profile.irq_targets_on_reserved(
-            targets, cpulist.parse(p["reserved_cpus"], "reserved_cpus"),
-            host_rules.node_cpus(p["topology"] or {"cpu": {"numa_nodes": p["plan"].get("numa_nodes")}}))
+            targets,
+            cpulist.parse(p["reserved_cpus"], "reserved_cpus"),
+            host_rules.node_cpus(p["topology"] or {"cpu": {"numa_nodes": p["plan"].get("numa_nodes")}}),
+        )
         warnings.extend(moved)
     # Validate the irqbalance file before touching any IRQ (nothing half-done).
     numbers = sorted(set(t["irq"] for t in targets))
@@ -357,19 +364,28 @@ def pin_irqs(module):
     if module.check_mode:
         blocked = irq.blocked_irqs([r for r in results if r["changed"]], p["host_root"])
         if blocked:
-            warnings.append("/proc/irq is not writable for IRQs %s: a real run would fail and "
-                            "write nothing" % ", ".join(str(b) for b in blocked))
+            warnings.append(
+                "/proc/irq is not writable for IRQs %s: a real run would fail and "
+                "write nothing" % ", ".join(str(b) for b in blocked)
+            )
     if p["irqbalance"] == "ignore" and state.get("active"):
         warnings.append("irqbalance is running and may move these IRQs again (irqbalance: ignore)")
-    changed_irqs = ["%d (%s %s): %s -> %s" % (r["irq"], r["device"], r["role"], r["before"],
-                                              r["after"]) for r in results if r["changed"]]
+    changed_irqs = [
+        "%d (%s %s): %s -> %s" % (r["irq"], r["device"], r["role"], r["before"], r["after"])
+        for r in results
+        if r["changed"]
+    ]
     config_changed = bool(config and config["changed"])
-    before = "".join("IRQ %d (%s %s): %s\n" % (r["irq"], r["device"], r["role"], r["before"])
-                     for r in results)
-    after = "".join("IRQ %d (%s %s): %s\n" % (r["irq"], r["device"], r["role"], r["after"])
-                    for r in results)
-    diff = [{"before_header": "/proc/irq/*/smp_affinity_list",
-             "after_header": "/proc/irq/*/smp_affinity_list", "before": before, "after": after}]
+    before = "".join("IRQ %d (%s %s): %s\n" % (r["irq"], r["device"], r["role"], r["before"]) for r in results)
+    after = "".join("IRQ %d (%s %s): %s\n" % (r["irq"], r["device"], r["role"], r["after"]) for r in results)
+    diff = [
+        {
+            "before_header": "/proc/irq/*/smp_affinity_list",
+            "after_header": "/proc/irq/*/smp_affinity_list",
+            "before": before,
+            "after": after,
+        }
+    ]
     if config_changed:
         diff.append(config["diff"])
     if recorded and recorded["changed"]:
@@ -385,25 +401,27 @@ def pin_irqs(module):
         skipped=skipped,
         irqbalance_config=config_path,
         irqbalance_restart_needed=config_changed and state.get("active") is not False,
-        irqbalance_stop_needed=p["irqbalance"] == "stop" and bool(targets)
-        and state.get("active") is not False,
+        irqbalance_stop_needed=p["irqbalance"] == "stop" and bool(targets) and state.get("active") is not False,
         warnings=warnings,
         diff=diff,
     )
 
 
 def main():
-    run(dict(
-        plan=dict(type="dict", required=True),
-        topology=dict(type="dict"),
-        npus=dict(type="list", elements="int"),
-        devices=dict(type="str", choices=list(irq_pins.DEVICE_SCOPES), default="all"),
-        irqbalance=dict(type="str", choices=["ban", "stop", "ignore"], default="ban"),
-        irq_state=dict(type="path", default=instance_files.DEFAULT_IRQ_STATE),
-        reserved_cpus=dict(type="str"),
-        allow_foreign_plan=dict(type="bool", default=False),
-        host_root=dict(type="path", default="/"),
-    ), pin_irqs)
+    run(
+        dict(
+            plan=dict(type="dict", required=True),
+            topology=dict(type="dict"),
+            npus=dict(type="list", elements="int"),
+            devices=dict(type="str", choices=list(irq_pins.DEVICE_SCOPES), default="all"),
+            irqbalance=dict(type="str", choices=["ban", "stop", "ignore"], default="ban"),
+            irq_state=dict(type="path", default=instance_files.DEFAULT_IRQ_STATE),
+            reserved_cpus=dict(type="str"),
+            allow_foreign_plan=dict(type="bool", default=False),
+            host_root=dict(type="path", default="/"),
+        ),
+        pin_irqs,
+    )
 
 
 if __name__ == "__main__":

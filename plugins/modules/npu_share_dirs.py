@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 module: npu_share_dirs
 short_description: Prepare the host paths the Ascend device plugin needs for NPU soft share
 version_added: 0.1.0
@@ -87,9 +87,9 @@ notes:
     plugin requires it."
 seealso:
   - module: npuops.fleet.npu_topology_facts
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: Gather the topology
   npuops.fleet.npu_topology_facts:
 
@@ -103,9 +103,9 @@ EXAMPLES = r'''
     root: /share_device
     chips: [0, 1, 2, 3, 4, 5, 6, 7]
     prune: true
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 chips:
   description: Physical chip ids a directory was ensured for.
   returned: always
@@ -139,7 +139,7 @@ group:
   returned: always
   type: str
   sample: HwHiAiUser
-'''
+"""
 
 import grp
 import os
@@ -166,8 +166,7 @@ def precheck(host_root, entries):
     for kind, path, _mode, _owner, _group in entries:
         real = host_path(host_root, path)
         if os.path.lexists(real) and os.path.isdir(real) != (kind == "dir"):
-            raise UnsafePathError(path, "exists and is not a %s" % ("directory" if kind == "dir"
-                                                                    else "regular file"))
+            raise UnsafePathError(path, "exists and is not a %s" % ("directory" if kind == "dir" else "regular file"))
 
 
 def prune_dirs(host_root, root, chips, check_mode):
@@ -178,10 +177,18 @@ def prune_dirs(host_root, root, chips, check_mode):
 def ensure(host_root, entry, check):
     kind, path, mode, owner, group = entry
     if kind == "dir":
-        return fileops.ensure_dir(host_root, path, mode=mode, owner=owner, group=group,
-                                  check_mode=check)
-    return fileops.ensure_file(host_root, path, "", mode=mode, owner=owner, group=group,
-                               check_mode=check, create_parents=True, keep_content=True)
+        return fileops.ensure_dir(host_root, path, mode=mode, owner=owner, group=group, check_mode=check)
+    return fileops.ensure_file(
+        host_root,
+        path,
+        "",
+        mode=mode,
+        owner=owner,
+        group=group,
+        check_mode=check,
+        create_parents=True,
+        keep_content=True,
+    )
 
 
 def prepare(module):
@@ -194,34 +201,45 @@ def prepare(module):
     fileops.resolve_owner(params["owner"], group)
     parent = os.path.dirname(root)
     if not os.path.isdir(host_path(host_root, parent)):
-        raise NpuopsError("root %s: parent directory %s does not exist (the device plugin "
-                          "requires it)" % (root, parent))
+        raise NpuopsError(
+            "root %s: parent directory %s does not exist (the device plugin requires it)" % (root, parent)
+        )
     entries = host_dirs.layout(root, chips, mode, params["owner"], group)
     precheck(host_root, entries)
     results = [ensure(host_root, entry, check) for entry in entries]
     removed, kept = prune_dirs(host_root, root, chips, check) if params["prune"] else ([], [])
     diff = [r["diff"] for r in results if r["changed"]]
-    diff += [{"before": {"path": p, "state": "directory"}, "after": {"path": p, "state": "absent"}}
-             for p in removed]
-    return dict(changed=any(r["changed"] for r in results) or bool(removed), chips=chips,
-                paths=[r["path"] for r in results], created=[r["path"] for r in results if r["created"]],
-                removed=removed, kept=kept, group=group, diff=diff,
-                warnings=["%s belongs to a chip that is gone but is not empty; left in place" % path
-                          for path in kept])
+    diff += [{"before": {"path": p, "state": "directory"}, "after": {"path": p, "state": "absent"}} for p in removed]
+    return dict(
+        changed=any(r["changed"] for r in results) or bool(removed),
+        chips=chips,
+        paths=[r["path"] for r in results],
+        created=[r["path"] for r in results if r["created"]],
+        removed=removed,
+        kept=kept,
+        group=group,
+        diff=diff,
+        warnings=["%s belongs to a chip that is gone but is not empty; left in place" % path for path in kept],
+    )
 
 
 def main():
-    run(dict(
-        root=dict(type="path", required=True),
-        topology=dict(type="dict"),
-        chips=dict(type="list", elements="int"),
-        owner=dict(type="str", default="root"),
-        group=dict(type="str"),
-        mode=dict(type="str", default="0750"),
-        allow_world_writable=dict(type="bool", default=False),
-        prune=dict(type="bool", default=False),
-        host_root=dict(type="path", default="/"),
-    ), prepare, mutually_exclusive=[("topology", "chips")], required_one_of=[("topology", "chips")])
+    run(
+        dict(
+            root=dict(type="path", required=True),
+            topology=dict(type="dict"),
+            chips=dict(type="list", elements="int"),
+            owner=dict(type="str", default="root"),
+            group=dict(type="str"),
+            mode=dict(type="str", default="0750"),
+            allow_world_writable=dict(type="bool", default=False),
+            prune=dict(type="bool", default=False),
+            host_root=dict(type="path", default="/"),
+        ),
+        prepare,
+        mutually_exclusive=[("topology", "chips")],
+        required_one_of=[("topology", "chips")],
+    )
 
 
 if __name__ == "__main__":

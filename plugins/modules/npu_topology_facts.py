@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 ---
 module: npu_topology_facts
 short_description: Gather Ascend NPU / NVIDIA GPU / CPU / NUMA / RDMA NIC topology of a host
@@ -219,9 +219,9 @@ notes:
     README says what is real and what is synthesised); C(scripts/gen_snapshots.py) rebuilds them.
 seealso:
   - module: npuops.fleet.npu_cpu_plan
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: Gather NPU/GPU topology
   npuops.fleet.npu_topology_facts:
 
@@ -261,9 +261,9 @@ EXAMPLES = r'''
 #     "/sys/class/infiniband/mlx5_0/device": "/sys/devices/pci0000:17/0000:17:00.0/0000:18:00.0"
 #   tools:      # extension: answers for which(); absent or null = not installed
 #     migratepages: /usr/bin/migratepages
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 ansible_facts:
   description: Facts added to the host.
   returned: success
@@ -360,7 +360,7 @@ snapshot_saved:
   returned: when O(save_snapshot) is set and not in check mode
   type: str
   sample: /var/lib/npuops/snapshots/node-01
-'''
+"""
 
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import snapshot_save
@@ -371,34 +371,37 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
 
 def gather(module):
     params = module.params
-    if params['timeout'] <= 0:
-        raise NpuopsError("timeout must be a positive number of seconds, got %d" % params['timeout'])
+    if params["timeout"] <= 0:
+        raise NpuopsError("timeout must be a positive number of seconds, got %d" % params["timeout"])
     result = dict(changed=False)
-    if params['snapshot']:
-        source = hostio.SnapshotHostIO(params['snapshot'])
-        if params['snapshot_overlay'] and params['snapshot_overlay'] != '/':
-            source = hostio.OverlayHostIO(source, params['snapshot_overlay'])
+    if params["snapshot"]:
+        source = hostio.SnapshotHostIO(params["snapshot"])
+        if params["snapshot_overlay"] and params["snapshot_overlay"] != "/":
+            source = hostio.OverlayHostIO(source, params["snapshot_overlay"])
     else:
         source = hostio.LiveHostIO()
-    recorder = snapshot_save.recorder(source, params['save_snapshot'], params['overwrite_snapshot'])
-    facts = topology.gather(recorder or source, timeout=params['timeout'],
-                            vllm_ascend_paths=params.get('vllm_ascend_paths'))
-    snapshot_save.save(recorder, params['save_snapshot'], module.check_mode, result,
-                       params['overwrite_snapshot'])
-    result['ansible_facts'] = dict(npu_topology=facts)
+    recorder = snapshot_save.recorder(source, params["save_snapshot"], params["overwrite_snapshot"])
+    facts = topology.gather(
+        recorder or source, timeout=params["timeout"], vllm_ascend_paths=params.get("vllm_ascend_paths")
+    )
+    snapshot_save.save(recorder, params["save_snapshot"], module.check_mode, result, params["overwrite_snapshot"])
+    result["ansible_facts"] = dict(npu_topology=facts)
     return result
 
 
 def main():
-    run(dict(
-        snapshot=dict(type='path'),
-        snapshot_overlay=dict(type='path'),
-        save_snapshot=dict(type='path'),
-        overwrite_snapshot=dict(type='bool', default=False),
-        timeout=dict(type='int', default=30),
-        vllm_ascend_paths=dict(type='list', elements='path'),
-    ), gather)
+    run(
+        dict(
+            snapshot=dict(type="path"),
+            snapshot_overlay=dict(type="path"),
+            save_snapshot=dict(type="path"),
+            overwrite_snapshot=dict(type="bool", default=False),
+            timeout=dict(type="int", default=30),
+            vllm_ascend_paths=dict(type="list", elements="path"),
+        ),
+        gather,
+    )
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     main()

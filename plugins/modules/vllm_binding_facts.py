@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 ---
 module: vllm_binding_facts
 short_description: Read back what is really bound for each installed vLLM instance, and its drift
@@ -84,9 +84,9 @@ notes:
     the others are listed with C(checked: false)."
   - "The reconciler timer the wrapper installs (C(vllm-<name>-reconcile.timer)) runs the same binder
     without C(--check), so it pins back what drifted and writes node_exporter metrics."
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: Read the binding state of this host's vLLM instances
   npuops.fleet.vllm_binding_facts:
     topology: "{{ ansible_facts['npu_topology'] | default(omit) }}"
@@ -95,9 +95,9 @@ EXAMPLES = r'''
   ansible.builtin.assert:
     that: ansible_facts['npu_binding']['drift'] | length == 0
     fail_msg: "{{ ansible_facts['npu_binding']['drift'] | map(attribute='evidence') | list }}"
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 ansible_facts:
   description: C(npu_binding) with C(schema_version), C(dest), C(instances), C(drift), C(errors).
   returned: always
@@ -127,7 +127,7 @@ snapshot_saved:
   description: Directory the snapshot was written to (with O(save_snapshot)).
   returned: when a snapshot was written
   type: str
-'''
+"""
 
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import snapshot_save
@@ -138,36 +138,46 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model import binding,
 
 def read_binding(module):
     p = module.params
-    if p['timeout'] <= 0:
-        raise NpuopsError("timeout must be a positive number of seconds, got %d" % p['timeout'])
-    for name, pid in (p['root_pids'] or {}).items():
+    if p["timeout"] <= 0:
+        raise NpuopsError("timeout must be a positive number of seconds, got %d" % p["timeout"])
+    for name, pid in (p["root_pids"] or {}).items():
         if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
             raise NpuopsError("root_pids[%s]: %r is not a process id" % (name, pid))
-    source = hostio.SnapshotHostIO(p['snapshot']) if p['snapshot'] else hostio.LiveHostIO(p['host_root'])
-    recorder = snapshot_save.recorder(source, p['save_snapshot'], p['overwrite_snapshot'])
-    state = binding.gather(recorder or source, p['dest'], p['irq_state'], p['timeout'],
-                           host_root=p['host_root'], root_pids=p['root_pids'],
-                           proc_irq=p['proc_irq'])
-    state['drift'] = binding.drift(state, ((p['topology'] or {}).get('irqbalance')))
+    source = hostio.SnapshotHostIO(p["snapshot"]) if p["snapshot"] else hostio.LiveHostIO(p["host_root"])
+    recorder = snapshot_save.recorder(source, p["save_snapshot"], p["overwrite_snapshot"])
+    state = binding.gather(
+        recorder or source,
+        p["dest"],
+        p["irq_state"],
+        p["timeout"],
+        host_root=p["host_root"],
+        root_pids=p["root_pids"],
+        proc_irq=p["proc_irq"],
+    )
+    state["drift"] = binding.drift(state, ((p["topology"] or {}).get("irqbalance")))
     result = dict(changed=False, ansible_facts=dict(npu_binding=state))
-    snapshot_save.save(recorder, p['save_snapshot'], module.check_mode, result, p['overwrite_snapshot'])
+    snapshot_save.save(recorder, p["save_snapshot"], module.check_mode, result, p["overwrite_snapshot"])
     return result
 
 
 def main():
-    run(dict(
-        dest=dict(type='path', default=instance_files.DEFAULT_DEST),
-        irq_state=dict(type='path', default=instance_files.DEFAULT_IRQ_STATE),
-        topology=dict(type='dict'),
-        root_pids=dict(type='dict'),
-        timeout=dict(type='int', default=60),
-        snapshot=dict(type='path'),
-        save_snapshot=dict(type='path'),
-        overwrite_snapshot=dict(type='bool', default=False),
-        proc_irq=dict(type='path'),
-        host_root=dict(type='path', default='/'),
-    ), read_binding, mutually_exclusive=[('snapshot', 'save_snapshot')])
+    run(
+        dict(
+            dest=dict(type="path", default=instance_files.DEFAULT_DEST),
+            irq_state=dict(type="path", default=instance_files.DEFAULT_IRQ_STATE),
+            topology=dict(type="dict"),
+            root_pids=dict(type="dict"),
+            timeout=dict(type="int", default=60),
+            snapshot=dict(type="path"),
+            save_snapshot=dict(type="path"),
+            overwrite_snapshot=dict(type="bool", default=False),
+            proc_irq=dict(type="path"),
+            host_root=dict(type="path", default="/"),
+        ),
+        read_binding,
+        mutually_exclusive=[("snapshot", "save_snapshot")],
+    )
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     main()

@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 module: vllm_launch_wrapper
 short_description: Install a vLLM launch wrapper, its plan, the post-start binder and a systemd unit
 version_added: 0.1.0
@@ -207,9 +207,9 @@ notes:
   - "See C(docs/drift.md) for the reconciler, its metrics and M(npuops.fleet.vllm_binding_facts)."
 seealso:
   - module: npuops.fleet.npu_cpu_plan
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: Gather the topology
   npuops.fleet.npu_topology_facts:
 
@@ -291,9 +291,9 @@ EXAMPLES = r'''
 #                                     --timeout 900 --follow 600 --ready-url http://127.0.0.1:8000/health
 #   vllm-qwen3-8b-reconcile.timer:  OnActiveSec=5min OnUnitActiveSec=5min -> vllm-qwen3-8b-reconcile.service
 #                                   (the binder with --once --no-migrate --metrics-dir /var/lib/prometheus/node-exporter)
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 files:
   description: Host paths written or kept, with whether each changed.
   returned: always
@@ -350,7 +350,7 @@ units:
   type: list
   elements: str
   sample: [vllm-qwen3-8b.service, vllm-qwen3-8b-bind.service, vllm-qwen3-8b-reconcile.timer]
-'''
+"""
 
 import re
 import socket
@@ -364,18 +364,52 @@ from ansible_collections.npuops.fleet.plugins.module_utils.host import command, 
 from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import host_path
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import cgroup, npu_smi, pci, rocm_smi
 from ansible_collections.npuops.fleet.plugins.module_utils.model import instance_files, rules as host_rules, vendors
-from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_intruders, vllm_flags, vllm_version, worker_start
+from ansible_collections.npuops.fleet.plugins.module_utils.model import (
+    cpu_intruders,
+    vllm_flags,
+    vllm_version,
+    worker_start,
+)
 from ansible_collections.npuops.fleet.plugins.module_utils.model.instances import module_option as instance_option
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch as wrapper
 from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_app, units
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import (
-    binder, cli, irqs, metrics, procs, rules, smi, targets)
+    binder,
+    cli,
+    irqs,
+    metrics,
+    procs,
+    rules,
+    smi,
+    targets,
+)
 from ansible_collections.npuops.fleet.plugins.module_utils import errors
 
 # every module the binder zipapp holds (its closure), imported so that AnsiballZ ships it
-BINDER_MODULES = (binder, cli, irqs, metrics, procs, rules, smi, targets, errors,
-                  cpulist, cpuset, nodemap, command, locks, paths, vendors, vllm_flags, npu_smi, pci,
-                  rocm_smi, cpu_intruders, worker_start)
+BINDER_MODULES = (
+    binder,
+    cli,
+    irqs,
+    metrics,
+    procs,
+    rules,
+    smi,
+    targets,
+    errors,
+    cpulist,
+    cpuset,
+    nodemap,
+    command,
+    locks,
+    paths,
+    vendors,
+    vllm_flags,
+    npu_smi,
+    pci,
+    rocm_smi,
+    cpu_intruders,
+    worker_start,
+)
 
 
 # a week: the binder's own deadline (the bind unit is Type=simple, no start timeout covers it)
@@ -387,8 +421,7 @@ def binder_script():
     one zipapp behind this host's interpreter (``binder_app``). Importing them (BINDER_MODULES)
     is what puts their files into the module's payload."""
     sources = binder_app.closure(binder_app.reader(BINDER_MODULES))
-    python = sys.executable if re.match(r"^/[A-Za-z0-9_./+-]+\Z", sys.executable or "") \
-        else "/usr/bin/env python3"
+    python = sys.executable if re.match(r"^/[A-Za-z0-9_./+-]+\Z", sys.executable or "") else "/usr/bin/env python3"
     return binder_app.render(sources, python)
 
 
@@ -402,32 +435,45 @@ def build_files(p):
     names = instance_files.unit_names(name)
     paths = instance_files.file_paths(base, name)
     paths.update((kind, "%s/%s" % (unit_dir, unit)) for kind, unit in names.items())
-    files = [(paths["wrapper"], wrapper.render_wrapper(view, p["command"], p["env"], p["binding"],
-                                                       vllm), 0o755),
-             (paths["plan"], wrapper.render_plan_json(p["plan"], view, p["binding"], vllm), 0o644)]
+    files = [
+        (paths["wrapper"], wrapper.render_wrapper(view, p["command"], p["env"], p["binding"], vllm), 0o755),
+        (paths["plan"], wrapper.render_plan_json(p["plan"], view, p["binding"], vllm), 0o644),
+    ]
     host = p["binding"] == "host"
     if host:
         files.append((paths["binder"], binder_script(), 0o755))
     if p["systemd"]:
-        files.append((paths["service"], units.service_unit(
-            view, paths["wrapper"], p["binding"], reconcile=p["reconcile"]), 0o644))
+        files.append(
+            (
+                paths["service"],
+                units.service_unit(view, paths["wrapper"], p["binding"], reconcile=p["reconcile"]),
+                0o644,
+            )
+        )
     if p["systemd"] and host:
         ready = p["ready_url"] or units.ready_url(p["command"])
-        files.append((paths["bind"], units.bind_unit(
-            view, paths["binder"], paths["plan"], p["bind_timeout"], ready, p["migrate"],
-            p["irq_state"]), 0o644))
+        files.append(
+            (
+                paths["bind"],
+                units.bind_unit(
+                    view, paths["binder"], paths["plan"], p["bind_timeout"], ready, p["migrate"], p["irq_state"]
+                ),
+                0o644,
+            )
+        )
         if p["reconcile"]:
-            service, timer = units.reconcile_units(view, paths["binder"], paths["plan"],
-                                                   p["reconcile_interval"], p["irq_state"],
-                                                   p["metrics_dir"] or None)
+            service, timer = units.reconcile_units(
+                view, paths["binder"], paths["plan"], p["reconcile_interval"], p["irq_state"], p["metrics_dir"] or None
+            )
             files += [(paths["reconcile"], service, 0o644), (paths["timer"], timer, 0o644)]
     _argv, warnings = wrapper.launch_argv(view, p["command"], p["binding"], vllm)
     warnings.extend("vLLM version: %s: %s" % (e["source"], e["msg"]) for e in errors)
     view["vllm"] = wrapper.vllm_summary(view, p["command"], p["binding"], vllm)
     if p["systemd"] and host:
         # AllowedCPUs= holds the tree only on cgroup v2 with the cpuset controller
-        note = cgroup.confinement_warning(cgroup.cgroup_mode(
-            io.read_text("/proc/self/mounts"), io.read_text("/sys/fs/cgroup/cgroup.controllers")))
+        note = cgroup.confinement_warning(
+            cgroup.cgroup_mode(io.read_text("/proc/self/mounts"), io.read_text("/sys/fs/cgroup/cgroup.controllers"))
+        )
         if note:
             warnings.append("instance %s: %s" % (name, note))
     return view, paths, files, warnings
@@ -437,8 +483,7 @@ def install(module):
     p = module.params
     if not 1 <= p["bind_timeout"] <= MAX_BIND_TIMEOUT:
         raise WrapperError("bind_timeout: must be from 1 to %d seconds" % MAX_BIND_TIMEOUT)
-    if p["ready_url"] and not re.match(r"^https?://[A-Za-z0-9.:\[\]-]+(/[A-Za-z0-9._~/-]*)?\Z",
-                                       p["ready_url"]):
+    if p["ready_url"] and not re.match(r"^https?://[A-Za-z0-9.:\[\]-]+(/[A-Za-z0-9._~/-]*)?\Z", p["ready_url"]):
         raise WrapperError("ready_url: %r is not a plain http(s) URL" % (p["ready_url"],))
     foreign = host_rules.foreign_host("plan", p["plan"].get("hostname"), socket.gethostname())
     if foreign and not p["allow_foreign_plan"]:
@@ -449,9 +494,10 @@ def install(module):
     # Refuse unsafe paths before anything is written.
     for path, _content, _mode in files:
         host_path(p["host_root"], path)
-    results = [fileops.ensure_file(p["host_root"], path, content, mode=mode,
-                                   check_mode=module.check_mode, create_parents=True)
-               for path, content, mode in files]
+    results = [
+        fileops.ensure_file(p["host_root"], path, content, mode=mode, check_mode=module.check_mode, create_parents=True)
+        for path, content, mode in files
+    ]
     if any(path == paths.get("reconcile") for path, dummy, dummy2 in files) and p["metrics_dir"]:
         # the reconciler writes its textfile here: a host without node_exporter yet has none
         results.append(fileops.ensure_dir(p["host_root"], p["metrics_dir"], check_mode=module.check_mode))
@@ -463,8 +509,11 @@ def install(module):
         unit_name=names["service"],
         plan_file=paths["plan"],
         bind_unit=names["bind"] if names["bind"] in enabled else None,
-        unit_changed=any(r["changed"] for r in results if r["path"].startswith(
-            wrapper.check_dir(p["unit_dir"], "unit_dir").rstrip("/") + "/")),
+        unit_changed=any(
+            r["changed"]
+            for r in results
+            if r["path"].startswith(wrapper.check_dir(p["unit_dir"], "unit_dir").rstrip("/") + "/")
+        ),
         units=enabled,
         main_cpus=cpulist.format(view["main"]),
         frontend_cpus=cpulist.format(view["frontend"]),
@@ -475,28 +524,31 @@ def install(module):
 
 
 def main():
-    run(dict(
-        # the per-instance options: the one instance schema (model/instances.py)
-        name=instance_option("name"),
-        plan=dict(type="dict", required=True),
-        npus=instance_option("npus", required=False),
-        command=instance_option("command", required=True),
-        env=instance_option("env", default={}),
-        dest=instance_option("dest", type="path", default=instance_files.DEFAULT_DEST),
-        binding=instance_option("binding", default="host"),
-        systemd=instance_option("systemd", default=True),
-        unit_dir=instance_option("unit_dir", type="path", default=instance_files.DEFAULT_UNIT_DIR),
-        bind_timeout=dict(type="int", default=900),
-        ready_url=dict(type="str"),
-        migrate=instance_option("migrate", default=True),
-        reconcile=dict(type="bool", default=True),
-        reconcile_interval=dict(type="str", default="5min"),
-        metrics_dir=dict(type="path", default="/var/lib/prometheus/node-exporter"),
-        irq_state=dict(type="path", default=instance_files.DEFAULT_IRQ_STATE),
-        vllm_version=instance_option("vllm_version"),
-        allow_foreign_plan=dict(type="bool", default=False),
-        host_root=dict(type="path", default="/"),
-    ), install)
+    run(
+        dict(
+            # the per-instance options: the one instance schema (model/instances.py)
+            name=instance_option("name"),
+            plan=dict(type="dict", required=True),
+            npus=instance_option("npus", required=False),
+            command=instance_option("command", required=True),
+            env=instance_option("env", default={}),
+            dest=instance_option("dest", type="path", default=instance_files.DEFAULT_DEST),
+            binding=instance_option("binding", default="host"),
+            systemd=instance_option("systemd", default=True),
+            unit_dir=instance_option("unit_dir", type="path", default=instance_files.DEFAULT_UNIT_DIR),
+            bind_timeout=dict(type="int", default=900),
+            ready_url=dict(type="str"),
+            migrate=instance_option("migrate", default=True),
+            reconcile=dict(type="bool", default=True),
+            reconcile_interval=dict(type="str", default="5min"),
+            metrics_dir=dict(type="path", default="/var/lib/prometheus/node-exporter"),
+            irq_state=dict(type="path", default=instance_files.DEFAULT_IRQ_STATE),
+            vllm_version=instance_option("vllm_version"),
+            allow_foreign_plan=dict(type="bool", default=False),
+            host_root=dict(type="path", default="/"),
+        ),
+        install,
+    )
 
 
 if __name__ == "__main__":

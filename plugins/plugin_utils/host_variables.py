@@ -29,20 +29,19 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseEr
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vendors
 
 # Variables whose value is a cpulist ("0-3,8"; a single CPU id as a number is one too).
-CPULISTS = ("npuops_cpu_allowed", "npuops_cpu_reserved", "npuops_irq_reserved_cpus",
-            "npuops_k8s_housekeeping_cpus")
+CPULISTS = ("npuops_cpu_allowed", "npuops_cpu_reserved", "npuops_irq_reserved_cpus", "npuops_k8s_housekeeping_cpus")
 # Variables whose value is an octal file mode ("0750"): YAML reads an unquoted 0750 as the number
 # 488, which Ansible would then pass on as the text "488" (and 0644 as "420", a valid but other mode).
 MODES = ("npuops_softshare_mode",)
 # The least value of an integer variable (what the module or Ansible keyword behind it takes).
 LEAST = {
-    "npuops_facts_timeout": 1,             # npu_topology_facts: a positive number of seconds
-    "npuops_frontend_cpus": 0,             # npu_cpu_plan: a non-negative integer
-    "npuops_k8s_pod_devices": 0,           # 0 = every device
+    "npuops_facts_timeout": 1,  # npu_topology_facts: a positive number of seconds
+    "npuops_frontend_cpus": 0,  # npu_cpu_plan: a non-negative integer
+    "npuops_k8s_pod_devices": 0,  # 0 = every device
     "npuops_k8s_drain_timeout": 1,
     "npuops_k8s_kubelet_start_timeout": 1,
     "npuops_k8s_memory_reserved_node": 0,  # a NUMA node id (null = the module's choice)
-    "npuops_vllm_restart_throttle": 0,     # the handler's throttle: 0 = no limit
+    "npuops_vllm_restart_throttle": 0,  # the handler's throttle: 0 = no limit
 }
 # Documented switches this version cannot act on: name -> (refused value, why). A row goes when
 # a role acts on its switch (and the switch's option moves into that role's argument spec).
@@ -101,8 +100,7 @@ def _mode_problem(name, value):
         how += ", e.g. %s" % " or ".join("'%s'" % r for r in readings)
     if value >= 0 and value <= 0o7777:
         how = "YAML reads an unquoted 0%o as %d; %s" % (value, value, how)
-    return "%s: must be a quoted octal mode such as '0750', got the number %d; %s" % (
-        name, value, how)
+    return "%s: must be a quoted octal mode such as '0750', got the number %d; %s" % (name, value, how)
 
 
 def _cpus(name, value):
@@ -143,8 +141,7 @@ def problems(values, spec, topology=None):
                 cpus[name] = _cpus(name, value)
             except ParseError as err:
                 out.append("%s (a cpulist such as '0-3,8')" % err)
-        if name in LEAST and isinstance(value, int) and not isinstance(value, bool) \
-                and value < LEAST[name]:
+        if name in LEAST and isinstance(value, int) and not isinstance(value, bool) and value < LEAST[name]:
             out.append("%s: must be %d or more, got %d" % (name, LEAST[name], value))
         if name in NOT_YET and value == NOT_YET[name][0]:
             out.append("%s: %s" % (name, NOT_YET[name][1]))
@@ -161,43 +158,59 @@ def _against_facts(values, cpus, topology):
     for name in CPULISTS:
         outside = sorted(set(cpus.get(name) or ()) - online_ids) if online_ids else []
         if outside:
-            out.append("%s: CPU%s %s %s not on this host (its online CPUs are %s)"
-                       % (name, "s" if len(outside) > 1 else "", cpulist.format(outside),
-                          "are" if len(outside) > 1 else "is", online))
+            out.append(
+                "%s: CPU%s %s %s not on this host (its online CPUs are %s)"
+                % (
+                    name,
+                    "s" if len(outside) > 1 else "",
+                    cpulist.format(outside),
+                    "are" if len(outside) > 1 else "is",
+                    online,
+                )
+            )
     reserved = cpus.get("npuops_cpu_reserved")
     if reserved:
         if "npuops_cpu_allowed" in cpus and cpus["npuops_cpu_allowed"]:
-            allowed, where = cpus["npuops_cpu_allowed"], "npuops_cpu_allowed (%s)" % \
-                values["npuops_cpu_allowed"]
+            allowed, where = cpus["npuops_cpu_allowed"], "npuops_cpu_allowed (%s)" % values["npuops_cpu_allowed"]
         elif _facts_cpus(cpu.get("allowed")):
-            allowed, where = _facts_cpus(cpu["allowed"]), \
-                "the CPUs this host allows (%s)" % cpu["allowed"]
+            allowed, where = _facts_cpus(cpu["allowed"]), "the CPUs this host allows (%s)" % cpu["allowed"]
         else:
             allowed = None
         if allowed and not set(allowed) - set(reserved):
-            out.append("npuops_cpu_reserved: %s covers every CPU of %s: nothing is left to plan"
-                       % (values["npuops_cpu_reserved"], where))
+            out.append(
+                "npuops_cpu_reserved: %s covers every CPU of %s: nothing is left to plan"
+                % (values["npuops_cpu_reserved"], where)
+            )
     devices, word = host_devices(topology)
     npus = values.get("npuops_npus")
     if isinstance(npus, list) and npus:
-        ids = [int(n) for n in npus if (isinstance(n, int) and not isinstance(n, bool))
-               or (isinstance(n, str) and n.isdecimal() and len(n) < 6)]
+        ids = [
+            int(n)
+            for n in npus
+            if (isinstance(n, int) and not isinstance(n, bool)) or (isinstance(n, str) and n.isdecimal() and len(n) < 6)
+        ]
         unknown = [n for n in ids if n not in devices]
         if unknown:
-            out.append("npuops_npus: %s %s %s not on this host (its %ss are %s)"
-                       % (word if len(unknown) == 1 else word + "s",
-                          ", ".join(str(n) for n in unknown),
-                          "is" if len(unknown) == 1 else "are", word, _ids(devices)))
+            out.append(
+                "npuops_npus: %s %s %s not on this host (its %ss are %s)"
+                % (
+                    word if len(unknown) == 1 else word + "s",
+                    ", ".join(str(n) for n in unknown),
+                    "is" if len(unknown) == 1 else "are",
+                    word,
+                    _ids(devices),
+                )
+            )
     nics = values.get("npuops_nics")
     if isinstance(nics, list) and nics and isinstance(topology.get("nics"), list):
         names = sorted(str(n.get("name")) for n in topology["nics"] if isinstance(n, dict))
         unknown = [str(n) for n in nics if str(n) not in names]
         if unknown:
-            out.append("npuops_nics: %s %s not an RDMA device of this host (it has %s)"
-                       % (", ".join(unknown), "is" if len(unknown) == 1 else "are",
-                          ", ".join(names) or "none"))
+            out.append(
+                "npuops_nics: %s %s not an RDMA device of this host (it has %s)"
+                % (", ".join(unknown), "is" if len(unknown) == 1 else "are", ", ".join(names) or "none")
+            )
     per_pod = values.get("npuops_k8s_pod_devices")
     if isinstance(per_pod, int) and not isinstance(per_pod, bool) and per_pod > len(devices):
-        out.append("npuops_k8s_pod_devices: %d is more than the %d %ss of this host"
-                   % (per_pod, len(devices), word))
+        out.append("npuops_k8s_pod_devices: %d is more than the %d %ss of this host" % (per_pod, len(devices), word))
     return out

@@ -37,21 +37,37 @@ class _ManifestDumper(yaml.SafeDumper):
 
 def to_yaml(value):
     """Block-style YAML of one plain document (mappings keep their order)."""
-    return yaml.dump(value, Dumper=_ManifestDumper, default_flow_style=False, sort_keys=False,
-                     allow_unicode=False, width=_WIDTH)
+    return yaml.dump(
+        value, Dumper=_ManifestDumper, default_flow_style=False, sort_keys=False, allow_unicode=False, width=_WIDTH
+    )
 
 
-def render_daemonset(root, device_type, version, image=None, single_die_mode=None,
-                     extra_args=None, log_level=0, namespace="kube-system",
-                     root_parent_exists=None):
+def render_daemonset(
+    root,
+    device_type,
+    version,
+    image=None,
+    single_die_mode=None,
+    extra_args=None,
+    log_level=0,
+    namespace="kube-system",
+    root_parent_exists=None,
+):
     """The soft-share device-plugin manifest (multi-document YAML text), validated first
     (``softshare/plugin_config.validate_plugin_config``; its ``SoftShareError`` passes up)."""
     config = plugin_config.validate_plugin_config(
-        root, device_type, version, single_die_mode=single_die_mode, extra_args=extra_args,
-        log_level=log_level, root_parent_exists=root_parent_exists)
-    header = ("# Ascend device plugin, soft-share (chip1-softShareDev) variant for %s hosts.\n"
-              "# Rendered by npuops.fleet from the shipped ascendplugin-volcano.yaml.\n"
-              % device_type)
+        root,
+        device_type,
+        version,
+        single_die_mode=single_die_mode,
+        extra_args=extra_args,
+        log_level=log_level,
+        root_parent_exists=root_parent_exists,
+    )
+    header = (
+        "# Ascend device plugin, soft-share (chip1-softShareDev) variant for %s hosts.\n"
+        "# Rendered by npuops.fleet from the shipped ascendplugin-volcano.yaml.\n" % device_type
+    )
     docs = plugin_config.daemonset(config, image, namespace)
     return header + "".join("---\n" + to_yaml(doc) for doc in docs)
 

@@ -37,9 +37,11 @@ def majority(mappings):
 def differences(mapping, expected, sort_key):
     """``[(gpu, expected value, actual value)]`` for each GPU where ``mapping`` differs from
     ``expected`` (a GPU missing on one side counts as None there), in ``sort_key`` order."""
-    return [(gpu, expected.get(gpu), mapping.get(gpu))
-            for gpu in sorted(set(mapping) | set(expected), key=sort_key)
-            if mapping.get(gpu) != expected.get(gpu)]
+    return [
+        (gpu, expected.get(gpu), mapping.get(gpu))
+        for gpu in sorted(set(mapping) | set(expected), key=sort_key)
+        if mapping.get(gpu) != expected.get(gpu)
+    ]
 
 
 def _mapping(host, plan, key):
@@ -51,12 +53,13 @@ def _mapping(host, plan, key):
     mapping = {}
     for gpu, entry in gpus.items():
         if not isinstance(entry, dict):
-            raise AnsibleFilterError("rail_check: plan of %s: GPU %s entry is not a dict"
-                                     % (host, gpu))
+            raise AnsibleFilterError("rail_check: plan of %s: GPU %s entry is not a dict" % (host, gpu))
         value = entry.get(key)
         if value is not None and not isinstance(value, str):
-            raise AnsibleFilterError("rail_check: plan of %s: GPU %s %s must be a NIC name "
-                                     "(text), got %s" % (host, gpu, key, type(value).__name__))
+            raise AnsibleFilterError(
+                "rail_check: plan of %s: GPU %s %s must be a NIC name "
+                "(text), got %s" % (host, gpu, key, type(value).__name__)
+            )
         mapping[str(gpu)] = value
     return mapping
 
@@ -69,8 +72,7 @@ def _default_shape(mapping):
 def rail_check(plans_by_host, shapes=None, key="nic"):
     """Deviating hosts with the majority mapping of their group and per-GPU differences."""
     if not isinstance(plans_by_host, dict):
-        raise AnsibleFilterError("rail_check: expects a dict {host: plan}, got %s"
-                                 % type(plans_by_host).__name__)
+        raise AnsibleFilterError("rail_check: expects a dict {host: plan}, got %s" % type(plans_by_host).__name__)
     if shapes is not None and not isinstance(shapes, dict):
         raise AnsibleFilterError("rail_check: shapes must be a dict {host: shape}")
     if key not in ("nic", "nic_bus_id"):
@@ -95,8 +97,14 @@ def rail_check(plans_by_host, shapes=None, key="nic"):
                 continue
             diffs = dict(
                 (gpu, {"expected": want, "actual": actual})
-                for gpu, want, actual in differences(mapping, expected, natural_key))
-            result[host] = {"shape": shape, "majority": expected, "differences": diffs,
-                            "group_hosts": len(members), "majority_hosts": majority_count,
-                            "tie": tie}
+                for gpu, want, actual in differences(mapping, expected, natural_key)
+            )
+            result[host] = {
+                "shape": shape,
+                "majority": expected,
+                "differences": diffs,
+                "group_hosts": len(members),
+                "majority_hosts": majority_count,
+                "tie": tie,
+            }
     return result

@@ -12,24 +12,34 @@ from npuops_testing import real_vllm as rv
 from npuops_testing import tpot
 
 
-@pytest.mark.parametrize("values, fraction, expected", [
-    ([], 0.5, None),
-    ([7], 0.99, 7),
-    ([4, 1, 3, 2], 0.5, 2),            # nearest rank: ceil(0.5 * 4) = 2nd smallest
-    ([4, 1, 3, 2], 0.75, 3),
-    (list(range(1, 101)), 0.99, 99),
-    (list(range(1, 101)), 0.5, 50),
-    (list(range(1, 201)), 0.99, 198),
-    ([5, 5, 5, 100], 0.99, 100),       # one slow token of four is the p99
-])
+@pytest.mark.parametrize(
+    "values, fraction, expected",
+    [
+        ([], 0.5, None),
+        ([7], 0.99, 7),
+        ([4, 1, 3, 2], 0.5, 2),  # nearest rank: ceil(0.5 * 4) = 2nd smallest
+        ([4, 1, 3, 2], 0.75, 3),
+        (list(range(1, 101)), 0.99, 99),
+        (list(range(1, 101)), 0.5, 50),
+        (list(range(1, 201)), 0.99, 198),
+        ([5, 5, 5, 100], 0.99, 100),  # one slow token of four is the p99
+    ],
+)
 def test_percentile_is_the_nearest_rank(values, fraction, expected):
     assert tpot.percentile(values, fraction) == expected
 
 
-@pytest.mark.parametrize("off, on, expected", [
-    (0.030, 0.010, 3.0), (0.010, 0.010, 1.0), (0.005, 0.010, 0.5),
-    (None, 0.01, None), (0.01, None, None), (0.01, 0, None),
-])
+@pytest.mark.parametrize(
+    "off, on, expected",
+    [
+        (0.030, 0.010, 3.0),
+        (0.010, 0.010, 1.0),
+        (0.005, 0.010, 0.5),
+        (None, 0.01, None),
+        (0.01, None, None),
+        (0.01, 0, None),
+    ],
+)
 def test_ratio_is_off_over_on(off, on, expected):
     got = tpot.ratio(off, on)
     assert got == pytest.approx(expected) if expected is not None else got is None
@@ -45,14 +55,19 @@ def test_chunk_tokens_reads_the_running_count_only():
     assert tpot.chunk_tokens(sse(3).encode()) == 3
     assert tpot.chunk_tokens(sse(64, choices=False)) is None  # closing usage-only chunk
     assert tpot.chunk_tokens('data: {"choices": [{"text": "x"}]}') is None  # no usage
-    for line in ("data: [DONE]", "", ": keep-alive", "data: {not json", "event: x",
-                 'data: {"choices": [{}], "usage": {"completion_tokens": true}}'):
+    for line in (
+        "data: [DONE]",
+        "",
+        ": keep-alive",
+        "data: {not json",
+        "event: x",
+        'data: {"choices": [{}], "usage": {"completion_tokens": true}}',
+    ):
         assert tpot.chunk_tokens(line) is None
 
 
 def test_token_gaps_leave_out_the_first_token_and_split_multi_token_chunks():
-    events = [(10.0, 1), (10.02, 2), (10.05, 3), (10.05, None), (10.09, 5), (10.09, 5),
-              (10.10, 6)]
+    events = [(10.0, 1), (10.02, 2), (10.05, 3), (10.05, None), (10.09, 5), (10.09, 5), (10.10, 6)]
     gaps = tpot.token_gaps(events)
     assert gaps == pytest.approx([0.02, 0.03, 0.02, 0.02, 0.01])
     assert tpot.token_gaps([(1.0, 1)]) == [] and tpot.token_gaps([]) == []
@@ -60,8 +75,7 @@ def test_token_gaps_leave_out_the_first_token_and_split_multi_token_chunks():
 
 def test_request_tpot_is_vllms_serving_benchmark_definition():
     """(latency after the first token) / (tokens after the first): bursts do not matter."""
-    events = [(10.0, 1), (10.02, 2), (10.05, 3), (10.05, None), (10.09, 5), (10.10, 6),
-              (10.2, None)]
+    events = [(10.0, 1), (10.02, 2), (10.05, 3), (10.05, None), (10.09, 5), (10.10, 6), (10.2, None)]
     assert tpot.request_tpot(events) == pytest.approx(0.10 / 5)
     burst = [(1.0, 1), (1.5, 2), (1.5, 3), (1.5, 4)]  # three tokens delivered at once
     assert tpot.request_tpot(burst) == pytest.approx(0.5 / 3)
@@ -88,13 +102,25 @@ def test_confinement_is_the_partition_plans_housekeeping():
 def test_binder_argv_is_the_bind_units_execstart_on_the_sandbox(tmp_path):
     unit = tmp_path / "etc/systemd/system/vllm-tiny-bind.service"
     unit.parent.mkdir(parents=True)
-    unit.write_text("[Service]\nExecStart=/usr/local/lib/npuops/tiny-bind --unit vllm-tiny.service "
-                    "--plan /etc/npuops/plan.json --follow 600 --ready-url http://x/health\n")
+    unit.write_text(
+        "[Service]\nExecStart=/usr/local/lib/npuops/tiny-bind --unit vllm-tiny.service "
+        "--plan /etc/npuops/plan.json --follow 600 --ready-url http://x/health\n"
+    )
     argv = rv.binder_argv(str(tmp_path), "tiny", 42, 15)
-    assert argv == [str(tmp_path / "usr/local/lib/npuops/tiny-bind"), "--root-pid", "42",
-                    "--plan", str(tmp_path / "etc/npuops/plan.json"), "--follow", "15",
-                    "--ready-url", "http://x/health", "--proc-irq", str(tmp_path / "proc/irq"),
-                    "--json"]
+    assert argv == [
+        str(tmp_path / "usr/local/lib/npuops/tiny-bind"),
+        "--root-pid",
+        "42",
+        "--plan",
+        str(tmp_path / "etc/npuops/plan.json"),
+        "--follow",
+        "15",
+        "--ready-url",
+        "http://x/health",
+        "--proc-irq",
+        str(tmp_path / "proc/irq"),
+        "--json",
+    ]
 
 
 METRICS = """# HELP vllm:inter_token_latency_seconds Histogram of inter-token latency in seconds.
@@ -122,8 +148,8 @@ def test_vllm_histogram_quantiles_from_two_reads():
     after = tpot.histogram(metrics(1.5, 10.0, 110.0, 128.0, 130.0), name)
     delta = tpot.histogram_delta(before, after)
     assert delta["count"] == 100.0 and tpot.histogram_mean(delta) == pytest.approx(0.01)
-    assert tpot.histogram_quantile(delta, 0.5) == 0.002       # 90 of 100 at <= 2 ms
-    assert tpot.histogram_quantile(delta, 0.95) == 0.01       # 98 at <= 10 ms
+    assert tpot.histogram_quantile(delta, 0.5) == 0.002  # 90 of 100 at <= 2 ms
+    assert tpot.histogram_quantile(delta, 0.95) == 0.01  # 98 at <= 10 ms
     assert tpot.histogram_quantile(delta, 0.99) == float("inf")
     both = tpot.histogram_add(delta, delta)
     assert both["count"] == 200.0 and tpot.histogram_quantile(both, 0.5) == 0.002

@@ -32,6 +32,7 @@ def test_fixture_text_strips_the_source_line():
 
 def test_collection_is_importable_by_fqcn():
     from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+
     assert os.path.realpath(cpulist.__file__).startswith(os.path.realpath(REPO))
 
 
@@ -41,42 +42,52 @@ def test_collection_link_points_at_this_checkout():
 
 
 RESULT = {
-    "version": "1.0", "flag": False, "count": 0,
-    "chips": [{"npu": 0, "name": "a", "links": {"NPU1": "HCCS"}},
-              {"npu": 1, "name": "b", "links": {}},
-              {"npu": 2, "name": "b", "links": {}}],
+    "version": "1.0",
+    "flag": False,
+    "count": 0,
+    "chips": [
+        {"npu": 0, "name": "a", "links": {"NPU1": "HCCS"}},
+        {"npu": 1, "name": "b", "links": {}},
+        {"npu": 2, "name": "b", "links": {}},
+    ],
     "nodes": {"1": "0-3", "0": "4-7"},
     "fields": {"Health Status": "OK"},
 }
 
 
-@pytest.mark.parametrize("selector, value", [
-    ("version", "1.0"),
-    ("chips.0.name", "a"),
-    ("chips[].name", ["a", "b", "b"]),
-    ("chips[:2].npu", [0, 1]),
-    ("chips[npu=0].links.NPU1", "HCCS"),
-    ("chips[?name=b].npu", [1, 2]),
-    ("chips[?name=zz].npu", []),
-    ("len(chips)", 3),
-    ("set(chips[].name)", ["a", "b"]),
-    ("keys(nodes)", ["1", "0"]),
-    ("fields.Health Status", "OK"),
-])
+@pytest.mark.parametrize(
+    "selector, value",
+    [
+        ("version", "1.0"),
+        ("chips.0.name", "a"),
+        ("chips[].name", ["a", "b", "b"]),
+        ("chips[:2].npu", [0, 1]),
+        ("chips[npu=0].links.NPU1", "HCCS"),
+        ("chips[?name=b].npu", [1, 2]),
+        ("chips[?name=zz].npu", []),
+        ("len(chips)", 3),
+        ("set(chips[].name)", ["a", "b"]),
+        ("keys(nodes)", ["1", "0"]),
+        ("fields.Health Status", "OK"),
+    ],
+)
 def test_selectors(selector, value):
     assert cases.select(RESULT, selector) == value
     assert cases.mismatches(RESULT, {selector: value}) == []
 
 
-@pytest.mark.parametrize("selector, want, words", [
-    ("version", "1.1", "got '1.0'"),
-    ("flag", 0, "got False"),        # booleans are not the integers they equal
-    ("count", False, "got 0"),
-    ("missing", 1, "no key 'missing'"),
-    ("chips.7", 1, "out of range"),
-    ("chips[name=b].npu", 1, "2 items with name=b"),
-    ("version[]", [], "not a list"),
-])
+@pytest.mark.parametrize(
+    "selector, want, words",
+    [
+        ("version", "1.1", "got '1.0'"),
+        ("flag", 0, "got False"),  # booleans are not the integers they equal
+        ("count", False, "got 0"),
+        ("missing", 1, "no key 'missing'"),
+        ("chips.7", 1, "out of range"),
+        ("chips[name=b].npu", 1, "2 items with name=b"),
+        ("version[]", [], "not a list"),
+    ],
+)
 def test_mismatches_name_the_selector(selector, want, words):
     problems = cases.mismatches(RESULT, {selector: want})
     assert len(problems) == 1 and words in problems[0], problems
@@ -86,13 +97,14 @@ def test_mismatches_name_the_selector(selector, want, words):
 
 def test_case_files_load_with_defaults(tmp_path):
     path = tmp_path / "demo.yml"
-    path.write_text("module: npu_smi\nfunction: parse_info\ncases:\n"
-                    "  - fixture: ascend/x.txt\n    expected: {version: '1'}\n"
-                    "  - fixture: ascend/y.txt\n    id: why\n    function: parse_map\n"
-                    "    expected: {map: {}}\n")
+    path.write_text(
+        "module: npu_smi\nfunction: parse_info\ncases:\n"
+        "  - fixture: ascend/x.txt\n    expected: {version: '1'}\n"
+        "  - fixture: ascend/y.txt\n    id: why\n    function: parse_map\n"
+        "    expected: {map: {}}\n"
+    )
     first, second = cases.load(str(path))
-    assert (first.source, first.module, first.function, first.id) == ("demo", "npu_smi",
-                                                                      "parse_info", "x")
+    assert (first.source, first.module, first.function, first.id) == ("demo", "npu_smi", "parse_info", "x")
     assert (second.function, second.id, second.expected) == ("parse_map", "why", {"map": {}})
     path.write_text("module: m\ncases:\n  - fixture: a.txt\n    expect: {x: 1}\n")
     with pytest.raises(ValueError, match="unknown keys"):

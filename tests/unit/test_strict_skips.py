@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 """Under make test (scripts/check.sh exports NPUOPS_STRICT_SKIPS=1) a skipped test is a failure
 that names the skip's reason; NPUOPS_ALLOW_SKIPS=1 or a plain pytest run keep skips as skips."""
+
 import importlib.util
 import os
 import types
@@ -19,8 +20,9 @@ def _conftest():
 
 
 def _skipped():
-    return types.SimpleNamespace(skipped=True, outcome="skipped",
-                                 longrepr=("tests/x.py", 3, "Skipped: chromium is not installed"))
+    return types.SimpleNamespace(
+        skipped=True, outcome="skipped", longrepr=("tests/x.py", 3, "Skipped: chromium is not installed")
+    )
 
 
 def test_a_skip_fails_under_make_test(conftest, monkeypatch):
@@ -42,9 +44,14 @@ def test_an_expected_failure_is_not_touched(conftest, monkeypatch):
     assert conftest._strict_skip(report).outcome == "skipped"
 
 
-@pytest.mark.parametrize("env, strict", [({"NPUOPS_STRICT_SKIPS": "1"}, True),
-                                         ({"NPUOPS_STRICT_SKIPS": "1", "NPUOPS_ALLOW_SKIPS": "1"}, False),
-                                         ({}, False)])
+@pytest.mark.parametrize(
+    "env, strict",
+    [
+        ({"NPUOPS_STRICT_SKIPS": "1"}, True),
+        ({"NPUOPS_STRICT_SKIPS": "1", "NPUOPS_ALLOW_SKIPS": "1"}, False),
+        ({}, False),
+    ],
+)
 def test_the_switches(env, strict, monkeypatch, conftest):
     for name in ("NPUOPS_STRICT_SKIPS", "NPUOPS_ALLOW_SKIPS"):
         monkeypatch.delenv(name, raising=False)

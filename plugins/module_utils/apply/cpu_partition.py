@@ -33,8 +33,7 @@ import json
 
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import (
-    NpuopsError, ParseError, PartitionError)
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError, PartitionError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import command
 from ansible_collections.npuops.fleet.plugins.module_utils.host.hostio import LiveHostIO
 from ansible_collections.npuops.fleet.plugins.module_utils.model.cpu_partition_facts import TUNED_ACTIVE
@@ -76,8 +75,10 @@ class Partition(object):
         try:
             doc = json.loads(text[:MAX_STATE_BYTES])
         except ValueError as err:
-            raise PartitionError("%s: not the partition's state (JSON: %s); remove it only if no "
-                                 "partition is applied" % (render.STATE_FILE, err))
+            raise PartitionError(
+                "%s: not the partition's state (JSON: %s); remove it only if no "
+                "partition is applied" % (render.STATE_FILE, err)
+            )
         if not isinstance(doc, dict):
             raise PartitionError("%s: not the partition's state (a JSON object)" % render.STATE_FILE)
         return doc
@@ -119,8 +120,12 @@ class Partition(object):
         names = self.io.listdir(SYSTEM_SLICE_CGROUP) or []
         found = []
         for name in sorted(names):
-            if name.startswith("vllm-") and name.endswith(".service") and \
-                    not name.endswith("-bind.service") and not name.endswith("-reconcile.service"):
+            if (
+                name.startswith("vllm-")
+                and name.endswith(".service")
+                and not name.endswith("-bind.service")
+                and not name.endswith("-reconcile.service")
+            ):
                 procs = self.io.read_text("%s/%s/cgroup.procs" % (SYSTEM_SLICE_CGROUP, name))
                 if procs and procs.strip():
                     found.append(name)
@@ -146,14 +151,15 @@ class Partition(object):
                 continue
             now = self.runtime_now(path)
             if now is None:
-                warnings.append("%s is not there (kernel without it, or a sandbox root): not "
-                                "written" % path)
+                warnings.append("%s is not there (kernel without it, or a sandbox root): not written" % path)
                 continue
             if _mask_cpus(now, path) == _mask_cpus(runtime[path], path):
                 continue
             if not fileops.writable(self.host_root, path):
-                warnings.append("%s is read-only here (a container's /sys or /proc): not written "
-                                "now; the tmpfiles.d line writes it at boot" % path)
+                warnings.append(
+                    "%s is read-only here (a container's /sys or /proc): not written "
+                    "now; the tmpfiles.d line writes it at boot" % path
+                )
                 continue
             steps.append({"kind": "runtime", "path": path, "before": now, "after": runtime[path]})
         active = self.tuned_active()
@@ -165,13 +171,14 @@ class Partition(object):
         """Steps that take a partition back: every file of ours, the saved runtime values,
         tuned's previous profile, the state file."""
         saved = ((state or {}).get("runtime_before") or {}).items()
-        steps, warnings = self.compare({}, dict((k, v) for k, v in saved
-                                                if k in render.RUNTIME_FILES), None)
+        steps, warnings = self.compare({}, dict((k, v) for k, v in saved if k in render.RUNTIME_FILES), None)
         before = (state or {}).get("manager_affinity_before")
         for step in steps:
             if step["path"] == render.MANAGER_DROPIN and step["after"] is None and not before:
-                warnings.append("the manager's affinity before the partition is not known: "
-                                "it keeps the partition's until the next boot")
+                warnings.append(
+                    "the manager's affinity before the partition is not known: "
+                    "it keeps the partition's until the next boot"
+                )
             if step["path"] == render.MANAGER_DROPIN and step["after"] is None and before:
                 # an unset CPUAffinity= leaves the manager's affinity as it is (systemd
                 # src/core/main.c update_cpu_affinity): reload it on the old one, then remove
@@ -187,11 +194,18 @@ class Partition(object):
                 step["restore"] = render.slice_dropin(held[step["path"]], every)
         active = self.tuned_active()
         if active == render.TUNED_PROFILE:
-            steps.append({"kind": "tuned", "path": TUNED_ACTIVE, "before": active,
-                          "after": (state or {}).get("tuned_before") or None})
+            steps.append(
+                {
+                    "kind": "tuned",
+                    "path": TUNED_ACTIVE,
+                    "before": active,
+                    "after": (state or {}).get("tuned_before") or None,
+                }
+            )
         if state is not None:
-            steps.append({"kind": "file", "path": render.STATE_FILE,
-                          "before": self.read(render.STATE_FILE), "after": None})
+            steps.append(
+                {"kind": "file", "path": render.STATE_FILE, "before": self.read(render.STATE_FILE), "after": None}
+            )
         return steps, warnings
 
     # ---- acting --------------------------------------------------------------------------
@@ -204,8 +218,9 @@ class Partition(object):
     def _command(self, argv):
         result = self.run(argv, timeout=120)
         if not result.ok:
-            raise PartitionError("%s failed (rc=%s): %s" % (
-                " ".join(argv), result.rc, (result.stderr or "").strip()[-300:]))
+            raise PartitionError(
+                "%s failed (rc=%s): %s" % (" ".join(argv), result.rc, (result.stderr or "").strip()[-300:])
+            )
 
     def _tuned(self, profile):
         if profile:
@@ -224,8 +239,7 @@ class Partition(object):
                 before = self.read(render.STATE_FILE)
                 if before != state_text:
                     self._write(render.STATE_FILE, state_text)
-                    done.append({"kind": "file", "path": render.STATE_FILE, "before": before,
-                                 "after": state_text})
+                    done.append({"kind": "file", "path": render.STATE_FILE, "before": before, "after": state_text})
             for step in steps:
                 if step["kind"] == "file":
                     self._write(step["path"], step["after"])
@@ -262,10 +276,15 @@ class Partition(object):
         except (NpuopsError, OSError) as err:
             undone, left = self._undo(done)
             raise PartitionError(
-                "CPU partition step failed: %s. Rolled back: %s. %s" % (
-                    err, "; ".join(undone) or "nothing had changed",
-                    ("NOT rolled back (the host keeps these): %s" % "; ".join(left)) if left
-                    else "The host is as it was before this run."))
+                "CPU partition step failed: %s. Rolled back: %s. %s"
+                % (
+                    err,
+                    "; ".join(undone) or "nothing had changed",
+                    ("NOT rolled back (the host keeps these): %s" % "; ".join(left))
+                    if left
+                    else "The host is as it was before this run.",
+                )
+            )
         return pending
 
     def _undo(self, done):
@@ -292,8 +311,7 @@ class Partition(object):
         return undone, left
 
 
-def new_state(old, steps, tuned_before, layout=None, manager_before=None, kernel_cmdline=None,
-              allowed_before=None):
+def new_state(old, steps, tuned_before, layout=None, manager_before=None, kernel_cmdline=None, allowed_before=None):
     """The state file's text: the runtime values and tuned profile before the first partition
     (an existing state keeps its own), and the partition's CPUs (``layout``: the drift scan
     reads ``isolated``)."""
@@ -323,7 +341,12 @@ def diff_of(steps):
     out = []
     for step in steps:
         end = "" if step["kind"] in ("file", "restore_then_remove") else "\n"
-        out.append({"before_header": step["path"], "after_header": step["path"],
-                    "before": "" if step["before"] is None else step["before"] + end,
-                    "after": "" if step["after"] is None else step["after"] + end})
+        out.append(
+            {
+                "before_header": step["path"],
+                "after_header": step["path"],
+                "before": "" if step["before"] is None else step["before"] + end,
+                "after": "" if step["after"] is None else step["after"] + end,
+            }
+        )
     return out

@@ -141,9 +141,14 @@ class _Parent(object):
                 root_fd = None
                 return self
             try:
-                self.fd = paths.open_dirs(root_fd, self.dirs, self.path,
-                                          create_mode=0o755 if self.create else None,
-                                          created=self.created, prefix=self.prefix)
+                self.fd = paths.open_dirs(
+                    root_fd,
+                    self.dirs,
+                    self.path,
+                    create_mode=0o755 if self.create else None,
+                    created=self.created,
+                    prefix=self.prefix,
+                )
             except OSError as err:
                 if err.errno not in (errno.ENOENT,):
                     raise
@@ -178,8 +183,7 @@ def _open_object(parent, directory):
 
 def _single_link(path, st):
     if st.st_nlink > 1:
-        raise UnsafePathError(path, "has %d hard links (refused: a link could lead outside "
-                                    "host_root)" % st.st_nlink)
+        raise UnsafePathError(path, "has %d hard links (refused: a link could lead outside host_root)" % st.st_nlink)
 
 
 def read_host_text(host_root, path):
@@ -213,8 +217,11 @@ def remove_file(host_root, path, check_mode=False):
     """Remove the regular, single-link file ``path`` (reached without a symlink). Returns
     ``{"path", "changed", "diff"}``; an absent file is unchanged; anything else at ``path``
     is refused (UnsafePathError)."""
-    result = {"path": path, "changed": False,
-              "diff": {"before_header": path, "after_header": path, "before": "", "after": ""}}
+    result = {
+        "path": path,
+        "changed": False,
+        "diff": {"before_header": path, "after_header": path, "before": "", "after": ""},
+    }
     with _Parent(host_root, path) as parent:
         st = parent.lstat()
         if st is None:
@@ -242,8 +249,7 @@ def writable(host_root, path):
     """True when ``path`` exists as a file the caller may write (mode bits and access)."""
     with _Parent(host_root, path) as parent:
         st = parent.lstat()
-        if st is None or parent.name is None or not stat.S_ISREG(st.st_mode) or \
-                not st.st_mode & 0o222:
+        if st is None or parent.name is None or not stat.S_ISREG(st.st_mode) or not st.st_mode & 0o222:
             return False
         # a check only (the write itself refuses links); faccessat without AT_SYMLINK_NOFOLLOW,
         # which older glibc cannot do for root
@@ -257,9 +263,12 @@ def ensure_dir(host_root, path, mode=None, owner=None, group=None, check_mode=Fa
     ``changed`` is what a real run would report.
     """
     uid, gid = resolve_owner(owner, group)
-    result = {"path": path, "changed": False, "created": False,
-              "diff": {"before": {"path": path, "state": "absent"},
-                       "after": {"path": path, "state": "directory"}}}
+    result = {
+        "path": path,
+        "changed": False,
+        "created": False,
+        "diff": {"before": {"path": path, "state": "absent"}, "after": {"path": path, "state": "directory"}},
+    }
     with _Parent(host_root, path) as parent:
         st = parent.lstat()
         if st is not None:
@@ -299,8 +308,17 @@ def ensure_dir(host_root, path, mode=None, owner=None, group=None, check_mode=Fa
     return result
 
 
-def ensure_file(host_root, path, content=None, mode=None, owner=None, group=None,
-                check_mode=False, create_parents=False, keep_content=False):
+def ensure_file(
+    host_root,
+    path,
+    content=None,
+    mode=None,
+    owner=None,
+    group=None,
+    check_mode=False,
+    create_parents=False,
+    keep_content=False,
+):
     """Make ``path`` a regular file with ``content`` (str, or bytes) and attributes, atomically.
 
     ``keep_content=True``: create the file (with ``content`` or empty) only when absent and
@@ -311,8 +329,12 @@ def ensure_file(host_root, path, content=None, mode=None, owner=None, group=None
     content = "" if content is None else content
     shown = "<%d bytes>\n" % len(content) if isinstance(content, bytes) else content
     data = content if isinstance(content, bytes) else content.encode("utf-8", "surrogateescape")
-    result = {"path": path, "changed": False, "created": False,
-              "diff": {"before_header": path, "after_header": path, "before": "", "after": shown}}
+    result = {
+        "path": path,
+        "changed": False,
+        "created": False,
+        "diff": {"before_header": path, "after_header": path, "before": "", "after": shown},
+    }
     with _Parent(host_root, path) as parent:
         st = parent.lstat()
         if st is not None:
@@ -338,9 +360,9 @@ def ensure_file(host_root, path, content=None, mode=None, owner=None, group=None
                 result["changed"] = True
                 if not check_mode:
                     if content_differs:
-                        paths.write_atomic_at(parent.fd, parent.name, data,
-                                              stat.S_IMODE(st.st_mode) if mode is None else mode,
-                                              uid, gid)
+                        paths.write_atomic_at(
+                            parent.fd, parent.name, data, stat.S_IMODE(st.st_mode) if mode is None else mode, uid, gid
+                        )
                     else:
                         fd = _open_object(parent, False)
                         try:
@@ -361,8 +383,7 @@ def ensure_file(host_root, path, content=None, mode=None, owner=None, group=None
     with _Parent(host_root, path, create=create_parents) as parent:
         if parent.fd is None:
             raise UnsafePathError(path, "parent directory does not exist")
-        paths.write_atomic_at(parent.fd, parent.name, data, 0o644 if mode is None else mode,
-                              uid, gid)
+        paths.write_atomic_at(parent.fd, parent.name, data, 0o644 if mode is None else mode, uid, gid)
     return result
 
 

@@ -78,8 +78,10 @@ class _Interrupts(object):
             return None
         bad = [n for n in names if not _DIGITS_RE.match(n)]
         if bad:
-            raise IrqError("/sys/bus/pci/devices/%s/msi_irqs: unexpected entry %r (only IRQ "
-                           "numbers are accepted)" % (bus_id, bad[0]))
+            raise IrqError(
+                "/sys/bus/pci/devices/%s/msi_irqs: unexpected entry %r (only IRQ "
+                "numbers are accepted)" % (bus_id, bad[0])
+            )
         return interrupts.msi_irq_numbers(names)
 
 
@@ -134,14 +136,14 @@ def _npu_targets(plan, topology, reader, wanted, warnings):
         if not cqs:
             warnings.append("%s: %s not found" % (label, interrupts.CQ_NAME))
         for irq, role, cpu in irq_pins.npu_roles(sq, cqs, cpus):
-            targets.append({"irq": irq_number(irq, "%s %s IRQ" % (label, role[:2])),
-                            "device": label, "role": role, "cpus": [cpu]})
+            targets.append(
+                {"irq": irq_number(irq, "%s %s IRQ" % (label, role[:2])), "device": label, "role": role, "cpus": [cpu]}
+            )
     return targets
 
 
 def _nic_targets(plan, topology, reader, wanted, warnings):
-    nics = dict((n.get("name"), n) for n in (topology or {}).get("nics") or []
-                if isinstance(n, dict))
+    nics = dict((n.get("name"), n) for n in (topology or {}).get("nics") or [] if isinstance(n, dict))
     targets = []
     crowded = []
     # a NIC shared by several GPUs follows the lowest GPU's pool
@@ -165,8 +167,14 @@ def _nic_targets(plan, topology, reader, wanted, warnings):
         if not irqs:
             warnings.append("%s: no mlx5_comp IRQs found" % label)
         for index, irq in enumerate(irqs):
-            targets.append({"irq": irq_number(irq, label), "device": label,
-                            "role": "comp%d" % index, "cpus": [pool[index % len(pool)]]})
+            targets.append(
+                {
+                    "irq": irq_number(irq, label),
+                    "device": label,
+                    "role": "comp%d" % index,
+                    "cpus": [pool[index % len(pool)]],
+                }
+            )
     if crowded:
         # one warning per host, saying whether to act and what to change
         warnings.append(
@@ -175,7 +183,8 @@ def _nic_targets(plan, topology, reader, wanted, warnings):
             "unless RDMA traffic is heavy (NCCL over InfiniBand/RoCE) and the GPU workers jitter; "
             "then leave CPUs spare for the IRQs: cap each instance's frontend with "
             "npuops_frontend_cpus (npu_cpu_plan frontend_cpus; the rest goes to cpu_budget.spare) "
-            "and run site.yml again" % ", ".join(crowded))
+            "and run site.yml again" % ", ".join(crowded)
+        )
     return targets
 
 
@@ -184,10 +193,10 @@ def _spare_on_node(plan, node):
     if not isinstance(node, int) or isinstance(node, bool):
         return []
     try:
-        spare = set(cpulist.parse(str((plan.get("cpu_budget") or {}).get("spare") or ""),
-                                  "plan cpu_budget spare"))
-        on_node = set(cpulist.parse(str((plan.get("numa_nodes") or {}).get(str(node)) or ""),
-                                    "plan numa_nodes %s" % node))
+        spare = set(cpulist.parse(str((plan.get("cpu_budget") or {}).get("spare") or ""), "plan cpu_budget spare"))
+        on_node = set(
+            cpulist.parse(str((plan.get("numa_nodes") or {}).get(str(node)) or ""), "plan numa_nodes %s" % node)
+        )
     except ParseError as err:
         raise IrqError(str(err))
     return sorted(spare & on_node)
@@ -210,8 +219,11 @@ def plan_targets(plan, topology=None, host_root="/", npus=None, io=None, scope="
         return [], "plan skipped: %s" % (plan.get("reason"),), []
     if not irq_pins.has_irq_step(plan):
         kind = device_types.row(plan.get("device_type"))
-        return [], "IRQ binding skipped on %s (no IRQ roles in its plan)" % (
-            "Ascend 950" if kind.irq_roles else kind.label), []
+        return (
+            [],
+            "IRQ binding skipped on %s (no IRQ roles in its plan)" % ("Ascend 950" if kind.irq_roles else kind.label),
+            [],
+        )
     table_key = "gpus" if _is_gpu(plan) else "npus"
     table = plan.get(table_key) or {}
     if npus is None:
@@ -222,8 +234,9 @@ def plan_targets(plan, topology=None, host_root="/", npus=None, io=None, scope="
         wanted = [str(int(n)) for n in npus]
         missing = [n for n in wanted if n not in table]
         if missing:
-            raise IrqError("npus: %s not in the plan (planned: %s)"
-                           % (", ".join(missing), ", ".join(sorted(table, key=int))))
+            raise IrqError(
+                "npus: %s not in the plan (planned: %s)" % (", ".join(missing), ", ".join(sorted(table, key=int)))
+            )
         # By logic id (GPU index): which device keeps a shared IRQ must not depend on the
         # order the caller listed them in.
         wanted = sorted(set(wanted), key=int)
@@ -252,10 +265,19 @@ def unique_targets(targets, warnings):
             continue
         warnings.append(
             "IRQ %d is shared by %s (%s) and %s (%s): it stays with %s on CPU %s; %s's IRQ CPU "
-            "%s is not used for it" % (
-                target["irq"], first["device"], first["role"], target["device"], target["role"],
-                first["device"], cpulist.format(first["cpus"]), target["device"],
-                cpulist.format(target["cpus"])))
+            "%s is not used for it"
+            % (
+                target["irq"],
+                first["device"],
+                first["role"],
+                target["device"],
+                target["role"],
+                first["device"],
+                cpulist.format(first["cpus"]),
+                target["device"],
+                cpulist.format(target["cpus"]),
+            )
+        )
     return kept
 
 
@@ -281,22 +303,30 @@ def apply_targets(targets, host_root="/", check_mode=False):
         except (IOError, OSError, UnsafePathError) as err:
             raise IrqError("IRQ %d: %s cannot be read (%s)" % (irq, path, err))
         if current is None:
-            raise IrqError("IRQ %d (%s %s): %s does not exist"
-                           % (irq, target["device"], target["role"], path))
+            raise IrqError("IRQ %d (%s %s): %s does not exist" % (irq, target["device"], target["role"], path))
         try:
             before = cpulist.parse(current.strip(), path)
         except ParseError as err:
             raise IrqError(str(err))
         after = sorted(set(target["cpus"]))
-        results.append({"irq": irq, "device": target["device"], "role": target["role"],
-                        "before": cpulist.format(before), "after": cpulist.format(after),
-                        "changed": before != after, "_path": path})
+        results.append(
+            {
+                "irq": irq,
+                "device": target["device"],
+                "role": target["role"],
+                "before": cpulist.format(before),
+                "after": cpulist.format(after),
+                "changed": before != after,
+                "_path": path,
+            }
+        )
     todo = [r for r in results if r["changed"]]
     blocked = [r for r in todo if not fileops.writable(host_root, r["_path"])]
     if blocked and not check_mode:
-        raise IrqError("/proc/irq is not writable (%s): nothing was written. In a container, "
-                       "run privileged or set IRQ affinity on the host."
-                       % ", ".join(_affinity_path(r["irq"]) for r in blocked))
+        raise IrqError(
+            "/proc/irq is not writable (%s): nothing was written. In a container, "
+            "run privileged or set IRQ affinity on the host." % ", ".join(_affinity_path(r["irq"]) for r in blocked)
+        )
     if not check_mode:
         done = []
         for result in todo:
@@ -308,10 +338,11 @@ def apply_targets(targets, host_root="/", check_mode=False):
                         _write(host_root, undo["_path"], undo["before"])
                     except (IOError, OSError, UnsafePathError):
                         pass
-                raise IrqError("IRQ %d: writing %s to %s failed (%s); the %d IRQs already "
-                               "written were restored" % (result["irq"], result["after"],
-                                                          _affinity_path(result["irq"]),
-                                                          err, len(done)))
+                raise IrqError(
+                    "IRQ %d: writing %s to %s failed (%s); the %d IRQs already "
+                    "written were restored"
+                    % (result["irq"], result["after"], _affinity_path(result["irq"]), err, len(done))
+                )
             done.append(result)
     for result in results:
         del result["_path"]

@@ -74,9 +74,13 @@ def merge_text(text, updates, source="kubelet config"):
     try:
         check = parse.parse_config(merged, source)
     except ParseError as err:
-        raise NpuopsError("%s: the merged configuration does not read back (%s); edit it by hand "
-                          "or use a --config-dir drop-in" % (source, err))
+        raise NpuopsError(
+            "%s: the merged configuration does not read back (%s); edit it by hand "
+            "or use a --config-dir drop-in" % (source, err)
+        )
     if check != wanted:
-        raise NpuopsError("%s: the merged configuration reads back different keys; edit it by "
-                          "hand or use a --config-dir drop-in" % source)
+        raise NpuopsError(
+            "%s: the merged configuration reads back different keys; edit it by "
+            "hand or use a --config-dir drop-in" % source
+        )
     return merged

@@ -39,8 +39,8 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsE
 from ansible_collections.npuops.fleet.plugins.module_utils.host import paths
 
 STATE_FILES = ("/var/lib/kubelet/cpu_manager_state", "/var/lib/kubelet/memory_manager_state")
-OLD = ".npuops-old"      # the saved copy of a file, beside it
-NONE = ".npuops-none"    # the marker of a configuration file that did not exist
+OLD = ".npuops-old"  # the saved copy of a file, beside it
+NONE = ".npuops-none"  # the marker of a configuration file that did not exist
 # the kubelet's checkpoints are a few KB (a CPU set and a few containers' sets per pod)
 MAX_STATE_BYTES = 4 * 1024 * 1024
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -92,8 +92,7 @@ class _Dir(object):
                     return
                 if err.errno == errno.ENOENT:
                     return  # no directory: no file
-                raise NpuopsError("%s: its directory cannot be resolved (%s)"
-                                  % (path, os.strerror(err.errno)))
+                raise NpuopsError("%s: its directory cannot be resolved (%s)" % (path, os.strerror(err.errno)))
             if name is None:
                 self.fd = parent
                 return
@@ -127,17 +126,21 @@ def _check_file(directory, name, path, limit):
     if st is None:
         return None
     if stat.S_ISLNK(st.st_mode):
-        raise NpuopsError("%s is a symlink: the kubelet writes its own files in place, so this one "
-                          "was put there by someone else; nothing was changed - look at it by hand"
-                          % path)
+        raise NpuopsError(
+            "%s is a symlink: the kubelet writes its own files in place, so this one "
+            "was put there by someone else; nothing was changed - look at it by hand" % path
+        )
     if not stat.S_ISREG(st.st_mode):
         raise NpuopsError("%s is not a regular file; nothing was changed" % path)
     if st.st_nlink > 1:
-        raise NpuopsError("%s has %d hard links (a link can lead outside the kubelet's directory); "
-                          "nothing was changed" % (path, st.st_nlink))
+        raise NpuopsError(
+            "%s has %d hard links (a link can lead outside the kubelet's directory); "
+            "nothing was changed" % (path, st.st_nlink)
+        )
     if st.st_size > limit:
-        raise NpuopsError("%s is %d bytes, more than the %d a kubelet file can be; nothing was changed"
-                          % (path, st.st_size, limit))
+        raise NpuopsError(
+            "%s is %d bytes, more than the %d a kubelet file can be; nothing was changed" % (path, st.st_size, limit)
+        )
     return st
 
 
@@ -154,8 +157,7 @@ class Change(object):
     the new configuration text (``apply`` only); ``create``: make a missing configuration
     directory (False in check mode). The caller closes it."""
 
-    def __init__(self, host_root, config_path, content=None, state_files=STATE_FILES,
-                 move_state=True, create=True):
+    def __init__(self, host_root, config_path, content=None, state_files=STATE_FILES, move_state=True, create=True):
         self.host_root = host_root
         self.content = None if content is None else content.encode("utf-8")
         if self.content is not None and len(self.content) > MAX_CONFIG_BYTES:
@@ -163,7 +165,7 @@ class Change(object):
         self.config = _Dir(host_root, config_path, create=create and content is not None)
         self.states = []
         try:
-            for path in (state_files if move_state else ()):
+            for path in state_files if move_state else ():
                 self.states.append(_Dir(host_root, path))
             self._inspect()
         except BaseException:
@@ -181,13 +183,14 @@ class Change(object):
         self.old_config = None
         if self.config_st is not None:
             self.old_config = _read(config, config.name, config.path, MAX_CONFIG_BYTES)
-        self.saved = None   # OLD or NONE when an earlier apply left its copy
+        self.saved = None  # OLD or NONE when an earlier apply left its copy
         for suffix in (OLD, NONE):
             if config.exists(suffix):
                 _check_file(config, config.name + suffix, config.path + suffix, MAX_CONFIG_BYTES)
                 if self.saved:
-                    raise NpuopsError("%s: both %s and %s are there; put the right one back by hand"
-                                      % (config.path, OLD, NONE))
+                    raise NpuopsError(
+                        "%s: both %s and %s are there; put the right one back by hand" % (config.path, OLD, NONE)
+                    )
                 self.saved = suffix
         for state in self.states:
             _check_file(state, state.name, state.path, MAX_STATE_BYTES)
@@ -207,9 +210,11 @@ class Change(object):
             left = [config.path + self.saved] if self.saved else []
             left += [s.path + OLD for s in self._aside()]
             if left:
-                raise NpuopsError("%s left by a run that did not finish: run step=rollback (put the "
-                                  "old files back) or step=commit (keep the new ones) first; "
-                                  "nothing was changed" % ", ".join(left))
+                raise NpuopsError(
+                    "%s left by a run that did not finish: run step=rollback (put the "
+                    "old files back) or step=commit (keep the new ones) first; "
+                    "nothing was changed" % ", ".join(left)
+                )
             moving = [s for s in self.states if s.exists()]
             if self.content != self.old_config:
                 out.append("saved %s as %s" % (config.path, config.path + (OLD if self.config_st else NONE)))

@@ -36,8 +36,7 @@ def run(argument_spec, body, prefix="", **module_kwargs):
     module = AnsibleModule(argument_spec=argument_spec, **module_kwargs)
     try:
         for option in ROOT_OPTIONS:  # before anything runs: "" is not the real machine
-            if option in argument_spec and (option == "host_root" or
-                                            module.params.get(option) is not None):
+            if option in argument_spec and (option == "host_root" or module.params.get(option) is not None):
                 # a sandbox overlay not written yet (the demo's first facts) overlays nothing
                 check_host_root(module.params.get(option), must_exist=option == "host_root")
         result = body(module)

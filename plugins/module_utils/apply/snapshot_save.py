@@ -32,12 +32,12 @@ def save(recording, save_dir, check_mode, result, overwrite=False):
     """Write the recording to ``save_dir`` (not in check mode); set ``changed`` truthfully."""
     if recording is None:
         return result
-    result['changed'] = True
+    result["changed"] = True
     if check_mode:
         return result
     try:
         recording.save(save_dir, overwrite=overwrite)
     except (IOError, OSError) as err:
         raise SnapshotError("cannot write snapshot %s: %s" % (save_dir, err))
-    result['snapshot_saved'] = save_dir
+    result["snapshot_saved"] = save_dir
     return result

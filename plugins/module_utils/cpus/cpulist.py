@@ -22,8 +22,8 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseEr
 # One item of a cpulist: "N" or "N-M"; the kernel also allows "N-M:S/G" (stride) in
 # cpusets written by users, which we accept on input.
 _ITEM = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*(?::\s*(\d+)\s*/\s*(\d+)\s*)?)?\Z")
-MAX_CPUS = 8192             # CPU ids 0..8191 (Linux NR_CPUS is at most 8192)
-MAX_IDS = 4 * MAX_CPUS      # ids one cpulist may expand to, duplicates included
+MAX_CPUS = 8192  # CPU ids 0..8191 (Linux NR_CPUS is at most 8192)
+MAX_IDS = 4 * MAX_CPUS  # ids one cpulist may expand to, duplicates included
 
 
 def cpu_id(text, source, whole):
@@ -32,9 +32,11 @@ def cpu_id(text, source, whole):
     if not text.isdecimal():
         raise ParseError(source, "%r in %r is not a CPU id" % (text[:12], _short(whole)))
     if len(text) > 5 or int(text) >= MAX_CPUS:
-        raise ParseError(source, "CPU id %s in %r is beyond the kernel's limit (%d)"
-                         % (text[:12] + ("..." if len(text) > 12 else ""), _short(whole),
-                            MAX_CPUS - 1))
+        raise ParseError(
+            source,
+            "CPU id %s in %r is beyond the kernel's limit (%d)"
+            % (text[:12] + ("..." if len(text) > 12 else ""), _short(whole), MAX_CPUS - 1),
+        )
     return int(text)
 
 
@@ -63,8 +65,7 @@ def parse_ordered(text, source="cpulist"):
     for part in text.split(","):
         m = _ITEM.match(part)
         if not m:
-            raise ParseError(source, "invalid cpulist item %r in %r"
-                             % (_short(part.strip()), _short(text)))
+            raise ParseError(source, "invalid cpulist item %r in %r" % (_short(part.strip()), _short(text)))
         lo = cpu_id(m.group(1), source, text)
         hi = cpu_id(m.group(2), source, text) if m.group(2) is not None else lo
         if hi < lo:

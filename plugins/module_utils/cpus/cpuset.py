@@ -193,16 +193,14 @@ def parse_option(value, source="cpulist"):
         raise ParseError(source, "more than %d CPU ids" % cpulist.MAX_IDS)
     cpus = set()
     for item in value:
-        if isinstance(item, bool) or not (isinstance(item, int) or
-                                          (isinstance(item, str) and item.isdecimal())):
+        if isinstance(item, bool) or not (isinstance(item, int) or (isinstance(item, str) and item.isdecimal())):
             raise ParseError(source, "%r is not a CPU id" % (item,))
         if isinstance(item, str):
             item = cpulist.cpu_id(item, source, item)
         if item < 0:
             raise ParseError(source, "%r is not a CPU id" % (item,))
         if item >= _MAX_CPUS:
-            raise ParseError(source, "CPU id %d is beyond the kernel's limit (%d)"
-                             % (item, _MAX_CPUS - 1))
+            raise ParseError(source, "CPU id %d is beyond the kernel's limit (%d)" % (item, _MAX_CPUS - 1))
         cpus.add(item)
     return CpuSeq.from_cpus(sorted(cpus))
 

@@ -27,8 +27,7 @@ class NodeMap(object):
     __slots__ = ("segments", "highs", "node_runs")
 
     def __init__(self, node_cpus):
-        owned = dict((node, CpuSeq.from_cpus(cpus).sorted_unique())
-                     for node, cpus in node_cpus.items())
+        owned = dict((node, CpuSeq.from_cpus(cpus).sorted_unique()) for node, cpus in node_cpus.items())
         # nodes that share CPUs (malformed facts): the later node takes them
         claimed = EMPTY
         for node in reversed(list(owned)):

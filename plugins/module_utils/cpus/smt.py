@@ -53,7 +53,7 @@ def split(cpus, owners, cores):
         base, extra = divmod(len(cpus), count)
         for index, owner in enumerate(owners):
             take = base + (1 if index < extra else 0)
-            shares[owner] = cpus[start:start + take]
+            shares[owner] = cpus[start : start + take]
             start += take
         return shares
     units = groups(cpus, cores)
@@ -63,7 +63,7 @@ def split(cpus, owners, cores):
     shares, start = {}, 0
     for index, owner in enumerate(owners):
         take = base + (1 if index < extra else 0)
-        shares[owner] = CpuSeq.from_cpus([cpu for unit in units[start:start + take] for cpu in unit])
+        shares[owner] = CpuSeq.from_cpus([cpu for unit in units[start : start + take] for cpu in unit])
         start += take
     return shares
 

@@ -35,8 +35,7 @@ class CommandResult(object):
 
     __slots__ = ("argv", "rc", "stdout", "stderr", "missing", "timed_out", "seconds", "error")
 
-    def __init__(self, argv, rc=0, stdout="", stderr="", missing=False, timed_out=False,
-                 seconds=0.0, error=None):
+    def __init__(self, argv, rc=0, stdout="", stderr="", missing=False, timed_out=False, seconds=0.0, error=None):
         self.argv = list(argv)
         self.rc = rc
         self.stdout = stdout
@@ -116,7 +115,7 @@ def _proc_table():
                 text = handle.read(4096).decode("ascii", "replace")
         except (IOError, OSError):
             continue
-        fields = text[text.rfind(")") + 2:].split()  # after "pid (comm) ": comm may hold spaces
+        fields = text[text.rfind(")") + 2 :].split()  # after "pid (comm) ": comm may hold spaces
         if len(fields) > 19:
             table[int(name)] = (int(fields[1]), int(fields[2]), int(fields[3]), fields[19])
     return table
@@ -281,9 +280,15 @@ def run(argv, timeout=DEFAULT_TIMEOUT, track=True):
     argv = list(argv)
     start = time.monotonic()
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, env=_c_env(), close_fds=True,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            env=_c_env(),
+            close_fds=True,
+            start_new_session=True,
+        )
     except (OSError, IOError, ValueError) as err:  # ValueError: a NUL in an argument
         if getattr(err, "errno", None) in (2, 13):  # ENOENT, EACCES: not runnable
             return CommandResult(argv, rc=127, missing=True, stderr=str(err))
@@ -292,10 +297,14 @@ def run(argv, timeout=DEFAULT_TIMEOUT, track=True):
     seconds = time.monotonic() - start
     stdout, stderr = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
     if overflow:
-        return CommandResult(argv, rc=-9, stdout="", stderr=stderr, seconds=seconds,
-                             error="output larger than %d MiB: killed"
-                             % (MAX_OUTPUT // (1024 * 1024)))
+        return CommandResult(
+            argv,
+            rc=-9,
+            stdout="",
+            stderr=stderr,
+            seconds=seconds,
+            error="output larger than %d MiB: killed" % (MAX_OUTPUT // (1024 * 1024)),
+        )
     if timed_out:
-        return CommandResult(argv, rc=-9, stdout=stdout, stderr=stderr, timed_out=True,
-                             seconds=seconds)
+        return CommandResult(argv, rc=-9, stdout=stdout, stderr=stderr, timed_out=True, seconds=seconds)
     return CommandResult(argv, rc=rc, stdout=stdout, stderr=stderr, seconds=seconds)

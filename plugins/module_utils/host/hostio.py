@@ -32,7 +32,10 @@ import threading
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import InputError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import command, paths, snapshot
 from ansible_collections.npuops.fleet.plugins.module_utils.host.command import (  # noqa: F401
-    DEFAULT_TIMEOUT, CommandResult, command_key)
+    DEFAULT_TIMEOUT,
+    CommandResult,
+    command_key,
+)
 from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import check_components
 
 
@@ -104,8 +107,11 @@ class HostIO(abc.ABC):
 
 def _read_file(dir_fd, name, st, limit=None):
     """``paths.read_at`` of a file (its head only with ``limit``); a directory reads as absent."""
-    return (None, None) if stat.S_ISDIR(st.st_mode) else \
-        paths.read_at(dir_fd, name, limit or paths.MAX_FILE_BYTES, head=bool(limit))
+    return (
+        (None, None)
+        if stat.S_ISDIR(st.st_mode)
+        else paths.read_at(dir_fd, name, limit or paths.MAX_FILE_BYTES, head=bool(limit))
+    )
 
 
 class TreeHostIO(HostIO):
@@ -158,8 +164,7 @@ class TreeHostIO(HostIO):
     def _list(self, dir_fd, name, st):
         if not stat.S_ISDIR(st.st_mode):
             return None
-        fd = os.dup(dir_fd) if name is None else os.open(name, paths.DIR_FLAGS | paths.NOFOLLOW,
-                                                         dir_fd=dir_fd)
+        fd = os.dup(dir_fd) if name is None else os.open(name, paths.DIR_FLAGS | paths.NOFOLLOW, dir_fd=dir_fd)
         try:
             return self._entries(os.listdir(fd))
         finally:
@@ -190,8 +195,7 @@ class LiveHostIO(TreeHostIO):
         ``paths.resolve``), or None when a directory on the way does not resolve."""
         parts = check_components(path)
         top = self.host_root
-        if top == "/" and len(parts) > 2 and parts[0] == "proc" and parts[1].isdigit() and \
-                parts[2] == "root":
+        if top == "/" and len(parts) > 2 and parts[0] == "proc" and parts[1].isdigit() and parts[2] == "root":
             # a process's root (a container's): the kernel follows the link, its readlink text
             # would name this host's "/"; below it, paths resolve as chroot would see them
             top, parts = "/proc/%s/root" % parts[1], parts[3:]
@@ -316,8 +320,7 @@ class SnapshotHostIO(TreeHostIO):
                 return found
             for cand in candidates:
                 try:
-                    dir_fd = paths.open_dirs(fs_fd, cand[:-1], path, error=snapshot._error,
-                                             prefix=self.fs_root + "/")
+                    dir_fd = paths.open_dirs(fs_fd, cand[:-1], path, error=snapshot._error, prefix=self.fs_root + "/")
                 except (OSError, IOError):
                     continue
                 st = paths.lstat_at(dir_fd, cand[-1])
@@ -326,8 +329,7 @@ class SnapshotHostIO(TreeHostIO):
                     continue
                 if stat.S_ISLNK(st.st_mode):
                     os.close(dir_fd)
-                    raise snapshot.SnapshotError("%s/%s: symlink in snapshot refused"
-                                                 % (self.fs_root, "/".join(cand)))
+                    raise snapshot.SnapshotError("%s/%s: symlink in snapshot refused" % (self.fs_root, "/".join(cand)))
                 return dir_fd, cand[-1], st
             return None
         finally:
@@ -366,8 +368,14 @@ class SnapshotHostIO(TreeHostIO):
         entry = self.data["commands"].get(command_key(argv))
         if entry is None or entry["missing"]:
             return CommandResult(argv, rc=127, missing=True)
-        return CommandResult(argv, rc=entry["rc"], stdout=entry["stdout"], stderr=entry["stderr"],
-                             timed_out=entry["timed_out"], seconds=entry["seconds"])
+        return CommandResult(
+            argv,
+            rc=entry["rc"],
+            stdout=entry["stdout"],
+            stderr=entry["stderr"],
+            timed_out=entry["timed_out"],
+            seconds=entry["seconds"],
+        )
 
 
 class RecordingHostIO(HostIO):
@@ -427,6 +435,7 @@ class RecordingHostIO(HostIO):
         being replayed; into a non-empty one only with ``overwrite``:
         ``snapshot.check_destination``)."""
         import time
+
         files = dict((p, t) for p, t in self.files.items() if t is not None)
         dirs = set(p for p, names in self.dirs.items() if names is not None)
         known = set(files) | dirs
@@ -450,15 +459,29 @@ class RecordingHostIO(HostIO):
         for key, res in self.commands.items():
             # killed for its output size: replayed as a failure that says so
             stderr = res.stderr if not res.error else (res.stderr + "\nnpuops: " + res.error).strip()
-            commands[key] = {"rc": res.rc, "stdout": res.stdout, "stderr": stderr,
-                             "missing": res.missing, "timed_out": res.timed_out,
-                             "seconds": res.seconds}
+            commands[key] = {
+                "rc": res.rc,
+                "stdout": res.stdout,
+                "stderr": stderr,
+                "missing": res.missing,
+                "timed_out": res.timed_out,
+                "seconds": res.seconds,
+            }
         tools = dict(self.tools)
-        snapshot.save(directory, hostname=self.hostname, arch=self.arch,
-                      captured_at=captured_at or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                      env=dict((k, v) for k, v in self.env.items() if v is not None),
-                      commands=commands, links=links, tools=tools, files=files, dirs=dirs,
-                      overwrite=overwrite, replayed=self.replayed())
+        snapshot.save(
+            directory,
+            hostname=self.hostname,
+            arch=self.arch,
+            captured_at=captured_at or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            env=dict((k, v) for k, v in self.env.items() if v is not None),
+            commands=commands,
+            links=links,
+            tools=tools,
+            files=files,
+            dirs=dirs,
+            overwrite=overwrite,
+            replayed=self.replayed(),
+        )
 
 
 class OverlayHostIO(HostIO):

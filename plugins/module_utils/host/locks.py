@@ -50,8 +50,7 @@ def open_lock_at(dir_fd, name, label, create=True):
     (UnsafePathError)."""
     flags = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        fd = os.open(name, flags | (os.O_RDWR | os.O_CREAT if create else os.O_RDONLY), 0o600,
-                     dir_fd=dir_fd)
+        fd = os.open(name, flags | (os.O_RDWR | os.O_CREAT if create else os.O_RDONLY), 0o600, dir_fd=dir_fd)
     except OSError as err:
         if err.errno == errno.ELOOP:
             raise UnsafePathError(label, "is a symlink (refused)")
@@ -63,8 +62,9 @@ def open_lock_at(dir_fd, name, label, create=True):
         if not stat.S_ISREG(st.st_mode):
             raise UnsafePathError(label, "is not a regular file")
         if st.st_nlink > 1:
-            raise UnsafePathError(label, "has %d hard links (refused: a link could lead outside "
-                                         "host_root)" % st.st_nlink)
+            raise UnsafePathError(
+                label, "has %d hard links (refused: a link could lead outside host_root)" % st.st_nlink
+            )
     except BaseException:
         os.close(fd)
         raise
@@ -85,7 +85,8 @@ def hold(fd, label, path, timeout, shared=False):
             if err.errno not in (errno.EAGAIN, errno.EACCES):
                 raise
         if time.monotonic() >= deadline:
-            raise LockTimeout("%s: another run has held this lock for over %g s (a run still "
-                              "writing %s, or a hung one: find it with fuser)"
-                              % (label, timeout, path))
+            raise LockTimeout(
+                "%s: another run has held this lock for over %g s (a run still "
+                "writing %s, or a hung one: find it with fuser)" % (label, timeout, path)
+            )
         time.sleep(POLL_SECONDS)

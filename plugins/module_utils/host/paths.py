@@ -37,8 +37,9 @@ def check_components(path):
     return parts
 
 
-HOST_ROOT_RULE = ("an absolute path without '.' or '..' components, of an existing directory; "
-                  "the real machine only as '/' itself")
+HOST_ROOT_RULE = (
+    "an absolute path without '.' or '..' components, of an existing directory; the real machine only as '/' itself"
+)
 
 
 def check_host_root(host_root, must_exist=False):
@@ -48,15 +49,16 @@ def check_host_root(host_root, must_exist=False):
     real machine. ``must_exist``: the directory must exist (the module runner checks it before
     a module runs)."""
     if not isinstance(host_root, str) or not host_root:
-        raise InputError("host_root", "%r is not a root: it must be %s (write '/' for the "
-                         "real machine)" % (host_root, HOST_ROOT_RULE))
+        raise InputError(
+            "host_root",
+            "%r is not a root: it must be %s (write '/' for the real machine)" % (host_root, HOST_ROOT_RULE),
+        )
     if host_root == "/":
         return host_root
     try:
         parts = check_components(host_root)
     except UnsafePathError as err:
-        raise InputError("host_root", "%s: %s; it must be %s"
-                         % (host_root, err.msg, HOST_ROOT_RULE))
+        raise InputError("host_root", "%s: %s; it must be %s" % (host_root, err.msg, HOST_ROOT_RULE))
     if not parts:
         raise InputError("host_root", "%r: write '/' for the real machine" % host_root)
     if must_exist and not os.path.isdir(host_root):
@@ -184,7 +186,7 @@ def resolve(root_fd, parts, max_links=MAX_LINKS):
     Raises OSError (ENOENT, ENOTDIR, ELOOP) when a directory on the way cannot be resolved.
     The caller closes ``dir_fd``.
     """
-    stack = []          # fds of the directories above ``fd``, root first
+    stack = []  # fds of the directories above ``fd``, root first
     names = []
     fd = os.dup(root_fd)
     todo = [p for p in parts if p not in ("", ".")]
@@ -214,8 +216,7 @@ def resolve(root_fd, parts, max_links=MAX_LINKS):
                 continue
             links += 1
             if links > max_links:
-                raise OSError(errno.ELOOP, "too many levels of symbolic links",
-                              "/" + "/".join(names + [part]))
+                raise OSError(errno.ELOOP, "too many levels of symbolic links", "/" + "/".join(names + [part]))
             if target.startswith("/"):
                 while stack:
                     os.close(stack.pop())
@@ -312,8 +313,13 @@ def remove_stale_temps(dir_fd, max_age=STALE_TEMP_SECONDS, now=None):
         if not _TEMP_RE.match(name):
             continue
         st = lstat_at(dir_fd, name)
-        if (st is None or not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or
-                st.st_uid != os.geteuid() or now - st.st_mtime < max_age):
+        if (
+            st is None
+            or not stat.S_ISREG(st.st_mode)
+            or st.st_nlink != 1
+            or st.st_uid != os.geteuid()
+            or now - st.st_mtime < max_age
+        ):
             continue
         try:
             os.unlink(name, dir_fd=dir_fd)  # the name itself: never through a link
@@ -342,13 +348,12 @@ def write_atomic_at(dir_fd, name, data, mode=0o644, uid=None, gid=None, fsync=Tr
     write into that directory by a later run removes once it is old: ``remove_stale_temps``)."""
     _sweep_once(dir_fd)
     tmp = temp_name()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | os.O_CLOEXEC, 0o600,
-                 dir_fd=dir_fd)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
     try:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             if fsync:
                 os.fsync(fd)
             if uid is not None or gid is not None:
@@ -378,8 +383,9 @@ def write_in_place_at(dir_fd, name, data, path=None):
         if not stat.S_ISREG(st.st_mode):
             raise UnsafePathError(path, "is not a regular file")
         if st.st_nlink > 1:
-            raise UnsafePathError(path, "has %d hard links (refused: a link could lead outside "
-                                        "host_root)" % st.st_nlink)
+            raise UnsafePathError(
+                path, "has %d hard links (refused: a link could lead outside host_root)" % st.st_nlink
+            )
         os.write(fd, data)
         try:
             os.ftruncate(fd, len(data))
@@ -456,9 +462,11 @@ def open_private_dir(path, mode=0o755, error=None, label=None):
             done.append(part)
         st = os.fstat(fd)
         if not _ours(st) or st.st_mode & 0o022:
-            raise error(label, "%s belongs to uid %d or is writable by others (mode %04o): "
-                        "not a safe place to write" % ("/" + "/".join(done), st.st_uid,
-                                                       stat.S_IMODE(st.st_mode)))
+            raise error(
+                label,
+                "%s belongs to uid %d or is writable by others (mode %04o): "
+                "not a safe place to write" % ("/" + "/".join(done), st.st_uid, stat.S_IMODE(st.st_mode)),
+            )
         return fd
     except BaseException:
         os.close(fd)

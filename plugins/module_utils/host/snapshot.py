@@ -73,8 +73,9 @@ def _open_under(directory, parts, what, create_mode=None):
     except OSError as err:
         raise SnapshotError("%s: cannot open: %s" % (directory, err.strerror or err))
     try:
-        return paths.open_dirs(root, parts, what, create_mode=create_mode, error=_error,
-                               prefix=directory.rstrip("/") + "/")
+        return paths.open_dirs(
+            root, parts, what, create_mode=create_mode, error=_error, prefix=directory.rstrip("/") + "/"
+        )
     finally:
         os.close(root)
 
@@ -118,8 +119,7 @@ def _commands(raw, base, source):
         what = "%s: command %r" % (source, key)
         if not isinstance(entry, dict):
             raise SnapshotError("%s must be a mapping like {rc: 0, stdout: ...}" % what)
-        unknown = set(entry) - set(["rc", "stdout", "stdout_file", "stderr", "missing",
-                                    "timed_out", "seconds"])
+        unknown = set(entry) - set(["rc", "stdout", "stdout_file", "stderr", "missing", "timed_out", "seconds"])
         if unknown:
             raise SnapshotError("%s has unknown fields %s" % (what, ", ".join(sorted(unknown))))
         if "stdout" in entry and "stdout_file" in entry:
@@ -135,14 +135,18 @@ def _commands(raw, base, source):
             if value is not None and not isinstance(value, str):
                 raise SnapshotError("%s: %s must be a string" % (what, field))
         seconds = entry.get("seconds")
-        if seconds is not None and (isinstance(seconds, bool) or
-                                    not isinstance(seconds, (int, float)) or
-                                    not 0 <= seconds <= 1e9):
+        if seconds is not None and (
+            isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= 1e9
+        ):
             raise SnapshotError("%s: seconds must be a number of seconds, got %r" % (what, seconds))
-        commands[key] = {"rc": rc, "stdout": stdout or "", "stderr": entry.get("stderr") or "",
-                         "missing": _bool(entry, "missing", what),
-                         "timed_out": _bool(entry, "timed_out", what),
-                         "seconds": float(seconds or 0.0)}
+        commands[key] = {
+            "rc": rc,
+            "stdout": stdout or "",
+            "stderr": entry.get("stderr") or "",
+            "missing": _bool(entry, "missing", what),
+            "timed_out": _bool(entry, "timed_out", what),
+            "seconds": float(seconds or 0.0),
+        }
     return commands
 
 
@@ -208,17 +212,32 @@ def check_destination(directory, overwrite=False, replayed=None):
     if replayed:
         source = os.path.realpath(replayed)
         if real == source or real.startswith(source + "/") or source.startswith(real + "/"):
-            raise SnapshotError("snapshot directory %s is the snapshot being replayed (%s): "
-                                "save to another directory" % (directory, replayed))
+            raise SnapshotError(
+                "snapshot directory %s is the snapshot being replayed (%s): "
+                "save to another directory" % (directory, replayed)
+            )
     if not overwrite and os.path.isdir(real) and os.listdir(real):
-        raise SnapshotError("snapshot directory %s exists and is not empty: save to a new "
-                            "directory, or allow replacing the files in it (overwrite)"
-                            % directory)
+        raise SnapshotError(
+            "snapshot directory %s exists and is not empty: save to a new "
+            "directory, or allow replacing the files in it (overwrite)" % directory
+        )
 
 
-def save(directory, hostname=None, arch=None, captured_at=None, env=None, commands=None,
-         links=None, tools=None, files=None, dirs=None, comment=None, overwrite=True,
-         replayed=None):
+def save(
+    directory,
+    hostname=None,
+    arch=None,
+    captured_at=None,
+    env=None,
+    commands=None,
+    links=None,
+    tools=None,
+    files=None,
+    dirs=None,
+    comment=None,
+    overwrite=True,
+    replayed=None,
+):
     """Write a snapshot directory.
 
     ``comment``: text written as ``#`` lines at the top of snapshot.yml (provenance: what
@@ -239,14 +258,12 @@ def save(directory, hostname=None, arch=None, captured_at=None, env=None, comman
     check_destination(directory, overwrite, replayed)
     top = paths.open_private_dir(directory, DIR_MODE, error=_error)
     try:
-        _save(_Writer(top, directory), hostname, arch, captured_at, env, commands, links, tools,
-              files, dirs, comment)
+        _save(_Writer(top, directory), hostname, arch, captured_at, env, commands, links, tools, files, dirs, comment)
     finally:
         os.close(top)
 
 
-def _save(writer, hostname, arch, captured_at, env, commands, links, tools, files, dirs,
-          comment):
+def _save(writer, hostname, arch, captured_at, env, commands, links, tools, files, dirs, comment):
     doc = {"schema": SCHEMA, "hostname": hostname, "captured_at": captured_at, "arch": arch}
     if env:
         doc["env"] = dict(sorted(env.items()))
@@ -322,8 +339,7 @@ class _Writer(object):
         self.prefix = directory.rstrip("/") + "/"
 
     def dir(self, parts):
-        return paths.open_dirs(self.top, parts, "snapshot", create_mode=DIR_MODE, error=_error,
-                               prefix=self.prefix)
+        return paths.open_dirs(self.top, parts, "snapshot", create_mode=DIR_MODE, error=_error, prefix=self.prefix)
 
     @staticmethod
     def close_dir(dir_fd):
@@ -361,8 +377,13 @@ def fs_files(directory):
             if st is None:
                 continue
             if stat.S_ISDIR(st.st_mode):
-                sub = paths.open_dirs(dir_fd, [name], "snapshot", error=_error,
-                                      prefix=directory.rstrip("/") + "/" + "/".join(disk_parts) + "/")
+                sub = paths.open_dirs(
+                    dir_fd,
+                    [name],
+                    "snapshot",
+                    error=_error,
+                    prefix=directory.rstrip("/") + "/" + "/".join(disk_parts) + "/",
+                )
                 try:
                     walk(sub, host_parts + [host_name(name)], disk_parts + [name])
                 finally:

@@ -21,16 +21,26 @@ import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import SnapshotError
 
-MAX_INT_DIGITS = 20   # a 64-bit integer: int() is never asked to read a longer digit run
+MAX_INT_DIGITS = 20  # a 64-bit integer: int() is never asked to read a longer digit run
 _INT = re.compile(r"^[-+]?(0|[1-9][0-9]{0,%d})\Z" % (MAX_INT_DIGITS - 1))
 _FLOAT = re.compile(r"^[-+]?([0-9]+\.[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\Z")
 _NULLS = ("null", "Null", "NULL", "~")
 # YAML's infinities and NaN (the 1.1 and 1.2 core schemas spell them alike; ``dumps`` writes
 # the first of each)
-_SPECIAL_FLOATS = {".inf": float("inf"), ".Inf": float("inf"), ".INF": float("inf"),
-                   "+.inf": float("inf"), "+.Inf": float("inf"), "+.INF": float("inf"),
-                   "-.inf": float("-inf"), "-.Inf": float("-inf"), "-.INF": float("-inf"),
-                   ".nan": float("nan"), ".NaN": float("nan"), ".NAN": float("nan")}
+_SPECIAL_FLOATS = {
+    ".inf": float("inf"),
+    ".Inf": float("inf"),
+    ".INF": float("inf"),
+    "+.inf": float("inf"),
+    "+.Inf": float("inf"),
+    "+.INF": float("inf"),
+    "-.inf": float("-inf"),
+    "-.Inf": float("-inf"),
+    "-.INF": float("-inf"),
+    ".nan": float("nan"),
+    ".NaN": float("nan"),
+    ".NAN": float("nan"),
+}
 _TRUES = ("true", "True", "TRUE")
 _FALSES = ("false", "False", "FALSE")
 _YAML11_WORDS = frozenset(["y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"])
@@ -78,8 +88,9 @@ def scalar(value):
         text = str(value)
         if len(text.lstrip("-")) > MAX_INT_DIGITS:
             # read back it would be a string (the reader's bound): refused, not changed
-            raise SnapshotError("cannot write the integer %s... as YAML: more than %d digits"
-                                % (text[:24], MAX_INT_DIGITS))
+            raise SnapshotError(
+                "cannot write the integer %s... as YAML: more than %d digits" % (text[:24], MAX_INT_DIGITS)
+            )
         return text
     if isinstance(value, float):
         return float_text(value)

@@ -28,7 +28,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import Snapsho
 from ansible_collections.npuops.fleet.plugins.module_utils.host import yaml_scalars
 from ansible_collections.npuops.fleet.plugins.module_utils.host.yaml_scalars import MAX_INT_DIGITS  # noqa: F401 pylint: disable=unused-import
 
-MAX_DEPTH = 32        # nested mappings/sequences (snapshot.yml needs 4)
+MAX_DEPTH = 32  # nested mappings/sequences (snapshot.yml needs 4)
 _resolve = yaml_scalars.resolve
 _scalar = yaml_scalars.scalar
 _key = yaml_scalars.key
@@ -58,7 +58,7 @@ class _Reader(object):
         """(indent, text without comment) of raw line ``index``, or None for blank/comment."""
         line = self.raw[index].rstrip("\r")
         stripped = line.lstrip(" ")
-        if stripped.startswith("\t") or (stripped and "\t" in line[:len(line) - len(stripped)]):
+        if stripped.startswith("\t") or (stripped and "\t" in line[: len(line) - len(stripped)]):
             self.fail(index + 1, "tab in indentation")
         if not stripped or stripped.startswith("#"):
             return None
@@ -319,7 +319,7 @@ class _Reader(object):
                 if end < 0:
                     self.fail(index + 1, "unterminated single-quoted string")
                 out.append(text[cur:end])
-                if text[end + 1:end + 2] == "'":
+                if text[end + 1 : end + 2] == "'":
                     out.append("'")
                     cur = end + 2
                     continue
@@ -337,15 +337,15 @@ class _Reader(object):
             if backslashes % 2 == 0:
                 break
             cur = end + 1
-        token = text[pos:end + 1]
+        token = text[pos : end + 1]
         try:
             return json.loads(token), end + 1
         except ValueError as err:
             self.fail(index + 1, "bad double-quoted string (JSON escapes only): %s" % err)
 
     def _plain(self, text, pos, index, top):
-        if text[pos] in _BAD_START + "|]}," or (text[pos] == "-" and text[pos + 1:pos + 2] == " "):
-            self.fail(index + 1, "unsupported YAML construct %r" % text[pos:pos + 20])
+        if text[pos] in _BAD_START + "|]}," or (text[pos] == "-" and text[pos + 1 : pos + 2] == " "):
+            self.fail(index + 1, "unsupported YAML construct %r" % text[pos : pos + 20])
         if top:
             end = text.find(" #", pos)
             raw = text[pos:] if end < 0 else text[pos:end]
@@ -378,8 +378,12 @@ def check_depth(value, source, error=SnapshotError):
     for dummy in range(MAX_DEPTH + 1):  # each level's collections: they alone have a next one
         if not level:
             return value
-        level = [v for item in level for v in (item.values() if isinstance(item, dict) else item)
-                 if isinstance(v, (dict, list))]
+        level = [
+            v
+            for item in level
+            for v in (item.values() if isinstance(item, dict) else item)
+            if isinstance(v, (dict, list))
+        ]
     raise error("%s: nested deeper than %d levels" % (source, MAX_DEPTH))
 
 
@@ -389,8 +393,12 @@ def _is_scalar(value):
 
 
 def _flow_ok(value):
-    return isinstance(value, dict) and all(_is_scalar(v) for v in value.values()) \
-        and len(value) <= 6 and all("\n" not in v for v in value.values() if isinstance(v, str))
+    return (
+        isinstance(value, dict)
+        and all(_is_scalar(v) for v in value.values())
+        and len(value) <= 6
+        and all("\n" not in v for v in value.values() if isinstance(v, str))
+    )
 
 
 def _inline(value):
@@ -430,7 +438,7 @@ def _emit(value, indent, out, flow):
                 else:
                     sub = []
                     _emit(item, indent + 2, sub, flow)
-                    out.append("%s- %s" % (pad, sub[0][indent + 2:]))
+                    out.append("%s- %s" % (pad, sub[0][indent + 2 :]))
                     out.extend(sub[1:])
             else:
                 out.append("%s- %s" % (pad, _inline(item)))

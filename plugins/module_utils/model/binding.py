@@ -26,9 +26,26 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import InputEr
 from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_intruders, instance_files, schema
 from ansible_collections.npuops.fleet.plugins.module_utils.model.instance_files import unit_names
 from ansible_collections.npuops.fleet.plugins.module_utils.model.spec import (
-    ANY, BOOL, INT, LIST, NUM, OPT, RECORD, SCALAR, STR, check)
+    ANY,
+    BOOL,
+    INT,
+    LIST,
+    NUM,
+    OPT,
+    RECORD,
+    SCALAR,
+    STR,
+    check,
+)
 from ansible_collections.npuops.fleet.plugins.module_utils.model.drift_kinds import (
-    FIX_INTRUDER, FIX_IRQ, FIX_IRQBALANCE, FIX_MEMORY, FIX_MISSING, FIX_THREADS, FIX_UNIT)
+    FIX_INTRUDER,
+    FIX_IRQ,
+    FIX_IRQBALANCE,
+    FIX_MEMORY,
+    FIX_MISSING,
+    FIX_THREADS,
+    FIX_UNIT,
+)
 
 SCHEMA_VERSION = 1
 # a worker with more than this share of its resident memory off its node is drifted
@@ -36,30 +53,61 @@ REMOTE_MEMORY_LIMIT = 0.10
 _NAME_RE = schema.INSTANCE_NAME  # the one instance-name rule (vllm_launch_wrapper's)
 MAX_PLAN_BYTES = 4 << 20
 
-FIX_SHAPE = ("reinstall the instance's binder with vllm_launch_wrapper (its report is not what "
-             "this collection reads) and check the host is not compromised")
+FIX_SHAPE = (
+    "reinstall the instance's binder with vllm_launch_wrapper (its report is not what "
+    "this collection reads) and check the host is not compromised"
+)
 
 
 # The parts of a binder report (``<name>-bind --once --check --json``) and of the gathered
 # state that ``drift`` reads, in model/spec's language: the binder runs on the host and its
 # answer is checked once here, before any of it is read.
 _VALUE = (OPT, (SCALAR,))
-_PROCS = (OPT, (LIST, (RECORD, {
-    "pid": _VALUE, "title": _VALUE, "role": _VALUE, "device": _VALUE,
-    "remote_memory_ratio": (OPT, (NUM,)),
-    "changed": (OPT, (LIST, (RECORD, {"tid": _VALUE, "role": _VALUE, "before": _VALUE,
-                                      "after": _VALUE}))),
-    "threads": (INT,),
-})))
-BINDER_REPORT = (RECORD, {
-    "unit_running": (OPT, (BOOL,)),
-    "failed": (OPT, (STR,)),
-    "workers": _PROCS,
-    "frontend": _PROCS,
-    "missing": (OPT, (LIST, (SCALAR,))),
-    "irqs": (OPT, (LIST, (RECORD, {"irq": (INT,), "device": _VALUE, "role": _VALUE,
-                                   "before": _VALUE, "after": _VALUE, "drift": (OPT, (ANY,))}))),
-})
+_PROCS = (
+    OPT,
+    (
+        LIST,
+        (
+            RECORD,
+            {
+                "pid": _VALUE,
+                "title": _VALUE,
+                "role": _VALUE,
+                "device": _VALUE,
+                "remote_memory_ratio": (OPT, (NUM,)),
+                "changed": (OPT, (LIST, (RECORD, {"tid": _VALUE, "role": _VALUE, "before": _VALUE, "after": _VALUE}))),
+                "threads": (INT,),
+            },
+        ),
+    ),
+)
+BINDER_REPORT = (
+    RECORD,
+    {
+        "unit_running": (OPT, (BOOL,)),
+        "failed": (OPT, (STR,)),
+        "workers": _PROCS,
+        "frontend": _PROCS,
+        "missing": (OPT, (LIST, (SCALAR,))),
+        "irqs": (
+            OPT,
+            (
+                LIST,
+                (
+                    RECORD,
+                    {
+                        "irq": (INT,),
+                        "device": _VALUE,
+                        "role": _VALUE,
+                        "before": _VALUE,
+                        "after": _VALUE,
+                        "drift": (OPT, (ANY,)),
+                    },
+                ),
+            ),
+        ),
+    },
+)
 INSTANCE = (RECORD, {"unit": (STR,), "unit_state": _VALUE})
 IRQBALANCE = (OPT, (RECORD, {"active": (OPT, (ANY,)), "banned_irqs": (OPT, (LIST, (INT,)))}))
 
@@ -123,14 +171,26 @@ def _binder_report(io, binder, argv, timeout, source, errors):
     try:
         report = json.loads(result.stdout or "")
     except (ValueError, RecursionError):
-        _error(errors, source, "the binder gave no report (rc %s): %s"
-               % (result.rc, (result.stderr or result.stdout or "").strip()[-300:]))
+        _error(
+            errors,
+            source,
+            "the binder gave no report (rc %s): %s"
+            % (result.rc, (result.stderr or result.stdout or "").strip()[-300:]),
+        )
         return None
     return report if isinstance(report, dict) else None
 
 
-def gather(io, dest=instance_files.DEFAULT_DEST, irq_state=instance_files.DEFAULT_IRQ_STATE,
-           timeout=60, host_root="/", root_pids=None, proc_irq=None, systemd=None):
+def gather(
+    io,
+    dest=instance_files.DEFAULT_DEST,
+    irq_state=instance_files.DEFAULT_IRQ_STATE,
+    timeout=60,
+    host_root="/",
+    root_pids=None,
+    proc_irq=None,
+    systemd=None,
+):
     """The binding state of every instance under ``dest`` (host paths; ``host_root`` prefixes
     the paths handed to the binder, which reads them itself). ``root_pids`` ({instance: pid})
     names the main process where no systemd unit runs it (tests, the demo's sandbox).
@@ -151,10 +211,17 @@ def gather(io, dest=instance_files.DEFAULT_DEST, irq_state=instance_files.DEFAUL
             continue
         info = doc["npuops_instance"]
         unit = unit_names(name)["service"]
-        entry = {"unit": unit, "unit_state": None, "binding": info.get("binding"),
-                 "vendor": info.get("vendor") or "ascend",
-                 "devices": info.get("devices") or [], "frontend": info.get("frontend"),
-                 "plan_file": path, "report": None, "checked": True}
+        entry = {
+            "unit": unit,
+            "unit_state": None,
+            "binding": info.get("binding"),
+            "vendor": info.get("vendor") or "ascend",
+            "devices": info.get("devices") or [],
+            "frontend": info.get("frontend"),
+            "plan_file": path,
+            "report": None,
+            "checked": True,
+        }
         if (root_pids or {}).get(name) is None:
             if not systemd:
                 entry["checked"] = False
@@ -163,8 +230,18 @@ def gather(io, dest=instance_files.DEFAULT_DEST, irq_state=instance_files.DEFAUL
             entry["unit_state"] = _unit_state(io, unit, timeout)
         binder = instance_files.file_paths(dest, name)["binder"]
         if info.get("binding") == "host" and io.exists(binder):
-            argv = ["--plan", prefix + path, "--instance", name, "--once", "--check", "--json",
-                    "--no-migrate", "--irq-state", prefix + irq_state]
+            argv = [
+                "--plan",
+                prefix + path,
+                "--instance",
+                name,
+                "--once",
+                "--check",
+                "--json",
+                "--no-migrate",
+                "--irq-state",
+                prefix + irq_state,
+            ]
             if proc_irq:
                 argv += ["--proc-irq", proc_irq]
             if (root_pids or {}).get(name) is not None:
@@ -196,14 +273,21 @@ def _thread_rows(name, report, entry=None):
         if not changed:
             continue
         device = "frontend" if proc.get("role") != "worker" else device_label(entry, proc.get("device"))
-        moved = ", ".join("tid %s (%s) on %s, planned %s"
-                          % (c.get("tid"), c.get("role"), c.get("before"), c.get("after"))
-                          for c in changed[:4])
+        moved = ", ".join(
+            "tid %s (%s) on %s, planned %s" % (c.get("tid"), c.get("role"), c.get("before"), c.get("after"))
+            for c in changed[:4]
+        )
         more = "" if len(changed) <= 4 else " and %d more" % (len(changed) - 4)
-        rows.append(_row(name, device, "threads_off_plan",
-                         "pid %s (%s): %d of %d threads off their planned CPUs: %s%s"
-                         % (proc.get("pid"), proc.get("title"), len(changed), proc.get("threads"),
-                            moved, more), FIX_THREADS % unit_names(name)))
+        rows.append(
+            _row(
+                name,
+                device,
+                "threads_off_plan",
+                "pid %s (%s): %d of %d threads off their planned CPUs: %s%s"
+                % (proc.get("pid"), proc.get("title"), len(changed), proc.get("threads"), moved, more),
+                FIX_THREADS % unit_names(name),
+            )
+        )
     return rows
 
 
@@ -219,45 +303,78 @@ def drift(state, irqbalance=None, limit=REMOTE_MEMORY_LIMIT):
         return [_row("-", None, "binder_failed", problem, FIX_SHAPE)]
     for name, entry in sorted((instances or {}).items(), key=lambda item: str(item[0])):
         name = str(name)
-        problem = shape_problem(dict(entry, report=None) if isinstance(entry, dict) else entry,
-                                INSTANCE, "binding state: instances[%s]" % name) or \
-            shape_problem(entry.get("report") or {}, BINDER_REPORT,
-                          "the binder's report for %s" % name)
+        problem = shape_problem(
+            dict(entry, report=None) if isinstance(entry, dict) else entry,
+            INSTANCE,
+            "binding state: instances[%s]" % name,
+        ) or shape_problem(entry.get("report") or {}, BINDER_REPORT, "the binder's report for %s" % name)
         if problem:
             rows.append(_row(name, None, "binder_failed", problem, FIX_SHAPE))
             continue
         if entry.get("unit_state") not in (None, "active"):
-            rows.append(_row(name, None, "unit_down", "%s is %s" % (entry["unit"], entry["unit_state"]),
-                             FIX_UNIT % unit_names(name)))
+            rows.append(
+                _row(
+                    name,
+                    None,
+                    "unit_down",
+                    "%s is %s" % (entry["unit"], entry["unit_state"]),
+                    FIX_UNIT % unit_names(name),
+                )
+            )
         report = entry.get("report") or {}
         if report.get("unit_running") is False and entry.get("unit_state") is None:
-            rows.append(_row(name, None, "unit_down", "%s has no main process" % entry["unit"],
-                             FIX_UNIT % unit_names(name)))
+            rows.append(
+                _row(name, None, "unit_down", "%s has no main process" % entry["unit"], FIX_UNIT % unit_names(name))
+            )
         rows.extend(_thread_rows(name, report, entry))
         for device in report.get("missing") or []:
             if report.get("unit_running") is not False:
-                rows.append(_row(name, device_label(entry, device), "worker_missing",
-                                 "device %s shows no worker process under the instance's "
-                                 "EngineCore" % device, FIX_MISSING % unit_names(name)))
+                rows.append(
+                    _row(
+                        name,
+                        device_label(entry, device),
+                        "worker_missing",
+                        "device %s shows no worker process under the instance's EngineCore" % device,
+                        FIX_MISSING % unit_names(name),
+                    )
+                )
         for worker in report.get("workers") or []:
             ratio = worker.get("remote_memory_ratio")
             if isinstance(ratio, (int, float)) and ratio > limit:
-                rows.append(_row(name, device_label(entry, worker.get("device")), "memory_remote",
-                                 "%.0f%% of pid %s's resident memory is off its NUMA node"
-                                 % (100.0 * ratio, worker.get("pid")), FIX_MEMORY))
+                rows.append(
+                    _row(
+                        name,
+                        device_label(entry, worker.get("device")),
+                        "memory_remote",
+                        "%.0f%% of pid %s's resident memory is off its NUMA node" % (100.0 * ratio, worker.get("pid")),
+                        FIX_MEMORY,
+                    )
+                )
         moved = [r for r in report.get("irqs") or [] if r.get("drift")]
         for irq in moved:
-            rows.append(_row(name, device_label(entry, irq.get("device")), "irq_moved",
-                             "IRQ %s (%s) on CPUs %s, planned %s" % (irq.get("irq"), irq.get("role"),
-                                                                     irq.get("before"), irq.get("after")),
-                             FIX_IRQ))
+            rows.append(
+                _row(
+                    name,
+                    device_label(entry, irq.get("device")),
+                    "irq_moved",
+                    "IRQ %s (%s) on CPUs %s, planned %s"
+                    % (irq.get("irq"), irq.get("role"), irq.get("before"), irq.get("after")),
+                    FIX_IRQ,
+                )
+            )
         banned = set((irqbalance or {}).get("banned_irqs") or [])
         pinned = [r.get("irq") for r in report.get("irqs") or []]
         unbanned = sorted(i for i in pinned if i not in banned)
         if (irqbalance or {}).get("active") and unbanned:
-            rows.append(_row(name, None, "irqbalance_undoing",
-                             "irqbalance runs and does not ban pinned IRQs %s"
-                             % ", ".join(str(i) for i in unbanned[:8]), FIX_IRQBALANCE))
+            rows.append(
+                _row(
+                    name,
+                    None,
+                    "irqbalance_undoing",
+                    "irqbalance runs and does not ban pinned IRQs %s" % ", ".join(str(i) for i in unbanned[:8]),
+                    FIX_IRQBALANCE,
+                )
+            )
         if report.get("failed"):
             rows.append(_row(name, None, "binder_failed", report["failed"], FIX_THREADS % unit_names(name)))
     rows.extend(intruder_rows(state))
@@ -272,8 +389,20 @@ def intruder_rows(state):
         if not isinstance(proc, dict):
             continue
         unit = proc.get("unit") or "its unit"
-        rows.append(_row("-", None, "cpu_intruder",
-                         "pid %s (%s, %s) may run on worker CPUs %s (last ran on CPU %s)"
-                         % (proc.get("pid"), proc.get("comm"), proc.get("unit") or "no unit",
-                            proc.get("cpus"), proc.get("last_cpu")), FIX_INTRUDER % {"unit": unit}))
+        rows.append(
+            _row(
+                "-",
+                None,
+                "cpu_intruder",
+                "pid %s (%s, %s) may run on worker CPUs %s (last ran on CPU %s)"
+                % (
+                    proc.get("pid"),
+                    proc.get("comm"),
+                    proc.get("unit") or "no unit",
+                    proc.get("cpus"),
+                    proc.get("last_cpu"),
+                ),
+                FIX_INTRUDER % {"unit": unit},
+            )
+        )
     return rows

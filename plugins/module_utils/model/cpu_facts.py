@@ -103,8 +103,10 @@ def _distances(io, src, ids, timeout):
             fallback = err.msg
     else:
         fallback = "not installed" if res.missing else res.failure()
-    src.error("cpu.numa_distance", "%s; %s: %s" % (
-        failed or "no NUMA node in %s" % NODE_DIR, cpu_topology.SRC_NUMACTL, fallback))
+    src.error(
+        "cpu.numa_distance",
+        "%s; %s: %s" % (failed or "no NUMA node in %s" % NODE_DIR, cpu_topology.SRC_NUMACTL, fallback),
+    )
     return None
 
 
@@ -121,13 +123,20 @@ def _packages(io, src, nodes, warnings):
             text = io.read_text(path)
             value = int_file(io, path) if text is not None else None
             if value is None:
-                src.error("cpu.packages", "%s: %s" % (path, "not readable" if text is None else (
-                    "%s (the firmware names no package)" % text.strip()[:20])))
+                src.error(
+                    "cpu.packages",
+                    "%s: %s"
+                    % (
+                        path,
+                        "not readable" if text is None else ("%s (the firmware names no package)" % text.strip()[:20]),
+                    ),
+                )
                 return None
             found.append(value)
         if len(set(found)) > 1:
-            warnings.append("NUMA node %s spans packages %s: taken as package %d"
-                            % (node, sorted(set(found)), found[0]))
+            warnings.append(
+                "NUMA node %s spans packages %s: taken as package %d" % (node, sorted(set(found)), found[0])
+            )
         packages[str(node)] = found[0]
     return packages or None
 
@@ -175,8 +184,7 @@ def gather_cpu(io, src, timeout, warnings):
     (``parse(name, parser)``, ``error(source, msg)``, ``errors``); ``warnings`` is appended to."""
     errors = src.errors
     allowed_self = read_file(io, cpu_topology.SRC_STATUS, cpu_topology.parse_status, errors)
-    online = read_file(io, cpu_topology.SRC_ONLINE, cpu_topology.parse_cpulist_file,
-                       errors)
+    online = read_file(io, cpu_topology.SRC_ONLINE, cpu_topology.parse_cpulist_file, errors)
     lscpu = src.parse("lscpu", cpu_topology.parse_lscpu)
     nodes, source = {}, "none"
     ids = cpu_topology.node_ids(io.listdir(NODE_DIR))
@@ -200,15 +208,20 @@ def gather_cpu(io, src, timeout, warnings):
     if allowed is None:
         allowed, allowed_source = online, "online"
     if allowed is None and not nodes:
-        src.error("cpu", "no CPU information could be read from this host (lscpu, "
-                  "/proc/self/status, /sys/devices/system/cpu, /sys/devices/system/node)")
+        src.error(
+            "cpu",
+            "no CPU information could be read from this host (lscpu, "
+            "/proc/self/status, /sys/devices/system/cpu, /sys/devices/system/node)",
+        )
         allowed_source = None
     if allowed and allowed_self and allowed_source != "self":
         narrower = set(cpulist.parse(allowed)) - set(cpulist.parse(allowed_self))
         if narrower:
-            warnings.append("the gathering process may run on CPUs %s only (its own cpuset, "
-                            "cpu.allowed_self); a service gets %s (%s, cpu.allowed), which "
-                            "plans use" % (allowed_self, allowed, allowed_source))
+            warnings.append(
+                "the gathering process may run on CPUs %s only (its own cpuset, "
+                "cpu.allowed_self); a service gets %s (%s, cpu.allowed), which "
+                "plans use" % (allowed_self, allowed, allowed_source)
+            )
     cpus = set()
     for text in nodes.values():
         cpus.update(cpulist.parse(text))

@@ -45,7 +45,7 @@ def isolated_cpus(io):
     if not text:
         return None
     try:
-        doc = json.loads(text[:1 << 16])
+        doc = json.loads(text[: 1 << 16])
         return set(cpulist.parse(str(doc.get("isolated") or ""), STATE_FILE)) or None
     except (ValueError, AttributeError, ParseError):
         return None
@@ -55,8 +55,8 @@ def _stat(text):
     """``(comm, flags, last cpu)`` from /proc/<pid>/stat text, or None."""
     if not text or ")" not in text:
         return None
-    comm = text[text.find("(") + 1:text.rfind(")")]
-    rest = text[text.rfind(")") + 2:].split()
+    comm = text[text.find("(") + 1 : text.rfind(")")]
+    rest = text[text.rfind(")") + 2 :].split()
     try:
         return comm, int(rest[6]), int(rest[36])
     except (IndexError, ValueError):
@@ -104,6 +104,13 @@ def scan(io, isolated, limit=MAX_PIDS):
                     allowed = None
         reach = (allowed or set()) & isolated
         if reach:
-            out.append({"pid": pid, "comm": stat[0], "unit": unit_of(cgroup),
-                        "cpus": cpulist.format(reach), "last_cpu": stat[2]})
+            out.append(
+                {
+                    "pid": pid,
+                    "comm": stat[0],
+                    "unit": unit_of(cgroup),
+                    "cpus": cpulist.format(reach),
+                    "last_cpu": stat[2],
+                }
+            )
     return out

@@ -29,7 +29,9 @@ import json
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.model.cpu_intruders import (  # noqa: F401
-    STATE_FILE, VLLM_SLICE)
+    STATE_FILE,
+    VLLM_SLICE,
+)
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import cpu_topology
 
 DROPIN = "50-npuops-cpu-partition.conf"
@@ -89,8 +91,10 @@ def gather(io):
     slices = {}
     for unit in [row[0] for row in HELD_UNITS] + [VLLM_SLICE]:
         base = "%s/%s" % (CGROUP, unit)
-        slices[unit] = {"allowed": _cpulist(io, base + "/cpuset.cpus"),
-                        "effective": _cpulist(io, base + "/cpuset.cpus.effective")}
+        slices[unit] = {
+            "allowed": _cpulist(io, base + "/cpuset.cpus"),
+            "effective": _cpulist(io, base + "/cpuset.cpus.effective"),
+        }
     status = io.read_text("/proc/1/status")
     try:
         manager = cpu_topology.parse_status(status, "/proc/1/status") if status else None
@@ -102,8 +106,8 @@ def gather(io):
     return {
         "applied": bool(io.exists(STATE_FILE)),
         "kernel_cmdline_wanted": wanted,
-        "reboot_pending": bool(wanted) and any(
-            cmdline.get(arg.partition("=")[0]) != arg.partition("=")[2] for arg in wanted),
+        "reboot_pending": bool(wanted)
+        and any(cmdline.get(arg.partition("=")[0]) != arg.partition("=")[2] for arg in wanted),
         "slices": slices,
         "manager_affinity": manager,
         "workqueue": _mask(io, WORKQUEUE_MASK),
@@ -117,7 +121,7 @@ def _wanted_cmdline(io):
     """The kernel arguments the applied partition asked for (its state file), or None."""
     text = io.read_text(STATE_FILE)
     try:
-        wanted = json.loads(text[:1 << 16]).get("kernel_cmdline") if text else None
+        wanted = json.loads(text[: 1 << 16]).get("kernel_cmdline") if text else None
     except (ValueError, AttributeError):
         return None
     if not isinstance(wanted, list) or not all(isinstance(w, str) for w in wanted):

@@ -32,14 +32,17 @@ def gpu_node(io, gpu, bus, cpu_nodes, numa_off, warnings):
     if with_cpus:
         node = with_cpus[0]
     if len(with_cpus) > 1:
-        warnings.append("%s: NUMA Affinity %s lists %d nodes with CPUs: node %d taken"
-                        % (gpu["name"], ",".join(map(str, listed)), len(with_cpus), node))
+        warnings.append(
+            "%s: NUMA Affinity %s lists %d nodes with CPUs: node %d taken"
+            % (gpu["name"], ",".join(map(str, listed)), len(with_cpus), node)
+        )
     if bus:
         sysfs = cpu_facts.int_file(io, _PCI + bus + "/numa_node")
         if isinstance(sysfs, int) and sysfs >= 0 and sysfs != node:
-            warnings.append("%s: NUMA Affinity %s names node %s, the PCI device's numa_node "
-                            "is %d: node %d taken" % (gpu["name"], ",".join(map(str, listed)),
-                                                      node, sysfs, sysfs))
+            warnings.append(
+                "%s: NUMA Affinity %s names node %s, the PCI device's numa_node "
+                "is %d: node %d taken" % (gpu["name"], ",".join(map(str, listed)), node, sysfs, sysfs)
+            )
             node = sysfs
     # the memory-only nodes: those without CPUs (all but the first where no CPU map is known)
     memory = [n for n in listed if n != node and (not cpu_nodes or not cpu_nodes.get(str(n)))]
@@ -61,7 +64,9 @@ def topo_by_npu_id(topo, chips, by_key, map_rows, warnings):
         return False
     if keys <= logic_ids and not (keys == npu_ids and len(npu_ids) < len(logic_ids)):
         return False
-    warnings.append("npu-smi info -t topo labels its rows by NPU id (%s), not by logic id: "
-                    "each chip takes its card's row, the logic ids from npu-smi info -m"
-                    % ",".join("NPU%s" % k for k in sorted(keys, key=int)))
+    warnings.append(
+        "npu-smi info -t topo labels its rows by NPU id (%s), not by logic id: "
+        "each chip takes its card's row, the logic ids from npu-smi info -m"
+        % ",".join("NPU%s" % k for k in sorted(keys, key=int))
+    )
     return True

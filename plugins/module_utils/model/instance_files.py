@@ -29,8 +29,7 @@ UNIT_PREFIX = "vllm-"
 
 def file_names(name):
     """{kind: file name} of the instance's files under ``dest``."""
-    return {"wrapper": name + WRAPPER_SUFFIX, "plan": name + PLAN_SUFFIX,
-            "binder": name + BINDER_SUFFIX}
+    return {"wrapper": name + WRAPPER_SUFFIX, "plan": name + PLAN_SUFFIX, "binder": name + BINDER_SUFFIX}
 
 
 def file_paths(dest, name):
@@ -42,8 +41,12 @@ def file_paths(dest, name):
 def unit_names(name):
     """{kind: unit name}: the service, the bind unit, the reconciler and its timer."""
     base = UNIT_PREFIX + name
-    return {"service": base + ".service", "bind": base + "-bind.service",
-            "reconcile": base + "-reconcile.service", "timer": base + "-reconcile.timer"}
+    return {
+        "service": base + ".service",
+        "bind": base + "-bind.service",
+        "reconcile": base + "-reconcile.service",
+        "timer": base + "-reconcile.timer",
+    }
 
 
 def enabled_units(name, systemd, host_binding, reconcile):
@@ -63,5 +66,5 @@ def enabled_units(name, systemd, host_binding, reconcile):
 def name_of_plan_file(file_name):
     """The instance a ``<name>.plan.json`` file under ``dest`` belongs to, or None."""
     if file_name.endswith(PLAN_SUFFIX) and len(file_name) > len(PLAN_SUFFIX):
-        return file_name[:-len(PLAN_SUFFIX)]
+        return file_name[: -len(PLAN_SUFFIX)]
     return None

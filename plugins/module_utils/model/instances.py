@@ -22,36 +22,115 @@ VARIABLE = "npuops_vllm_instances"
 # (option, argument spec) in documentation order; `role_default` names the role variable that
 # gives the option its value when an instance leaves it out.
 OPTIONS = (
-    ("name", {"type": "str", "required": True,
-              "description": ["Instance name: the wrapper, the systemd unit (C(vllm-<name>.service)) and "
-                              "the plan's instance key. 1 to 100 of C([A-Za-z0-9_.-]), not starting "
-                              "with C(.) or C(-); unique on the host."]}),
-    ("npus", {"type": "list", "elements": "int", "required": True,
-              "description": ["Logic NPU ids (GPU indexes) the instance serves, a YAML list of integers "
-                              "(a string such as C(\"0,1\") is refused). No NPU in two instances."]}),
-    ("command", {"type": "list", "elements": "str", "required": False,
-                 "description": ["The vLLM command line as a list of arguments, e.g. "
-                                 "C([vllm, serve, /models/m, --port, '8000']); required to install "
-                                 "the instance (role vllm_launch). A string is refused."]}),
-    ("env", {"type": "dict", "required": False,
-             "description": ["Extra environment of this instance (wins over O(npuops_vllm_env)); "
-                             "values are strings, numbers or booleans - a null value is refused."]}),
-    ("binding", {"type": "str", "choices": ["host", "vllm"], "required": False,
-                 "role_default": "npuops_vllm_binding",
-                 "description": ["CPU binding of this instance (default O(npuops_vllm_binding))."]}),
-    ("dest", {"type": "str", "required": False, "role_default": "npuops_vllm_dest",
-              "description": ["Wrapper destination on the host (default O(npuops_vllm_dest))."]}),
-    ("systemd", {"type": "bool", "required": False, "role_default": "npuops_vllm_systemd",
-                 "description": ["Install a systemd unit (default O(npuops_vllm_systemd))."]}),
-    ("unit_dir", {"type": "str", "required": False, "role_default": "npuops_vllm_unit_dir",
-                  "description": ["Directory for the unit (default O(npuops_vllm_unit_dir))."]}),
-    ("migrate", {"type": "bool", "required": False, "role_default": "npuops_vllm_migrate",
-                 "description": ["Move the workers' memory to their NUMA nodes once the server is "
-                                 "ready (default O(npuops_vllm_migrate))."]}),
-    ("vllm_version", {"type": "str", "required": False,
-                      "description": ["The instance's vLLM version (C(0.34.0)); default read from "
-                                      "the environment its command names, then the host. The "
-                                      "wrapper's vLLM flags follow it (C(docs/vllm-versions.md))."]}),
+    (
+        "name",
+        {
+            "type": "str",
+            "required": True,
+            "description": [
+                "Instance name: the wrapper, the systemd unit (C(vllm-<name>.service)) and "
+                "the plan's instance key. 1 to 100 of C([A-Za-z0-9_.-]), not starting "
+                "with C(.) or C(-); unique on the host."
+            ],
+        },
+    ),
+    (
+        "npus",
+        {
+            "type": "list",
+            "elements": "int",
+            "required": True,
+            "description": [
+                "Logic NPU ids (GPU indexes) the instance serves, a YAML list of integers "
+                '(a string such as C("0,1") is refused). No NPU in two instances.'
+            ],
+        },
+    ),
+    (
+        "command",
+        {
+            "type": "list",
+            "elements": "str",
+            "required": False,
+            "description": [
+                "The vLLM command line as a list of arguments, e.g. "
+                "C([vllm, serve, /models/m, --port, '8000']); required to install "
+                "the instance (role vllm_launch). A string is refused."
+            ],
+        },
+    ),
+    (
+        "env",
+        {
+            "type": "dict",
+            "required": False,
+            "description": [
+                "Extra environment of this instance (wins over O(npuops_vllm_env)); "
+                "values are strings, numbers or booleans - a null value is refused."
+            ],
+        },
+    ),
+    (
+        "binding",
+        {
+            "type": "str",
+            "choices": ["host", "vllm"],
+            "required": False,
+            "role_default": "npuops_vllm_binding",
+            "description": ["CPU binding of this instance (default O(npuops_vllm_binding))."],
+        },
+    ),
+    (
+        "dest",
+        {
+            "type": "str",
+            "required": False,
+            "role_default": "npuops_vllm_dest",
+            "description": ["Wrapper destination on the host (default O(npuops_vllm_dest))."],
+        },
+    ),
+    (
+        "systemd",
+        {
+            "type": "bool",
+            "required": False,
+            "role_default": "npuops_vllm_systemd",
+            "description": ["Install a systemd unit (default O(npuops_vllm_systemd))."],
+        },
+    ),
+    (
+        "unit_dir",
+        {
+            "type": "str",
+            "required": False,
+            "role_default": "npuops_vllm_unit_dir",
+            "description": ["Directory for the unit (default O(npuops_vllm_unit_dir))."],
+        },
+    ),
+    (
+        "migrate",
+        {
+            "type": "bool",
+            "required": False,
+            "role_default": "npuops_vllm_migrate",
+            "description": [
+                "Move the workers' memory to their NUMA nodes once the server is "
+                "ready (default O(npuops_vllm_migrate))."
+            ],
+        },
+    ),
+    (
+        "vllm_version",
+        {
+            "type": "str",
+            "required": False,
+            "description": [
+                "The instance's vLLM version (C(0.34.0)); default read from "
+                "the environment its command names, then the host. The "
+                "wrapper's vLLM flags follow it (C(docs/vllm-versions.md))."
+            ],
+        },
+    ),
 )
 NAMES = tuple(name for name, _spec in OPTIONS)
 _SPEC = dict(OPTIONS)
@@ -70,8 +149,7 @@ def argument_spec_options():
     renders)."""
     out = {}
     for name, spec in OPTIONS:
-        out[name] = dict((key, spec[key]) for key in ("type", "elements", "choices", "required")
-                         if key in spec)
+        out[name] = dict((key, spec[key]) for key in ("type", "elements", "choices", "required") if key in spec)
         out[name]["description"] = list(spec["description"])
     return out
 
@@ -117,9 +195,10 @@ def _check_one(index, inst, where, need_command):
         if need_command:
             out.append("%s: command is missing (a list of arguments, e.g. [vllm, serve, /models/m])" % where)
     elif isinstance(command, str) or not isinstance(command, (list, tuple)) or not command:
-        out.append("%s: command must be a non-empty list of arguments, e.g. [vllm, serve, /models/m, "
-                   "--port, '8000'], not %s" % (where, "a string" if isinstance(command, str)
-                                                else repr(command)))
+        out.append(
+            "%s: command must be a non-empty list of arguments, e.g. [vllm, serve, /models/m, "
+            "--port, '8000'], not %s" % (where, "a string" if isinstance(command, str) else repr(command))
+        )
     elif not all(isinstance(arg, (str, int, float)) and not isinstance(arg, bool) for arg in command):
         out.append("%s: command items must be strings" % where)
     env = inst.get("env")
@@ -132,8 +211,11 @@ def _check_one(index, inst, where, need_command):
             out.append("%s: %s must be true or false, got %r" % (where, key, inst.get(key)))
     for key in ("dest", "unit_dir"):
         value = inst.get(key)
-        if value is not None and value != "" and (not isinstance(value, str) or not value.startswith("/")
-                                                  or "/../" in value + "/"):
+        if (
+            value is not None
+            and value != ""
+            and (not isinstance(value, str) or not value.startswith("/") or "/../" in value + "/")
+        ):
             out.append("%s: %s must be an absolute path without '..', got %r" % (where, key, value))
     return out
 
@@ -146,14 +228,14 @@ def env_problems(env, where):
     out = []
     for key, value in env.items():
         if not _scalar(value):
-            out.append("%s.%s: value must be a string, a number or a boolean, got %s (quote it; "
-                       "'' for an empty value)" % (where, key, "null" if value is None else
-                                                   type(value).__name__))
+            out.append(
+                "%s.%s: value must be a string, a number or a boolean, got %s (quote it; "
+                "'' for an empty value)" % (where, key, "null" if value is None else type(value).__name__)
+            )
     return out
 
 
-def problems(instances, devices=None, restricted=None, device_word=None, variable=VARIABLE,
-             need_command=False):
+def problems(instances, devices=None, restricted=None, device_word=None, variable=VARIABLE, need_command=False):
     """Every problem of ``instances`` (a list of instance mappings), each naming ``variable``.
 
     ``devices``: the device ids of the host (from the facts), None before the facts are known;
@@ -165,8 +247,10 @@ def problems(instances, devices=None, restricted=None, device_word=None, variabl
     if instances is None:
         return []
     if isinstance(instances, dict) or isinstance(instances, str) or not isinstance(instances, (list, tuple)):
-        return ["%s: must be a list of instances ({name, npus, command, ...}), got %s"
-                % (variable, type(instances).__name__)]
+        return [
+            "%s: must be a list of instances ({name, npus, command, ...}), got %s"
+            % (variable, type(instances).__name__)
+        ]
     out = []
     names = {}
     owner = {}
@@ -181,8 +265,10 @@ def problems(instances, devices=None, restricted=None, device_word=None, variabl
             continue
         if isinstance(label, str):
             if label in names:
-                out.append("%s: name %r is already used by %s[%d]; instance names must be unique "
-                           "on a host" % (where, label, variable, names[label]))
+                out.append(
+                    "%s: name %r is already used by %s[%d]; instance names must be unique "
+                    "on a host" % (where, label, variable, names[label])
+                )
             else:
                 names[label] = index
         npus = inst.get("npus")
@@ -192,11 +278,15 @@ def problems(instances, devices=None, restricted=None, device_word=None, variabl
             if not _is_int(npu):
                 continue
             if allowed is not None and npu not in allowed:
-                out.append("%s: %s %d is not usable: %s" % (
-                    where, device_word, npu, device_set_text(devices, restricted, device_word)))
+                out.append(
+                    "%s: %s %d is not usable: %s"
+                    % (where, device_word, npu, device_set_text(devices, restricted, device_word))
+                )
             if npu in owner and owner[npu] != index:
-                out.append("%s: %s %d is also in %s[%d]; a device serves one instance only"
-                           % (where, device_word, npu, variable, owner[npu]))
+                out.append(
+                    "%s: %s %d is also in %s[%d]; a device serves one instance only"
+                    % (where, device_word, npu, variable, owner[npu])
+                )
             owner.setdefault(npu, index)
     return out
 

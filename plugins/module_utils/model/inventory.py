@@ -25,12 +25,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
-from ansible_collections.npuops.fleet.plugins.module_utils.parse import (
-    ascend_toolkit, npu_smi, nvidia_query, rocm_smi)
+from ansible_collections.npuops.fleet.plugins.module_utils.parse import ascend_toolkit, npu_smi, nvidia_query, rocm_smi
 
 SOURCES = {
-    "npu_driver": "npu-smi info (header Version), else npu-smi info -t board -i <card> "
-                  "(Software Version)",
+    "npu_driver": "npu-smi info (header Version), else npu-smi info -t board -i <card> (Software Version)",
     "npu_firmware": "npu-smi info -t board -i <card> (Firmware Version)",
     "cann": ascend_toolkit.TOOLKIT_DIR + "/<arch>-linux/" + ascend_toolkit.INFO_NAME,
     "nvidia_driver": nvidia_query.SOURCE + " (driver_version)",
@@ -41,16 +39,17 @@ _NOT_ANSWERED = "not run on this host, or not recorded in its snapshot"
 
 
 def empty():
-    return {"npu_driver": None, "npu_firmware": None, "cann": None, "nvidia_driver": None,
-            "amd_driver": None}
+    return {"npu_driver": None, "npu_firmware": None, "cann": None, "nvidia_driver": None, "amd_driver": None}
 
 
 def _one(values, what, warnings):
     """The one value of a host-wide version; differing values joined, with a warning."""
     found = sorted(set(v for v in values if v))
     if len(found) > 1:
-        warnings.append("%s differs between devices: %s (devices of one host normally share "
-                        "it: update them to one version)" % (what, ", ".join(found)))
+        warnings.append(
+            "%s differs between devices: %s (devices of one host normally share "
+            "it: update them to one version)" % (what, ", ".join(found))
+        )
     return ", ".join(found) or None
 
 
@@ -101,8 +100,7 @@ def ascend(io, src, npus, info_version, timeout, known_boards=None, warnings=Non
     versions = empty()
     if not npus:
         return versions
-    found = boards(io, src, [n["npu_id"] for n in npus if isinstance(n.get("npu_id"), int)],
-                   timeout, known_boards)
+    found = boards(io, src, [n["npu_id"] for n in npus if isinstance(n.get("npu_id"), int)], timeout, known_boards)
     for npu in npus:
         fields = (found.get(npu.get("npu_id")) or {}).get("fields") or {}
         npu["firmware"] = fields.get("Firmware Version") or None
@@ -112,14 +110,17 @@ def ascend(io, src, npus, info_version, timeout, known_boards=None, warnings=Non
     versions["cann"], versions["cann_source"] = _cann(io, src)
     silent = sorted(n for n, board in found.items() if not board)
     if silent:
-        warnings.append("NPU firmware unknown for card %s: %s gave no answer (%s); run it on the "
-                        "host to see the firmware" % (
-                            ", ".join(str(n) for n in silent), npu_smi.SRC_BOARD + " -i <card>",
-                            _NOT_ANSWERED))
+        warnings.append(
+            "NPU firmware unknown for card %s: %s gave no answer (%s); run it on the "
+            "host to see the firmware"
+            % (", ".join(str(n) for n in silent), npu_smi.SRC_BOARD + " -i <card>", _NOT_ANSWERED)
+        )
     unknown = [str(n["logic_id"]) for n in npus if not n.get("health")]
     if unknown:
-        warnings.append("NPU health unknown for logic NPU %s: npu-smi info printed no Health "
-                        "cell for them (shown as unknown, not counted healthy)" % ", ".join(unknown))
+        warnings.append(
+            "NPU health unknown for logic NPU %s: npu-smi info printed no Health "
+            "cell for them (shown as unknown, not counted healthy)" % ", ".join(unknown)
+        )
     return versions
 
 
@@ -134,10 +135,11 @@ def nvidia(gpus, models, answered, warnings):
     versions["nvidia_driver"] = _one([g["driver"] for g in gpus], "NVIDIA driver version", warnings)
     unknown = [str(g["index"]) for g in gpus if not g.get("health")]
     if gpus and unknown:
-        why = ("it printed no ECC count for them" if answered
-               else "it gave no answer (%s)" % _NOT_ANSWERED)
-        warnings.append("GPU health unknown for GPU %s: %s: %s; shown as unknown, not counted "
-                        "healthy" % (", ".join(unknown), nvidia_query.SOURCE, why))
+        why = "it printed no ECC count for them" if answered else "it gave no answer (%s)" % _NOT_ANSWERED
+        warnings.append(
+            "GPU health unknown for GPU %s: %s: %s; shown as unknown, not counted "
+            "healthy" % (", ".join(unknown), nvidia_query.SOURCE, why)
+        )
     return versions
 
 
@@ -156,11 +158,15 @@ def amd(gpus, parsed, warnings):
     versions["amd_driver"] = parsed["driver"]
     if gpus:
         if not parsed["gpus"] and parsed["driver"] is None:
-            warnings.append("GPU model, VBIOS and driver unknown: %s gave no answer (%s)"
-                            % (rocm_smi.SOURCE_INVENTORY, _NOT_ANSWERED))
-        warnings.append("GPU health unknown for GPU %s: the collection reads no health source "
-                        "on AMD hosts (rocm-smi --showras is not read); shown as unknown, not "
-                        "counted healthy" % ", ".join(str(g["index"]) for g in gpus))
+            warnings.append(
+                "GPU model, VBIOS and driver unknown: %s gave no answer (%s)"
+                % (rocm_smi.SOURCE_INVENTORY, _NOT_ANSWERED)
+            )
+        warnings.append(
+            "GPU health unknown for GPU %s: the collection reads no health source "
+            "on AMD hosts (rocm-smi --showras is not read); shown as unknown, not "
+            "counted healthy" % ", ".join(str(g["index"]) for g in gpus)
+        )
     return versions
 
 

@@ -38,11 +38,28 @@ DEVICE_CHECKPOINT = STATE_DIR + "/device-plugins/kubelet_internal_checkpoint"
 DRA_STATE = STATE_DIR + "/dra_manager_state"  # pkg/kubelet/cm/dra/manager.go draManagerStateFileName
 UNIT = "kubelet.service"
 # systemd's unit search path, highest precedence first (systemd.unit(5), system manager)
-UNIT_SEARCH = ("/etc/systemd/system.control", "/run/systemd/system.control",
-               "/run/systemd/transient", "/etc/systemd/system", "/run/systemd/system",
-               "/usr/local/lib/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system")
-SYSTEMCTL_ARGV = ["systemctl", "show", UNIT, "-p", "ExecStart", "-p", "Environment",
-                  "-p", "EnvironmentFiles", "--no-pager"]
+UNIT_SEARCH = (
+    "/etc/systemd/system.control",
+    "/run/systemd/system.control",
+    "/run/systemd/transient",
+    "/etc/systemd/system",
+    "/run/systemd/system",
+    "/usr/local/lib/systemd/system",
+    "/usr/lib/systemd/system",
+    "/lib/systemd/system",
+)
+SYSTEMCTL_ARGV = [
+    "systemctl",
+    "show",
+    UNIT,
+    "-p",
+    "ExecStart",
+    "-p",
+    "Environment",
+    "-p",
+    "EnvironmentFiles",
+    "--no-pager",
+]
 _VERSION_RE = re.compile(r"\bv?([0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,4}[0-9A-Za-z.+-]{0,40})")
 
 
@@ -82,8 +99,11 @@ def _state(io, path, func, errors, unreadable):
         value = _parsed(io, path, func, errors)
         if value is not None:
             return value
-        problem = errors[-1]["msg"] if len(errors) > before else \
-            "is not a regular file the module can read (a directory, a FIFO or a device)"
+        problem = (
+            errors[-1]["msg"]
+            if len(errors) > before
+            else "is not a regular file the module can read (a directory, a FIFO or a device)"
+        )
         if len(errors) > before:
             unreadable[path] = problem
             return None
@@ -145,8 +165,12 @@ def read_flags(io, errors):
         values = _parsed(io, path, parse.parse_env_file, errors)
         if values is None:
             if not optional and not io.exists(path):
-                errors.append({"source": path, "msg": "an EnvironmentFile= of the kubelet that "
-                               "does not exist: systemd refuses to start it"})
+                errors.append(
+                    {
+                        "source": path,
+                        "msg": "an EnvironmentFile= of the kubelet that does not exist: systemd refuses to start it",
+                    }
+                )
             continue
         environment.update(values)  # the files' values win over Environment=
         used.append(path)
@@ -177,8 +201,9 @@ def read_dropins(io, config_dir, errors):
         return []
     names = sorted(n for n in (io.listdir(config_dir) or []) if n.endswith(".conf"))
     if len(names) > MAX_DROPINS:
-        errors.append({"source": config_dir, "msg": "more than %d drop-ins; the first %d read"
-                       % (MAX_DROPINS, MAX_DROPINS)})
+        errors.append(
+            {"source": config_dir, "msg": "more than %d drop-ins; the first %d read" % (MAX_DROPINS, MAX_DROPINS)}
+        )
         names = names[:MAX_DROPINS]
     out = []
     for name in names:
@@ -197,20 +222,28 @@ def gather(io, config_file=None, config_dir=None, version=True):
     base = _parsed(io, config_file, parse.parse_config, errors)
     dropins = read_dropins(io, config_dir, errors)
     unreadable = {}
-    states = {"cpu_manager_state": _state(io, CPU_STATE, parse.parse_cpu_manager_state, errors,
-                                          unreadable),
-              "memory_manager_state": _state(io, MEMORY_STATE, parse.parse_memory_manager_state,
-                                             errors, unreadable),
-              "device_checkpoint": _parsed(io, DEVICE_CHECKPOINT, parse.parse_device_checkpoint,
-                                           errors)}
+    states = {
+        "cpu_manager_state": _state(io, CPU_STATE, parse.parse_cpu_manager_state, errors, unreadable),
+        "memory_manager_state": _state(io, MEMORY_STATE, parse.parse_memory_manager_state, errors, unreadable),
+        "device_checkpoint": _parsed(io, DEVICE_CHECKPOINT, parse.parse_device_checkpoint, errors),
+    }
     states.update(read_device_states(io, errors))
     if base is None and not dropins and not used and not any(states.values()) and not errors:
         return None
     effective = parse.merge_configs(base or {}, [(d["name"], d["config"]) for d in dropins])
-    out = {"kubelet": {"version": kubelet_version(io) if version else None,
-                       "config_file": config_file, "config_dir": config_dir, "flags_from": used,
-                       "config": base, "dropins": dropins, "effective": effective},
-           "errors": errors, "unreadable_state": unreadable}
+    out = {
+        "kubelet": {
+            "version": kubelet_version(io) if version else None,
+            "config_file": config_file,
+            "config_dir": config_dir,
+            "flags_from": used,
+            "config": base,
+            "dropins": dropins,
+            "effective": effective,
+        },
+        "errors": errors,
+        "unreadable_state": unreadable,
+    }
     out.update(states)
     return out
 

@@ -56,8 +56,7 @@ GATES = {
     "CPUManagerPolicyOptions": (((1, 22), ALPHA, False), ((1, 23), BETA, True), ((1, 33), GA, True)),
     "CPUManagerPolicyAlphaOptions": (((1, 23), ALPHA, False),),
     "CPUManagerPolicyBetaOptions": (((1, 23), BETA, True),),
-    "TopologyManagerPolicyOptions": (((1, 26), ALPHA, False), ((1, 28), BETA, True),
-                                     ((1, 32), GA, True)),
+    "TopologyManagerPolicyOptions": (((1, 26), ALPHA, False), ((1, 28), BETA, True), ((1, 32), GA, True)),
     "TopologyManagerPolicyAlphaOptions": (((1, 26), ALPHA, False),),
     "TopologyManagerPolicyBetaOptions": (((1, 26), BETA, False), ((1, 28), BETA, True)),
     "MemoryManager": (((1, 21), ALPHA, False), ((1, 22), BETA, True), ((1, 32), GA, True)),
@@ -67,60 +66,87 @@ GATE_SOURCE = SRC_FEATURES + " at v1.31-v1.35; the 1.26-1.30 values from the pla
 # the gate an option of each maturity needs, per field
 MATURITY_GATES = {
     CPU_OPTIONS: {ALPHA: "CPUManagerPolicyAlphaOptions", BETA: "CPUManagerPolicyBetaOptions"},
-    TOPOLOGY_OPTIONS: {ALPHA: "TopologyManagerPolicyAlphaOptions",
-                       BETA: "TopologyManagerPolicyBetaOptions"},
+    TOPOLOGY_OPTIONS: {ALPHA: "TopologyManagerPolicyAlphaOptions", BETA: "TopologyManagerPolicyBetaOptions"},
 }
-FIELD_GATES = {CPU_OPTIONS: "CPUManagerPolicyOptions",
-               TOPOLOGY_OPTIONS: "TopologyManagerPolicyOptions"}
+FIELD_GATES = {CPU_OPTIONS: "CPUManagerPolicyOptions", TOPOLOGY_OPTIONS: "TopologyManagerPolicyOptions"}
 
 # (field, option) -> {"steps": ((since, maturity), ...), "source": ..., "kep": ...}
 OPTIONS = {
     (CPU_OPTIONS, "full-pcpus-only"): {
-        "steps": (((1, 22), ALPHA), ((1, 23), BETA), ((1, 33), GA)), "kep": "KEP-2625",
-        "source": SRC_CPU_OPTIONS + " v1.26.0 (betaOptions), v1.33.0 (stableOptions)"},
+        "steps": (((1, 22), ALPHA), ((1, 23), BETA), ((1, 33), GA)),
+        "kep": "KEP-2625",
+        "source": SRC_CPU_OPTIONS + " v1.26.0 (betaOptions), v1.33.0 (stableOptions)",
+    },
     (CPU_OPTIONS, "distribute-cpus-across-numa"): {
-        "steps": (((1, 23), ALPHA), ((1, 33), BETA)), "kep": "KEP-2902",
-        "source": SRC_CPU_OPTIONS + " v1.26.0 (alphaOptions), v1.33.0 (betaOptions)"},
+        "steps": (((1, 23), ALPHA), ((1, 33), BETA)),
+        "kep": "KEP-2902",
+        "source": SRC_CPU_OPTIONS + " v1.26.0 (alphaOptions), v1.33.0 (betaOptions)",
+    },
     (CPU_OPTIONS, "align-by-socket"): {
-        "steps": (((1, 25), ALPHA),), "kep": "KEP-3327",
-        "source": SRC_CPU_OPTIONS + " v1.26.0 to v1.35 (alphaOptions)"},
+        "steps": (((1, 25), ALPHA),),
+        "kep": "KEP-3327",
+        "source": SRC_CPU_OPTIONS + " v1.26.0 to v1.35 (alphaOptions)",
+    },
     (CPU_OPTIONS, "distribute-cpus-across-cores"): {
-        "steps": (((1, 31), ALPHA),), "kep": "KEP-4176",
-        "source": SRC_CPU_OPTIONS + " v1.31.0 to v1.35 (alphaOptions)"},
+        "steps": (((1, 31), ALPHA),),
+        "kep": "KEP-4176",
+        "source": SRC_CPU_OPTIONS + " v1.31.0 to v1.35 (alphaOptions)",
+    },
     (CPU_OPTIONS, "strict-cpu-reservation"): {
-        "steps": (((1, 32), ALPHA), ((1, 33), BETA), ((1, 35), GA)), "kep": "KEP-4540",
-        "source": SRC_CPU_OPTIONS + (
-            " v1.32.0 (alphaOptions), v1.33.0 (betaOptions), "
-            "v1.35.0 (stableOptions; k/k PR #134388)")},
+        "steps": (((1, 32), ALPHA), ((1, 33), BETA), ((1, 35), GA)),
+        "kep": "KEP-4540",
+        "source": SRC_CPU_OPTIONS
+        + (" v1.32.0 (alphaOptions), v1.33.0 (betaOptions), v1.35.0 (stableOptions; k/k PR #134388)"),
+    },
     (CPU_OPTIONS, "prefer-align-cpus-by-uncorecache"): {
-        "steps": (((1, 32), ALPHA), ((1, 34), BETA), ((1, 36), GA)), "kep": "KEP-4800",
-        "source": SRC_CPU_OPTIONS + (
+        "steps": (((1, 32), ALPHA), ((1, 34), BETA), ((1, 36), GA)),
+        "kep": "KEP-4800",
+        "source": SRC_CPU_OPTIONS
+        + (
             " v1.32.0 (alphaOptions), v1.34.0 (betaOptions); GA 1.36 "
-            "per the kubernetes/website cpu-management-policies page")},
+            "per the kubernetes/website cpu-management-policies page"
+        ),
+    },
     (TOPOLOGY_OPTIONS, "prefer-closest-numa-nodes"): {
-        "steps": (((1, 26), ALPHA), ((1, 28), BETA), ((1, 32), GA)), "kep": "KEP-3545",
-        "source": SRC_TM_OPTIONS + (
-            " v1.26.0 (alphaOptions), v1.28.0 (betaOptions), "
-            "v1.32.0 (stableOptions)")},
+        "steps": (((1, 26), ALPHA), ((1, 28), BETA), ((1, 32), GA)),
+        "kep": "KEP-3545",
+        "source": SRC_TM_OPTIONS + (" v1.26.0 (alphaOptions), v1.28.0 (betaOptions), v1.32.0 (stableOptions)"),
+    },
     (TOPOLOGY_OPTIONS, "max-allowable-numa-nodes"): {
-        "steps": (((1, 31), BETA), ((1, 35), GA)), "kep": "KEP-4622",
-        "source": SRC_TM_OPTIONS + (
-            " v1.31.0 (betaOptions; a pre-release commit had it in "
-            "alphaOptions), v1.35.0 (stableOptions)")},
+        "steps": (((1, 31), BETA), ((1, 35), GA)),
+        "kep": "KEP-4622",
+        "source": SRC_TM_OPTIONS
+        + (" v1.31.0 (betaOptions; a pre-release commit had it in alphaOptions), v1.35.0 (stableOptions)"),
+    },
 }
 
 # options the kubelet refuses together: (a, b, since, source); b may be a topology policy
 CONFLICTS = (
-    ("full-pcpus-only", "distribute-cpus-across-cores", (1, 31),
-     SRC_CPU_OPTIONS + " NewStaticPolicyOptions v1.31.0"),
-    ("distribute-cpus-across-numa", "distribute-cpus-across-cores", (1, 31),
-     SRC_CPU_OPTIONS + " NewStaticPolicyOptions v1.31.0"),
-    ("prefer-align-cpus-by-uncorecache", "distribute-cpus-across-cores", (1, 32),
-     SRC_CPU_OPTIONS + " NewStaticPolicyOptions v1.32.0"),
-    ("prefer-align-cpus-by-uncorecache", "distribute-cpus-across-numa", (1, 32),
-     SRC_CPU_OPTIONS + " NewStaticPolicyOptions v1.32.0"),
-    ("align-by-socket", "topologyManagerPolicy=single-numa-node", (1, 25),
-     SRC_CPU_OPTIONS + " ValidateStaticPolicyOptions v1.26.0"),
+    ("full-pcpus-only", "distribute-cpus-across-cores", (1, 31), SRC_CPU_OPTIONS + " NewStaticPolicyOptions v1.31.0"),
+    (
+        "distribute-cpus-across-numa",
+        "distribute-cpus-across-cores",
+        (1, 31),
+        SRC_CPU_OPTIONS + " NewStaticPolicyOptions v1.31.0",
+    ),
+    (
+        "prefer-align-cpus-by-uncorecache",
+        "distribute-cpus-across-cores",
+        (1, 32),
+        SRC_CPU_OPTIONS + " NewStaticPolicyOptions v1.32.0",
+    ),
+    (
+        "prefer-align-cpus-by-uncorecache",
+        "distribute-cpus-across-numa",
+        (1, 32),
+        SRC_CPU_OPTIONS + " NewStaticPolicyOptions v1.32.0",
+    ),
+    (
+        "align-by-socket",
+        "topologyManagerPolicy=single-numa-node",
+        (1, 25),
+        SRC_CPU_OPTIONS + " ValidateStaticPolicyOptions v1.26.0",
+    ),
 )
 
 # the other keys the profile writes: key -> (since, source)
@@ -132,8 +158,10 @@ FIELDS = {
     "memoryManagerPolicy": ((1, 21), _K + "pkg/kubelet/cm/memorymanager/memory_manager.go; MemoryManager GA v1.32.0"),
     "reservedMemory": ((1, 21), _K + "pkg/kubelet/cm/memorymanager/memory_manager.go validateReservedMemory"),
     "featureGates": ((1, 10), _K + "pkg/kubelet/apis/config/types.go"),
-    "mergeDefaultEvictionSettings": ((1, 33), _K + "cmd/kubelet/app/server.go loadConfigFile "
-                                     "(k/k PR #127577, merged for v1.33)"),
+    "mergeDefaultEvictionSettings": (
+        (1, 33),
+        _K + "cmd/kubelet/app/server.go loadConfigFile (k/k PR #127577, merged for v1.33)",
+    ),
 }
 CPU_POLICIES = ("none", "static")
 TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
@@ -143,9 +171,11 @@ TOPOLOGY_NODE_LIMIT = 8
 # evictionHard absent: the kubelet's default; set without memory.available: 0, unless
 # mergeDefaultEvictionSettings (from 1.33) merges the defaults in
 DEFAULT_EVICTION_MEMORY = "100Mi"
-EVICTION_SOURCE = (_K + "pkg/kubelet/apis/config/v1beta1/defaults.go (EvictionHard defaulted "
-                   "only when nil) and cmd/kubelet/app/server.go loadConfigFile "
-                   "(mergeDefaultEvictionSettings from v1.33)")
+EVICTION_SOURCE = (
+    _K + "pkg/kubelet/apis/config/v1beta1/defaults.go (EvictionHard defaulted "
+    "only when nil) and cmd/kubelet/app/server.go loadConfigFile "
+    "(mergeDefaultEvictionSettings from v1.33)"
+)
 
 _VERSION = re.compile(r"v?([0-9]{1,3})\.([0-9]{1,3})(?:\.[0-9]{1,4})?")
 

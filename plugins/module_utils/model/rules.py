@@ -31,8 +31,10 @@ _DIGITS = re.compile(r"(\d+)")
 def natural_key(name):
     """Sort key that orders ``mlx5_2`` before ``mlx5_10`` and ``GPU9`` before ``GPU10``."""
     # a digit run longer than any id sorts last (int() is not asked for 5,000 digits)
-    return [(int(part) if len(part) <= 18 else float("inf")) if part.isdigit() else part
-            for part in _DIGITS.split(str(name))]
+    return [
+        (int(part) if len(part) <= 18 else float("inf")) if part.isdigit() else part
+        for part in _DIGITS.split(str(name))
+    ]
 
 
 def health_state(health):
@@ -76,8 +78,7 @@ def softshare_capacity(npus, device_type, single_die_mode=True):
     """
     groups = _chip_groups(list(npus or []), device_type, single_die_mode)
     healthy = sum(1 for healths in groups if all(is_healthy(h) for h in healths))
-    return {"chips_total": len(groups), "chips_healthy": healthy,
-            "capacity": healthy * SHARE_DEV_COUNT}
+    return {"chips_total": len(groups), "chips_healthy": healthy, "capacity": healthy * SHARE_DEV_COUNT}
 
 
 def node_cpus(topology, source="topology cpu.numa_nodes"):
@@ -124,11 +125,19 @@ def cpuset_hint(topology):
         return None
     source = cpu.get("allowed_source")
     what = "Cpus_allowed_list" if source in (None, "self") else "the %s cpuset" % source
-    return ("the facts were gathered in a cpuset of %d CPU%s (%s %s; the host "
-            "has %d online: %s): gather the facts outside the job's cgroup, or pass "
-            "allowed_cpus (role variable npuops_cpu_allowed) with the CPUs the service may use"
-            % (len(allowed), "" if len(allowed) == 1 else "s", what, cpulist.format(allowed),
-               len(online), cpulist.format(online)))
+    return (
+        "the facts were gathered in a cpuset of %d CPU%s (%s %s; the host "
+        "has %d online: %s): gather the facts outside the job's cgroup, or pass "
+        "allowed_cpus (role variable npuops_cpu_allowed) with the CPUs the service may use"
+        % (
+            len(allowed),
+            "" if len(allowed) == 1 else "s",
+            what,
+            cpulist.format(allowed),
+            len(online),
+            cpulist.format(online),
+        )
+    )
 
 
 def _int_key(value):
@@ -192,15 +201,17 @@ class Nearness(object):
         if source is None and distance is not None:
             self._cover(distance)
         if packages is not None and not self._nodes <= set(packages):
-            self._warnings.append("cpu.packages lacks NUMA node(s) %s: packages not used"
-                                  % sorted(self._nodes - set(packages)))
+            self._warnings.append(
+                "cpu.packages lacks NUMA node(s) %s: packages not used" % sorted(self._nodes - set(packages))
+            )
             packages = None
         self.packages = packages
 
     def _cover(self, distance):
         if not self._nodes <= set(distance):
-            self._warnings.append("cpu.numa_distance lacks NUMA node(s) %s: nearest node by id"
-                                  % sorted(self._nodes - set(distance)))
+            self._warnings.append(
+                "cpu.numa_distance lacks NUMA node(s) %s: nearest node by id" % sorted(self._nodes - set(distance))
+            )
             return
         self._distance = distance
 
@@ -252,8 +263,7 @@ class Nearness(object):
     def same_package(self, a, b):
         """True when both nodes are on one package (or a package is unknown)."""
         packages = self.packages
-        return packages is None or a not in packages or b not in packages or \
-            packages[a] == packages[b]
+        return packages is None or a not in packages or b not in packages or packages[a] == packages[b]
 
 
 def smt_cores(topology):
@@ -291,9 +301,15 @@ def cpu_fact(topology, key):
 def foreign_host(what, recorded, hostname):
     """A message when ``what`` (a plan, a topology) was made on another host than
     ``hostname``, else None. A document that names no host (older plans) is not refused."""
-    if not isinstance(recorded, str) or not recorded or not hostname or \
-            recorded.split(".")[0] == hostname.split(".")[0]:
+    if (
+        not isinstance(recorded, str)
+        or not recorded
+        or not hostname
+        or recorded.split(".")[0] == hostname.split(".")[0]
+    ):
         return None  # (a hostname that is not text is the schema's message: model/schema)
-    return ("%s was made for host %s, not this host (%s): pass the plan of this host, or set "
-            "allow_foreign_plan: true when that is intended (a sandbox replaying a recorded host)"
-            % (what, recorded, hostname))
+    return (
+        "%s was made for host %s, not this host (%s): pass the plan of this host, or set "
+        "allow_foreign_plan: true when that is intended (a sandbox replaying a recorded host)"
+        % (what, recorded, hostname)
+    )

@@ -21,8 +21,21 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import InputEr
 from ansible_collections.npuops.fleet.plugins.module_utils.host import yaml_subset
 
 INT, NODE, STR, BOOL, NUM, CPUS, SCALAR, ANY, OPT, LIST, MAP, RECORD, DIGITS, INT_TEXT = (
-    "int", "node", "str", "bool", "num", "cpus", "scalar", "any", "opt", "list", "map", "record",
-    "digits", "int_text")
+    "int",
+    "node",
+    "str",
+    "bool",
+    "num",
+    "cpus",
+    "scalar",
+    "any",
+    "opt",
+    "list",
+    "map",
+    "record",
+    "digits",
+    "int_text",
+)
 # Ids, counts and sizes in facts and plans: 0 to 2**31 - 1 (a NUMA node may also be -1, as
 # sysfs says "no node").
 MIN_INT, MAX_INT = 0, (1 << 31) - 1
@@ -76,13 +89,14 @@ def _check(value, spec, where, problems):
         return
     if kind in (INT, NODE):
         low = -1 if kind == NODE else MIN_INT
-        if not (_int_ok(value) or (kind == NODE and isinstance(value, int) and value == -1 and
-                                   not isinstance(value, bool))):
-            problems.append("%s: expected an integer from %d to %d, got %s"
-                            % (_path(where), low, MAX_INT, _short(value)))
+        if not (
+            _int_ok(value) or (kind == NODE and isinstance(value, int) and value == -1 and not isinstance(value, bool))
+        ):
+            problems.append(
+                "%s: expected an integer from %d to %d, got %s" % (_path(where), low, MAX_INT, _short(value))
+            )
     elif kind == INT_TEXT:
-        if not (_int_ok(value) or (isinstance(value, str) and value.isascii() and
-                                   value.isdigit() and len(value) <= 9)):
+        if not (_int_ok(value) or (isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 9)):
             problems.append("%s: expected an integer, got %s" % (_path(where), _short(value)))
     elif kind == STR:
         if not isinstance(value, str):
@@ -98,12 +112,16 @@ def _check(value, spec, where, problems):
             problems.append("%s: expected a string or a number, got %s" % (_path(where), kind_name(value)))
     elif kind == CPUS:
         # a cpulist (text), one CPU id or a list of CPU ids: cpus/ reads the content
-        if not (isinstance(value, str) or _int_ok(value) or
-                (isinstance(value, list) and len(value) <= MAX_ITEMS and
-                 all(_int_ok(item) or (isinstance(item, str) and item.isdecimal())
-                     for item in value))):
-            problems.append("%s: expected a cpulist such as \"0-3,8\", got %s"
-                            % (_path(where), _short(value)))
+        if not (
+            isinstance(value, str)
+            or _int_ok(value)
+            or (
+                isinstance(value, list)
+                and len(value) <= MAX_ITEMS
+                and all(_int_ok(item) or (isinstance(item, str) and item.isdecimal()) for item in value)
+            )
+        ):
+            problems.append('%s: expected a cpulist such as "0-3,8", got %s' % (_path(where), _short(value)))
     elif kind == LIST:
         if not _container_problem(value, list, "a list", where, problems):
             for index, item in enumerate(value):
@@ -113,10 +131,13 @@ def _check(value, spec, where, problems):
     elif kind == MAP:
         if not _container_problem(value, dict, "a mapping", where, problems):
             for key, item in value.items():
-                if not isinstance(key, str) or (spec[1] == DIGITS and not (
-                        key.isdigit() and key.isascii() and len(key) <= 9)):
-                    problems.append("%s: key %s is not %s" % (
-                        _path(where), _short(key), "a decimal id" if spec[1] == DIGITS else "a string"))
+                if not isinstance(key, str) or (
+                    spec[1] == DIGITS and not (key.isdigit() and key.isascii() and len(key) <= 9)
+                ):
+                    problems.append(
+                        "%s: key %s is not %s"
+                        % (_path(where), _short(key), "a decimal id" if spec[1] == DIGITS else "a string")
+                    )
                     return
                 _check(item, spec[2], (where, "[%s]", key), problems)
                 if problems:

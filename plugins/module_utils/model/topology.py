@@ -22,8 +22,18 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_part
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_ascend_version
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_version
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import (
-    cgroup, cpu_topology, device_type, interrupts, irqbalance_conf, npu_smi, nvidia_query,
-    nvidia_topo, pci, rdma, rocm_smi)
+    cgroup,
+    cpu_topology,
+    device_type,
+    interrupts,
+    irqbalance_conf,
+    npu_smi,
+    nvidia_query,
+    nvidia_topo,
+    pci,
+    rdma,
+    rocm_smi,
+)
 
 SCHEMA_VERSION = 2
 
@@ -90,9 +100,19 @@ def _npus(io, src, timeout):
     map_rows = [r for r in (mapped["rows"] if mapped else []) if r["logic_id"] is not None]
     if not chips:
         # No device table (driver trouble, or only -m answered): chips from the map rows.
-        chips = [{"npu_id": r["npu_id"], "chip_id": r["chip_id"], "phy_id": r["phy_id"],
-                  "name": device_type.normalise_name(r["name"]) or r["name"], "health": None,
-                  "bus_id": None, "hbm_used_mb": None, "hbm_total_mb": None} for r in map_rows]
+        chips = [
+            {
+                "npu_id": r["npu_id"],
+                "chip_id": r["chip_id"],
+                "phy_id": r["phy_id"],
+                "name": device_type.normalise_name(r["name"]) or r["name"],
+                "health": None,
+                "bus_id": None,
+                "hbm_used_mb": None,
+                "hbm_total_mb": None,
+            }
+            for r in map_rows
+        ]
     by_key = dict(((r["npu_id"], r["chip_id"]), r) for r in map_rows)
     processes = info["processes"] if info else []
     layout = info["process_layout"] if info else None
@@ -132,20 +152,29 @@ def _npus(io, src, timeout):
             own = [p for p in processes if p["npu_id"] == chip["npu_id"]]
         else:
             own = [p for p in processes if (p["npu_id"], p["chip_id"]) == (chip["npu_id"], chip["chip_id"])]
-        npus.append({
-            "npu_id": chip["npu_id"], "chip_id": chip["chip_id"], "logic_id": logic, "phy_id": phy,
-            "name": chip["name"], "bus_id": bus, "numa_node": numa_node,
-            "affinity": (topo or {}).get("affinity", {}).get(
-                str(chip["npu_id"] if topo_by_npu else logic)),
-            "health": chip["health"], "hbm_total_mb": chip["hbm_total_mb"],
-            "hbm_used_mb": chip["hbm_used_mb"],
-            "processes": [{"pid": p["pid"], "name": p["name"], "memory_mb": p["memory_mb"]} for p in own],
-            "irqs": irqs,
-        })
+        npus.append(
+            {
+                "npu_id": chip["npu_id"],
+                "chip_id": chip["chip_id"],
+                "logic_id": logic,
+                "phy_id": phy,
+                "name": chip["name"],
+                "bus_id": bus,
+                "numa_node": numa_node,
+                "affinity": (topo or {}).get("affinity", {}).get(str(chip["npu_id"] if topo_by_npu else logic)),
+                "health": chip["health"],
+                "hbm_total_mb": chip["hbm_total_mb"],
+                "hbm_used_mb": chip["hbm_used_mb"],
+                "processes": [{"pid": p["pid"], "name": p["name"], "memory_mb": p["memory_mb"]} for p in own],
+                "irqs": irqs,
+            }
+        )
     if duplicates:
-        src.error("npu-smi info", "%d duplicate NPU rows left out (NPU id/chip id %s%s): each "
-                  "NPU is listed once" % (len(duplicates), ", ".join(duplicates[:5]),
-                                          ", ..." if len(duplicates) > 5 else ""))
+        src.error(
+            "npu-smi info",
+            "%d duplicate NPU rows left out (NPU id/chip id %s%s): each "
+            "NPU is listed once" % (len(duplicates), ", ".join(duplicates[:5]), ", ..." if len(duplicates) > 5 else ""),
+        )
     npus.sort(key=lambda n: n["logic_id"])
     names = [c["name"] for c in chips if c.get("name")]
     names += [r["name"] for r in map_rows if r.get("name")]
@@ -167,22 +196,31 @@ def _npus(io, src, timeout):
     most = max([len(g) for g in groups] or [0])
     distinct = bool(groups) and all(len(set(c["bus_id"] for c in g)) == len(g) for g in groups if len(g) > 1)
     detected = device_type.detect(
-        chip_names=names, pci_device_ids=pci_ids,
+        chip_names=names,
+        pci_device_ids=pci_ids,
         phy_id_column="Phy-ID" in ((info or {}).get("chip_column") or ""),
-        chips_per_npu=most, distinct_bus_per_die=distinct, board_device_ids=board_ids)
+        chips_per_npu=most,
+        distinct_bus_per_die=distinct,
+        board_device_ids=board_ids,
+    )
     if not npus and detected["device_type"] is None:
         detected = {"device_type": None, "evidence": [], "warnings": []}
     detected["warnings"] = list(detected.get("warnings") or []) + [
-        "npu-smi info: %s" % w for w in (info or {}).get("warnings", [])]
+        "npu-smi info: %s" % w for w in (info or {}).get("warnings", [])
+    ]
     # npu-smi printed a table no parser could read: an Ascend host whose NPUs are unknown,
     # never one without NPUs (vendor none, binding skipped)
     unread = not npus and any(
         src.results[name].ok and (src.results[name].stdout or "").strip() and parsed is None
-        for name, parsed in (("npu_info", info), ("npu_map", mapped)))
+        for name, parsed in (("npu_info", info), ("npu_map", mapped))
+    )
     if unread:
-        src.error("npu-smi", "npu-smi printed a table but no NPU could be read from it (see "
-                  "its error above): the NPUs of this Ascend host are unknown, no binding can "
-                  "be planned until the table is read")
+        src.error(
+            "npu-smi",
+            "npu-smi printed a table but no NPU could be read from it (see "
+            "its error above): the NPUs of this Ascend host are unknown, no binding can "
+            "be planned until the table is read",
+        )
     detected["unread"] = unread
     detected["process_layout"] = layout  # vllm-ascend's process-table parsers depend on it
     # the inventory's inputs (model/inventory): the driver of npu-smi's header, boards read
@@ -225,8 +263,7 @@ def _interrupts(io, src):
 def _gpu_model(found):
     """The model fields of one GPU (None each when nvidia-smi's query did not answer)."""
     found = found or {}
-    return {"model": found.get("model"), "memory_mb": found.get("memory_mb"),
-            "health": found.get("health")}
+    return {"model": found.get("model"), "memory_mb": found.get("memory_mb"), "health": found.get("health")}
 
 
 def _gpus(io, src, cpu_nodes=None):
@@ -253,11 +290,17 @@ def _gpus(io, src, cpu_nodes=None):
     gpus = []
     for gpu in parsed["gpus"]:
         bus = buses.get(gpu["index"])
-        numa_node, memory_nodes = device_nodes.gpu_node(io, gpu, bus, cpu_nodes or {},
-                                                        parsed.get("numa_off"), warnings)
-        gpus.append({"index": gpu["index"], "name": gpu["name"], "bus_id": bus,
-                     "numa_node": numa_node, "affinity": gpu.get("affinity"),
-                     "links": dict(gpu.get("links") or {})})
+        numa_node, memory_nodes = device_nodes.gpu_node(io, gpu, bus, cpu_nodes or {}, parsed.get("numa_off"), warnings)
+        gpus.append(
+            {
+                "index": gpu["index"],
+                "name": gpu["name"],
+                "bus_id": bus,
+                "numa_node": numa_node,
+                "affinity": gpu.get("affinity"),
+                "links": dict(gpu.get("links") or {}),
+            }
+        )
         if memory_nodes is not None:
             gpus[-1]["memory_nodes"] = memory_nodes
         gpus[-1].update(_gpu_model(models.get(gpu["index"])))
@@ -280,8 +323,16 @@ def _amd_gpus(io, src):
         node = gpu["numa_node"] if gpu["numa_node"] is not None else gpu["numa_affinity"]
         if node is None and bus:
             node = cpu_facts.int_file(io, PCI + bus + "/numa_node")
-        gpus.append({"index": gpu["index"], "name": gpu["name"], "bus_id": bus,
-                     "numa_node": node, "affinity": None, "links": dict(gpu["links"])})
+        gpus.append(
+            {
+                "index": gpu["index"],
+                "name": gpu["name"],
+                "bus_id": bus,
+                "numa_node": node,
+                "affinity": None,
+                "links": dict(gpu["links"]),
+            }
+        )
     warnings = list(parsed["warnings"])
     versions = inventory.amd(gpus, src.parse("rocm_inventory", rocm_smi.parse_inventory), warnings)
     return gpus, warnings, versions
@@ -302,11 +353,14 @@ def _ports(io, base, errors):
     ports = []
     for name in sorted(names, key=int):
         path = "%s/ports/%s/" % (base, name)
-        ports.append({"port": int(name),
-                      "state": cpu_facts.read_file(io, path + "state", rdma.parse_port_state, errors),
-                      "rate": cpu_facts.read_file(io, path + "rate", rdma.parse_port_rate, errors),
-                      "link_layer": cpu_facts.read_file(io, path + "link_layer",
-                                                        rdma.parse_link_layer, errors)})
+        ports.append(
+            {
+                "port": int(name),
+                "state": cpu_facts.read_file(io, path + "state", rdma.parse_port_state, errors),
+                "rate": cpu_facts.read_file(io, path + "rate", rdma.parse_port_rate, errors),
+                "link_layer": cpu_facts.read_file(io, path + "link_layer", rdma.parse_link_layer, errors),
+            }
+        )
     return ports
 
 
@@ -337,10 +391,20 @@ def read_rdma_nics(io, errors=None):
         netdevs = io.listdir(device + "/net") or []
         ports = _ports(io, "%s/%s" % (base, name), errors)
         first = ([p for p in ports if p["state"] == "ACTIVE"] or ports or [{}])[0]
-        nics.append({"name": name, "netdev": netdevs[0] if netdevs else None,
-                     "bus_id": bus_id, "numa_node": numa_node, "card": pci.card_of(bus_id),
-                     "card_nics": None, "ports": ports, "state": first.get("state"),
-                     "rate": first.get("rate"), "link_layer": first.get("link_layer")})
+        nics.append(
+            {
+                "name": name,
+                "netdev": netdevs[0] if netdevs else None,
+                "bus_id": bus_id,
+                "numa_node": numa_node,
+                "card": pci.card_of(bus_id),
+                "card_nics": None,
+                "ports": ports,
+                "state": first.get("state"),
+                "rate": first.get("rate"),
+                "link_layer": first.get("link_layer"),
+            }
+        )
     cards = {}
     for nic in nics:
         if nic["card"]:
@@ -357,9 +421,14 @@ def _nics(io, src, legend):
     nics = []
     table = None
     for nic in read_rdma_nics(io, src.errors):
-        entry = {"name": nic["name"], "legend": (legend or {}).get(nic["name"]),
-                 "netdev": nic["netdev"], "bus_id": nic["bus_id"], "numa_node": nic["numa_node"],
-                 "irqs": None}
+        entry = {
+            "name": nic["name"],
+            "legend": (legend or {}).get(nic["name"]),
+            "netdev": nic["netdev"],
+            "bus_id": nic["bus_id"],
+            "numa_node": nic["numa_node"],
+            "irqs": None,
+        }
         for key in ("card", "card_nics", "ports", "state", "rate", "link_layer"):
             entry[key] = nic[key]
         if nic["bus_id"]:
@@ -374,8 +443,13 @@ def _nics(io, src, legend):
 
 def _irqbalance(io, src, active):
     """irqbalance state and what its environment file bans (``--banirq``, banned CPUs)."""
-    state = {"installed": bool(io.which("irqbalance")) or bool(active), "active": active,
-             "config": None, "banned_irqs": [], "banned_cpus": None}
+    state = {
+        "installed": bool(io.which("irqbalance")) or bool(active),
+        "active": active,
+        "config": None,
+        "banned_irqs": [],
+        "banned_cpus": None,
+    }
     for path in irqbalance_conf.CONFIG_PATHS:  # the one npu_irq_affinity writes: first existing
         text = io.read_text(path)
         if text is None:
@@ -408,25 +482,23 @@ def gather(io, timeout=30, vllm_ascend_paths=None):
     if not gpus:
         amd, amd_warnings, amd_versions = _amd_gpus(io, src)
         warnings.extend(amd_warnings)
-    npu_versions = inventory.ascend(io, src, npus, detected.get("driver"), timeout,
-                                    detected.get("boards"), warnings)
+    npu_versions = inventory.ascend(io, src, npus, detected.get("driver"), timeout, detected.get("boards"), warnings)
     nics = _nics(io, src, legend)
     if amd:
         nic_links_by_numa(amd, nics)
         gpus = amd
     if cpu["allowed_source"] is None and not (npus or gpus or nics):
-        raise NpuopsError("nothing usable could be read from this host: no CPU information, "
-                          "no NPU, no GPU (%s)" % ("; ".join(
-                              "%s: %s" % (e["source"], e["msg"]) for e in src.errors)))
+        raise NpuopsError(
+            "nothing usable could be read from this host: no CPU information, "
+            "no NPU, no GPU (%s)" % ("; ".join("%s: %s" % (e["source"], e["msg"]) for e in src.errors))
+        )
     tools = dict((name, bool(io.which(name))) for name in TOOLS)
     irq_state = src.results["irqbalance"]
     active = None
     if not irq_state.missing and not irq_state.timed_out:
         active = irq_state.stdout.strip() == "active"
-    worker_pids = [p.get("pid") for n in npus for p in n.get("processes") or []
-                   if isinstance(p.get("pid"), int)]
-    vendor = "ascend" if npus or detected.get("unread") else (
-        "amd" if amd else ("nvidia" if gpus else "none"))
+    worker_pids = [p.get("pid") for n in npus for p in n.get("processes") or [] if isinstance(p.get("pid"), int)]
+    vendor = "ascend" if npus or detected.get("unread") else ("amd" if amd else ("nvidia" if gpus else "none"))
     facts = {
         "schema_version": SCHEMA_VERSION,
         "hostname": io.hostname,
@@ -444,13 +516,15 @@ def gather(io, timeout=30, vllm_ascend_paths=None):
         "tools": tools,
         "irqbalance": _irqbalance(io, src, active),
         "visible_devices": dict((name, io.getenv(name)) for name in ENV),
-        "vllm_ascend": vllm_ascend_version.gather(io, vllm_ascend_paths, worker_pids,
-                                                  src.errors, warnings) if npus else None,
+        "vllm_ascend": vllm_ascend_version.gather(io, vllm_ascend_paths, worker_pids, src.errors, warnings)
+        if npus
+        else None,
         # the same reader and places (the named environments hold vLLM beside vllm-ascend)
         "vllm": vllm_version.gather(io, vllm_ascend_paths, worker_pids, src.errors, warnings),
         "softshare": rules.softshare_capacity(npus, detected["device_type"]),
-        "cgroup": cgroup.cgroup_mode(io.read_text("/proc/self/mounts"),
-                                     io.read_text("/sys/fs/cgroup/cgroup.controllers")),
+        "cgroup": cgroup.cgroup_mode(
+            io.read_text("/proc/self/mounts"), io.read_text("/sys/fs/cgroup/cgroup.controllers")
+        ),
         "kubernetes": kubelet.gather(io),  # None on a host without a kubelet
         "cpu_partition": cpu_partition_facts.gather(io),
         "versions": inventory.merge(npu_versions, gpu_versions, amd_versions),

@@ -30,8 +30,21 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_fla
 
 
 class Vendor(object):
-    __slots__ = ("name", "device_word", "device_key", "visibility", "clear", "launch_env",
-                 "link_costs", "process_query", "process_map", "irq_source", "nic_links", "tool", "driver")
+    __slots__ = (
+        "name",
+        "device_word",
+        "device_key",
+        "visibility",
+        "clear",
+        "launch_env",
+        "link_costs",
+        "process_query",
+        "process_map",
+        "irq_source",
+        "nic_links",
+        "tool",
+        "driver",
+    )
 
     def __init__(self, name, **fields):
         self.name = name
@@ -49,32 +62,59 @@ class Vendor(object):
 
 VENDORS = {
     "ascend": Vendor(
-        "ascend", device_word="NPU", device_key="npus", tool="npu-smi", driver="Ascend",
-        visibility=("ASCEND_RT_VISIBLE_DEVICES",), clear=(), launch_env={},
-        link_costs={}, process_query=("npu-smi", "info"),
-        process_map=("npu-smi", "info", "-m"), irq_source="device",
-        nic_links=None),
+        "ascend",
+        device_word="NPU",
+        device_key="npus",
+        tool="npu-smi",
+        driver="Ascend",
+        visibility=("ASCEND_RT_VISIBLE_DEVICES",),
+        clear=(),
+        launch_env={},
+        link_costs={},
+        process_query=("npu-smi", "info"),
+        process_map=("npu-smi", "info", "-m"),
+        irq_source="device",
+        nic_links=None,
+    ),
     "nvidia": Vendor(
-        "nvidia", device_word="GPU", device_key="gpus", tool="nvidia-smi", driver="NVIDIA",
-        visibility=("CUDA_VISIBLE_DEVICES",), clear=(),
+        "nvidia",
+        device_word="GPU",
+        device_key="gpus",
+        tool="nvidia-smi",
+        driver="NVIDIA",
+        visibility=("CUDA_VISIBLE_DEVICES",),
+        clear=(),
         # the plan's indexes are nvidia-smi's, which are PCI order; CUDA's default is not
         launch_env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
         link_costs={"NV#": 1},
-        process_query=("nvidia-smi", "--query-compute-apps=pid,gpu_bus_id,used_memory",
-                       "--format=csv,noheader,nounits"),
+        process_query=(
+            "nvidia-smi",
+            "--query-compute-apps=pid,gpu_bus_id,used_memory",
+            "--format=csv,noheader,nounits",
+        ),
         process_map=("nvidia-smi", "--query-gpu=index,pci.bus_id", "--format=csv,noheader"),
-        irq_source="nic", nic_links="matrix"),
+        irq_source="nic",
+        nic_links="matrix",
+    ),
     # vLLM's ROCm platform (vllm/platforms/rocm.py) reads CUDA_VISIBLE_DEVICES and refuses a
     # HIP_VISIBLE_DEVICES that differs from it: both are exported, equal. ROCR_VISIBLE_DEVICES
     # filters below HIP, so an inherited value would renumber the plan's indexes: unset.
     "amd": Vendor(
-        "amd", device_word="GPU", device_key="gpus", tool="rocm-smi", driver="AMD ROCm",
+        "amd",
+        device_word="GPU",
+        device_key="gpus",
+        tool="rocm-smi",
+        driver="AMD ROCm",
         visibility=("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"),
-        clear=("ROCR_VISIBLE_DEVICES",), launch_env={},
+        clear=("ROCR_VISIBLE_DEVICES",),
+        launch_env={},
         link_costs={"XGMI": 1},
         # --showpids prints a count of GPUs per process, --showpidgpus their indexes
-        process_query=("rocm-smi", "--showpidgpus"), process_map=None,
-        irq_source="nic", nic_links="numa"),
+        process_query=("rocm-smi", "--showpidgpus"),
+        process_map=None,
+        irq_source="nic",
+        nic_links="numa",
+    ),
 }
 GPU_VENDORS = tuple(sorted(name for name, row in VENDORS.items() if row.is_gpu))
 

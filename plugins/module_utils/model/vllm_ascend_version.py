@@ -38,10 +38,10 @@ from ansible_collections.npuops.fleet.plugins.module_utils.parse import python_d
 LIB_DIRS = ("/usr/local/lib", "/usr/lib", "/usr/lib64", "/opt/conda/lib", "/root/.local/lib")
 SITE_NAMES = ("site-packages", "dist-packages")
 PYTHONS = ("python3",) + tuple("python3.%d" % minor for minor in range(6, 16))
-MAX_PIDS = 8          # workers whose root is searched
-MAX_ENTRIES = 20000   # names of one directory looked at
-MAX_RECORDS = 8       # vllm-ascend dist-info / egg-info records of one directory read
-MAX_SITES = 12        # distinct site-packages directories of one root read
+MAX_PIDS = 8  # workers whose root is searched
+MAX_ENTRIES = 20000  # names of one directory looked at
+MAX_RECORDS = 8  # vllm-ascend dist-info / egg-info records of one directory read
+MAX_SITES = 12  # distinct site-packages directories of one root read
 HEAD_BYTES = 64 << 10  # of a METADATA / PKG-INFO / _version.py: the header block is ~2 KiB
 _RECORD_KIND = {".dist-info": 0, ".egg-info": 1}  # the record an install tool writes today first
 
@@ -49,6 +49,7 @@ _RECORD_KIND = {".dist-info": 0, ".egg-info": 1}  # the record an install tool w
 class Package(object):
     """A distribution the reader looks for: its label in messages, its import package (whose
     ``_version.py`` wins) and the pattern of its dist-info / egg-info names (lower case)."""
+
     __slots__ = ("label", "module", "record")
 
     def __init__(self, label, module, record):
@@ -125,12 +126,10 @@ def in_site_dir(io, site, problems, warnings=None, names=None, package=VLLM_ASCE
             except ParseError as err:
                 problems.append((path, err.msg))
             else:
-                found.append(dict({"version": version, "source": path},
-                                  **({"commit": commit} if commit else {})))
+                found.append(dict({"version": version, "source": path}, **({"commit": commit} if commit else {})))
     records = _records(site, names, package)
     if len(records) > MAX_RECORDS:
-        problems.append((site, "%d %s records, only the first %d read"
-                         % (len(records), package.label, MAX_RECORDS)))
+        problems.append((site, "%d %s records, only the first %d read" % (len(records), package.label, MAX_RECORDS)))
     for _kind, name in records[:MAX_RECORDS]:
         record = _record_version(io, site, name, problems)
         if record is not None:
@@ -140,12 +139,13 @@ def in_site_dir(io, site, problems, warnings=None, names=None, package=VLLM_ASCE
     best = found[0]
     for other in found[1:]:
         # a local label is the build's, not another install (vllm 0.32.0 and 0.32.0+cpu)
-        if other["version"].split("+")[0] != best["version"].split("+")[0] and \
-                warnings is not None:
-            warnings.append("%s: %s says %s, but %s says %s; %s is the one the "
-                            "interpreter imports (the other record is stale: reinstall or "
-                            "remove it)" % (package.label, best["source"], best["version"],
-                                            other["source"], other["version"], best["version"]))
+        if other["version"].split("+")[0] != best["version"].split("+")[0] and warnings is not None:
+            warnings.append(
+                "%s: %s says %s, but %s says %s; %s is the one the "
+                "interpreter imports (the other record is stale: reinstall or "
+                "remove it)"
+                % (package.label, best["source"], best["version"], other["source"], other["version"], best["version"])
+            )
     if "commit" not in best:
         commits = [f["commit"] for f in found if f.get("commit") and f["version"] == best["version"]]
         if commits:
@@ -179,8 +179,7 @@ def _search(io, label, sites, seen, warnings, package=VLLM_ASCEND):
         if listing in listings:
             continue  # an alias of a directory read already (python3.N, dist-packages links)
         if read >= MAX_SITES:
-            problems.append((label, "more than %d site-packages directories, the rest not read"
-                             % MAX_SITES))
+            problems.append((label, "more than %d site-packages directories, the rest not read" % MAX_SITES))
             break
         listings.add(listing)
         read += 1
@@ -208,9 +207,13 @@ def gather(io, paths=None, pids=(), errors=None, warnings=None, package=VLLM_ASC
         if len(problems) == 1:
             errors.append({"source": problems[0][0], "msg": problems[0][1]})
         elif problems:
-            errors.append({"source": label, "msg": "%s version: %d problems, skipped; "
-                           "the first: %s: %s" % (package.label, len(problems), problems[0][0],
-                                                  problems[0][1])})
+            errors.append(
+                {
+                    "source": label,
+                    "msg": "%s version: %d problems, skipped; "
+                    "the first: %s: %s" % (package.label, len(problems), problems[0][0], problems[0][1]),
+                }
+            )
         if found is not None:
             return found
     return None
@@ -218,8 +221,7 @@ def gather(io, paths=None, pids=(), errors=None, warnings=None, package=VLLM_ASC
 
 def _groups(io, paths, pids):
     """``[(label, sites())]``: each worker's root, each named environment, the host."""
-    groups = [("/proc/%d/root" % pid, lambda pid=pid: _process_sites(io, pid))
-              for pid in sorted(set(pids))[:MAX_PIDS]]
+    groups = [("/proc/%d/root" % pid, lambda pid=pid: _process_sites(io, pid)) for pid in sorted(set(pids))[:MAX_PIDS]]
     groups.extend((p, lambda p=p: _env_site_dirs(io, p)) for p in paths or ())
     groups.append(("/", lambda: [site for lib in LIB_DIRS for site in _site_dirs(io, lib)]))
     return groups

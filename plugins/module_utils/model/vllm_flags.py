@@ -44,13 +44,18 @@ NUMA_BIND_AUTO = "numa_bind_auto"
 CONCURRENT_START = "concurrent_worker_start"
 
 ROWS = (
-    Row(NUMA_BIND, "0.20.0",
+    Row(
+        NUMA_BIND,
+        "0.20.0",
         "--numa-bind / --no-numa-bind (argparse.BooleanOptionalAction: a bool field of "
         "ParallelConfig), with --numa-bind-nodes and --numa-bind-cpus",
         "vllm/engine/arg_utils.py and vllm/config/parallel.py (numa_bind: bool = False), "
         "v0.20.0; absent in v0.19.1 (vllm#38635, merged 2026-04-09)",
-        platforms=NUMA_BIND_VENDORS),
-    Row(DEVICE_IDS, "0.24.0",
+        platforms=NUMA_BIND_VENDORS,
+    ),
+    Row(
+        DEVICE_IDS,
+        "0.24.0",
         "--device-ids: physical device ids, or indices into the visibility variable when it "
         "is set (EngineArgs._resolve_device_ids); the worker of local rank r in DP engine d "
         "gets D'[d*ws + r] (get_physical_gpu_ids_for_local_dp_rank, Worker.init_device)",
@@ -58,24 +63,35 @@ ROWS = (
         "v0.24.0 and v0.32.0-v0.34.0 (the same rule); absent in v0.23.0. vllm-ascend's worker "
         "skips its DP shift when assigned_physical_gpu_ids is set and binds "
         "device_id_to_physical_device_id(local_rank): vllm_ascend/worker/worker.py "
-        "_init_device, 0.26.0rc1-0.30.0rc2"),
-    Row(NUMA_BIND_AUTO, "0.34.0",
+        "_init_device, 0.26.0rc1-0.30.0rc2",
+    ),
+    Row(
+        NUMA_BIND_AUTO,
+        "0.34.0",
         "numa_bind unset means auto: vLLM numactl-binds EngineCore and each worker "
         "(--cpunodebind and --preferred) when the launching process may run on every CPU, "
         "numactl is on PATH, the host has 2+ nodes and no --device-ids is given",
         "vllm/config/parallel.py (numa_bind: bool | None = None), "
         "vllm/utils/numa_utils.py configure_subprocess, _can_auto_bind, v0.34.0; "
-        "bool = False in v0.32.0 and v0.33.0", platforms=NUMA_BIND_VENDORS),
-    Row(CONCURRENT_START, "0.33.0",
+        "bool = False in v0.32.0 and v0.33.0",
+        platforms=NUMA_BIND_VENDORS,
+    ),
+    Row(
+        CONCURRENT_START,
+        "0.33.0",
         "workers start concurrently (spawn, local world > 1, not the CPU platform, "
         "numa_bind off): start order is not rank order",
         "vllm/v1/executor/multiproc_executor.py _can_start_workers_concurrently, v0.33.0 and "
-        "v0.34.0; absent in v0.32.0"),
+        "v0.34.0; absent in v0.32.0",
+    ),
 )
 BY_KEY = dict((row.key, row) for row in ROWS)
 
-_VERSION = re.compile(r"^v?(\d{1,6}(?:\.\d{1,6}){0,4})((?:a|b|rc|\.?post|\.?dev)\d{0,6})*"
-                      r"(?:\+[A-Za-z0-9.]{1,64})?\Z", re.IGNORECASE)
+_VERSION = re.compile(
+    r"^v?(\d{1,6}(?:\.\d{1,6}){0,4})((?:a|b|rc|\.?post|\.?dev)\d{0,6})*"
+    r"(?:\+[A-Za-z0-9.]{1,64})?\Z",
+    re.IGNORECASE,
+)
 
 
 # vLLM's parser takes an underscore spelling of every option too (FlexibleArgumentParser)
@@ -99,12 +115,14 @@ def flag_value(argv, names):
                 index += 1
                 break
             if isinstance(arg, str) and arg.startswith(name + "="):
-                found.append((index, arg[len(name) + 1:]))
+                found.append((index, arg[len(name) + 1 :]))
                 break
         index += 1
     if len(found) > 1:
-        raise ValueError("command: %s is given %d times (at %s); give it once"
-                         % (names[0], len(found), ", ".join("[%d]" % i for i, _v in found)))
+        raise ValueError(
+            "command: %s is given %d times (at %s); give it once"
+            % (names[0], len(found), ", ".join("[%d]" % i for i, _v in found))
+        )
     return found[0] if found else None
 
 
@@ -117,16 +135,19 @@ def device_ids(argv):
     index, value = found[0], str(found[1])
     parts = [part.strip() for part in value.split(",")]
     if len(parts) > MAX_DEVICE_IDS or not value.strip():
-        raise ValueError("command[%d]: --device-ids %r: expected 1 to %d comma-separated "
-                         "device indexes" % (index, value[:60], MAX_DEVICE_IDS))
+        raise ValueError(
+            "command[%d]: --device-ids %r: expected 1 to %d comma-separated "
+            "device indexes" % (index, value[:60], MAX_DEVICE_IDS)
+        )
     if not all(_INDEX.match(part) for part in parts):
-        raise ValueError("command[%d]: --device-ids %r: only device indexes can be followed "
-                         "by the plan (vLLM also takes UUIDs, which the plan does not know); "
-                         "give indexes into the instance's devices" % (index, value[:60]))
+        raise ValueError(
+            "command[%d]: --device-ids %r: only device indexes can be followed "
+            "by the plan (vLLM also takes UUIDs, which the plan does not know); "
+            "give indexes into the instance's devices" % (index, value[:60])
+        )
     ids = [int(part) for part in parts]
     if len(set(ids)) != len(ids):
-        raise ValueError("command[%d]: --device-ids %s lists an index twice (vLLM refuses "
-                         "duplicates)" % (index, value))
+        raise ValueError("command[%d]: --device-ids %s lists an index twice (vLLM refuses duplicates)" % (index, value))
     return ids
 
 
@@ -140,10 +161,17 @@ def device_order(argv, visible, variable):
         return list(visible)
     out_of_range = [i for i in ids if i >= len(visible)]
     if out_of_range:
-        raise ValueError("command: --device-ids %s: index %d is out of range for the "
-                         "instance's %d devices (%s=%s: vLLM reads the ids as indices into it)"
-                         % (",".join(str(i) for i in ids), out_of_range[0], len(visible),
-                            variable, ",".join(str(d) for d in visible)))
+        raise ValueError(
+            "command: --device-ids %s: index %d is out of range for the "
+            "instance's %d devices (%s=%s: vLLM reads the ids as indices into it)"
+            % (
+                ",".join(str(i) for i in ids),
+                out_of_range[0],
+                len(visible),
+                variable,
+                ",".join(str(d) for d in visible),
+            )
+        )
     return [visible[i] for i in ids]
 
 
@@ -159,7 +187,7 @@ def release_of(version):
     release = tuple(int(x) for x in match.group(1).split("."))
     while len(release) > 1 and release[-1] == 0:
         release = release[:-1]
-    tail = text[match.end(1):].split("+")[0].lower()
+    tail = text[match.end(1) :].split("+")[0].lower()
     final = not re.search(r"(a|b|rc|dev)\d*", tail.replace("post", ""))
     return release, final
 
@@ -187,5 +215,13 @@ def applies_to(key, vendor):
 
 def table():
     """The rows as plain data (docs, the audit)."""
-    return [{"key": r.key, "since": r.since, "what": r.what, "source": r.source,
-             "platforms": list(r.platforms) if r.platforms else None} for r in ROWS]
+    return [
+        {
+            "key": r.key,
+            "since": r.since,
+            "what": r.what,
+            "source": r.source,
+            "platforms": list(r.platforms) if r.platforms else None,
+        }
+        for r in ROWS
+    ]

@@ -43,18 +43,31 @@ ENGINES = ("vllm", "vllm-ascend")
 
 # (engine, first version (release numbers), order, what was read)
 ROWS = (
-    ("vllm", (0,), RANK,
-     "vLLM <= 0.32 starts its workers one by one in local-rank order "
-     "(MultiprocExecutor._init_executor)"),
-    ("vllm", (0, 33), CONCURRENT,
-     "vLLM >= 0.33 may start its workers at once (MultiprocExecutor."
-     "_can_start_workers_concurrently)"),
-    ("vllm-ascend", (0,), RANK,
-     "vllm-ascend <= 0.30 starts its workers one by one in local-rank order "
-     "(AscendMultiprocExecutor, or the vLLM < 0.33 it requires)"),
-    ("vllm-ascend", (0, 31), UNKNOWN,
-     "vllm-ascend newer than 0.30.0rc2, the newest release read: its worker start order is "
-     "not known"),
+    (
+        "vllm",
+        (0,),
+        RANK,
+        "vLLM <= 0.32 starts its workers one by one in local-rank order (MultiprocExecutor._init_executor)",
+    ),
+    (
+        "vllm",
+        (0, 33),
+        CONCURRENT,
+        "vLLM >= 0.33 may start its workers at once (MultiprocExecutor._can_start_workers_concurrently)",
+    ),
+    (
+        "vllm-ascend",
+        (0,),
+        RANK,
+        "vllm-ascend <= 0.30 starts its workers one by one in local-rank order "
+        "(AscendMultiprocExecutor, or the vLLM < 0.33 it requires)",
+    ),
+    (
+        "vllm-ascend",
+        (0, 31),
+        UNKNOWN,
+        "vllm-ascend newer than 0.30.0rc2, the newest release read: its worker start order is not known",
+    ),
 )
 # What makes a vLLM that may start concurrently start in rank order after all
 # (_can_start_workers_concurrently): each is (condition, reason).
@@ -66,8 +79,10 @@ SEQUENTIAL_WHEN = (
 )
 _NO_VERSION = {
     "vllm": (UNKNOWN, "the host's vLLM version is not known: its workers may start at once"),
-    "vllm-ascend": (RANK, "every vllm-ascend release read (up to 0.30.0rc2) starts its workers "
-                          "one by one in local-rank order"),
+    "vllm-ascend": (
+        RANK,
+        "every vllm-ascend release read (up to 0.30.0rc2) starts its workers one by one in local-rank order",
+    ),
 }
 _VERSION_RE = re.compile(r"^v?(\d{1,6}(?:\.\d{1,6}){0,5})")
 ENGINE_OF_VENDOR = {"ascend": "vllm-ascend", "nvidia": "vllm", "amd": "vllm"}
@@ -88,8 +103,7 @@ def release_numbers(version):
     return tuple(numbers)
 
 
-def decide(engine, version=None, start_method=None, local_world=None, cpu_platform=False,
-           numa_bind=False):
+def decide(engine, version=None, start_method=None, local_world=None, cpu_platform=False, numa_bind=False):
     """``{engine, version, order, reason}``: how ``engine`` at ``version`` starts the workers
     of an instance. ``start_method``: the instance's ``VLLM_WORKER_MULTIPROC_METHOD`` (None:
     unset, which ``vllm serve`` makes spawn); ``local_world``: workers per engine, when known;
@@ -110,8 +124,9 @@ def decide(engine, version=None, start_method=None, local_world=None, cpu_platfo
         if row_engine == engine and numbers >= first:
             order, reason = row_order, row_reason
     if order == CONCURRENT:
-        held = dict(fork=start_method == "fork", single=local_world == 1,
-                    cpu=bool(cpu_platform), numa_bind=bool(numa_bind))
+        held = dict(
+            fork=start_method == "fork", single=local_world == 1, cpu=bool(cpu_platform), numa_bind=bool(numa_bind)
+        )
         for condition, why in SEQUENTIAL_WHEN:
             if held[condition]:
                 order, reason = RANK, "%s, but not here: %s" % (reason, why)

@@ -43,5 +43,9 @@ def parse_install_info(text, source=TOOLKIT_DIR + "/<arch>-linux/" + INFO_NAME):
         raise ParseError(source, "no 'version=' line")
     if not _VERSION.match(version):
         raise ParseError(source, "version %r is not a version" % version[:40])
-    return {"version": version, "innerversion": fields.get("innerversion") or None,
-            "package_name": fields.get("package_name") or None, "arch": fields.get("arch") or None}
+    return {
+        "version": version,
+        "innerversion": fields.get("innerversion") or None,
+        "package_name": fields.get("package_name") or None,
+        "arch": fields.get("arch") or None,
+    }

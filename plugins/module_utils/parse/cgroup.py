@@ -58,9 +58,14 @@ def confinement_warning(mode):
     version = (mode or {}).get("version")
     if version is None or (version == 2 and mode.get("cpuset_controller")):
         return None
-    what = ("cgroup v2 without the cpuset controller" if version == 2 else
-            "cgroup %s" % ("v1" if version == 1 else "hybrid (v1 controllers)"))
-    return ("%s: systemd ignores AllowedCPUs= silently, so nothing keeps the instance's threads "
-            "on its CPUs once they call sched_setaffinity; the tree is confined only by "
-            "CPUAffinity= at start and by the binder and the reconciler, which pin back what "
-            "moved at their next pass" % what)
+    what = (
+        "cgroup v2 without the cpuset controller"
+        if version == 2
+        else "cgroup %s" % ("v1" if version == 1 else "hybrid (v1 controllers)")
+    )
+    return (
+        "%s: systemd ignores AllowedCPUs= silently, so nothing keeps the instance's threads "
+        "on its CPUs once they call sched_setaffinity; the tree is confined only by "
+        "CPUAffinity= at start and by the binder and the reconciler, which pin back what "
+        "moved at their next pass" % what
+    )

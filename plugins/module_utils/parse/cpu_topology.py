@@ -34,8 +34,9 @@ _UINT = re.compile(r"^[0-9]{1,6}\Z")  # a count or a distance: ASCII digits, bou
 def node_id(text, source):
     """A NUMA node id from its decimal text; ParseError beyond the kernel's limit."""
     if not _UINT.match(text) or int(text) >= nodemap.MAX_NODES:
-        raise ParseError(source, "NUMA node id %r is beyond the kernel's limit (%d)"
-                         % (text[:12], nodemap.MAX_NODES - 1))
+        raise ParseError(
+            source, "NUMA node id %r is beyond the kernel's limit (%d)" % (text[:12], nodemap.MAX_NODES - 1)
+        )
     return int(text)
 
 
@@ -109,13 +110,23 @@ def parse_lscpu(text, source=SRC_LSCPU):
         match = _NODE_LINE.match(line)
         if match:
             nodes[node_id(match.group(1), "%s line %d" % (source, number))] = cpulist.format(
-                cpulist.parse(match.group(2).strip(), "%s line %d" % (source, number)))
+                cpulist.parse(match.group(2).strip(), "%s line %d" % (source, number))
+            )
             continue
         key, sep, value = line.partition(":")
         if sep and key:
             fields.setdefault(key.strip(), value.strip())
-    known = ("Architecture", "CPU(s)", "On-line CPU(s) list", "Thread(s) per core", "Model name",
-             "NUMA node(s)", "Socket(s)", "Core(s) per socket", "Vendor ID")
+    known = (
+        "Architecture",
+        "CPU(s)",
+        "On-line CPU(s) list",
+        "Thread(s) per core",
+        "Model name",
+        "NUMA node(s)",
+        "Socket(s)",
+        "Core(s) per socket",
+        "Vendor ID",
+    )
     if not nodes and not any(k in fields for k in known):
         raise ParseError(source, "no lscpu fields found")
     online = fields.get("On-line CPU(s) list")
@@ -171,8 +182,7 @@ def distance_table(rows, source):
     for node in ids:
         row = rows[node]
         if len(row) != len(ids):
-            raise ParseError(source, "node %d lists %d distances for %d nodes"
-                             % (node, len(row), len(ids)))
+            raise ParseError(source, "node %d lists %d distances for %d nodes" % (node, len(row), len(ids)))
         table[str(node)] = dict((str(other), value) for other, value in zip(ids, row))
     return table
 
@@ -193,14 +203,13 @@ def parse_numactl_distances(text, source=SRC_NUMACTL):
     if start is None or start + 1 >= len(lines):
         raise ParseError(source, "no 'node distances:' block")
     header = lines[start + 1].split()
-    if not header or header[0] != "node" or not all(_UINT.match(t) for t in header[1:]) or \
-            len(header) < 2:
+    if not header or header[0] != "node" or not all(_UINT.match(t) for t in header[1:]) or len(header) < 2:
         raise ParseError(source, "bad distance header %r" % lines[start + 1].strip()[:60])
     ids = [int(t) for t in header[1:]]
     if len(set(ids)) != len(ids):
         raise ParseError(source, "node listed twice in the distance header")
     table = {}
-    for line in lines[start + 2:]:
+    for line in lines[start + 2 :]:
         match = _NUMACTL_ROW.match(line)
         if not match:
             break
@@ -209,8 +218,9 @@ def parse_numactl_distances(text, source=SRC_NUMACTL):
         if node not in ids or str(node) in table:
             raise ParseError(source, "unexpected distance row for node %d" % node)
         if len(values) != len(ids) or not all(_UINT.match(v) for v in values):
-            raise ParseError(source, "node %d: expected %d distances, got %r"
-                             % (node, len(ids), match.group(2).strip()[:60]))
+            raise ParseError(
+                source, "node %d: expected %d distances, got %r" % (node, len(ids), match.group(2).strip()[:60])
+            )
         table[str(node)] = dict((str(other), int(v)) for other, v in zip(ids, values))
     missing = [n for n in ids if str(n) not in table]
     if missing:

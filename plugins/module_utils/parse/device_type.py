@@ -27,7 +27,7 @@ import re
 # names: vllm_ascend/cpu_binding.py TOPO_AFFINITY_MODE / GLOBAL_SLICE_MODE)
 TOPO_AFFINITY = "topo_affinity"
 GLOBAL_SLICE = "global_slice"
-SPLIT, CLUSTER = "split", "cluster"        # ``roles``
+SPLIT, CLUSTER = "split", "cluster"  # ``roles``
 CHIP_ROWS, NPU_ID_ROWS = "chip", "npu_id"  # ``process_table``
 
 
@@ -58,16 +58,28 @@ class DeviceType(object):
     - ``softshare``: the device plugin's soft share (MindCluster 26.0) supports it.
     """
 
-    __slots__ = ("name", "label", "pci_ids", "names", "precedence", "dies_per_npu",
-                 "phy_id_header", "roles", "cluster_cores", "vllm_mode", "vllm_950_path",
-                 "vllm_profiled", "process_table", "softshare")
+    __slots__ = (
+        "name",
+        "label",
+        "pci_ids",
+        "names",
+        "precedence",
+        "dies_per_npu",
+        "phy_id_header",
+        "roles",
+        "cluster_cores",
+        "vllm_mode",
+        "vllm_950_path",
+        "vllm_profiled",
+        "process_table",
+        "softshare",
+    )
 
     def __init__(self, name, **fields):
         missing = [key for key in self.__slots__[1:] if key not in fields]
         unknown = sorted(set(fields) - set(self.__slots__))
         if missing or unknown:
-            raise TypeError("device type %r: missing field(s) %s, unknown field(s) %s"
-                            % (name, missing, unknown))
+            raise TypeError("device type %r: missing field(s) %s, unknown field(s) %s" % (name, missing, unknown))
         object.__setattr__(self, "name", name)
         for key in self.__slots__[1:]:
             object.__setattr__(self, key, fields[key])
@@ -90,8 +102,24 @@ class DeviceType(object):
 
 # vllm-ascend's SoC-name table (vllm_ascend/device/hardware.py _SOC_VERSION_TO_DEVICE_TYPE):
 # 9362 is its last A3 name at 182b75ea; the 0.30 line adds ascend910_9363 (A3, runtime soc 256)
-_A3_NAMES = ("910", "910C", "910_9391", "910_9392", "910_9372", "910_9362", "910_9363",
-             "910_9381", "910_9382", "9391", "9392", "9372", "9362", "9363", "9381", "9382")
+_A3_NAMES = (
+    "910",
+    "910C",
+    "910_9391",
+    "910_9392",
+    "910_9372",
+    "910_9362",
+    "910_9363",
+    "910_9381",
+    "910_9382",
+    "9391",
+    "9392",
+    "9372",
+    "9362",
+    "9363",
+    "9381",
+    "9382",
+)
 
 # Upstream facts in the rows: vllm_mode, vllm_950_path and the A5 cluster (8 physical cores):
 # vllm_ascend/cpu_binding.py DEVICE_BINDING_MODE, _is_ascend_950, NO_IRQ_BINDING_DEVICE_TYPES,
@@ -101,33 +129,105 @@ _A3_NAMES = ("910", "910C", "910_9391", "910_9392", "910_9372", "910_9362", "910
 # (docs/research/ascend_device_plugin.md). The order is the modules' choices and the order the
 # chip-name patterns are tried in.
 TABLE = (
-    DeviceType("A2", label="A2", pci_ids=("d802",), names=r"(910B\d|A2G\d)", precedence=30,
-               dies_per_npu=1, phy_id_header=False, roles=SPLIT, cluster_cores=0,
-               vllm_mode=TOPO_AFFINITY, vllm_950_path=False, vllm_profiled=True,
-               process_table=CHIP_ROWS, softshare=True),
-    DeviceType("A3", label="A3", pci_ids=("d803",), names=r"(%s)\Z" % "|".join(_A3_NAMES),
-               precedence=20, dies_per_npu=2, phy_id_header=True, roles=SPLIT, cluster_cores=0,
-               vllm_mode=GLOBAL_SLICE, vllm_950_path=False, vllm_profiled=True,
-               process_table=CHIP_ROWS, softshare=True),
-    DeviceType("A5", label="Ascend 950", pci_ids=(), names=r"950", precedence=0,
-               dies_per_npu=1, phy_id_header=False, roles=CLUSTER, cluster_cores=8,
-               vllm_mode=TOPO_AFFINITY, vllm_950_path=True, vllm_profiled=True,
-               process_table=NPU_ID_ROWS, softshare=False),
-    DeviceType("310P", label="310P", pci_ids=("d500",), names=r"(310P|I2)", precedence=10,
-               dies_per_npu=1, phy_id_header=False, roles=SPLIT, cluster_cores=0,
-               vllm_mode=TOPO_AFFINITY, vllm_950_path=False, vllm_profiled=True,
-               process_table=CHIP_ROWS, softshare=False),
+    DeviceType(
+        "A2",
+        label="A2",
+        pci_ids=("d802",),
+        names=r"(910B\d|A2G\d)",
+        precedence=30,
+        dies_per_npu=1,
+        phy_id_header=False,
+        roles=SPLIT,
+        cluster_cores=0,
+        vllm_mode=TOPO_AFFINITY,
+        vllm_950_path=False,
+        vllm_profiled=True,
+        process_table=CHIP_ROWS,
+        softshare=True,
+    ),
+    DeviceType(
+        "A3",
+        label="A3",
+        pci_ids=("d803",),
+        names=r"(%s)\Z" % "|".join(_A3_NAMES),
+        precedence=20,
+        dies_per_npu=2,
+        phy_id_header=True,
+        roles=SPLIT,
+        cluster_cores=0,
+        vllm_mode=GLOBAL_SLICE,
+        vllm_950_path=False,
+        vllm_profiled=True,
+        process_table=CHIP_ROWS,
+        softshare=True,
+    ),
+    DeviceType(
+        "A5",
+        label="Ascend 950",
+        pci_ids=(),
+        names=r"950",
+        precedence=0,
+        dies_per_npu=1,
+        phy_id_header=False,
+        roles=CLUSTER,
+        cluster_cores=8,
+        vllm_mode=TOPO_AFFINITY,
+        vllm_950_path=True,
+        vllm_profiled=True,
+        process_table=NPU_ID_ROWS,
+        softshare=False,
+    ),
+    DeviceType(
+        "310P",
+        label="310P",
+        pci_ids=("d500",),
+        names=r"(310P|I2)",
+        precedence=10,
+        dies_per_npu=1,
+        phy_id_header=False,
+        roles=SPLIT,
+        cluster_cores=0,
+        vllm_mode=TOPO_AFFINITY,
+        vllm_950_path=False,
+        vllm_profiled=True,
+        process_table=CHIP_ROWS,
+        softshare=False,
+    ),
     # any other 910 name (910A, 910ProB, 910PremiumA): the first generation (after A2 and A3)
-    DeviceType("910A", label="910A", pci_ids=("d801",), names=r"910", precedence=40,
-               dies_per_npu=1, phy_id_header=False, roles=SPLIT, cluster_cores=0,
-               vllm_mode=TOPO_AFFINITY, vllm_950_path=False, vllm_profiled=False,
-               process_table=CHIP_ROWS, softshare=False),
+    DeviceType(
+        "910A",
+        label="910A",
+        pci_ids=("d801",),
+        names=r"910",
+        precedence=40,
+        dies_per_npu=1,
+        phy_id_header=False,
+        roles=SPLIT,
+        cluster_cores=0,
+        vllm_mode=TOPO_AFFINITY,
+        vllm_950_path=False,
+        vllm_profiled=False,
+        process_table=CHIP_ROWS,
+        softshare=False,
+    ),
     # an Ascend chip no row knows (310, 310B; after 310P): also what an absent or foreign
     # device_type reads as (``row``)
-    DeviceType("unknown", label="unknown", pci_ids=(), names=r"310", precedence=50,
-               dies_per_npu=1, phy_id_header=False, roles=SPLIT, cluster_cores=0,
-               vllm_mode=TOPO_AFFINITY, vllm_950_path=False, vllm_profiled=False,
-               process_table=CHIP_ROWS, softshare=False),
+    DeviceType(
+        "unknown",
+        label="unknown",
+        pci_ids=(),
+        names=r"310",
+        precedence=50,
+        dies_per_npu=1,
+        phy_id_header=False,
+        roles=SPLIT,
+        cluster_cores=0,
+        vllm_mode=TOPO_AFFINITY,
+        vllm_950_path=False,
+        vllm_profiled=False,
+        process_table=CHIP_ROWS,
+        softshare=False,
+    ),
 )
 BY_NAME = dict((r.name, r) for r in TABLE)
 UNKNOWN = "unknown"
@@ -150,7 +250,7 @@ def normalise_name(name):
     """``"Ascend 910B4"`` / ``"Ascend910B4"`` -> ``"910B4"``; ``"Ascend950DT"`` -> ``"950DT"``."""
     text = "".join((name or "").split())
     if text.lower().startswith("ascend"):
-        text = text[len("ascend"):]
+        text = text[len("ascend") :]
     return text
 
 
@@ -182,8 +282,14 @@ def _pick(kinds):
     return min(kinds, key=lambda k: row(k).precedence)
 
 
-def detect(chip_names=(), pci_device_ids=(), phy_id_column=False, chips_per_npu=None,
-           distinct_bus_per_die=False, board_device_ids=()):
+def detect(
+    chip_names=(),
+    pci_device_ids=(),
+    phy_id_column=False,
+    chips_per_npu=None,
+    distinct_bus_per_die=False,
+    board_device_ids=(),
+):
     """``{"device_type": type or None, "evidence": [why, ...], "warnings": [...]}``.
 
     Evidence by strength, the strongest present decides: the PCI device id (``pci_device_ids``:
@@ -206,8 +312,7 @@ def detect(chip_names=(), pci_device_ids=(), phy_id_column=False, chips_per_npu=
             evidence.append("chip name %r -> %s" % (name, kind))
     by_pci = []
     pci_seen = []
-    sources = (("PCI device", pci_device_ids),
-               ("npu-smi info -t board PCI device", board_device_ids))
+    sources = (("PCI device", pci_device_ids), ("npu-smi info -t board PCI device", board_device_ids))
     for source, ids in sources:
         for dev in ids or ():
             kind = type_of_pci_device(dev)
@@ -229,8 +334,7 @@ def detect(chip_names=(), pci_device_ids=(), phy_id_column=False, chips_per_npu=
             dies.append((max(fits, key=lambda r: r.dies_per_npu).name, why))
     header = []
     if phy_id_column:
-        header.extend((name, "'Chip  Phy-ID' column")
-                      for name in names_where(lambda r: r.phy_id_header))
+        header.extend((name, "'Chip  Phy-ID' column") for name in names_where(lambda r: r.phy_id_header))
     for kind, why in header + dies:
         evidence.append(why + " -> " + kind)
 
@@ -245,14 +349,16 @@ def detect(chip_names=(), pci_device_ids=(), phy_id_column=False, chips_per_npu=
             decided = _pick(kinds)
             winner = [why for kind, why in level if kind == decided][0]
             if len(set(kinds)) > 1:
-                warnings.append("device type evidence of the same strength disagrees (%s): "
-                                "%s taken" % ("; ".join("%s -> %s" % (w, k) for k, w in level),
-                                              decided))
+                warnings.append(
+                    "device type evidence of the same strength disagrees (%s): "
+                    "%s taken" % ("; ".join("%s -> %s" % (w, k) for k, w in level), decided)
+                )
             continue
         for kind, why in level:
             if kind != decided:
-                warnings.append("device type %s from %s wins over %s from %s (weaker evidence)"
-                                % (decided, winner, kind, why))
+                warnings.append(
+                    "device type %s from %s wins over %s from %s (weaker evidence)" % (decided, winner, kind, why)
+                )
     if decided is None and chip_names:
         evidence.append("chip names %s match no known type" % ", ".join(repr(n) for n in chip_names))
         decided = "unknown"

@@ -23,8 +23,8 @@ CQ_NAME = "cq_update_irq"
 NIC_COMP_PREFIX = "mlx5_comp"
 
 _ROW = re.compile(r"^\s*([0-9]+):(.*)\Z")
-_IRQ = re.compile(r"^[0-9]{1,10}\Z")      # an IRQ number (ASCII digits, bounded for int())
-_COUNT = re.compile(r"^[0-9]{1,20}\Z")    # a per-CPU count (64 bits at most)
+_IRQ = re.compile(r"^[0-9]{1,10}\Z")  # an IRQ number (ASCII digits, bounded for int())
+_COUNT = re.compile(r"^[0-9]{1,20}\Z")  # a per-CPU count (64 bits at most)
 
 
 def parse_interrupts(text, source="/proc/interrupts"):
@@ -50,13 +50,12 @@ def parse_interrupts(text, source="/proc/interrupts"):
         raise ParseError(source, "first line is not a 'CPU0 CPU1 ...' header: %r" % lines[header][:60])
     ncpu = len(cpus)
     result = {}
-    for number, line in enumerate(lines[header + 1:], header + 2):
+    for number, line in enumerate(lines[header + 1 :], header + 2):
         match = _ROW.match(line)
         if not match:
             continue
         if not _IRQ.match(match.group(1)):
-            raise ParseError(source, "line %d: IRQ number %s... is out of range"
-                             % (number, match.group(1)[:12]))
+            raise ParseError(source, "line %d: IRQ number %s... is out of range" % (number, match.group(1)[:12]))
         irq = int(match.group(1))
         tokens = match.group(2).split()
         counts = []
@@ -77,8 +76,7 @@ def msi_irq_numbers(names):
 
 def irqs_named(interrupts, name):
     """Sorted IRQs whose action name is ``name`` (or starts with ``name@``)."""
-    return sorted(irq for irq, row in interrupts.items()
-                  if row["name"] == name or row["name"].startswith(name + "@"))
+    return sorted(irq for irq, row in interrupts.items() if row["name"] == name or row["name"].startswith(name + "@"))
 
 
 def npu_irqs(interrupts, msi_irqs):

@@ -52,7 +52,7 @@ def banned_irqs(args):
         token = args[index]
         value = None
         if token.startswith("--banirq="):
-            value = token[len("--banirq="):]
+            value = token[len("--banirq=") :]
         elif token in ("--banirq", "-i") and index + 1 < len(args):
             index += 1
             value = args[index]
@@ -86,7 +86,7 @@ def parse_config(text, source="irqbalance config", cpus=True):
     for index, line in enumerate(lines):
         if line.startswith(BAN_MARKER):
             marker_at = index
-            ours = set(int(t) for t in line[len(BAN_MARKER):].split() if _DIGITS_RE.match(t))
+            ours = set(int(t) for t in line[len(BAN_MARKER) :].split() if _DIGITS_RE.match(t))
             continue
         match = _ASSIGN_RE.match(line)
         if not match:
@@ -102,9 +102,15 @@ def parse_config(text, source="irqbalance config", cpus=True):
     banned_cpus = banned_from = None
     if cpus:
         banned_cpus, banned_from = _banned_cpus(cpu_lines, source)
-    return {"args_line": args_at, "marker_line": marker_at, "args": args,
-            "ours": sorted(ours), "banned_irqs": banned_irqs(args), "banned_cpus": banned_cpus,
-            "banned_cpus_from": banned_from}
+    return {
+        "args_line": args_at,
+        "marker_line": marker_at,
+        "args": args,
+        "ours": sorted(ours),
+        "banned_irqs": banned_irqs(args),
+        "banned_cpus": banned_cpus,
+        "banned_cpus_from": banned_from,
+    }
 
 
 def _banned_cpus(cpu_lines, source):
@@ -121,8 +127,10 @@ def _banned_cpus(cpu_lines, source):
                 return "", name
             continue  # an empty mask is skipped by irqbalance
         if len(words) > 1:
-            raise ParseError(source, "%s: %r is not one %s" % (
-                name, " ".join(words), "cpulist" if name.endswith("CPULIST") else "CPU mask"))
+            raise ParseError(
+                source,
+                "%s: %r is not one %s" % (name, " ".join(words), "cpulist" if name.endswith("CPULIST") else "CPU mask"),
+            )
         # ASCII ids below 100000 / at most 65536 mask bits: a typo must not expand to
         # billions of CPU ids
         try:
@@ -136,8 +144,7 @@ def _banned_cpus(cpu_lines, source):
                 ids = cpulist.from_mask(words[0], name)
         except ParseError as err:
             # named as "<file>: <variable>: <problem>", like every other error of this file
-            raise ParseError(source, err.msg if err.source == source else
-                             "%s: %s" % (err.source, err.msg))
+            raise ParseError(source, err.msg if err.source == source else "%s: %s" % (err.source, err.msg))
         return cpulist.format(ids), name
     return None, None
 

@@ -193,7 +193,7 @@ def parse_env_file(text, source="environment file"):
         name, value = line.split("=", 1)
         name = name.strip()
         if name.startswith("export "):
-            name = name[len("export "):].strip()
+            name = name[len("export ") :].strip()
         if not _ENV_NAME.match(name):
             continue
         value = value.strip()
@@ -223,8 +223,11 @@ def service_settings(units):
                     files = []
                 else:
                     files.append((value[1:], True) if value.startswith("-") else (value, False))
-    return {"exec_start": exec_start[-1] if exec_start else None, "environment": environment,
-            "environment_files": files}
+    return {
+        "exec_start": exec_start[-1] if exec_start else None,
+        "environment": environment,
+        "environment_files": files,
+    }
 
 
 def expand_command(value, environment, source="ExecStart="):
@@ -256,7 +259,7 @@ def config_flags(argv, source="kubelet command line"):
                 value = argv[index + 1]
                 index += 1
             elif word.startswith(name + "="):
-                value = word[len(name) + 1:]
+                value = word[len(name) + 1 :]
             if value is not None:
                 if not value.startswith("/") or "\x00" in value:
                     raise ParseError(source, "%s %r is not an absolute path" % (name, value))
@@ -278,9 +281,9 @@ def parse_systemctl_show(text, source="systemctl show kubelet"):
             if match:
                 out["exec_start"] = match.group(1).strip()
         elif line.startswith("Environment="):
-            out["environment"].update(parse_environment(line[len("Environment="):], source))
+            out["environment"].update(parse_environment(line[len("Environment=") :], source))
         elif line.startswith("EnvironmentFiles="):
-            value = line[len("EnvironmentFiles="):].strip()
+            value = line[len("EnvironmentFiles=") :].strip()
             match = re.match(r"^(\S+)(?: \(ignore_errors=(yes|no)\))?", value)
             if match:
                 out["environment_files"].append((match.group(1), match.group(2) == "yes"))
@@ -319,11 +322,14 @@ def parse_cpu_manager_state(text, source="cpu_manager_state"):
     raw = _mapping(_field(doc, "entries"), source, "entries")
     for pod, containers in raw.items():
         if isinstance(containers, str):
-            raise ParseError(source, "entries[%s] is a cpuset: a v1 checkpoint (container ids), "
-                                     "which this kubelet cannot read either" % pod)
+            raise ParseError(
+                source,
+                "entries[%s] is a cpuset: a v1 checkpoint (container ids), which this kubelet cannot read either" % pod,
+            )
         containers = _mapping(containers, source, "entries[%s]" % pod)
-        entries[str(pod)] = dict((str(name), _cpus(cpus, "%s entries[%s][%s]" % (source, pod, name)))
-                                 for name, cpus in containers.items())
+        entries[str(pod)] = dict(
+            (str(name), _cpus(cpus, "%s entries[%s][%s]" % (source, pod, name))) for name, cpus in containers.items()
+        )
         if len(entries) > MAX_ENTRIES:
             raise ParseError(source, "more than %d pods" % MAX_ENTRIES)
     pod_entries = {}
@@ -331,9 +337,14 @@ def parse_cpu_manager_state(text, source="cpu_manager_state"):
         entry = _mapping(entry, source, "podEntries[%s]" % pod)
         pod_entries[str(pod)] = _cpus(_field(entry, "cpuSet") or "", "%s podEntries[%s]" % (source, pod))
     checksum = _field(outer, "checksum") if fmt == "v2" else _field(outer, "dataChecksum")
-    return {"policy": policy,
-            "default_cpus": _cpus(default or "", source + " defaultCpuSet"),
-            "entries": entries, "pod_entries": pod_entries, "checksum": checksum, "format": fmt}
+    return {
+        "policy": policy,
+        "default_cpus": _cpus(default or "", source + " defaultCpuSet"),
+        "entries": entries,
+        "pod_entries": pod_entries,
+        "checksum": checksum,
+        "format": fmt,
+    }
 
 
 def _int(value, source, what):
@@ -358,28 +369,34 @@ def parse_memory_manager_state(text, source="memory_manager_state"):
         memory = {}
         for kind, table in _mapping(_field(state, "memoryMap"), source, "memoryMap").items():
             table = _mapping(table, source, "memoryMap[%s]" % kind)
-            memory[str(kind)] = dict((str(k), _int(v, source, "memoryMap[%s].%s" % (kind, k)))
-                                     for k, v in table.items())
+            memory[str(kind)] = dict(
+                (str(k), _int(v, source, "memoryMap[%s].%s" % (kind, k))) for k, v in table.items()
+            )
         cells = _field(state, "cells") or []
         if not isinstance(cells, list):
             raise ParseError(source, "machineState[%s].cells must be a list" % node)
-        nodes[str(int(node))] = {"cells": [_int(c, source, "cells") for c in cells],
-                                 "assignments": _field(state, "numberOfAssignments") or 0,
-                                 "memory": memory}
+        nodes[str(int(node))] = {
+            "cells": [_int(c, source, "cells") for c in cells],
+            "assignments": _field(state, "numberOfAssignments") or 0,
+            "memory": memory,
+        }
     entries = {}
     for pod, containers in _mapping(_field(doc, "entries"), source, "entries").items():
         out = {}
         for name, blocks in _mapping(containers, source, "entries[%s]" % pod).items():
             if not isinstance(blocks, list):
                 raise ParseError(source, "entries[%s][%s] must be a list" % (pod, name))
-            out[str(name)] = [{"numa_nodes": [_int(n, source, "numaAffinity")
-                                              for n in (_field(b, "numaAffinity") or [])],
-                               "type": _field(b, "type"),
-                               "size": _int(_field(b, "size") or 0, source, "size")}
-                              for b in blocks if isinstance(b, dict)]
+            out[str(name)] = [
+                {
+                    "numa_nodes": [_int(n, source, "numaAffinity") for n in (_field(b, "numaAffinity") or [])],
+                    "type": _field(b, "type"),
+                    "size": _int(_field(b, "size") or 0, source, "size"),
+                }
+                for b in blocks
+                if isinstance(b, dict)
+            ]
         entries[str(pod)] = out
-    return {"policy": policy, "nodes": nodes, "entries": entries,
-            "checksum": _field(doc, "checksum")}
+    return {"policy": policy, "nodes": nodes, "entries": entries, "checksum": _field(doc, "checksum")}
 
 
 def _device_ids(value, source):
@@ -402,8 +419,7 @@ def _alloc(value, where):
     if value is None or value == "":
         return {"alloc": None, "alloc_error": None}
     try:
-        return {"alloc": kubelet_devices.parse_alloc_response(value, where + " AllocResp"),
-                "alloc_error": None}
+        return {"alloc": kubelet_devices.parse_alloc_response(value, where + " AllocResp"), "alloc_error": None}
     except ParseError as err:
         return {"alloc": None, "alloc_error": str(err)}
 
@@ -429,13 +445,17 @@ def parse_device_checkpoint(text, source="kubelet_internal_checkpoint"):
         pod, resource = _field(entry, "PodUID"), _field(entry, "ResourceName")
         if not isinstance(pod, str) or not isinstance(resource, str):
             raise ParseError(where, "PodUID and ResourceName must be strings")
-        entries.append({"pod": pod, "container": str(_field(entry, "ContainerName") or ""),
-                        "resource": resource,
-                        "devices": _device_ids(_field(entry, "DeviceIDs") or {}, where)})
+        entries.append(
+            {
+                "pod": pod,
+                "container": str(_field(entry, "ContainerName") or ""),
+                "resource": resource,
+                "devices": _device_ids(_field(entry, "DeviceIDs") or {}, where),
+            }
+        )
         entries[-1].update(_alloc(_field(entry, "AllocResp"), where))
     registered = {}
-    for resource, ids in _mapping(_field(data, "RegisteredDevices"), source,
-                                  "RegisteredDevices").items():
+    for resource, ids in _mapping(_field(data, "RegisteredDevices"), source, "RegisteredDevices").items():
         if not isinstance(ids, list):
             raise ParseError(source, "RegisteredDevices[%s] must be a list" % resource)
         registered[str(resource)] = [str(i) for i in ids]

@@ -34,8 +34,8 @@ import zlib
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, SnapshotError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import yaml_subset
 
-MAX_FIELDS = 4096        # protobuf fields in one Allocate response
-MAX_CLAIMS = 100000      # claims in one DRA checkpoint
+MAX_FIELDS = 4096  # protobuf fields in one Allocate response
+MAX_CLAIMS = 100000  # claims in one DRA checkpoint
 DRA_API_VERSION = "checkpoint.dra.kubelet.k8s.io/v1"
 
 # id shape -> what it names; MindCluster ascend-device-plugin (Ascend/mind-cluster 22bb3d98):
@@ -44,10 +44,20 @@ DRA_API_VERSION = "checkpoint.dra.kubelet.k8s.io/v1"
 #   vnpu        "<name>-<Nc..>-<vdev>-<phy>"  ascendcommon.go (fmt "%s-%s-%d-%d": type, VDevID, phyID)
 ASCEND_ID_SHAPES = (
     ("chip", re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9]{0,31})-(?P<chip>[0-9]{1,4})\Z")),
-    ("soft_share", re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9]{0,31})-(?P<chip>[0-9]{1,4})"
-                              r"-(?P<slot>[0-9]{1,2})\Z")),
-    ("vnpu", re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9]{0,31})-(?P<vtype>[0-9]{1,3}c[0-9A-Za-z.]{0,40})"
-                        r"-(?P<vdev>[0-9]{1,6})-(?P<chip>[0-9]{1,4})\Z")),
+    (
+        "soft_share",
+        re.compile(
+            r"^(?P<name>[A-Za-z][A-Za-z0-9]{0,31})-(?P<chip>[0-9]{1,4})"
+            r"-(?P<slot>[0-9]{1,2})\Z"
+        ),
+    ),
+    (
+        "vnpu",
+        re.compile(
+            r"^(?P<name>[A-Za-z][A-Za-z0-9]{0,31})-(?P<vtype>[0-9]{1,3}c[0-9A-Za-z.]{0,40})"
+            r"-(?P<vdev>[0-9]{1,6})-(?P<chip>[0-9]{1,4})\Z"
+        ),
+    ),
 )
 
 
@@ -57,8 +67,12 @@ def ascend_device_id(device_id):
         match = shape.match(str(device_id))
         if match:
             found = match.groupdict()
-            return {"kind": kind, "name": found["name"], "chip": int(found["chip"]),
-                    "slot": int(found["slot"]) if found.get("slot") is not None else None}
+            return {
+                "kind": kind,
+                "name": found["name"],
+                "chip": int(found["chip"]),
+                "slot": int(found["slot"]) if found.get("slot") is not None else None,
+            }
     return None
 
 
@@ -90,14 +104,15 @@ def _fields(buf, source):
             length, pos = _varint(buf, pos, source)
             if pos + length > len(buf):
                 raise ParseError(source, "protobuf field %d runs past the end" % number)
-            value, pos = bytes(buf[pos:pos + length]), pos + length
+            value, pos = bytes(buf[pos : pos + length]), pos + length
         elif wire in (1, 5):
             pos, value = pos + (8 if wire == 1 else 4), None
             if pos > len(buf):
                 raise ParseError(source, "protobuf field %d runs past the end" % number)
         else:
-            raise ParseError(source, "protobuf wire type %d (field %d) is not a device plugin "
-                                     "response" % (wire, number))
+            raise ParseError(
+                source, "protobuf wire type %d (field %d) is not a device plugin response" % (wire, number)
+            )
         out.append((number, value))
         if len(out) > MAX_FIELDS:
             raise ParseError(source, "more than %d protobuf fields" % MAX_FIELDS)
@@ -140,13 +155,16 @@ def parse_alloc_response(text, source="AllocResp"):
             out["envs" if number == 1 else "annotations"][pair.get("key", "")] = pair.get("value", "")
         elif number == 2:
             mount = _message(value, {1: "container_path", 2: "host_path", 3: "read_only"}, source)
-            out["mounts"].append({"container_path": mount.get("container_path", ""),
-                                  "host_path": mount.get("host_path", ""),
-                                  "read_only": bool(mount.get("read_only"))})
+            out["mounts"].append(
+                {
+                    "container_path": mount.get("container_path", ""),
+                    "host_path": mount.get("host_path", ""),
+                    "read_only": bool(mount.get("read_only")),
+                }
+            )
         elif number == 3:
             spec = _message(value, {1: "container_path", 2: "host_path", 3: "permissions"}, source)
-            out["devices"].append(dict((k, spec.get(k, "")) for k in
-                                       ("container_path", "host_path", "permissions")))
+            out["devices"].append(dict((k, spec.get(k, "")) for k in ("container_path", "host_path", "permissions")))
         elif number == 5:
             out["cdi_devices"].append(_message(value, {1: "name"}, source).get("name", ""))
     return out
@@ -210,21 +228,37 @@ def _claim(entry, source, new):
             for device in listed:
                 if not isinstance(device, dict) or not isinstance(_field(device, "DeviceName"), str):
                     raise ParseError(source, "DriverState[%s]: a device without DeviceName" % driver)
-                devices.append({"driver": str(driver), "pool": str(_field(device, "PoolName") or ""),
-                                "device": _field(device, "DeviceName"),
-                                "requests": _strings(_field(device, "RequestNames"), source, "RequestNames"),
-                                "cdi": _strings(_field(device, "CDIDeviceIDs"), source, "CDIDeviceIDs")})
+                devices.append(
+                    {
+                        "driver": str(driver),
+                        "pool": str(_field(device, "PoolName") or ""),
+                        "device": _field(device, "DeviceName"),
+                        "requests": _strings(_field(device, "RequestNames"), source, "RequestNames"),
+                        "cdi": _strings(_field(device, "CDIDeviceIDs"), source, "CDIDeviceIDs"),
+                    }
+                )
     else:
         cdi = _field(entry, "CDIDevices") or {}
         if not isinstance(cdi, dict):
             raise ParseError(source, "CDIDevices must be an object")
         names = sorted(cdi) or ([_field(entry, "DriverName")] if _field(entry, "DriverName") else [])
         for driver in names:
-            devices.append({"driver": str(driver), "pool": None, "device": None, "requests": [],
-                            "cdi": _strings(cdi.get(driver), source, "CDIDevices[%s]" % driver)})
-    return {"uid": uid, "name": str(_field(entry, "ClaimName") or ""),
-            "namespace": str(_field(entry, "Namespace") or ""),
-            "pods": _pods(_field(entry, "PodUIDs"), source), "devices": devices}
+            devices.append(
+                {
+                    "driver": str(driver),
+                    "pool": None,
+                    "device": None,
+                    "requests": [],
+                    "cdi": _strings(cdi.get(driver), source, "CDIDevices[%s]" % driver),
+                }
+            )
+    return {
+        "uid": uid,
+        "name": str(_field(entry, "ClaimName") or ""),
+        "namespace": str(_field(entry, "Namespace") or ""),
+        "pods": _pods(_field(entry, "PodUIDs"), source),
+        "devices": devices,
+    }
 
 
 def parse_dra_checkpoint(text, source="dra_manager_state"):
@@ -239,17 +273,25 @@ def parse_dra_checkpoint(text, source="dra_manager_state"):
         if not isinstance(data, str):
             raise ParseError(source, "Data must be a JSON string")
         checksum = _field(doc, "Checksum")
-        if isinstance(checksum, bool) or not isinstance(checksum, int) or \
-                checksum != zlib.crc32(data.encode("utf-8")) & 0xFFFFFFFF:
-            raise ParseError(source, "checksum %r is not the CRC-32 of Data: a corrupt checkpoint, "
-                                     "which the kubelet refuses too" % (checksum,))
+        if (
+            isinstance(checksum, bool)
+            or not isinstance(checksum, int)
+            or checksum != zlib.crc32(data.encode("utf-8")) & 0xFFFFFFFF
+        ):
+            raise ParseError(
+                source,
+                "checksum %r is not the CRC-32 of Data: a corrupt checkpoint, "
+                "which the kubelet refuses too" % (checksum,),
+            )
         body = load_json(data, source + " Data")
         if not isinstance(body, dict):
             raise ParseError(source, "Data must hold a JSON object")
         api = _field(body, "apiVersion")
         if api != DRA_API_VERSION or _field(body, "kind") != "DRACheckpoint":
-            raise ParseError(source, "Data is %r/%r, not DRACheckpoint %s (a newer kubelet?)"
-                                     % (_field(body, "kind"), api, DRA_API_VERSION))
+            raise ParseError(
+                source,
+                "Data is %r/%r, not DRACheckpoint %s (a newer kubelet?)" % (_field(body, "kind"), api, DRA_API_VERSION),
+            )
         entries, fmt, new = _field(body, "Entries"), DRA_API_VERSION, True
     else:
         version = _field(doc, "version")
@@ -261,6 +303,5 @@ def parse_dra_checkpoint(text, source="dra_manager_state"):
         raise ParseError(source, "the checkpoint's entries must be a list")
     if len(entries) > MAX_CLAIMS:
         raise ParseError(source, "more than %d claims" % MAX_CLAIMS)
-    claims = [_claim(entry, "%s entries[%d]" % (source, index), new)
-              for index, entry in enumerate(entries)]
+    claims = [_claim(entry, "%s entries[%d]" % (source, index), new) for index, entry in enumerate(entries)]
     return {"format": fmt, "claims": claims, "checksum": _field(doc, "Checksum")}

@@ -30,8 +30,7 @@ INFO_ARGV = ("npu-smi", "info")
 MAP_ARGV = INFO_ARGV + ("-m",)
 TOPO_ARGV = INFO_ARGV + ("-t", "topo")
 BOARD_ARGV = INFO_ARGV + ("-t", "board")
-SRC_INFO, SRC_MAP, SRC_TOPO, SRC_BOARD = (
-    " ".join(argv) for argv in (INFO_ARGV, MAP_ARGV, TOPO_ARGV, BOARD_ARGV))
+SRC_INFO, SRC_MAP, SRC_TOPO, SRC_BOARD = (" ".join(argv) for argv in (INFO_ARGV, MAP_ARGV, TOPO_ARGV, BOARD_ARGV))
 
 # ASCII digits, bounded for int(): a longer number is not a value npu-smi prints
 _PAIR = re.compile(r"(?<![0-9])([0-9]{1,12})\s*/\s*([0-9]{1,12})(?![0-9])")
@@ -118,20 +117,29 @@ def parse_info(text, source=SRC_INFO):
                 if pending is None:
                     raise ParseError(source, "line %d: chip row without its NPU row" % (number + 1))
                 if masked:
-                    warnings.append("line %d: Bus-Id %r is masked: the chip is kept, its bus "
-                                    "unknown" % (number + 1, cells[1]))
+                    warnings.append(
+                        "line %d: Bus-Id %r is masked: the chip is kept, its bus unknown" % (number + 1, cells[1])
+                    )
                     cells = [cells[0], "NA"] + cells[2:]
                 chips.append(_chip(pending, cells, chip_column, has_hbm, source, number + 1))
                 pending = None
             else:
                 if pending is not None:
-                    raise ParseError(source, "line %d: NPU row without its chip row (its "
-                                     "second cell %r is neither a Bus-Id nor NA)"
-                                     % (pending[1], cells[1][:24]))
+                    raise ParseError(
+                        source,
+                        "line %d: NPU row without its chip row (its "
+                        "second cell %r is neither a Bus-Id nor NA)" % (pending[1], cells[1][:24]),
+                    )
                 pending = (cells, number + 1)
     processes, layout = _processes(lines, process_header, source)
-    return {"version": version, "chip_column": chip_column, "chips": chips,
-            "processes": processes, "process_layout": layout, "warnings": warnings}
+    return {
+        "version": version,
+        "chip_column": chip_column,
+        "chips": chips,
+        "processes": processes,
+        "process_layout": layout,
+        "warnings": warnings,
+    }
 
 
 def _one_chip_row(cells):
@@ -159,14 +167,17 @@ def _chip(pending, cells, chip_column, has_hbm, source, number):
     column = (chip_column or "").split()
     pairs = [(int(a), int(b)) for a, b in _PAIR.findall(cells[2] if len(cells) > 2 else "")]
     chip = {
-        "npu_id": npu_id, "chip_id": chip_id,
+        "npu_id": npu_id,
+        "chip_id": chip_id,
         "phy_id": second_id if "Phy-ID" in column else None,
         "device_id": second_id if "Device" in column else None,
         "name": head[1].strip() if len(head) > 1 else None,
         "health": first[1] if len(first) > 1 and first[1] else None,
         "bus_id": pci.normalise_bus_id(cells[1]),
-        "hbm_used_mb": None, "hbm_total_mb": None,
-        "memory_used_mb": None, "memory_total_mb": None,
+        "hbm_used_mb": None,
+        "hbm_total_mb": None,
+        "memory_used_mb": None,
+        "memory_total_mb": None,
     }
     if has_hbm and pairs:
         chip["hbm_used_mb"], chip["hbm_total_mb"] = pairs[-1]
@@ -183,7 +194,7 @@ def _processes(lines, header, source):
     first = " ".join((_cells(lines[header]) or [""])[0].split())
     layout = "npu_chip" if first == "NPU Chip" else "npu_id"
     processes = []
-    for line in lines[header + 1:]:
+    for line in lines[header + 1 :]:
         line = line.strip()
         if not line.startswith("| "):
             continue
@@ -200,8 +211,7 @@ def _processes(lines, header, source):
             continue
         name = cells[2] if len(cells) > 2 else ""
         memory = _int(cells[3].split()[0]) if len(cells) > 3 and cells[3].split() else None
-        processes.append({"npu_id": npu_id, "chip_id": chip_id, "pid": pid, "name": name,
-                          "memory_mb": memory})
+        processes.append({"npu_id": npu_id, "chip_id": chip_id, "pid": pid, "name": name, "memory_mb": memory})
     return processes, layout
 
 
@@ -243,10 +253,17 @@ def parse_map(text, source=SRC_MAP):
             continue
         chip = fields.get("Chip ID", "0")
         logic = fields.get("Chip Logic ID", npu)
-        name = " ".join(tokens[len(id_columns):]) if name_pos is not None else None
-        rows.append({"npu_id": int(npu), "chip_id": _int(chip), "logic_id": _int(logic),
-                     "phy_id": _int(fields.get("Chip Phy-ID")), "slot_id": _int(fields.get("Slot ID")),
-                     "name": name or None})
+        name = " ".join(tokens[len(id_columns) :]) if name_pos is not None else None
+        rows.append(
+            {
+                "npu_id": int(npu),
+                "chip_id": _int(chip),
+                "logic_id": _int(logic),
+                "phy_id": _int(fields.get("Chip Phy-ID")),
+                "slot_id": _int(fields.get("Slot ID")),
+                "name": name or None,
+            }
+        )
         if _INT.match(logic) and _INT.match(chip):
             raw_map.setdefault(npu, {})[chip] = logic
     return {"map": raw_map, "rows": rows, "columns": columns}
@@ -278,8 +295,11 @@ def parse_topo(text, source=SRC_TOPO):
             continue
         # the header row: indented, or at column 0 where its second token is a label too
         # (a matrix row's second token is a cell: X, HCCS, SIO, PXB, ...)
-        if not columns and _ROW_NAME.match(tokens[0]) and (
-                line[:1] in (" ", "\t") or (len(tokens) > 1 and _ROW_NAME.match(tokens[1]))):
+        if (
+            not columns
+            and _ROW_NAME.match(tokens[0])
+            and (line[:1] in (" ", "\t") or (len(tokens) > 1 and _ROW_NAME.match(tokens[1])))
+        ):
             columns = []
             for token in tokens:
                 if not _ROW_NAME.match(token):
@@ -294,7 +314,7 @@ def parse_topo(text, source=SRC_TOPO):
             # written order kept: vllm-ascend's role split is positional ("48-59,0-11")
             affinity[match.group(2)] = cpulist.format_ordered(cpulist.parse_ordered(tokens[-1], source))
         if columns:
-            links[tokens[0]] = dict(zip(columns, tokens[1:1 + len(columns)]))
+            links[tokens[0]] = dict(zip(columns, tokens[1 : 1 + len(columns)]))
     if not rows:
         raise ParseError(source, "no NPU/Phy-ID matrix rows found")
     return {"affinity": affinity, "columns": columns, "links": links}
@@ -320,8 +340,11 @@ def parse_board(text, source=SRC_BOARD):
         if "PCIe Bus Info" in line and line.split():
             bus = pci.normalise_bus_id(line.split()[-1])
             break
-    return {"fields": fields, "bus_id": bus,
-            "board_id": fields.get("Board ID"),
-            "pci_device_id": (fields.get("PCI Device ID") or "").lower() or None,
-            "chip_name": fields.get("Chip Name"),
-            "npu_name": fields.get("NPU Name")}
+    return {
+        "fields": fields,
+        "bus_id": bus,
+        "board_id": fields.get("Board ID"),
+        "pci_device_id": (fields.get("PCI Device ID") or "").lower() or None,
+        "chip_name": fields.get("Chip Name"),
+        "npu_name": fields.get("NPU Name"),
+    }

@@ -20,8 +20,15 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseEr
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import pci
 
 # field names as ``nvidia-smi --help-query-gpu`` lists them; new fields go at the end
-FIELDS = ("index", "name", "pci.bus_id", "memory.total", "ecc.errors.uncorrected.volatile.total",
-          "driver_version", "vbios_version")
+FIELDS = (
+    "index",
+    "name",
+    "pci.bus_id",
+    "memory.total",
+    "ecc.errors.uncorrected.volatile.total",
+    "driver_version",
+    "vbios_version",
+)
 ARGV = ["nvidia-smi", "--query-gpu=" + ",".join(FIELDS), "--format=csv,noheader,nounits"]
 SOURCE = " ".join(ARGV)
 MAX_LINES = 1024
@@ -36,7 +43,7 @@ def _value(text, unit=None):
     if not text or (text.startswith("[") and text.endswith("]")):
         return None
     if unit and text.endswith(" " + unit):  # ``--format=csv`` without ``nounits``: "10240 MiB"
-        text = text[:-len(unit) - 1].strip()
+        text = text[: -len(unit) - 1].strip()
     return text
 
 
@@ -65,8 +72,9 @@ def read_csv(text, fields=None, source=SOURCE):
     for number, line in enumerate(lines, 1):
         cells = line.split(",")
         if len(cells) != len(fields):
-            raise ParseError(source, "line %d: expected %d fields (%s), got %r"
-                             % (number, len(fields), ",".join(fields), line[:120]))
+            raise ParseError(
+                source, "line %d: expected %d fields (%s), got %r" % (number, len(fields), ",".join(fields), line[:120])
+            )
         rows.append(dict((f, _value(c, units.get(f))) for f, c in zip(fields, cells)))
     return rows
 
@@ -82,8 +90,7 @@ def parse(text):
     for number, row in enumerate(read_csv(text, FIELDS), 1):
         index = _int(row["index"])
         if index is None:
-            raise ParseError(SOURCE, "line %d: GPU index %r is not a number"
-                             % (number, (row["index"] or "")[:20]))
+            raise ParseError(SOURCE, "line %d: GPU index %r is not a number" % (number, (row["index"] or "")[:20]))
         name, bus = row["name"], row["pci.bus_id"]
         ecc_count = _int(row["ecc.errors.uncorrected.volatile.total"])
         driver, vbios = row["driver_version"], row["vbios_version"]

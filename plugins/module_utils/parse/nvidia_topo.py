@@ -63,7 +63,7 @@ def _is_row(line, known_labels):
         return None
     if not (_GPU_LABEL.match(label) or re.match(r"^NIC\d+\Z", label) or label in known_labels):
         return None
-    rest = stripped[len(label):]
+    rest = stripped[len(label) :]
     if not rest.strip():
         return None
     first = rest.split(None, 1)[0]
@@ -86,8 +86,8 @@ def _find_header(lines):
 def _parse_header(line):
     """Header line -> (column labels, has NUMA Affinity column, has GPU NUMA ID column)."""
     match = _TAIL_START.search(line)
-    head = line[:match.start()] if match else line
-    tail = line[match.start():] if match else ""
+    head = line[: match.start()] if match else line
+    tail = line[match.start() :] if match else ""
     labels = []
     for token in head.split():
         if set(token) <= set("-"):
@@ -124,7 +124,7 @@ def _cells_and_tail(rest, n_cells):
         taken = False
         for part in field.split():
             pos = 0
-            while (n_cells is None or len(cells) < n_cells):
+            while n_cells is None or len(cells) < n_cells:
                 match = _CELL_PREFIX.match(part, pos)
                 if not match:
                     break
@@ -133,10 +133,10 @@ def _cells_and_tail(rest, n_cells):
                 taken = True
             if pos < len(part):
                 # leftover of a fused field ("SYS0-55,..."): it starts the tail
-                leftover = part[pos:] + field[field.index(part) + len(part):]
+                leftover = part[pos:] + field[field.index(part) + len(part) :]
                 if not taken:
                     return cells, fields[index:], tabbed
-                return cells, [leftover.strip()] + fields[index + 1:], tabbed
+                return cells, [leftover.strip()] + fields[index + 1 :], tabbed
         if not taken:
             break
         index += 1
@@ -144,7 +144,7 @@ def _cells_and_tail(rest, n_cells):
 
 
 def _split_fused_numa(cpu_text):
-    """"56-111,168-2231" -> ("56-111,168-223", "1"): NUMA Affinity glued onto the cpulist.
+    """ "56-111,168-2231" -> ("56-111,168-223", "1"): NUMA Affinity glued onto the cpulist.
 
     Takes the shortest digit suffix that leaves a valid cpulist (a range must not end
     below its start).
@@ -192,14 +192,19 @@ def _affinity_fields(tail, tabbed, has_numa, has_gpu_numa_id):
     if cpu_text and numa is None and has_numa:
         split = _split_fused_numa(cpu_text)
         if split is not None:
-            note = ("CPU Affinity and NUMA Affinity fused into %r; read as CPUs %s, NUMA %s"
-                    % (cpu_text, split[0], split[1]))
+            note = "CPU Affinity and NUMA Affinity fused into %r; read as CPUs %s, NUMA %s" % (
+                cpu_text,
+                split[0],
+                split[1],
+            )
             cpu_text, numa = split
     return cpu_text, numa, gpu_numa, note
 
 
-_NODE_LIST = re.compile(r"^[0-9]{1,4}(?:-[0-9]{1,4})?(?:,[0-9]{1,4}(?:-[0-9]{1,4})?)+\Z|"
-                        r"^[0-9]{1,4}-[0-9]{1,4}\Z")
+_NODE_LIST = re.compile(
+    r"^[0-9]{1,4}(?:-[0-9]{1,4})?(?:,[0-9]{1,4}(?:-[0-9]{1,4})?)+\Z|"
+    r"^[0-9]{1,4}-[0-9]{1,4}\Z"
+)
 
 
 def _numa_value(text):
@@ -257,7 +262,7 @@ def parse(text, source=SOURCE):
             if label in seen:
                 raise ParseError(source, "header names column %s twice" % label)
             seen.add(label)
-        body = lines[header_at + 1:]
+        body = lines[header_at + 1 :]
     else:
         labels, has_numa, has_gpu_numa_id = None, True, True
         body = lines
@@ -307,13 +312,11 @@ def parse(text, source=SOURCE):
         tails[label] = (tail, tabbed)
 
     gpu_columns = [label for label in labels if _GPU_LABEL.match(label)]
-    nic_columns = [label for label in labels if not _GPU_LABEL.match(label)
-                   and not label.startswith(_UNKNOWN_COLUMN)]
+    nic_columns = [label for label in labels if not _GPU_LABEL.match(label) and not label.startswith(_UNKNOWN_COLUMN)]
     if nic_columns and all(re.match(r"^NIC\d+\Z", label) for label in nic_columns):
         missing = [label for label in nic_columns if label not in legend]
         if missing:
-            warnings.append("no NIC Legend for %s: NICs keyed by legend id"
-                            % ",".join(missing))
+            warnings.append("no NIC Legend for %s: NICs keyed by legend id" % ",".join(missing))
     nics = [{"legend": label, "name": legend.get(label, label)} for label in nic_columns]
     nic_name = dict((nic["legend"], nic["name"]) for nic in nics)
 
@@ -326,8 +329,11 @@ def parse(text, source=SOURCE):
         if label not in known:
             warnings.append("row %s has no column in the header; skipped" % label)
             continue
-        gpus.append(_gpu_entry(label, labels, matrix, tails[label], nic_name,
-                               has_numa and label not in cut, has_gpu_numa_id, warnings))
+        gpus.append(
+            _gpu_entry(
+                label, labels, matrix, tails[label], nic_name, has_numa and label not in cut, has_gpu_numa_id, warnings
+            )
+        )
     if not gpus:
         raise ParseError(source, "no GPU row matches a header column")
     gpus.sort(key=lambda gpu: gpu["index"])
@@ -368,29 +374,32 @@ def _infer_labels(rows, order, gpu_rows, legend, warnings):
             break
     if boundary is None and legend:
         boundary = width - len(legend)
-    if boundary is None and n_gpu > 1 and all(
+    if (
+        boundary is None
+        and n_gpu > 1
+        and all(
             cell.startswith("NV") or cell == "X"
             for label in gpu_rows
-            for cell in _cells_and_tail(rows[label], None)[0][:n_gpu]):
+            for cell in _cells_and_tail(rows[label], None)[0][:n_gpu]
+        )
+    ):
         boundary = n_gpu  # NVLinked GPUs (every GPU pair NV#): a column without NV# is a NIC
     if boundary is None:
         if width > n_gpu:
-            warnings.append("matrix columns %d-%d: no row, no NIC row and no NIC Legend say "
-                            "whether they are GPUs or NICs; their cells are left out"
-                            % (n_gpu, width - 1))
-        return (["GPU%d" % i for i in range(n_gpu)]
-                + ["%s%d" % (_UNKNOWN_COLUMN, i) for i in range(n_gpu, width)])
+            warnings.append(
+                "matrix columns %d-%d: no row, no NIC row and no NIC Legend say "
+                "whether they are GPUs or NICs; their cells are left out" % (n_gpu, width - 1)
+            )
+        return ["GPU%d" % i for i in range(n_gpu)] + ["%s%d" % (_UNKNOWN_COLUMN, i) for i in range(n_gpu, width)]
     n_gpu = max(n_gpu, boundary)
     n_nic = max(0, width - n_gpu)
     return ["GPU%d" % i for i in range(n_gpu)] + ["NIC%d" % i for i in range(n_nic)]
 
 
-def _gpu_entry(label, labels, matrix, tail_info, nic_name, has_numa, has_gpu_numa_id,
-               warnings):
+def _gpu_entry(label, labels, matrix, tail_info, nic_name, has_numa, has_gpu_numa_id, warnings):
     index = int(_GPU_LABEL.match(label).group(1))
     tail, tabbed = tail_info
-    cpu_text, numa_text, gpu_numa_text, note = _affinity_fields(
-        tail, tabbed, has_numa, has_gpu_numa_id)
+    cpu_text, numa_text, gpu_numa_text, note = _affinity_fields(tail, tabbed, has_numa, has_gpu_numa_id)
     if note:
         warnings.append("%s: %s" % (label, note))
     affinity = None
@@ -400,8 +409,10 @@ def _gpu_entry(label, labels, matrix, tail_info, nic_name, has_numa, has_gpu_num
         else:
             warnings.append("%s: CPU Affinity %r is not a cpulist" % (label, cpu_text))
     elif has_numa:
-        warnings.append("%s: CPU Affinity is blank (the caller's cpuset holds none of its "
-                        "CPUs); use the NUMA node's CPUs instead" % label)
+        warnings.append(
+            "%s: CPU Affinity is blank (the caller's cpuset holds none of its "
+            "CPUs); use the NUMA node's CPUs instead" % label
+        )
     numa_node = _numa_value(numa_text)
     numa_nodes = None
     if numa_node is False:
@@ -426,25 +437,38 @@ def _gpu_entry(label, labels, matrix, tail_info, nic_name, has_numa, has_gpu_num
         if cell is None or cell == "X":
             continue
         links[nic_name.get(column, column)] = cell
-    return {"index": index, "name": label, "numa_node": numa_node, "numa_nodes": numa_nodes,
-            "affinity": affinity, "gpu_numa_id": gpu_numa_id, "links": links}
+    return {
+        "index": index,
+        "name": label,
+        "numa_node": numa_node,
+        "numa_nodes": numa_nodes,
+        "affinity": affinity,
+        "gpu_numa_id": gpu_numa_id,
+        "links": links,
+    }
 
 
 def _detect_numa_off(gpus, matrix, warnings):
     """numa=off: every NUMA Affinity N/A, or every GPU on node 0 with the same CPUs and not a
     single SYS cell (the kernel folded both sockets into one node)."""
-    if all(gpu["numa_node"] is None for gpu in gpus) and any(
-            gpu["affinity"] for gpu in gpus):
+    if all(gpu["numa_node"] is None for gpu in gpus) and any(gpu["affinity"] for gpu in gpus):
         warnings.append("no GPU has a NUMA Affinity (numa=off?): NUMA pinning is not possible")
         return True
     if len(gpus) < 2:
         return False
     affinities = set(gpu["affinity"] for gpu in gpus)
     nodes = set(gpu["numa_node"] for gpu in gpus)
-    if nodes == {0} and len(affinities) == 1 and None not in affinities and \
-            "SYS" not in matrix.values() and "NODE" in matrix.values():
-        warnings.append("every GPU reports NUMA 0 with CPUs %s and no link crosses a socket "
-                        "(SYS): the kernel runs with numa=off or the host has one NUMA node; "
-                        "NUMA pinning is not meaningful" % affinities.pop())
+    if (
+        nodes == {0}
+        and len(affinities) == 1
+        and None not in affinities
+        and "SYS" not in matrix.values()
+        and "NODE" in matrix.values()
+    ):
+        warnings.append(
+            "every GPU reports NUMA 0 with CPUs %s and no link crosses a socket "
+            "(SYS): the kernel runs with numa=off or the host has one NUMA node; "
+            "NUMA pinning is not meaningful" % affinities.pop()
+        )
         return True
     return False

@@ -25,9 +25,11 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseEr
 _LINES = re.compile(r"\r\n|\r|\n")
 _FIELD = re.compile(r"^([\x21-\x39\x3b-\x7e]+):")
 _VERSION_TEXT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+!_-]{0,63}$")
-_ASSIGN = re.compile(r"""^(__version__|version|__commit_id__|commit_id)\s*(?::\s*str\s*)?="""
-                     r"""(?:\s*(?:__version__|version|__commit_id__|commit_id)\s*=)?"""
-                     r"""\s*(?:'([^'\n]*)'|"([^"\n]*)"|None)\s*$""")
+_ASSIGN = re.compile(
+    r"""^(__version__|version|__commit_id__|commit_id)\s*(?::\s*str\s*)?="""
+    r"""(?:\s*(?:__version__|version|__commit_id__|commit_id)\s*=)?"""
+    r"""\s*(?:'([^'\n]*)'|"([^"\n]*)"|None)\s*$"""
+)
 
 
 def _check(value, source):
@@ -56,7 +58,7 @@ def headers(text):
         match = _FIELD.match(line)
         if not match:
             break
-        out.append((match.group(1), line[match.end():]))
+        out.append((match.group(1), line[match.end() :]))
     return out
 
 

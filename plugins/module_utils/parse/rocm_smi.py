@@ -34,8 +34,7 @@ _HEADER = re.compile(r"^\s*(GPU\d{1,4}\s+)*GPU\d{1,4}\s*\Z")
 _ROW = re.compile(r"^\s*GPU(\d{1,4})\s+(.*)\Z")
 _NUMA = re.compile(r"^\s*GPU\[(\d{1,4})\]\s*:\s*\(Topology\)\s*Numa (Node|Affinity)\s*:\s*(-?\d{1,4})\s*\Z")
 _BUS = re.compile(r"^\s*GPU\[(\d{1,4})\]\s*:\s*PCI Bus\s*:\s*(\S+)\s*\Z")
-_SECTIONS = {"weight between two gpus": "weight", "hops between two gpus": "hops",
-             "link type between two gpus": "link"}
+_SECTIONS = {"weight between two gpus": "weight", "hops between two gpus": "hops", "link type between two gpus": "link"}
 _INT = re.compile(r"^\d{1,9}\Z")
 _LINK = re.compile(r"^[A-Z][A-Z0-9]{0,15}\Z")
 
@@ -57,8 +56,10 @@ def _matrix(lines, kind, warnings):
             continue
         cells = row.group(2).split()
         if len(cells) != len(header):
-            warnings.append("%s: %s matrix: GPU%s has %d cells for %d columns"
-                            % (SOURCE, kind, row.group(1), len(cells), len(header)))
+            warnings.append(
+                "%s: %s matrix: GPU%s has %d cells for %d columns"
+                % (SOURCE, kind, row.group(1), len(cells), len(header))
+            )
             continue
         out[int(row.group(1))] = dict(zip(header, cells))
     return out
@@ -98,8 +99,7 @@ def parse_showtopo(text, source=SOURCE):
                 found = _NUMA.match(line)
                 if found:
                     value = int(found.group(3))
-                    numa.setdefault(int(found.group(1)), {})[found.group(2).lower()] = \
-                        value if value >= 0 else None
+                    numa.setdefault(int(found.group(1)), {})[found.group(2).lower()] = value if value >= 0 else None
                 elif line.strip():
                     warnings.append("%s: Numa Nodes: unreadable line %r" % (source, line.strip()[:80]))
     indexes = set(numa)
@@ -119,8 +119,16 @@ def parse_showtopo(text, source=SOURCE):
             if peer != index and _INT.match(cell):
                 weights["GPU%d" % peer] = int(cell)
         node = numa.get(index, {})
-        gpus.append({"index": index, "name": "GPU%d" % index, "numa_node": node.get("node"),
-                     "numa_affinity": node.get("affinity"), "links": links, "weights": weights})
+        gpus.append(
+            {
+                "index": index,
+                "name": "GPU%d" % index,
+                "numa_node": node.get("node"),
+                "numa_affinity": node.get("affinity"),
+                "links": links,
+                "weights": weights,
+            }
+        )
     if "link" not in matrices:
         warnings.append("%s: no Link Type matrix" % source)
     if not numa:
@@ -159,8 +167,7 @@ def parse_showpidgpus(text, source=SOURCE_PIDGPUS):
     want = None  # (pid, count) whose indexes are being read
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
-        if want is not None and stripped and not _PID_GPUS.match(stripped) and \
-                not _BANNER.match(stripped):
+        if want is not None and stripped and not _PID_GPUS.match(stripped) and not _BANNER.match(stripped):
             tokens = stripped.split()
             if not all(_INT.match(t) and int(t) < MAX_GPUS for t in tokens):
                 raise ParseError(source, "line %d: %r is not a list of GPU indexes" % (number, stripped[:80]))
@@ -171,8 +178,7 @@ def parse_showpidgpus(text, source=SOURCE_PIDGPUS):
                 want = None
             continue
         if want is not None:
-            raise ParseError(source, "PID %d: %d GPUs announced, %d listed"
-                             % (want[0], want[1], len(found[want[0]])))
+            raise ParseError(source, "PID %d: %d GPUs announced, %d listed" % (want[0], want[1], len(found[want[0]])))
         match = _PID_GPUS.match(stripped)
         if match:
             seen_block = True
@@ -182,8 +188,7 @@ def parse_showpidgpus(text, source=SOURCE_PIDGPUS):
         elif "GPUs Indexed by PID" in stripped or stripped == "No KFD PIDs currently running":
             seen_block = True
     if want is not None:
-        raise ParseError(source, "PID %d: %d GPUs announced, %d listed"
-                         % (want[0], want[1], len(found[want[0]])))
+        raise ParseError(source, "PID %d: %d GPUs announced, %d listed" % (want[0], want[1], len(found[want[0]])))
     if not seen_block:
         raise ParseError(source, "no 'GPUs Indexed by PID' block")
     return found
@@ -196,8 +201,7 @@ INVENTORY_ARGV = ("rocm-smi", "--showdriverversion", "--showvbios", "--showprodu
 SOURCE_INVENTORY = " ".join(INVENTORY_ARGV)
 _GPU_KEY = re.compile(r"^\s*GPU\[(\d{1,4})\]\s*:\s*([A-Za-z][A-Za-z ]{0,40}?)\s*:\s*(.*?)\s*\Z")
 _DRIVER = re.compile(r"^\s*Driver version\s*:\s*(\S{1,64})\s*\Z")
-_INVENTORY_KEYS = {"card series": "model", "card model": "device_id", "card sku": "sku",
-                   "vbios version": "vbios"}
+_INVENTORY_KEYS = {"card series": "model", "card model": "device_id", "card sku": "sku", "vbios version": "vbios"}
 
 
 def parse_inventory(text, source=SOURCE_INVENTORY):
@@ -226,6 +230,5 @@ def parse_inventory(text, source=SOURCE_INVENTORY):
         index = int(match.group(1))
         gpus.setdefault(index, {"index": index})[key] = value[:100]
     if driver is None and not gpus:
-        raise ParseError(source, "no 'Driver version:' line and no 'GPU[n] : Card series / "
-                                 "VBIOS version' line")
+        raise ParseError(source, "no 'Driver version:' line and no 'GPU[n] : Card series / VBIOS version' line")
     return {"driver": driver, "gpus": [gpus[i] for i in sorted(gpus)]}

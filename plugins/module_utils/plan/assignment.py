@@ -49,8 +49,7 @@ def link_cost(cell):
 
 def _check_matrix(cost_matrix):
     if not isinstance(cost_matrix, (list, tuple)):
-        raise PlanError("cost matrix must be a list of rows, got %s"
-                        % type(cost_matrix).__name__)
+        raise PlanError("cost matrix must be a list of rows, got %s" % type(cost_matrix).__name__)
     rows = [list(row) if isinstance(row, (list, tuple)) else row for row in cost_matrix]
     width = None
     for num, row in enumerate(rows):
@@ -59,12 +58,10 @@ def _check_matrix(cost_matrix):
         if width is None:
             width = len(row)
         elif len(row) != width:
-            raise PlanError("cost matrix is ragged: row %d has %d columns, row 0 has %d"
-                            % (num, len(row), width))
+            raise PlanError("cost matrix is ragged: row %d has %d columns, row 0 has %d" % (num, len(row), width))
         for col, value in enumerate(row):
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise PlanError("cost matrix cell (%d, %d) is not a number: %r"
-                                % (num, col, value))
+                raise PlanError("cost matrix cell (%d, %d) is not a number: %r" % (num, col, value))
             if (isinstance(value, float) and math.isnan(value)) or value == -float("inf"):
                 raise PlanError("cost matrix cell (%d, %d) is %r" % (num, col, value))
     return rows, width or 0
@@ -121,8 +118,9 @@ def _solve_wide(cost, n_rows, n_cols):
                     delta = slack[col]
                     col1 = col
             if col1 == 0 or delta == inf:
-                raise PlanError("no assignment avoids the forbidden (infinite) cells; row %d "
-                                "cannot be placed" % (row - 1))
+                raise PlanError(
+                    "no assignment avoids the forbidden (infinite) cells; row %d cannot be placed" % (row - 1)
+                )
             for col in range(n_cols + 1):
                 if done[col]:
                     row_pot[owner[col]] += delta
@@ -164,13 +162,12 @@ def pair(costs, gpus, nics, capacity=None):
     if capacity is None:
         capacity = int(math.ceil(len(gpus) / float(len(nics))))
     if capacity * len(nics) < len(gpus):
-        raise PlanError("%d NICs with capacity %d cannot serve %d GPUs"
-                        % (len(nics), capacity, len(gpus)))
+        raise PlanError("%d NICs with capacity %d cannot serve %d GPUs" % (len(nics), capacity, len(gpus)))
     n_gpus = len(gpus)
     rank_base = len(nics)
     # tier 3 (lexicographic): GPU i choosing NIC rank j costs j * rank_base**(n-1-i); the sum
     # over all GPUs stays below rank_base**n, so it only ever breaks ties of the tiers above
-    lexi_span = rank_base ** n_gpus
+    lexi_span = rank_base**n_gpus
     # tier 2 (even load): the k-th GPU on a NIC costs k; the sum stays below n * capacity + 1
     load_span = lexi_span * (n_gpus * capacity + 1)
     matrix = []
@@ -180,8 +177,7 @@ def pair(costs, gpus, nics, capacity=None):
         for j, nic in enumerate(nics):
             primary = costs.get((gpu, nic), UNKNOWN_COST)
             if isinstance(primary, bool) or not isinstance(primary, int) or primary < 0:
-                raise PlanError("link cost of %s-%s must be a non-negative integer, got %r"
-                                % (gpu, nic, primary))
+                raise PlanError("link cost of %s-%s must be a non-negative integer, got %r" % (gpu, nic, primary))
             for slot in range(capacity):
                 row.append(primary * load_span + slot * lexi_span + j * weight)
         matrix.append(row)

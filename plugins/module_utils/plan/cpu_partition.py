@@ -31,7 +31,9 @@ __metaclass__ = type
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 from ansible_collections.npuops.fleet.plugins.module_utils.model.cpu_partition_facts import (  # noqa: F401 pylint: disable=unused-import
-    HELD_UNITS, VLLM_SLICE)
+    HELD_UNITS,
+    VLLM_SLICE,
+)
 
 DEFAULT_MIN_HOUSEKEEPING = 2
 
@@ -50,15 +52,20 @@ def partition(plan, cpu_facts=None, min_housekeeping=DEFAULT_MIN_HOUSEKEEPING):
     if not isinstance(plan, dict):
         raise PlanError("npuops_cpu_partition: the plan must be a dict (npu_cpu_plan's plan)")
     if plan.get("skipped"):
-        raise PlanError("npuops_cpu_partition: the plan is skipped (%s): nothing to partition"
-                        % (plan.get("reason") or "no reason given"))
+        raise PlanError(
+            "npuops_cpu_partition: the plan is skipped (%s): nothing to partition"
+            % (plan.get("reason") or "no reason given")
+        )
     budget = plan.get("cpu_budget")
     if not isinstance(budget, dict):
-        raise PlanError("npuops_cpu_partition needs a plan with a cpu_budget (policy strict or a "
-                        "GPU plan); this plan (policy %s) does not account for the host's "
-                        "other CPUs" % plan.get("policy"))
-    part = dict((key, _ids(budget.get(key), "plan cpu_budget.%s" % key))
-                for key in ("workers", "frontend", "reserved", "spare"))
+        raise PlanError(
+            "npuops_cpu_partition needs a plan with a cpu_budget (policy strict or a "
+            "GPU plan); this plan (policy %s) does not account for the host's "
+            "other CPUs" % plan.get("policy")
+        )
+    part = dict(
+        (key, _ids(budget.get(key), "plan cpu_budget.%s" % key)) for key in ("workers", "frontend", "reserved", "spare")
+    )
     irq = set()
     for npu, entry in sorted((plan.get("npus") or {}).items()):
         if isinstance(entry, dict):
@@ -66,29 +73,41 @@ def partition(plan, cpu_facts=None, min_housekeeping=DEFAULT_MIN_HOUSEKEEPING):
     irq &= part["workers"]
     isolated = part["workers"] - irq
     cpu = cpu_facts or {}
-    kernel = _ids(cpu.get("isolated"), "topology cpu.isolated") | \
-        _ids(cpu.get("nohz_full"), "topology cpu.nohz_full")
+    kernel = _ids(cpu.get("isolated"), "topology cpu.isolated") | _ids(cpu.get("nohz_full"), "topology cpu.nohz_full")
     housekeeping = (part["frontend"] | part["spare"] | part["reserved"]) - kernel - part["workers"]
     allowed = set().union(*part.values())
     if not isolated:
-        raise PlanError("npuops_cpu_partition: the plan isolates no CPU (cpu_budget.workers %r)"
-                        % budget.get("workers"))
+        raise PlanError(
+            "npuops_cpu_partition: the plan isolates no CPU (cpu_budget.workers %r)" % budget.get("workers")
+        )
     if len(housekeeping) < max(1, int(min_housekeeping)):
         raise PlanError(
             "npuops_cpu_partition: the plan leaves %d housekeeping CPU(s) (%s) for the host and "
             "the frontends, fewer than npuops_cpu_partition_min_housekeeping=%d; %d CPUs are "
             "workers' (%d isolated, %d for IRQs) of %d allowed. Give the instances a frontend "
             "(npuops_frontend_cpus), reserve CPUs (npuops_reserved_cpus) or plan fewer devices"
-            % (len(housekeeping), cpulist.format(housekeeping) or "none", int(min_housekeeping),
-               len(part["workers"]), len(isolated), len(irq), len(allowed)))
+            % (
+                len(housekeeping),
+                cpulist.format(housekeeping) or "none",
+                int(min_housekeeping),
+                len(part["workers"]),
+                len(isolated),
+                len(irq),
+                len(allowed),
+            )
+        )
     return {
         "isolated": cpulist.format(isolated),
         "irq": cpulist.format(irq),
         "housekeeping": cpulist.format(housekeeping),
         "workers": cpulist.format(part["workers"]),
         "allowed": cpulist.format(allowed),
-        "counts": {"isolated": len(isolated), "irq": len(irq),
-                   "housekeeping": len(housekeeping), "allowed": len(allowed)},
+        "counts": {
+            "isolated": len(isolated),
+            "irq": len(irq),
+            "housekeeping": len(housekeeping),
+            "allowed": len(allowed),
+        },
     }
 
 

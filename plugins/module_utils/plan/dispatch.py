@@ -18,7 +18,10 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model import worker_s
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type as device_types
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import frontend as placement
 from ansible_collections.npuops.fleet.plugins.module_utils.plan.instance_input import (  # noqa: F401 pylint: disable=unused-import
-    Instance, int_list as _int_list, validate_instances)
+    Instance,
+    int_list as _int_list,
+    validate_instances,
+)
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import gpu as gpu_plan
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import layout
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
@@ -26,8 +29,6 @@ from ansible_collections.npuops.fleet.plugins.module_utils.plan import strict as
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_predict as va_predict
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_releases
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
-
-
 
 
 def _node_cpus(topology):
@@ -79,11 +80,22 @@ def _all_logic_npus(topology, ids):
 def _empty_plan(policy, device_type, topology):
     # the host the facts were read from: the wrapper and IRQ modules refuse a plan for another
     nodes = (topology.get("cpu") or {}).get("numa_nodes") or {}
-    plan = {"policy": policy, "hostname": topology.get("hostname"), "mode": None,
-            "device_type": device_type, "skipped": False,
-            "reason": None, "numa_nodes": dict(zip(map(str, nodes), nodes.values())),
-            "npus": {}, "instances": {}, "gpus": {}, "env": {}, "log": [], "warnings": [],
-            "vendor": topology.get("vendor")}
+    plan = {
+        "policy": policy,
+        "hostname": topology.get("hostname"),
+        "mode": None,
+        "device_type": device_type,
+        "skipped": False,
+        "reason": None,
+        "numa_nodes": dict(zip(map(str, nodes), nodes.values())),
+        "npus": {},
+        "instances": {},
+        "gpus": {},
+        "env": {},
+        "log": [],
+        "warnings": [],
+        "vendor": topology.get("vendor"),
+    }
     # how the host's engine starts its workers: the binder reads it from the plan JSON
     starts = worker_start.of_facts(topology)
     if starts is not None:
@@ -101,9 +113,10 @@ def _release(topology, version):
         try:
             return vllm_ascend_releases.select(str(found["version"]), source)
         except PlanError as err:
-            raise PlanError("%s (the version of npu_topology.vllm_ascend, read from %s; pass "
-                            "vllm_ascend_version to predict another release)"
-                            % (err.reason, found.get("source")))
+            raise PlanError(
+                "%s (the version of npu_topology.vllm_ascend, read from %s; pass "
+                "vllm_ascend_version to predict another release)" % (err.reason, found.get("source"))
+            )
     return vllm_ascend_releases.select(None)
 
 
@@ -111,17 +124,29 @@ def _no_cpus(allowed_all, allowed_cpus, reserved_cpus):
     """Why no CPU is left to plan on, naming only what the caller or the facts gave."""
     if allowed_all.size:
         return "no allowed CPUs left: %s minus reserved_cpus is empty" % (
-            "allowed_cpus" if allowed_cpus is not None else "the host's allowed CPUs (facts "
-            "cpu.allowed)")
+            "allowed_cpus" if allowed_cpus is not None else "the host's allowed CPUs (facts cpu.allowed)"
+        )
     if allowed_cpus is not None:
         return "allowed_cpus is empty"
-    return ("no CPUs known for this host: its facts have neither cpu.allowed nor cpu.online "
-            "(/proc/self/status, sysfs and lscpu gave none); gather the facts again")
+    return (
+        "no CPUs known for this host: its facts have neither cpu.allowed nor cpu.online "
+        "(/proc/self/status, sysfs and lscpu gave none); gather the facts again"
+    )
 
 
-def make_plan(topology, policy="strict", npus=None, instances=None, device_type=None,
-              allowed_cpus=None, reserved_cpus=None, nics=None, frontend_cpus=None,
-              full_check=False, vllm_ascend_version=None):
+def make_plan(
+    topology,
+    policy="strict",
+    npus=None,
+    instances=None,
+    device_type=None,
+    allowed_cpus=None,
+    reserved_cpus=None,
+    nics=None,
+    frontend_cpus=None,
+    full_check=False,
+    vllm_ascend_version=None,
+):
     """The CPU plan of a host. Raises PlanError (or ParseError) with a message for the user.
 
     A plan that fails for lack of CPUs while ``allowed_cpus`` is not given and the facts'
@@ -133,12 +158,24 @@ def make_plan(topology, policy="strict", npus=None, instances=None, device_type=
     ``vllm_ascend_version``: the release ``policy=vllm_ascend`` predicts (default the facts'
     ``vllm_ascend.version``, else the newest release known, with a warning).
     """
-    if frontend_cpus is not None and (isinstance(frontend_cpus, bool) or
-                                      not isinstance(frontend_cpus, int) or frontend_cpus < 0):
+    if frontend_cpus is not None and (
+        isinstance(frontend_cpus, bool) or not isinstance(frontend_cpus, int) or frontend_cpus < 0
+    ):
         raise PlanError("frontend_cpus must be a non-negative integer, got %r" % (frontend_cpus,))
     try:
-        return _make_plan(topology, policy, npus, instances, device_type, allowed_cpus,
-                          reserved_cpus, nics, frontend_cpus, full_check, vllm_ascend_version)
+        return _make_plan(
+            topology,
+            policy,
+            npus,
+            instances,
+            device_type,
+            allowed_cpus,
+            reserved_cpus,
+            nics,
+            frontend_cpus,
+            full_check,
+            vllm_ascend_version,
+        )
     except PlanError as err:
         if err.cpu_shortage and allowed_cpus is None and err.hint is None:
             hint = rules.cpuset_hint(topology)
@@ -147,8 +184,19 @@ def make_plan(topology, policy="strict", npus=None, instances=None, device_type=
         raise
 
 
-def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, reserved_cpus,
-               nics, frontend_cpus, full_check, vllm_ascend_version=None):
+def _make_plan(
+    topology,
+    policy,
+    npus,
+    instances,
+    device_type,
+    allowed_cpus,
+    reserved_cpus,
+    nics,
+    frontend_cpus,
+    full_check,
+    vllm_ascend_version=None,
+):
     if not isinstance(topology, dict):
         raise PlanError("topology must be the npu_topology facts dict, got %r" % type(topology).__name__)
     # every field the planners read, before they read it
@@ -156,36 +204,42 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
     if policy not in POLICIES:
         raise PlanError("unknown policy %r; choose one of %s" % (policy, ", ".join(POLICIES)))
     if device_type is not None and device_type not in device_types.TYPES:
-        raise PlanError("unknown device_type %r; choose one of %s"
-                        % (device_type, ", ".join(device_types.TYPES)))
+        raise PlanError("unknown device_type %r; choose one of %s" % (device_type, ", ".join(device_types.TYPES)))
     dtype = device_type or topology.get("device_type")
     plan = _empty_plan(policy, dtype, topology)
     release = _release(topology, vllm_ascend_version) if policy == "vllm_ascend" else None
     cpu = topology.get("cpu") or {}
     allowed = cpuset.parse_option(allowed_cpus, "allowed_cpus")
     if allowed is None:
-        allowed = cpuset.parse(cpu.get("allowed") or cpu.get("online") or "",
-                               "topology cpu.allowed")
+        allowed = cpuset.parse(cpu.get("allowed") or cpu.get("online") or "", "topology cpu.allowed")
     allowed_all = allowed
     reserved = cpuset.parse_option(reserved_cpus, "reserved_cpus")
     if reserved:
         allowed = cpuset.subtract(allowed, reserved)
     # the host's budget: every allowed CPU, reserved ones included
-    host = layout.HostCpus(topology, _node_cpus(topology), allowed, allowed_all, reserved,
-                           frontend_cpus)
+    host = layout.HostCpus(topology, _node_cpus(topology), allowed, allowed_all, reserved, frontend_cpus)
     vendor = topology.get("vendor")
     if vendors.is_gpu_vendor(vendor):
         return _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics, host)
     ids, affinity, pci_nodes, busy = _npu_facts(topology)
     if vendor == "ascend" and not ids:
         # npu-smi answered with a table no parser could read: not a host without NPUs
-        raise PlanError("an Ascend host whose NPUs could not be read: %s" % ("; ".join(
-            "%s: %s" % (e.get("source"), e.get("msg")) for e in topology.get("errors") or []
-            if str(e.get("source", "")).startswith("npu-smi")) or "no NPU in the facts"))
+        raise PlanError(
+            "an Ascend host whose NPUs could not be read: %s"
+            % (
+                "; ".join(
+                    "%s: %s" % (e.get("source"), e.get("msg"))
+                    for e in topology.get("errors") or []
+                    if str(e.get("source", "")).startswith("npu-smi")
+                )
+                or "no NPU in the facts"
+            )
+        )
     if release is not None and not ids and va_predict.npu_smi_missing(topology):
         # no npu-smi: vllm-ascend fails on this host whatever it is asked (rank by rank)
-        return va_predict.without_npu_smi(plan, _int_list(npus, "npus"), validate_instances(
-            instances, va_predict.ANY_ID), release)
+        return va_predict.without_npu_smi(
+            plan, _int_list(npus, "npus"), validate_instances(instances, va_predict.ANY_ID), release
+        )
     if vendor not in (None, "ascend") or not ids:
         plan["skipped"] = True
         plan["reason"] = "no NPU on this host (vendor %s): CPU binding does not apply" % (vendor,)
@@ -193,10 +247,12 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
     requested = _int_list(npus, "npus")
     unknown = sorted(set(requested) - set(ids)) if requested else None
     if unknown:
-        raise PlanError("unknown NPU id(s) %s; this host has logic ids %s" % (unknown, ids),
-                        unknown[0])
-    insts = None if instances is None else \
-        validate_instances(instances, set(requested if requested is not None else ids), ids)
+        raise PlanError("unknown NPU id(s) %s; this host has logic ids %s" % (unknown, ids), unknown[0])
+    insts = (
+        None
+        if instances is None
+        else validate_instances(instances, set(requested if requested is not None else ids), ids)
+    )
     if requested is None and insts:
         requested = sorted(set(n for dummy, members in insts for n in members))
     if not allowed.size:
@@ -211,10 +267,19 @@ def _make_plan(topology, policy, npus, instances, device_type, allowed_cpus, res
 def _strict(plan, request, host, insts, release=None):
     """The strict policy (ours): pools, roles, frontends and the budget."""
     requested, cpu_node, nearness = request.requested, host.cpu_node, host.nearness
-    result = policy_strict.plan_strict(request.ids, request.affinity, request.pci_nodes,
-                                       host.node_cpus, host.allowed, request.device_type,
-                                       host.threads_per_core, requested, cpu_node,
-                                       nearness, host.cores)
+    result = policy_strict.plan_strict(
+        request.ids,
+        request.affinity,
+        request.pci_nodes,
+        host.node_cpus,
+        host.allowed,
+        request.device_type,
+        host.threads_per_core,
+        requested,
+        cpu_node,
+        nearness,
+        host.cores,
+    )
     plan["mode"] = result["mode"]
     plan["warnings"].extend(result["warnings"])
     keep = requested if requested is not None else result["planned_over"]
@@ -223,9 +288,16 @@ def _strict(plan, request, host, insts, release=None):
     cluster = result["cluster_roles"]
     planned = sorted(result["planned_over"])
     uvb = result["uvb"]
-    fronts = _place(plan, planned, pools, lambda npu: homes[npu][0], host, insts,
-                    cluster and cpu_roles.cluster_size(
-                        host.threads_per_core, device_types.row(request.device_type).cluster_cores), uvb)
+    fronts = _place(
+        plan,
+        planned,
+        pools,
+        lambda npu: homes[npu][0],
+        host,
+        insts,
+        cluster and cpu_roles.cluster_size(host.threads_per_core, device_types.row(request.device_type).cluster_cores),
+        uvb,
+    )
     entries = plan["npus"]
     if insts:
         # the entries' pool and main CPUs for ``_instances``, from the pools instead of the
@@ -250,8 +322,9 @@ def _strict(plan, request, host, insts, release=None):
     if uvb is not None:
         plan["uvb"] = cpuset.format(uvb)
     plan["warnings"].extend(nearness.read_warnings())
-    plan["log"].append("[strict] mode=%s npus=%s planned_over=%s"
-                       % (result["mode"], list(keep), result["planned_over"]))
+    plan["log"].append(
+        "[strict] mode=%s npus=%s planned_over=%s" % (result["mode"], list(keep), result["planned_over"])
+    )
     return fronts
 
 
@@ -262,11 +335,12 @@ def _place(plan, devices, pools, home_of, host, insts, cluster=None, uvb=None):
     cpu = host.cpu
     seqs = pools
     extra = cpuset.CpuSeq.from_cpus(uvb) if uvb else cpuset.EMPTY
-    if not (insts or reserved or cpu.get("isolated") or cpu.get("nohz_full")) and \
-            sum([seqs[dev].size for dev in devices]) + extra.size == allowed.size:
+    if (
+        not (insts or reserved or cpu.get("isolated") or cpu.get("nohz_full"))
+        and sum([seqs[dev].size for dev in devices]) + extra.size == allowed.size
+    ):
         # the usual whole-host plan of a host whose pools hold every allowed CPU (A3)
-        plan["cpu_budget"] = {"workers": cpuset.format(allowed_all), "frontend": "",
-                              "reserved": "", "spare": ""}
+        plan["cpu_budget"] = {"workers": cpuset.format(allowed_all), "frontend": "", "reserved": "", "spare": ""}
         return {"instances": {}, "carved": {}}
     isolated = host.isolated
     # device -> its main CPUs, pool[2:-2] (roles.split_roles): the carve's sources, then the
@@ -278,11 +352,13 @@ def _place(plan, devices, pools, home_of, host, insts, cluster=None, uvb=None):
             mains[dev] = seq.part(2, seq.size - 2)
     main_cpus = mains.__getitem__
 
-    fronts = placement.place(devices, seqs, home_of, host, insts, None if cluster else main_cpus,
-                             cluster or None, extra)
+    fronts = placement.place(
+        devices, seqs, home_of, host, insts, None if cluster else main_cpus, cluster or None, extra
+    )
     workers = fronts["workers"]
-    frontend = placement.union([f["frontend"] for f in fronts["instances"].values()] +
-                               list(fronts["device_frontend"].values()))
+    frontend = placement.union(
+        [f["frontend"] for f in fronts["instances"].values()] + list(fronts["device_frontend"].values())
+    )
     if fronts["carved"]:
         for dev, carved in fronts["carved"].items():
             if cluster:
@@ -292,14 +368,13 @@ def _place(plan, devices, pools, home_of, host, insts, cluster=None, uvb=None):
             pools[dev] = seqs[dev]  # (one dict for non-950 pools: the same assignment)
         # every frontend carved (none from free CPUs): the frontends are the carved CPUs
         only_carved = not fronts["device_frontend"] and all(
-            front["frontend_source"] != "free" for front in fronts["instances"].values())
+            front["frontend_source"] != "free" for front in fronts["instances"].values()
+        )
         held = workers if only_carved else None  # (the workers before the carve)
-        workers = cpuset.subtract(workers, frontend if only_carved else
-                                  placement.union(fronts["carved"].values()))
+        workers = cpuset.subtract(workers, frontend if only_carved else placement.union(fronts["carved"].values()))
     else:
         held = None
-    plan["cpu_budget"] = placement.budget(allowed_all, workers, frontend, reserved, isolated,
-                                          held)
+    plan["cpu_budget"] = placement.budget(allowed_all, workers, frontend, reserved, isolated, held)
     plan["warnings"].extend(fronts["warnings"])
     fronts["mains"] = mains
     return fronts
@@ -309,16 +384,41 @@ def _vllm_ascend_policy(plan, request, host, insts, release):
     """vllm-ascend's own allocator, as ``release`` has it; with no NPU asked for, the workers
     that run now (an audit), else, pre-launch, every NPU."""
     requested = request.requested if request.requested is not None else (request.busy or request.ids)
-    _vllm_ascend(plan, host.topology, request.ids, requested, insts, request.busy,
-                 request.affinity, host.node_cpus, host.allowed, request.device_type, host.cpu,
-                 release, request.requested is None and bool(request.busy))
+    _vllm_ascend(
+        plan,
+        host.topology,
+        request.ids,
+        requested,
+        insts,
+        request.busy,
+        request.affinity,
+        host.node_cpus,
+        host.allowed,
+        request.device_type,
+        host.cpu,
+        release,
+        request.requested is None and bool(request.busy),
+    )
 
 
-def _vllm_ascend(plan, topology, ids, requested, insts, busy, affinity, node_cpus, allowed,
-                 dtype, cpu, release, audit=False):
+def _vllm_ascend(
+    plan, topology, ids, requested, insts, busy, affinity, node_cpus, allowed, dtype, cpu, release, audit=False
+):
     pools, cluster, reserve_irq, cpu_node = va_predict.predict(
-        plan, topology, requested, insts, busy, affinity, node_cpus, allowed, dtype, cpu,
-        _all_logic_npus(topology, ids), release, audit)
+        plan,
+        topology,
+        requested,
+        insts,
+        busy,
+        affinity,
+        node_cpus,
+        allowed,
+        dtype,
+        cpu,
+        _all_logic_npus(topology, ids),
+        release,
+        audit,
+    )
     if plan.get("uvb") is not None:
         plan["uvb"] = cpuset.format(plan["uvb"])
     entries = plan["npus"]
@@ -326,8 +426,7 @@ def _vllm_ascend(plan, topology, ids, requested, insts, busy, affinity, node_cpu
     if not reserve_irq and not cluster:
         # 0.22.1rc1 on Ascend 950: global slices without IRQ CPUs
         for npu in npus:
-            entries[str(npu)] = cpu_roles.npu_entry(
-                pools[npu], cpu_roles.split_roles(pools[npu], False, npu), cpu_node)
+            entries[str(npu)] = cpu_roles.npu_entry(pools[npu], cpu_roles.split_roles(pools[npu], False, npu), cpu_node)
         return
     for npu, entry in zip(npus, cpu_roles.pool_entries(pools, npus, cpu_node, cluster)):
         entries[str(npu)] = entry
@@ -362,14 +461,20 @@ def _instances(plan, insts, fronts=None):
             elif entry.get("numa_node") is not None:
                 nodes.add(entry["numa_node"])
         plan["instances"][name] = {
-            "npus": list(members), "main": cpuset.format(cpuset.union_runs(main)),
-            "pool": cpuset.format(cpuset.union_runs(pool)), "numa_nodes": sorted(nodes)}
+            "npus": list(members),
+            "main": cpuset.format(cpuset.union_runs(main)),
+            "pool": cpuset.format(cpuset.union_runs(pool)),
+            "numa_nodes": sorted(nodes),
+        }
         if fronts is not None:
             front = fronts["instances"].get(name) or {}
-            plan["instances"][name].update({
-                "frontend": cpuset.format(front.get("frontend") or cpuset.EMPTY),
-                "frontend_nodes": list(front.get("frontend_nodes") or []),
-                "frontend_source": front.get("frontend_source") or "none"})
+            plan["instances"][name].update(
+                {
+                    "frontend": cpuset.format(front.get("frontend") or cpuset.EMPTY),
+                    "frontend_nodes": list(front.get("frontend_nodes") or []),
+                    "frontend_source": front.get("frontend_source") or "none",
+                }
+            )
 
 
 def _gpu_plan(plan, topology, npus, instances, allowed_cpus, reserved_cpus, nics, host):

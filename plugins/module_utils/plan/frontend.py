@@ -97,8 +97,7 @@ def free_shares(devices, anchors, home_nodes, free_by_node, nearness, cores):
             continue
         wanters.sort()
         key_of = dict(wanters)
-        for dev, share in smt.split(free_by_node[node], [dev for dev, dummy in wanters],
-                                    cores).items():
+        for dev, share in smt.split(free_by_node[node], [dev for dev, dummy in wanters], cores).items():
             if share.size:
                 shares[dev].append((key_of[dev], node, share))
     return shares
@@ -115,11 +114,10 @@ def carve(mains, members, need, cores, unit=None):
     for dev in members:
         main = mains.get(dev) or EMPTY
         if unit:
-            chunks = [main[i:i + unit] for i in range(0, len(main) - unit + 1, unit)]
+            chunks = [main[i : i + unit] for i in range(0, len(main) - unit + 1, unit)]
         elif cores:
             # whole cores only: a core whose sibling is an IRQ, ACL or release CPU stays
-            chunks = [g for g in smt.groups(main, cores)
-                      if len(g) == sizes.get(cores.get(g[0]), 1)]
+            chunks = [g for g in smt.groups(main, cores) if len(g) == sizes.get(cores.get(g[0]), 1)]
         else:
             chunks = [[cpu] for cpu in main]
         units[dev] = chunks
@@ -129,7 +127,7 @@ def carve(mains, members, need, cores, unit=None):
     for dev in members:
         count = quota[dev]
         if count:
-            taken = units[dev][len(units[dev]) - count:]
+            taken = units[dev][len(units[dev]) - count :]
             carved[dev] = CpuSeq.from_cpus(sorted(cpu for chunk in taken for cpu in chunk))
     return carved, got
 
@@ -165,20 +163,19 @@ def _quotas(room, members, need):
 def instance_frontend(members, shares, cap, cores):
     """The frontend of one instance from its devices' shares, nearest first, cut to ``cap``
     CPUs in whole cores. Returns ``(CpuSeq sorted, nodes, capped-off CpuSeq)``."""
-    parts = sorted((key, node, dev, share) for dev in members
-                   for key, node, share in shares.get(dev, ()))
+    parts = sorted((key, node, dev, share) for dev in members for key, node, share in shares.get(dev, ()))
     if not parts:
         return EMPTY, [], EMPTY
     # the shares one after another (CpuSeq "+" of them all, joined once)
-    ordered = parts[0][3] if len(parts) == 1 else \
-        CpuSeq.from_runs([run for part in parts for run in part[3].runs])
+    ordered = parts[0][3] if len(parts) == 1 else CpuSeq.from_runs([run for part in parts for run in part[3].runs])
     if cap is None or cap >= len(ordered):
         # every share kept (each holds CPUs): all their nodes, nothing capped off
         return ordered.sorted_unique(), sorted({part[1] for part in parts}), EMPTY
     kept = smt.take(ordered, cap, cores) if cap > 0 else EMPTY
     kept_set = kept.sorted_unique() if len(kept) else EMPTY
-    nodes = sorted(set(node for dummy, node, dummy, share in parts
-                       if len(kept_set) and cpuset.overlaps(share, kept_set)))
+    nodes = sorted(
+        set(node for dummy, node, dummy, share in parts if len(kept_set) and cpuset.overlaps(share, kept_set))
+    )
     return kept_set, nodes, cpuset.subtract(ordered.sorted_unique(), kept_set)
 
 
@@ -259,29 +256,42 @@ def place(devices, pools, home_of, host, instances, mains=None, cluster=None, ex
             source = "carved" if frontend.size else "none"
             what = "cluster(s)" if unit else ("core(s)" if cores else "CPU(s)")
             if got:
-                warnings.append("instance %s: no free CPU near its devices; its frontend (%d %s: "
-                                "%s) is carved from its workers' main CPUs"
-                                % (name, got, what, cpuset.format(frontend)))
+                warnings.append(
+                    "instance %s: no free CPU near its devices; its frontend (%d %s: "
+                    "%s) is carved from its workers' main CPUs" % (name, got, what, cpuset.format(frontend))
+                )
             if got < need:
-                warnings.append("instance %s: its workers' main CPUs leave room for %d of the %d "
-                                "frontend %s wanted" % (name, got, need, what))
+                warnings.append(
+                    "instance %s: its workers' main CPUs leave room for %d of the %d "
+                    "frontend %s wanted" % (name, got, need, what)
+                )
         elif not frontend.size:
             source = "none"
         have = smt.count(frontend, cores) if cores else frontend.size // tpc
         if source != "none" and have < want_cores:
-            warnings.append("instance %s: frontend %s has %d physical core(s); vLLM's tuning guide "
-                            "asks for 2 + %d = %d for the API server and EngineCore"
-                            % (name, cpuset.format(frontend), have, len(members), want_cores))
+            warnings.append(
+                "instance %s: frontend %s has %d physical core(s); vLLM's tuning guide "
+                "asks for 2 + %d = %d for the API server and EngineCore"
+                % (name, cpuset.format(frontend), have, len(members), want_cores)
+            )
         result[name] = {"frontend": frontend, "frontend_nodes": nodes, "frontend_source": source}
     device_frontend = {}
     for dev, mine in shares.items():
         if mine and dev not in in_instance:
             device_frontend[dev] = union([share for dummy, dummy, share in mine])
     if cut.size:
-        warnings.append("isolated / nohz_full CPUs %s lie outside the worker pools: kept out of "
-                        "the frontend and spare CPUs (cpu_budget.reserved)" % cpuset.format(cut))
-    return {"instances": result, "carved": carved, "device_frontend": device_frontend,
-            "capped": union(capped), "workers": workers, "warnings": warnings}
+        warnings.append(
+            "isolated / nohz_full CPUs %s lie outside the worker pools: kept out of "
+            "the frontend and spare CPUs (cpu_budget.reserved)" % cpuset.format(cut)
+        )
+    return {
+        "instances": result,
+        "carved": carved,
+        "device_frontend": device_frontend,
+        "capped": union(capped),
+        "workers": workers,
+        "warnings": warnings,
+    }
 
 
 def budget(allowed_all, workers, frontend, reserved, isolated, held=None):
@@ -307,5 +317,9 @@ def budget(allowed_all, workers, frontend, reserved, isolated, held=None):
         kept = cpuset.subtract(cpuset.keep(kept, allowed_all), held)
         held = union([held, kept])
     spare = cpuset.subtract(allowed_all, held)
-    return {"workers": cpuset.format(workers), "frontend": cpuset.format(frontend),
-            "reserved": cpuset.format(kept), "spare": cpuset.format(spare)}
+    return {
+        "workers": cpuset.format(workers),
+        "frontend": cpuset.format(frontend),
+        "reserved": cpuset.format(kept),
+        "spare": cpuset.format(spare),
+    }

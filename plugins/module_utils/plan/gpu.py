@@ -51,7 +51,7 @@ def _core_groups(cpus, threads_per_core, cores=None):
     threads = threads_per_core if isinstance(threads_per_core, int) else 1
     if threads > 1 and cpus and len(cpus) % threads == 0:
         size = len(cpus) // threads
-        parts = [cpus[k * size:(k + 1) * size] for k in range(threads)]
+        parts = [cpus[k * size : (k + 1) * size] for k in range(threads)]
         regular = True
         for part in parts[1:]:
             offsets = set(b - a for a, b in zip(parts[0], part))
@@ -71,7 +71,7 @@ def _share(cpus, owners, threads_per_core, cores=None):
     start = 0
     for num, owner in enumerate(owners):
         count = len(groups) // len(owners) + (1 if num < len(groups) % len(owners) else 0)
-        result[owner] = set(cpu for group in groups[start:start + count] for cpu in group)
+        result[owner] = set(cpu for group in groups[start : start + count] for cpu in group)
         start += count
     return result
 
@@ -87,15 +87,16 @@ def _select_nics(candidates, nics):
             raise GpuPlanError("nics: %r is not a valid regular expression: %s" % (nics, err))
         chosen = [name for name in candidates if pattern.fullmatch(name)]
         if candidates and not chosen:
-            raise GpuPlanError("nics: no RDMA device matches %r (this host has %s)"
-                               % (nics, ", ".join(candidates)))
+            raise GpuPlanError("nics: no RDMA device matches %r (this host has %s)" % (nics, ", ".join(candidates)))
         return chosen
     if not isinstance(nics, (list, tuple)) or not all(isinstance(n, str) for n in nics):
         raise GpuPlanError("nics: must be a list of RDMA device names or a regex string")
     missing = [name for name in nics if name not in candidates]
     if missing:
-        raise GpuPlanError("nics: %s not found on this host (it has %s)"
-                           % (", ".join(missing), ", ".join(candidates) or "no RDMA devices"))
+        raise GpuPlanError(
+            "nics: %s not found on this host (it has %s)"
+            % (", ".join(missing), ", ".join(candidates) or "no RDMA devices")
+        )
     return [name for name in candidates if name in nics]
 
 
@@ -106,8 +107,7 @@ def _gpu_list(topology):
         raise GpuPlanError("the topology lists no GPUs (%s missing or unreadable?)" % tool)
     seen = {}
     for num, gpu in enumerate(gpus):
-        if not isinstance(gpu, dict) or isinstance(gpu.get("index"), bool) or \
-                not isinstance(gpu.get("index"), int):
+        if not isinstance(gpu, dict) or isinstance(gpu.get("index"), bool) or not isinstance(gpu.get("index"), int):
             raise GpuPlanError("topology gpus[%d]: needs an integer 'index'" % num)
         if gpu["index"] in seen:
             raise GpuPlanError("listed twice in the topology", gpu["index"])
@@ -125,8 +125,7 @@ def _nic_numa(nic_entries, gpus, links):
             continue
         for gpu in gpus:
             cell = links.get(gpu["index"], {}).get(name)
-            if assignment.link_cost(cell) <= GDR_MAX_COST and \
-                    isinstance(gpu.get("_node"), int):
+            if assignment.link_cost(cell) <= GDR_MAX_COST and isinstance(gpu.get("_node"), int):
                 result[name] = gpu["_node"]
                 break
     return result
@@ -154,20 +153,21 @@ def plan_gpus(topology, nics=None, allowed=None, reserved=None):
     if allowed_set is None:
         allowed_set = set().union(*node_cpus.values()) if node_cpus else None
     if not allowed_set:
-        raise GpuPlanError("no allowed CPUs: the topology has neither cpu.allowed nor NUMA "
-                           "node CPU lists", cpu_shortage=True)
+        raise GpuPlanError(
+            "no allowed CPUs: the topology has neither cpu.allowed nor NUMA node CPU lists", cpu_shortage=True
+        )
     allowed_set -= _cpus(reserved, "reserved CPUs") or set()
     if not allowed_set:
         raise GpuPlanError("every allowed CPU is reserved")
     threads = cpu.get("threads_per_core")
     cores = rules.smt_cores(topology) or None
 
-    numa_off = bool(topology.get("numa_off")) or all(gpu.get("numa_node") is None
-                                                     for gpu in gpus)
+    numa_off = bool(topology.get("numa_off")) or all(gpu.get("numa_node") is None for gpu in gpus)
     pools = {}
     if numa_off:
-        warnings.append("numa=off or no GPU NUMA node known: no NUMA pinning; each GPU gets "
-                        "an even slice of the allowed CPUs")
+        warnings.append(
+            "numa=off or no GPU NUMA node known: no NUMA pinning; each GPU gets an even slice of the allowed CPUs"
+        )
         for gpu in gpus:
             gpu["_node"] = None
         pools = _share(allowed_set, [gpu["index"] for gpu in gpus], threads, cores)
@@ -175,8 +175,11 @@ def plan_gpus(topology, nics=None, allowed=None, reserved=None):
         pools = _numa_pools(gpus, node_cpus, allowed_set, threads, warnings, cores)
     for gpu in gpus:
         if not pools.get(gpu["index"]):
-            raise GpuPlanError("gets no CPU: %d allowed CPUs for %d GPUs"
-                               % (len(allowed_set), len(gpus)), gpu["index"], cpu_shortage=True)
+            raise GpuPlanError(
+                "gets no CPU: %d allowed CPUs for %d GPUs" % (len(allowed_set), len(gpus)),
+                gpu["index"],
+                cpu_shortage=True,
+            )
 
     pairing, link_cells, nic_bus = _pair(topology, gpus, nics, numa_off, warnings)
 
@@ -216,8 +219,7 @@ def _numa_pools(gpus, node_cpus, allowed_set, threads, warnings, cores=None):
             holders = [n for n, cpus in node_cpus.items() if hint and hint <= cpus]
             if len(holders) == 1:
                 node = holders[0]
-                warnings.append("GPU %s: NUMA node unknown, taken as %d from its CPU Affinity"
-                                % (gpu["index"], node))
+                warnings.append("GPU %s: NUMA node unknown, taken as %d from its CPU Affinity" % (gpu["index"], node))
         gpu["_node"] = node
     by_node = {}
     for gpu in gpus:
@@ -229,28 +231,36 @@ def _numa_pools(gpus, node_cpus, allowed_set, threads, warnings, cores=None):
         members = by_node[node]
         if node not in node_cpus:
             if node_cpus:
-                raise GpuPlanError("is on NUMA node %d, which the host's node list (%s) lacks"
-                                   % (node, ",".join(str(n) for n in sorted(node_cpus))),
-                                   members[0])
+                raise GpuPlanError(
+                    "is on NUMA node %d, which the host's node list (%s) lacks"
+                    % (node, ",".join(str(n) for n in sorted(node_cpus))),
+                    members[0],
+                )
             # no NUMA layout in the facts at all: fall back to the matrix CPU Affinity
             local = set()
             for gpu in gpus:
                 if gpu["index"] in members and gpu.get("affinity"):
                     local |= _cpus(gpu["affinity"], "GPU %s affinity" % gpu["index"])
             local &= allowed_set
-            warnings.append("NUMA node %d: CPU list unknown; using the GPUs' CPU Affinity "
-                            "(may be cut to the caller's cpuset)" % node)
+            warnings.append(
+                "NUMA node %d: CPU list unknown; using the GPUs' CPU Affinity "
+                "(may be cut to the caller's cpuset)" % node
+            )
         else:
             local = node_cpus[node] & allowed_set
         if len(local) < len(members):
             if not local:
-                warnings.append("NUMA node %d has no allowed CPU: GPU %s pooled off-node"
-                                % (node, ",".join(str(m) for m in members)))
+                warnings.append(
+                    "NUMA node %d has no allowed CPU: GPU %s pooled off-node"
+                    % (node, ",".join(str(m) for m in members))
+                )
                 homeless.extend(members)
                 continue
-            raise GpuPlanError("NUMA node %d has %d allowed CPUs for %d GPUs"
-                               % (node, len(local), len(members)), members[len(local)],
-                               cpu_shortage=True)
+            raise GpuPlanError(
+                "NUMA node %d has %d allowed CPUs for %d GPUs" % (node, len(local), len(members)),
+                members[len(local)],
+                cpu_shortage=True,
+            )
         pools.update(_share(local, members, threads, cores))
     if homeless:
         spare = set(allowed_set)
@@ -258,10 +268,14 @@ def _numa_pools(gpus, node_cpus, allowed_set, threads, warnings, cores=None):
             spare -= node_cpus.get(node, set())
         homeless.sort()
         if len(spare) < len(homeless):
-            raise GpuPlanError("has no NUMA-local allowed CPU and only %d CPUs lie outside the "
-                               "GPUs' nodes" % len(spare), homeless[0], cpu_shortage=True)
-        warnings.append("GPU %s: no usable NUMA node; pooled on CPUs of nodes without GPUs"
-                        % ",".join(str(g) for g in homeless))
+            raise GpuPlanError(
+                "has no NUMA-local allowed CPU and only %d CPUs lie outside the GPUs' nodes" % len(spare),
+                homeless[0],
+                cpu_shortage=True,
+            )
+        warnings.append(
+            "GPU %s: no usable NUMA node; pooled on CPUs of nodes without GPUs" % ",".join(str(g) for g in homeless)
+        )
         pools.update(_share(spare, homeless, threads, cores))
     return pools
 
@@ -288,8 +302,7 @@ def _pair(topology, gpus, nics_option, numa_off, warnings):
         links = gpu.get("links") or {}
         if not isinstance(links, dict):
             raise GpuPlanError("'links' must map peers to matrix cells", gpu["index"])
-        link_cells[gpu["index"]] = dict((str(k), v) for k, v in links.items()
-                                        if not _GPU_NAME.match(str(k)))
+        link_cells[gpu["index"]] = dict((str(k), v) for k, v in links.items() if not _GPU_NAME.match(str(k)))
     nic_entries = {}
     for num, nic in enumerate(topology.get("nics") or []):
         if not isinstance(nic, dict) or not isinstance(nic.get("name"), str):
@@ -306,21 +319,31 @@ def _pair(topology, gpus, nics_option, numa_off, warnings):
         if nic_entries or nics_option is not None:
             warnings.append("no RDMA NIC to pair with the GPUs")
         return {}, link_cells, nic_bus
-    down = [name for name in chosen if isinstance(nic_entries[name].get("state"), str) and
-            nic_entries[name]["state"] != "ACTIVE"]
+    down = [
+        name
+        for name in chosen
+        if isinstance(nic_entries[name].get("state"), str) and nic_entries[name]["state"] != "ACTIVE"
+    ]
     if down:
-        warnings.append("RDMA NIC(s) %s not ACTIVE (%s): left out of the GPU pairing" % (
-            ", ".join(down), ", ".join(sorted(set(nic_entries[n]["state"] for n in down)))))
+        warnings.append(
+            "RDMA NIC(s) %s not ACTIVE (%s): left out of the GPU pairing"
+            % (", ".join(down), ", ".join(sorted(set(nic_entries[n]["state"] for n in down))))
+        )
         chosen = [name for name in chosen if name not in down]
         if not chosen:
             warnings.append("no RDMA NIC to pair with the GPUs")
             return {}, link_cells, nic_bus
     nic_numa = {} if numa_off else _nic_numa(nic_entries, gpus, link_cells)
     # at equal link cost the faster port: its rate rank breaks ties below the link cost
-    rates = sorted(set(r for r in (_rate(nic_entries[n]) for n in chosen) if r is not None),
-                   reverse=True)
-    slower = dict((name, rates.index(_rate(nic_entries[name])) if _rate(nic_entries[name])
-                   is not None else len(rates)) for name in chosen) if len(rates) > 1 else {}
+    rates = sorted(set(r for r in (_rate(nic_entries[n]) for n in chosen) if r is not None), reverse=True)
+    slower = (
+        dict(
+            (name, rates.index(_rate(nic_entries[name])) if _rate(nic_entries[name]) is not None else len(rates))
+            for name in chosen
+        )
+        if len(rates) > 1
+        else {}
+    )
     scale = len(gpus) * (len(rates) + 1) + 1 if slower else 1
     costs = {}
     links = {}
@@ -329,27 +352,38 @@ def _pair(topology, gpus, nics_option, numa_off, warnings):
         for name in chosen:
             cost = assignment.link_cost(link_cells[gpu["index"]].get(name))
             node = gpu["_node"]
-            if not numa_off and node is not None and nic_numa.get(name) is not None and \
-                    nic_numa[name] != node and cost < assignment.LINK_COSTS["SYS"]:
+            if (
+                not numa_off
+                and node is not None
+                and nic_numa.get(name) is not None
+                and nic_numa[name] != node
+                and cost < assignment.LINK_COSTS["SYS"]
+            ):
                 # a cross-node path the matrix printed as NODE (seen on real hosts)
                 crossed.add(name)
                 cost = assignment.LINK_COSTS["SYS"]
             links[(gpu["index"], name)] = cost
             costs[(gpu["index"], name)] = cost * scale + slower.get(name, 0)
     if crossed:
-        warnings.append("the matrix shows %s as near GPUs on another NUMA node; costed as SYS "
-                        "for those GPUs" % ", ".join(_nic_order(sorted(crossed), nic_bus)))
+        warnings.append(
+            "the matrix shows %s as near GPUs on another NUMA node; costed as SYS "
+            "for those GPUs" % ", ".join(_nic_order(sorted(crossed), nic_bus))
+        )
     pairing = assignment.pair(costs, [gpu["index"] for gpu in gpus], chosen)
     vendor = vendors.get(topology.get("vendor"))
     if vendor is not None and vendor.nic_links == "numa":
         # the tool prints no GPU<->NIC path (rocm-smi): the cells are NUMA nodes, not PCIe
-        warnings.append("%s reports no GPU<->NIC PCIe path: NICs paired by NUMA node; check on "
-                        "the host that each pair is PXB or closer for GPUDirect RDMA" % vendor.tool)
+        warnings.append(
+            "%s reports no GPU<->NIC PCIe path: NICs paired by NUMA node; check on "
+            "the host that each pair is PXB or closer for GPUDirect RDMA" % vendor.tool
+        )
         return pairing, link_cells, nic_bus
     for gpu in gpus:
         nic = pairing[gpu["index"]]
         if links[(gpu["index"], nic)] > GDR_MAX_COST:
             cell = link_cells[gpu["index"]].get(nic) or "unknown"
-            warnings.append("GPU %s: paired NIC %s is %s, farther than PXB: NCCL will not use "
-                            "GPUDirect RDMA on it" % (gpu["index"], nic, cell))
+            warnings.append(
+                "GPU %s: paired NIC %s is %s, farther than PXB: NCCL will not use "
+                "GPUDirect RDMA on it" % (gpu["index"], nic, cell)
+            )
     return pairing, link_cells, nic_bus

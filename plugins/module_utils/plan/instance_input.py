@@ -15,6 +15,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanErr
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vendors, vllm_flags
 from ansible_collections.npuops.fleet.plugins.module_utils.model.instances import device_set_text
 
+
 def int_list(value, what, *args):
     """``value`` as a list of ints; ``what % args`` names it in the error."""
     if value is None:
@@ -48,28 +49,35 @@ def validate_instances(instances, known, host_ids=None, word="NPU"):
     out = []
     for index, inst in enumerate(instances):
         if not isinstance(inst, dict) or "name" not in inst or "npus" not in inst:
-            raise PlanError("instances[%d] must be a dict with 'name' and 'npus', got %r"
-                            % (index, inst))
+            raise PlanError("instances[%d] must be a dict with 'name' and 'npus', got %r" % (index, inst))
         name = str(inst["name"])
         if not name:
             raise PlanError("instances[%d]: name is empty" % index)
         if name in seen_names:
-            raise PlanError("instances[%d]: name %r is already used by another instance; instance "
-                            "names must be unique on a host" % (index, name))
+            raise PlanError(
+                "instances[%d]: name %r is already used by another instance; instance "
+                "names must be unique on a host" % (index, name)
+            )
         seen_names.add(name)
         ids = int_list(inst["npus"], "instances[%d] (%s) npus", index, name)
         if not ids:
             raise PlanError("instance %s has no %ss" % (name, word))
         for npu in ids:
             if npu not in known:
-                restricted = sorted(known) if host_ids is not None and set(host_ids) != set(known) \
-                    else None
-                raise PlanError("instance %s: unknown %s id %d; %s" % (
-                    name, word, npu, device_set_text(host_ids if restricted else known, restricted,
-                                                     word, "npus (npuops_npus)")), npu, word=word)
+                restricted = sorted(known) if host_ids is not None and set(host_ids) != set(known) else None
+                raise PlanError(
+                    "instance %s: unknown %s id %d; %s"
+                    % (
+                        name,
+                        word,
+                        npu,
+                        device_set_text(host_ids if restricted else known, restricted, word, "npus (npuops_npus)"),
+                    ),
+                    npu,
+                    word=word,
+                )
             if npu in owner:
-                raise PlanError("%s %d is in two instances: %s and %s" % (word, npu, owner[npu], name),
-                                npu, word=word)
+                raise PlanError("%s %d is in two instances: %s and %s" % (word, npu, owner[npu], name), npu, word=word)
             owner[npu] = name
         out.append(Instance(name, ids, _device_order(inst, ids, name, word)))
     return out
@@ -78,6 +86,7 @@ def validate_instances(instances, known, host_ids=None, word="NPU"):
 class Instance(tuple):
     """``(name, devices)`` of one instance, and ``order``: its devices in rank order when its
     ``command`` has ``--device-ids`` (vllm_flags.device_order), else None."""
+
     def __new__(cls, name, ids, order=None):
         self = tuple.__new__(cls, (name, ids))
         self.order = order

@@ -32,8 +32,10 @@ ASCEND950_MODE = "ascend950"
 DEVICE_SCOPES = ("instances", "all")
 # The one line a run that pins nothing for want of instances reports (npu_irq_affinity's
 # ``skipped`` and warning).
-NO_INSTANCE_NOTE = ("No IRQ pinned: no vLLM instance in the plan uses a device (irqbalance keeps "
-                    "their IRQs). To pin every device's IRQs, set npuops_irq_devices: all.")
+NO_INSTANCE_NOTE = (
+    "No IRQ pinned: no vLLM instance in the plan uses a device (irqbalance keeps "
+    "their IRQs). To pin every device's IRQs, set npuops_irq_devices: all."
+)
 
 
 def has_irq_step(plan):
@@ -54,7 +56,7 @@ def scoped_devices(plan, scope, source="devices"):
     if scope == "instances":
         used = set()
         instances = plan.get("instances") or {}
-        for entry in (instances.values() if isinstance(instances, dict) else []):
+        for entry in instances.values() if isinstance(instances, dict) else []:
             for dev in (entry.get("npus") if isinstance(entry, dict) else None) or []:
                 if isinstance(dev, int) and not isinstance(dev, bool):
                     used.add(str(dev))
@@ -118,8 +120,11 @@ def pinned_from_facts(plan, facts, scope="all"):
     table = dict((k, v) for k, v in table.items() if k in wanted and isinstance(v, dict))
     facts = facts if isinstance(facts, dict) else {}
     if row.irq_source == "device":
-        npu_facts = dict((str(n.get("logic_id")), n) for n in facts.get("npus") or []
-                         if isinstance(n, dict) and n.get("logic_id") is not None)
+        npu_facts = dict(
+            (str(n.get("logic_id")), n)
+            for n in facts.get("npus") or []
+            if isinstance(n, dict) and n.get("logic_id") is not None
+        )
         for key in sorted(table, key=int):
             if not str(table[key].get("irq") or "").strip():
                 continue

@@ -37,10 +37,22 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseEr
 from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet_options as ko
 
 _QUANTITY = re.compile(r"^([0-9]{1,15})(?:\.([0-9]{1,9}))?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?\Z")
-_FACTOR = {None: 1, "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15,
-           "E": 10 ** 18, "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40,
-           "Pi": 2 ** 50, "Ei": 2 ** 60}
-MI = 2 ** 20
+_FACTOR = {
+    None: 1,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+}
+MI = 2**20
 _TRUE = ("1", "t", "T", "TRUE", "true", "True")
 _FALSE = ("0", "f", "F", "FALSE", "false", "False")
 _HUGEPAGES = re.compile(r"^hugepages-[0-9]{1,6}(Ki|Mi|Gi)\Z")
@@ -100,15 +112,18 @@ def reservation(config, version):
                 continue
             source = "%s.%s" % (section, kind)
             if str(value).endswith("%"):
-                raise PlanError("%s: %s is a percentage; the Memory Manager needs an absolute "
-                                "quantity" % (source, value))
+                raise PlanError(
+                    "%s: %s is a percentage; the Memory Manager needs an absolute quantity" % (source, value)
+                )
             out[kind] = out.get(kind, 0) + parse_quantity(value, source)
             parts.append("%s %s" % (source, value))
     text, source = eviction_memory(config, version)
     if text.endswith("%"):
-        raise PlanError("%s: %s is a percentage of the node's memory; give an absolute "
-                        "eviction_hard_memory (npuops_k8s_eviction_hard_memory) so "
-                        "reservedMemory can match it" % (source, text))
+        raise PlanError(
+            "%s: %s is a percentage of the node's memory; give an absolute "
+            "eviction_hard_memory (npuops_k8s_eviction_hard_memory) so "
+            "reservedMemory can match it" % (source, text)
+        )
     out["memory"] = out.get("memory", 0) + parse_quantity(text, source)
     parts.append("%s %s" % (source, text))
     return out, parts
@@ -124,11 +139,14 @@ def _reserved_memory(config, machine_nodes, errors):
     for index, entry in enumerate(entries):
         node = (entry or {}).get("numaNode") if isinstance(entry, dict) else None
         if machine_nodes is not None and node not in machine_nodes:
-            errors.append(("reservedMemory", "entry %d references NUMA node %r that does not "
-                           "exist on this machine" % (index, node)))
+            errors.append(
+                (
+                    "reservedMemory",
+                    "entry %d references NUMA node %r that does not exist on this machine" % (index, node),
+                )
+            )
         for kind, value in sorted(_mapping(entry, "limits").items()):
-            total[kind] = total.get(kind, 0) + parse_quantity(value, "reservedMemory[%d].%s"
-                                                              % (index, kind))
+            total[kind] = total.get(kind, 0) + parse_quantity(value, "reservedMemory[%d].%s" % (index, kind))
     return total
 
 
@@ -161,11 +179,16 @@ def reserved_memory_errors(wanted, entries, machine_nodes, static=True):
         if kind != "memory" and not _HUGEPAGES.match(str(kind)):
             continue
         if wanted.get(kind, 0) != have.get(kind, 0):
-            found.append("the total %s of %s over the NUMA nodes is not the %s the kubelet "
-                         "reserves for it (kubeReserved + systemReserved%s)"
-                         % (format_quantity(have.get(kind, 0)), kind,
-                            format_quantity(wanted.get(kind, 0)),
-                            " + evictionHard memory.available" if kind == "memory" else ""))
+            found.append(
+                "the total %s of %s over the NUMA nodes is not the %s the kubelet "
+                "reserves for it (kubeReserved + systemReserved%s)"
+                % (
+                    format_quantity(have.get(kind, 0)),
+                    kind,
+                    format_quantity(wanted.get(kind, 0)),
+                    " + evictionHard memory.available" if kind == "memory" else "",
+                )
+            )
     if static and not found and not have.get("memory"):
         found.append("the Static Memory Manager needs some memory reserved for the system")
     return found
@@ -177,30 +200,32 @@ def _option_errors(config, field, version, gates, errors):
         return {}
     gate = ko.FIELD_GATES[field]
     if not ko.gate_enabled(gate, version, gates):
-        errors.append((field, "needs the feature gate %s on kubelet %s"
-                       % (gate, ko.show(version))))
+        errors.append((field, "needs the feature gate %s on kubelet %s" % (gate, ko.show(version))))
     values = {}
     for name, value in sorted(options.items()):
         missing = ko.missing_gates(field, name, version, gates)
         if missing is None:
-            errors.append(("%s.%s" % (field, name), "kubelet %s does not know this option"
-                           % ko.show(version)))
+            errors.append(("%s.%s" % (field, name), "kubelet %s does not know this option" % ko.show(version)))
             continue
         for needed in missing:
             if needed != gate:
-                errors.append(("%s.%s" % (field, name), "is %s on kubelet %s and needs the "
-                               "feature gate %s" % (ko.option_maturity(field, name, version),
-                                                    ko.show(version), needed)))
+                errors.append(
+                    (
+                        "%s.%s" % (field, name),
+                        "is %s on kubelet %s and needs the "
+                        "feature gate %s" % (ko.option_maturity(field, name, version), ko.show(version), needed),
+                    )
+                )
         if name == "max-allowable-numa-nodes":
             text = str(value)
             if not re.match(r"^[0-9]{1,4}\Z", text) or int(text) < ko.TOPOLOGY_NODE_LIMIT:
-                errors.append(("%s.%s" % (field, name), "%r is not an integer of at least %d"
-                               % (value, ko.TOPOLOGY_NODE_LIMIT)))
+                errors.append(
+                    ("%s.%s" % (field, name), "%r is not an integer of at least %d" % (value, ko.TOPOLOGY_NODE_LIMIT))
+                )
             else:
                 values[name] = int(text)
         elif go_bool(value) is None:
-            errors.append(("%s.%s" % (field, name), "%r is not a boolean the kubelet reads"
-                           % (value,)))
+            errors.append(("%s.%s" % (field, name), "%r is not a boolean the kubelet reads" % (value,)))
         else:
             values[name] = go_bool(value)
     return values
@@ -215,15 +240,21 @@ def start_errors(config, version, numa_nodes, machine_nodes=None):
     reserved = config.get("reservedSystemCPUs")
     if reserved not in (None, ""):
         if config.get("systemReservedCgroup") or config.get("kubeReservedCgroup"):
-            errors.append(("reservedSystemCPUs", "cannot be used with systemReservedCgroup or "
-                           "kubeReservedCgroup (%s)" % ko.SRC_VALIDATION))
+            errors.append(
+                (
+                    "reservedSystemCPUs",
+                    "cannot be used with systemReservedCgroup or kubeReservedCgroup (%s)" % ko.SRC_VALIDATION,
+                )
+            )
         try:
             cpulist.parse(str(reserved), "reservedSystemCPUs")
         except ParseError as err:
             errors.append(("reservedSystemCPUs", str(err)))
-    for key, allowed in (("cpuManagerPolicy", ko.CPU_POLICIES),
-                         ("topologyManagerPolicy", ko.TOPOLOGY_POLICIES),
-                         ("topologyManagerScope", ko.TOPOLOGY_SCOPES)):
+    for key, allowed in (
+        ("cpuManagerPolicy", ko.CPU_POLICIES),
+        ("topologyManagerPolicy", ko.TOPOLOGY_POLICIES),
+        ("topologyManagerScope", ko.TOPOLOGY_SCOPES),
+    ):
         if config.get(key) is not None and config.get(key) not in allowed:
             errors.append((key, "%r is not one of %s" % (config.get(key), ", ".join(allowed))))
     cpu = {}
@@ -236,11 +267,16 @@ def start_errors(config, version, numa_nodes, machine_nodes=None):
         on.add("topologyManagerPolicy=single-numa-node")
     for first, second, dummy, source in ko.conflicts(version):
         if first in on and second in on:
-            errors.append(("cpuManagerPolicyOptions", "%s and %s cannot be used together (%s)"
-                           % (first, second, source)))
+            errors.append(
+                ("cpuManagerPolicyOptions", "%s and %s cannot be used together (%s)" % (first, second, source))
+            )
     limit = topo.get("max-allowable-numa-nodes", ko.TOPOLOGY_NODE_LIMIT)
     if policy != "none" and numa_nodes > limit:
-        errors.append(("topologyManagerPolicy", "%s on %d NUMA nodes: the Topology Manager "
-                       "allows %d (%s)" % (policy, numa_nodes, limit, ko.SRC_TM)))
+        errors.append(
+            (
+                "topologyManagerPolicy",
+                "%s on %d NUMA nodes: the Topology Manager allows %d (%s)" % (policy, numa_nodes, limit, ko.SRC_TM),
+            )
+        )
     _memory_errors(config, version, machine_nodes, errors)
     return errors

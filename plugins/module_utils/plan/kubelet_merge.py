@@ -30,19 +30,25 @@ MAX_PERMUTATIONS = 1 << 20  # the merge walks every permutation, as the kubelet 
 # (first kubelet version, rule, what the kubelet does, where it is written). The first row whose
 # version is <= the node's kubelet applies; an unknown version takes the newest row.
 MERGE_RULES = (
-    ((1, 0), "all-preferred",
-     "a merged hint is preferred when every hint in the permutation is; among non-preferred "
-     "merged hints the narrowest wins",
-     "pkg/kubelet/cm/topologymanager/policy.go mergePermutation / mergeFilteredHints (v1.23 and "
-     "before; stored at 09690029935f)"),
-    ((1, 24), "equal-masks",
-     "a merged hint is preferred only when every hint is preferred AND every non-nil mask is the "
-     "same (kubernetes PR #108052); among non-preferred merged hints the one whose node count is "
-     "nearest to, not above, the largest of the providers' narrowest counts wins "
-     "(bestNonPreferredAffinityCount, kubernetes PR #108154); equally good masks: Narrowest, or "
-     "Closest with prefer-closest-numa-nodes (v1.26+, not under single-numa-node)",
-     "pkg/kubelet/cm/topologymanager/policy.go mergePermutation / maxOfMinAffinityCounts / "
-     "HintMerger.compare, numa_info.go Narrowest / Closest (v1.24+; the HintMerger form v1.26+)"),
+    (
+        (1, 0),
+        "all-preferred",
+        "a merged hint is preferred when every hint in the permutation is; among non-preferred "
+        "merged hints the narrowest wins",
+        "pkg/kubelet/cm/topologymanager/policy.go mergePermutation / mergeFilteredHints (v1.23 and "
+        "before; stored at 09690029935f)",
+    ),
+    (
+        (1, 24),
+        "equal-masks",
+        "a merged hint is preferred only when every hint is preferred AND every non-nil mask is the "
+        "same (kubernetes PR #108052); among non-preferred merged hints the one whose node count is "
+        "nearest to, not above, the largest of the providers' narrowest counts wins "
+        "(bestNonPreferredAffinityCount, kubernetes PR #108154); equally good masks: Narrowest, or "
+        "Closest with prefer-closest-numa-nodes (v1.26+, not under single-numa-node)",
+        "pkg/kubelet/cm/topologymanager/policy.go mergePermutation / maxOfMinAffinityCounts / "
+        "HintMerger.compare, numa_info.go Narrowest / Closest (v1.24+; the HintMerger form v1.26+)",
+    ),
 )
 DEFAULT_RULE = MERGE_RULES[-1][1]
 
@@ -184,8 +190,10 @@ class Merger(object):
         for hints in self.lists:
             count *= max(1, len(hints))
         if count > MAX_PERMUTATIONS:
-            raise PlanError("topology merge: %d hint permutations over %d NUMA nodes, more than the %d "
-                            "the what-if walks" % (count, len(self.everything), MAX_PERMUTATIONS))
+            raise PlanError(
+                "topology merge: %d hint permutations over %d NUMA nodes, more than the %d "
+                "the what-if walks" % (count, len(self.everything), MAX_PERMUTATIONS)
+            )
         best = None
         for combo in _product(self.lists):
             candidate = self.permutation(combo)
@@ -222,8 +230,7 @@ def filter_single_numa(lists):
     return [[h for h in hints if h[1] and (h[0] is None or len(h[0]) == 1)] for hints in lists]
 
 
-def merge_hints(policy, providers, nodes, version=None, distances=None, closest_numa=False,
-                rule=None):
+def merge_hints(policy, providers, nodes, version=None, distances=None, closest_numa=False, rule=None):
     """``(mask, preferred, admit)`` of ``policy`` over ``providers`` (each a hint list, or
     None). ``none`` merges nothing (mask None, not preferred, admitted: no alignment);
     ``single-numa-node`` reports an any-node result as None; ``restricted`` and
@@ -253,6 +260,7 @@ def merge_provider_maps(policy, providers, nodes, **kwargs):
             lists.append(None)
             continue
         for dummy, hints in sorted(provider.items()):
-            lists.append(None if hints is None else
-                         [(frozenset(m) if m is not None else None, bool(p)) for m, p in hints])
+            lists.append(
+                None if hints is None else [(frozenset(m) if m is not None else None, bool(p)) for m, p in hints]
+            )
     return merge_hints(policy, lists, nodes, **kwargs)

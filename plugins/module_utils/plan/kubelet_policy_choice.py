@@ -36,7 +36,7 @@ CANDIDATES = ("single-numa-node", "restricted", "best-effort")
 WHY = {
     "single-numa-node": "each pod's CPUs and devices come from one NUMA node",
     "restricted": "each pod gets a preferred (minimal, equal-mask) CPU and device alignment, "
-                  "possibly over several NUMA nodes",
+    "possibly over several NUMA nodes",
     "best-effort": "the kubelet aligns where it can and admits the rest unaligned",
 }
 
@@ -61,8 +61,10 @@ def _devices(plan):
         else:
             node = entry.get("numa_node")
         if node is not None and (not isinstance(node, int) or isinstance(node, bool) or node < 0):
-            raise PlanError("plan %s %s %s: %r is not a NUMA node id"
-                            % (kind, key, "home_node" if kind == "npus" else "numa_node", node))
+            raise PlanError(
+                "plan %s %s %s: %r is not a NUMA node id"
+                % (kind, key, "home_node" if kind == "npus" else "numa_node", node)
+            )
         out[str(key)] = (node, _ids(entry.get("pool"), "plan %s %s pool" % (kind, key)))
     return out, kind
 
@@ -91,42 +93,61 @@ def pod_shapes(plan, reserved, pod_devices=None):
         ids = [str(i) for i in raw]
         unknown = [i for i in ids if i not in devices]
         if unknown:
-            raise PlanError("plan instances %s: %s %s are not in the plan's %s"
-                            % (name, kind, ",".join(unknown), kind))
+            raise PlanError("plan instances %s: %s %s are not in the plan's %s" % (name, kind, ",".join(unknown), kind))
         if not ids:
             continue
         cpus = _ids(inst.get("pool"), "plan instances %s pool" % name)
         if not cpus:
             for i in ids:
                 cpus |= devices.get(i, (None, set()))[1]
-        shapes.append({"name": name, "kind": kind, "devices": len(ids), "device_nodes": all_nodes,
-                       "free_nodes": [devices[i][0] for i in ids if i in devices],
-                       "cpus": len(cpus - reserved), "source": "plan instance %s with %s %s"
-                       % (name, kind, ",".join(ids))})
+        shapes.append(
+            {
+                "name": name,
+                "kind": kind,
+                "devices": len(ids),
+                "device_nodes": all_nodes,
+                "free_nodes": [devices[i][0] for i in ids if i in devices],
+                "cpus": len(cpus - reserved),
+                "source": "plan instance %s with %s %s" % (name, kind, ",".join(ids)),
+            }
+        )
     if shapes:
         return shapes
     count = int(pod_devices) if pod_devices else len(devices)
     share = min(len(pool - reserved) for dummy, pool in devices.values())
-    return [{"name": "pod-%d-%s" % (count, kind), "kind": kind, "devices": count, "device_nodes": all_nodes,
-             "free_nodes": all_nodes, "cpus": count * share,
-             "source": "a pod of %d %s (%s; %d CPUs per device as the plan shares them)"
-                       % (count, kind, "npuops_k8s_pod_devices" if pod_devices else "every planned device",
-                          share)}]
+    return [
+        {
+            "name": "pod-%d-%s" % (count, kind),
+            "kind": kind,
+            "devices": count,
+            "device_nodes": all_nodes,
+            "free_nodes": all_nodes,
+            "cpus": count * share,
+            "source": "a pod of %d %s (%s; %d CPUs per device as the plan shares them)"
+            % (count, kind, "npuops_k8s_pod_devices" if pod_devices else "every planned device", share),
+        }
+    ]
 
 
-def run_shape(topo, reserved, shape, policy, full_pcpus_only=False, version=None,
-              distances=None, closest_numa=False):
+def run_shape(topo, reserved, shape, policy, full_pcpus_only=False, version=None, distances=None, closest_numa=False):
     """The what-if of one shape under one policy on an otherwise empty node."""
     devices = None
     if shape.get("devices"):
         devices = {"count": shape["devices"], "nodes": shape["device_nodes"], "free": shape["free_nodes"]}
-    return kubelet_whatif.whatif(topo, reserved, shape["cpus"], devices, policy=policy,
-                                 full_pcpus_only=full_pcpus_only, version=version,
-                                 distances=distances, closest_numa=closest_numa)
+    return kubelet_whatif.whatif(
+        topo,
+        reserved,
+        shape["cpus"],
+        devices,
+        policy=policy,
+        full_pcpus_only=full_pcpus_only,
+        version=version,
+        distances=distances,
+        closest_numa=closest_numa,
+    )
 
 
-def evaluate(topology, reserved, shapes, policies=CANDIDATES, full_pcpus_only=False, version=None,
-             closest_numa=False):
+def evaluate(topology, reserved, shapes, policies=CANDIDATES, full_pcpus_only=False, version=None, closest_numa=False):
     """Each shape with its what-if result under each policy."""
     topo = kubelet_whatif.Topo.from_facts(topology)
     distances = rules.numa_distance(topology) if closest_numa else None
@@ -134,11 +155,22 @@ def evaluate(topology, reserved, shapes, policies=CANDIDATES, full_pcpus_only=Fa
     for shape in shapes:
         results = {}
         for policy in policies:
-            results[policy] = run_shape(topo, reserved, shape, policy, full_pcpus_only, version,
-                                        distances, closest_numa and policy != "single-numa-node")
+            results[policy] = run_shape(
+                topo,
+                reserved,
+                shape,
+                policy,
+                full_pcpus_only,
+                version,
+                distances,
+                closest_numa and policy != "single-numa-node",
+            )
         row = dict((k, shape[k]) for k in ("name", "kind", "devices", "cpus", "source"))
-        row["device_numa_nodes"] = sorted(set(n for n in shape.get("free_nodes") or [] if n is not None)) \
-            if shape.get("free_nodes") != shape.get("device_nodes") else None
+        row["device_numa_nodes"] = (
+            sorted(set(n for n in shape.get("free_nodes") or [] if n is not None))
+            if shape.get("free_nodes") != shape.get("device_nodes")
+            else None
+        )
         row["results"] = results
         out.append(row)
     return out
@@ -152,27 +184,37 @@ def _refusal(row, policy):
     return "%s - %s" % (_label(row), row["results"][policy]["reason"])
 
 
-def choose(topology, plan, reserved, pod_devices=None, full_pcpus_only=False, version=None,
-           closest_numa=False, shapes=None):
+def choose(
+    topology, plan, reserved, pod_devices=None, full_pcpus_only=False, version=None, closest_numa=False, shapes=None
+):
     """The strictest candidate policy admitting every shape, why, and the what-if table."""
     if shapes is None:
         shapes = pod_shapes(plan, reserved, pod_devices)
     if not shapes:
-        return {"policy": "restricted", "shapes": [],
-                "reason": "no NPU or GPU in the plan: restricted still aligns CPUs and memory"}
+        return {
+            "policy": "restricted",
+            "shapes": [],
+            "reason": "no NPU or GPU in the plan: restricted still aligns CPUs and memory",
+        }
     try:
         rows = evaluate(topology, reserved, shapes, CANDIDATES, full_pcpus_only, version, closest_numa)
     except PlanError as err:
-        return {"policy": "restricted", "shapes": [],
-                "reason": "the kubelet what-if could not run (%s): restricted, not checked against "
-                          "the pods" % err}
+        return {
+            "policy": "restricted",
+            "shapes": [],
+            "reason": "the kubelet what-if could not run (%s): restricted, not checked against the pods" % err,
+        }
     refused = []
     for policy in CANDIDATES:
         if all(row["results"][policy]["admitted"] for row in rows):
             why = "%s admits every pod shape (%s): %s" % (
-                policy, "; ".join("%s on NUMA %s" % (
-                    _label(r), ",".join(map(str, r["results"][policy]["numa_nodes"] or [])))
-                    for r in rows), WHY[policy])
+                policy,
+                "; ".join(
+                    "%s on NUMA %s" % (_label(r), ",".join(map(str, r["results"][policy]["numa_nodes"] or [])))
+                    for r in rows
+                ),
+                WHY[policy],
+            )
             if refused:
                 why += "; " + "; ".join(refused)
             return {"policy": policy, "reason": why, "shapes": rows}
@@ -200,16 +242,28 @@ def shapes_from_spec(plan, specs, source):
         if isinstance(wanted, list):
             bad = [d for d in wanted if str(d) not in devices]
             if bad:
-                raise PlanError("%s (%s): devices %s are not planned %s (%s)" % (
-                    where, spec["name"], bad, kind, ",".join(sorted(devices, key=int)) or "none"))
+                raise PlanError(
+                    "%s (%s): devices %s are not planned %s (%s)"
+                    % (where, spec["name"], bad, kind, ",".join(sorted(devices, key=int)) or "none")
+                )
             free = [devices[str(d)][0] for d in wanted]
             count = len(wanted)
         elif isinstance(wanted, int) and not isinstance(wanted, bool) and 0 <= wanted <= len(devices):
             free, count = all_nodes, wanted
         else:
-            raise PlanError("%s (%s): devices must be a count 0-%d or a list of %s ids, got %r"
-                            % (where, spec["name"], len(devices), kind, wanted))
-        out.append({"name": spec["name"], "kind": kind, "devices": count, "device_nodes": all_nodes,
-                    "free_nodes": free, "cpus": cpus,
-                    "source": "%s (%s) with %d %s" % (where, spec["name"], count, kind)})
+            raise PlanError(
+                "%s (%s): devices must be a count 0-%d or a list of %s ids, got %r"
+                % (where, spec["name"], len(devices), kind, wanted)
+            )
+        out.append(
+            {
+                "name": spec["name"],
+                "kind": kind,
+                "devices": count,
+                "device_nodes": all_nodes,
+                "free_nodes": free,
+                "cpus": cpus,
+                "source": "%s (%s) with %d %s" % (where, spec["name"], count, kind),
+            }
+        )
     return out

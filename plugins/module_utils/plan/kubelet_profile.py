@@ -43,7 +43,10 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseEr
 from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet_options as ko
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
 from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_checks import (
-    format_quantity, parse_quantity, reservation)
+    format_quantity,
+    parse_quantity,
+    reservation,
+)
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import kubelet_policy_choice
 
 
@@ -77,8 +80,7 @@ def _budget(plan):
 def _gpu_irq_cpus(plan, topology, node_cpus, cores, allowed):
     """The CPUs a GPU host's NIC IRQs go to: per paired NIC's node, the plan's spare CPUs there,
     else the node's first allowed core."""
-    nic_node = dict((n.get("name"), n.get("numa_node")) for n in topology.get("nics") or []
-                    if isinstance(n, dict))
+    nic_node = dict((n.get("name"), n.get("numa_node")) for n in topology.get("nics") or [] if isinstance(n, dict))
     spare = set(_cpus(_budget(plan).get("spare"), "plan cpu_budget spare"))
     out, nodes = set(), set()
     for key in sorted(plan.get("gpus") or {}, key=int):
@@ -109,9 +111,11 @@ def _memory(current, options, nodes_with_cpus, irq_nodes, version, warnings):
     type, exactly what the kubelet reserves (``kubelet_checks.reservation``)."""
     config = {"memoryManagerPolicy": "Static"}
     effective = dict(current)
-    for section, key, option in (("kubeReserved", "memory", "kube_reserved_memory"),
-                                 ("systemReserved", "memory", "system_reserved_memory"),
-                                 ("evictionHard", "memory.available", "eviction_hard_memory")):
+    for section, key, option in (
+        ("kubeReserved", "memory", "kube_reserved_memory"),
+        ("systemReserved", "memory", "system_reserved_memory"),
+        ("evictionHard", "memory.available", "eviction_hard_memory"),
+    ):
         if options.get(option) is None:
             continue
         parse_quantity(options[option], "option %s" % option)
@@ -123,22 +127,27 @@ def _memory(current, options, nodes_with_cpus, irq_nodes, version, warnings):
         total, parts = reservation(effective, version)
     except PlanError as err:
         raise PlanError("Memory Manager: %s" % err)
-    if not any(p.startswith("kubeReserved.memory") or p.startswith("systemReserved.memory")
-               for p in parts):
-        warnings.append("Memory Manager: neither kubeReserved nor systemReserved memory is set; "
-                        "reservedMemory holds only the eviction threshold")
+    if not any(p.startswith("kubeReserved.memory") or p.startswith("systemReserved.memory") for p in parts):
+        warnings.append(
+            "Memory Manager: neither kubeReserved nor systemReserved memory is set; "
+            "reservedMemory holds only the eviction threshold"
+        )
     if not total.get("memory"):
-        raise PlanError("Memory Manager: kubeReserved + systemReserved + the eviction threshold "
-                        "is 0 (%s); the Static policy refuses to start without memory reserved "
-                        "for the system: give kube_reserved_memory (npuops_k8s_kube_reserved_memory)"
-                        % " + ".join(parts))
+        raise PlanError(
+            "Memory Manager: kubeReserved + systemReserved + the eviction threshold "
+            "is 0 (%s); the Static policy refuses to start without memory reserved "
+            "for the system: give kube_reserved_memory (npuops_k8s_kube_reserved_memory)" % " + ".join(parts)
+        )
     node = options.get("memory_reserved_node")
     if node is None:
         node = min(irq_nodes) if irq_nodes else min(nodes_with_cpus)
     limits = dict((kind, format_quantity(value)) for kind, value in sorted(total.items()) if value)
     config["reservedMemory"] = [{"numaNode": int(node), "limits": limits}]
     reason = "reservedMemory %s on NUMA node %s = %s" % (
-        ", ".join("%s %s" % (k, v) for k, v in sorted(limits.items())), node, " + ".join(parts))
+        ", ".join("%s %s" % (k, v) for k, v in sorted(limits.items())),
+        node,
+        " + ".join(parts),
+    )
     return config, reason
 
 
@@ -158,30 +167,43 @@ def _option(field, name, version, gates, alpha_gates, warnings, added, explicit=
     if version is None:
         if ko.conservative(field, name):
             return True
-        return refuse("the kubelet's version is unknown and not every kubelet from %s accepts "
-                      "it; give npuops_k8s_kubelet_version" % ko.show(ko.OLDEST))
+        return refuse(
+            "the kubelet's version is unknown and not every kubelet from %s accepts "
+            "it; give npuops_k8s_kubelet_version" % ko.show(ko.OLDEST)
+        )
     missing = ko.missing_gates(field, name, version, gates)
     if missing is None:
         first = ko.OPTIONS[(field, name)]["steps"][0][0]
-        return refuse("kubelet %s does not know it (from %s; %s)"
-                      % (ko.show(version), ko.show(first), ko.row_source(field, name)))
+        return refuse(
+            "kubelet %s does not know it (from %s; %s)" % (ko.show(version), ko.show(first), ko.row_source(field, name))
+        )
     if not missing:
         return True
     pinned = [g for g in missing if (gates or {}).get(g) is not None]
     if pinned:
         return refuse("the node sets the feature gate %s off" % ", ".join(pinned))
     if not alpha_gates:
-        return refuse("kubelet %s has it %s behind the feature gate %s; set npuops_k8s_alpha_gates "
-                      "(alpha_gates) to turn it on" % (ko.show(version),
-                                                       ko.option_maturity(field, name, version),
-                                                       ", ".join(missing)))
+        return refuse(
+            "kubelet %s has it %s behind the feature gate %s; set npuops_k8s_alpha_gates "
+            "(alpha_gates) to turn it on"
+            % (ko.show(version), ko.option_maturity(field, name, version), ", ".join(missing))
+        )
     added.update(missing)
     return True
 
 
-def kubelet_profile(topology, plan, housekeeping_cpus=None, pod_devices=None,
-                    memory_manager=False, current=None, kubelet_version=None,
-                    strict_cpu_reservation=None, memory=None, alpha_gates=False):
+def kubelet_profile(
+    topology,
+    plan,
+    housekeeping_cpus=None,
+    pod_devices=None,
+    memory_manager=False,
+    current=None,
+    kubelet_version=None,
+    strict_cpu_reservation=None,
+    memory=None,
+    alpha_gates=False,
+):
     """The profile (see the module doc). ``memory``: the Memory Manager options
     (kube_reserved_memory, system_reserved_memory, eviction_hard_memory, memory_reserved_node).
     ``current``: the kubelet configuration in effect without the profile's own drop-in (its
@@ -191,19 +213,24 @@ def kubelet_profile(topology, plan, housekeeping_cpus=None, pod_devices=None,
     if not isinstance(topology, dict) or not isinstance(plan, dict):
         raise PlanError("kubelet profile: topology and plan must be the facts and the npu_cpu_plan result")
     if plan.get("skipped"):
-        raise PlanError("kubelet profile: the plan was skipped (%s); plan with policy strict"
-                        % plan.get("reason"))
+        raise PlanError("kubelet profile: the plan was skipped (%s); plan with policy strict" % plan.get("reason"))
     warnings = []
     node_cpus = dict((n, list(c)) for n, c in rules.node_cpus(topology).items())
-    allowed = set(_cpus((topology.get("cpu") or {}).get("allowed") or
-                        (topology.get("cpu") or {}).get("online"), "topology cpu.allowed"))
+    allowed = set(
+        _cpus(
+            (topology.get("cpu") or {}).get("allowed") or (topology.get("cpu") or {}).get("online"),
+            "topology cpu.allowed",
+        )
+    )
     cores = rules.smt_cores(topology)
     tpc = (topology.get("cpu") or {}).get("threads_per_core")
     smt = bool(cores) or (isinstance(tpc, int) and tpc > 1)
     if smt and not cores:
-        warnings.append("SMT is on (%s threads per core) but the siblings are unknown: reserved "
-                        "CPUs are not widened to whole cores; check them against "
-                        "thread_siblings_list" % tpc)
+        warnings.append(
+            "SMT is on (%s threads per core) but the siblings are unknown: reserved "
+            "CPUs are not widened to whole cores; check them against "
+            "thread_siblings_list" % tpc
+        )
     if plan.get("npus"):
         irq, irq_nodes = _npu_irq_cpus(plan)
     else:
@@ -212,26 +239,33 @@ def kubelet_profile(topology, plan, housekeeping_cpus=None, pod_devices=None,
     extra.update(_cpus(housekeeping_cpus, "housekeeping_cpus"))
     outside = sorted((irq | extra) - allowed)
     if outside:
-        raise PlanError("reservedSystemCPUs: %s outside the host's CPUs %s"
-                        % (cpulist.format(outside), cpulist.format(sorted(allowed))))
+        raise PlanError(
+            "reservedSystemCPUs: %s outside the host's CPUs %s"
+            % (cpulist.format(outside), cpulist.format(sorted(allowed)))
+        )
     reserved = _whole_cores(irq | extra, cores) & allowed
     if not reserved:
         reserved = _whole_cores([min(allowed)], cores)
-        warnings.append("the plan has no IRQ or reserved CPUs; the static policy needs some: "
-                        "reserved the first core %s" % cpulist.format(sorted(reserved)))
+        warnings.append(
+            "the plan has no IRQ or reserved CPUs; the static policy needs some: "
+            "reserved the first core %s" % cpulist.format(sorted(reserved))
+        )
     version = ko.parse_version(kubelet_version)
     if kubelet_version and version is None:
         raise PlanError("kubelet_version %r: not a version such as v1.33.2" % (kubelet_version,))
     if version is None:
-        warnings.append("kubelet version unknown: the profile holds only what every kubelet "
-                        "from %s accepts; give npuops_k8s_kubelet_version" % ko.show(ko.OLDEST))
+        warnings.append(
+            "kubelet version unknown: the profile holds only what every kubelet "
+            "from %s accepts; give npuops_k8s_kubelet_version" % ko.show(ko.OLDEST)
+        )
     elif version > ko.NEWEST:
-        warnings.append("kubelet %s is newer than the newest this collection knows (%s): judged "
-                        "by %s's rules" % (ko.show(version), ko.show(ko.NEWEST), ko.show(ko.NEWEST)))
+        warnings.append(
+            "kubelet %s is newer than the newest this collection knows (%s): judged "
+            "by %s's rules" % (ko.show(version), ko.show(ko.NEWEST), ko.show(ko.NEWEST))
+        )
         version = ko.NEWEST
     elif version < ko.OLDEST:
-        raise PlanError("kubelet %s: the profile supports kubelets from %s"
-                        % (ko.show(version), ko.show(ko.OLDEST)))
+        raise PlanError("kubelet %s: the profile supports kubelets from %s" % (ko.show(version), ko.show(ko.OLDEST)))
     current = current or {}
     gates = current.get("featureGates") if isinstance(current.get("featureGates"), dict) else {}
     added = set()
@@ -246,12 +280,15 @@ def kubelet_profile(topology, plan, housekeeping_cpus=None, pod_devices=None,
         if want(ko.CPU_OPTIONS, "strict-cpu-reservation"):
             cpu_options["strict-cpu-reservation"] = "true"
         else:
-            warnings.append("without strict-cpu-reservation (KEP-4540) Burstable and BestEffort "
-                            "pods may run on the reserved (IRQ) CPUs")
+            warnings.append(
+                "without strict-cpu-reservation (KEP-4540) Burstable and BestEffort "
+                "pods may run on the reserved (IRQ) CPUs"
+            )
     elif strict_cpu_reservation and want(ko.CPU_OPTIONS, "strict-cpu-reservation", explicit=True):
         cpu_options["strict-cpu-reservation"] = "true"
-    choice = kubelet_policy_choice.choose(topology, plan, reserved, pod_devices, full_pcpus_only=smt,
-                                          version=kubelet_version, closest_numa=True)
+    choice = kubelet_policy_choice.choose(
+        topology, plan, reserved, pod_devices, full_pcpus_only=smt, version=kubelet_version, closest_numa=True
+    )
     policy, reason = choice["policy"], choice["reason"]
     tm_options = {}
     if policy == "restricted" and want(ko.TOPOLOGY_OPTIONS, "prefer-closest-numa-nodes"):
@@ -261,18 +298,25 @@ def kubelet_profile(topology, plan, housekeeping_cpus=None, pod_devices=None,
         if want(ko.TOPOLOGY_OPTIONS, "max-allowable-numa-nodes"):
             tm_options["max-allowable-numa-nodes"] = str(len(node_cpus))
         else:
-            warnings.append("topologyManagerPolicy none instead of %s: the Topology Manager "
-                            "refuses any other policy on %d NUMA nodes (more than %d) without "
-                            "max-allowable-numa-nodes (%s)" % (
-                                policy, len(node_cpus), ko.TOPOLOGY_NODE_LIMIT, ko.SRC_TM))
+            warnings.append(
+                "topologyManagerPolicy none instead of %s: the Topology Manager "
+                "refuses any other policy on %d NUMA nodes (more than %d) without "
+                "max-allowable-numa-nodes (%s)" % (policy, len(node_cpus), ko.TOPOLOGY_NODE_LIMIT, ko.SRC_TM)
+            )
             reason = "%d NUMA nodes on kubelet %s: none (the kubelet's limit is %d); was: %s" % (
-                len(node_cpus), ko.show(version), ko.TOPOLOGY_NODE_LIMIT, reason)
+                len(node_cpus),
+                ko.show(version),
+                ko.TOPOLOGY_NODE_LIMIT,
+                reason,
+            )
             policy = "none"
             tm_options.pop("prefer-closest-numa-nodes", None)
-    config = {"cpuManagerPolicy": "static",
-              "reservedSystemCPUs": cpulist.format(sorted(reserved)),
-              "topologyManagerPolicy": policy,
-              "topologyManagerScope": "pod"}
+    config = {
+        "cpuManagerPolicy": "static",
+        "reservedSystemCPUs": cpulist.format(sorted(reserved)),
+        "topologyManagerPolicy": policy,
+        "topologyManagerScope": "pod",
+    }
     if cpu_options:
         config["cpuManagerPolicyOptions"] = cpu_options
     if tm_options:
@@ -283,26 +327,31 @@ def kubelet_profile(topology, plan, housekeeping_cpus=None, pod_devices=None,
         config["featureGates"] = dict(sorted(merged.items()))
     memory_reason = None
     if memory_manager:
-        mem_config, memory_reason = _memory(current, memory or {}, nodes_with_cpus or [0],
-                                            irq_nodes, version, warnings)
+        mem_config, memory_reason = _memory(current, memory or {}, nodes_with_cpus or [0], irq_nodes, version, warnings)
         config.update(mem_config)
-    free = dict((str(n), len([c for c in cpus if c in allowed and c not in reserved]))
-                for n, cpus in sorted(node_cpus.items()))
-    return {"config": config,
-            "reserved_cpus": config["reservedSystemCPUs"],
-            "irq_cpus": cpulist.format(sorted(irq)),
-            "irq_nodes": sorted(irq_nodes),
-            "banned_cpus": cpulist.format(sorted(allowed - reserved)),
-            "exclusive_cpus_per_node": free,
-            "topology_reason": reason,
-            "device_groups": [{"name": row["name"], "numa_nodes": row["device_numa_nodes"]}
-                              for row in choice["shapes"] if row["device_numa_nodes"] is not None],
-            "topology_policy_whatif": choice["shapes"],
-            "memory_reason": memory_reason,
-            "smt": smt,
-            "kubelet_version": ko.show(version) if version else None,
-            "feature_gates_added": sorted(added),
-            "warnings": warnings}
+    free = dict(
+        (str(n), len([c for c in cpus if c in allowed and c not in reserved])) for n, cpus in sorted(node_cpus.items())
+    )
+    return {
+        "config": config,
+        "reserved_cpus": config["reservedSystemCPUs"],
+        "irq_cpus": cpulist.format(sorted(irq)),
+        "irq_nodes": sorted(irq_nodes),
+        "banned_cpus": cpulist.format(sorted(allowed - reserved)),
+        "exclusive_cpus_per_node": free,
+        "topology_reason": reason,
+        "device_groups": [
+            {"name": row["name"], "numa_nodes": row["device_numa_nodes"]}
+            for row in choice["shapes"]
+            if row["device_numa_nodes"] is not None
+        ],
+        "topology_policy_whatif": choice["shapes"],
+        "memory_reason": memory_reason,
+        "smt": smt,
+        "kubelet_version": ko.show(version) if version else None,
+        "feature_gates_added": sorted(added),
+        "warnings": warnings,
+    }
 
 
 def irq_targets_on_reserved(targets, reserved, node_cpus):
@@ -321,8 +370,10 @@ def irq_targets_on_reserved(targets, reserved, node_cpus):
         node = node_of.get(cpus[0]) if cpus else None
         local = sorted(c for c in reserved if node_of.get(c) == node)
         if not local:
-            warnings.append("IRQ %s (%s): no reserved CPU on NUMA node %s; left on %s"
-                            % (target["irq"], target["device"], node, cpulist.format(cpus)))
+            warnings.append(
+                "IRQ %s (%s): no reserved CPU on NUMA node %s; left on %s"
+                % (target["irq"], target["device"], node, cpulist.format(cpus))
+            )
             out.append(target)
             continue
         index = turn.get((target["device"], node), 0)

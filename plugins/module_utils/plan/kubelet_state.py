@@ -43,8 +43,7 @@ def strict_on(config, version):
     options = (config or {}).get("cpuManagerPolicyOptions")
     if not isinstance(options, dict) or "strict-cpu-reservation" not in options:
         return False
-    if version is not None and ko.option_maturity(ko.CPU_OPTIONS, "strict-cpu-reservation",
-                                                  version) is None:
+    if version is not None and ko.option_maturity(ko.CPU_OPTIONS, "strict-cpu-reservation", version) is None:
         return False
     return kubelet_checks.go_bool(options["strict-cpu-reservation"]) is True
 
@@ -52,8 +51,10 @@ def strict_on(config, version):
 def _cpu_reasons(after, state, all_cpus, version):
     policy = (after or {}).get("cpuManagerPolicy") or "none"
     if state.get("policy") != policy:
-        return ["cpuManagerPolicy %s -> %s: cpu_manager_state holds policy %s, which the "
-                "kubelet refuses" % (state.get("policy"), policy, state.get("policy"))]
+        return [
+            "cpuManagerPolicy %s -> %s: cpu_manager_state holds policy %s, which the "
+            "kubelet refuses" % (state.get("policy"), policy, state.get("policy"))
+        ]
     if policy != "static":
         return []
     reasons = []
@@ -63,8 +64,10 @@ def _cpu_reasons(after, state, all_cpus, version):
         for name, cpus in sorted(containers.items()):
             own = _set(cpus, "cpu_manager_state entries[%s][%s]" % (pod, name))
             if own & default:
-                reasons.append("cpu_manager_state: pod %s container %s holds CPUs %s that are "
-                               "also in defaultCpuSet" % (pod, name, cpulist.format(sorted(own & default))))
+                reasons.append(
+                    "cpu_manager_state: pod %s container %s holds CPUs %s that are "
+                    "also in defaultCpuSet" % (pod, name, cpulist.format(sorted(own & default)))
+                )
             assigned |= own
     if not default:
         if assigned:
@@ -74,19 +77,27 @@ def _cpu_reasons(after, state, all_cpus, version):
     strict = strict_on(after, version)
     fmt = cpulist.format
     if strict and reserved & default:
-        reasons.append("strict-cpu-reservation: reserved CPUs %s are in cpu_manager_state's "
-                       "defaultCpuSet %s (a checkpoint written without strict); the kubelet "
-                       "refuses it" % (fmt(sorted(reserved & default)), fmt(sorted(default))))
+        reasons.append(
+            "strict-cpu-reservation: reserved CPUs %s are in cpu_manager_state's "
+            "defaultCpuSet %s (a checkpoint written without strict); the kubelet "
+            "refuses it" % (fmt(sorted(reserved & default)), fmt(sorted(default)))
+        )
     elif not strict and not reserved <= default:
-        reasons.append("reservedSystemCPUs %s are not all in cpu_manager_state's defaultCpuSet "
-                       "%s (assigned to pods, or a strict checkpoint): the static policy "
-                       "refuses it" % (fmt(sorted(reserved)), fmt(sorted(default))))
+        reasons.append(
+            "reservedSystemCPUs %s are not all in cpu_manager_state's defaultCpuSet "
+            "%s (assigned to pods, or a strict checkpoint): the static policy "
+            "refuses it" % (fmt(sorted(reserved)), fmt(sorted(default)))
+        )
     known = default | assigned | (reserved if strict else set())
     if all_cpus is not None and not reasons and known != set(all_cpus):
-        reasons.append("cpu_manager_state covers CPUs %s, the machine has %s%s"
-                       % (fmt(sorted(known)), fmt(sorted(all_cpus)),
-                          " (the reserved CPUs changed under strict-cpu-reservation)"
-                          if strict else ""))
+        reasons.append(
+            "cpu_manager_state covers CPUs %s, the machine has %s%s"
+            % (
+                fmt(sorted(known)),
+                fmt(sorted(all_cpus)),
+                " (the reserved CPUs changed under strict-cpu-reservation)" if strict else "",
+            )
+        )
     return reasons
 
 
@@ -96,17 +107,20 @@ def _reserved_memory(after):
         if not isinstance(entry, dict):
             continue
         node = str(entry.get("numaNode"))
-        for kind, value in sorted(((entry.get("limits") or {})).items()):
-            out.setdefault(node, {})[kind] = out.get(node, {}).get(kind, 0) + \
-                kubelet_checks.parse_quantity(value, "reservedMemory[%d].%s" % (index, kind))
+        for kind, value in sorted((entry.get("limits") or {}).items()):
+            out.setdefault(node, {})[kind] = out.get(node, {}).get(kind, 0) + kubelet_checks.parse_quantity(
+                value, "reservedMemory[%d].%s" % (index, kind)
+            )
     return out
 
 
 def _memory_reasons(after, state):
     policy = (after or {}).get("memoryManagerPolicy") or "None"
     if str(state.get("policy")) != policy:
-        return ["memoryManagerPolicy %s -> %s: memory_manager_state holds policy %s, which "
-                "the kubelet refuses" % (state.get("policy"), policy, state.get("policy"))]
+        return [
+            "memoryManagerPolicy %s -> %s: memory_manager_state holds policy %s, which "
+            "the kubelet refuses" % (state.get("policy"), policy, state.get("policy"))
+        ]
     if policy != "Static" or not state.get("nodes"):
         return []
     wanted = _reserved_memory(after)
@@ -117,14 +131,14 @@ def _memory_reasons(after, state):
             have = (memory.get(kind) or {}).get("systemReserved", 0)
             want = wanted.get(node, {}).get(kind, 0)
             if have != want:
-                reasons.append("memory_manager_state reserves %s of %s on NUMA node %s, "
-                               "reservedMemory %s: the Static Memory Manager refuses a machine "
-                               "state computed with another reservation"
-                               % (kubelet_checks.format_quantity(have), kind, node,
-                                  kubelet_checks.format_quantity(want)))
+                reasons.append(
+                    "memory_manager_state reserves %s of %s on NUMA node %s, "
+                    "reservedMemory %s: the Static Memory Manager refuses a machine "
+                    "state computed with another reservation"
+                    % (kubelet_checks.format_quantity(have), kind, node, kubelet_checks.format_quantity(want))
+                )
     for node in sorted(set(wanted) - set(state["nodes"])):
-        reasons.append("reservedMemory names NUMA node %s, which memory_manager_state lacks"
-                       % node)
+        reasons.append("reservedMemory names NUMA node %s, which memory_manager_state lacks" % node)
     return reasons
 
 

@@ -73,8 +73,9 @@ class Topo(object):
         info = {}
         for node, text in numa_nodes.items():
             node = int(node)
-            socket = int((packages or {}).get(str(node), (packages or {}).get(node, node))) \
-                if packages is not None else node
+            socket = (
+                int((packages or {}).get(str(node), (packages or {}).get(node, node))) if packages is not None else node
+            )
             for cpu in cpulist.parse(str(text)):
                 info[cpu] = (core_of.get(cpu, cpu), socket_of.get(cpu, socket), node)
         return cls(info)
@@ -86,8 +87,9 @@ class Topo(object):
         if packages is not None and any(p < 0 for p in packages.values()):
             packages = None  # firmware that names no package: a socket per node
         nodes = dict((str(n), cpulist.format(list(c))) for n, c in rules.node_cpus(topology).items() if c)
-        return cls.from_spec(nodes, cpu.get("smt_siblings") or [],
-                             dict((str(k), v) for k, v in packages.items()) if packages else None)
+        return cls.from_spec(
+            nodes, cpu.get("smt_siblings") or [], dict((str(k), v) for k, v in packages.items()) if packages else None
+        )
 
     def cpus_in(self, free, level, unit):
         index = LEVELS[level]
@@ -144,8 +146,11 @@ class _Acc(object):
     def take_full(self, level):
         topo = self.topo
         if level == "numa":
-            units = [u for u in self.numas()
-                     if len(topo.cpus_in(self.free, "numa", u)) == len(topo.cpus_in(topo.cpus, "numa", u))]
+            units = [
+                u
+                for u in self.numas()
+                if len(topo.cpus_in(self.free, "numa", u)) == len(topo.cpus_in(topo.cpus, "numa", u))
+            ]
         elif level == "socket":
             units = [u for u in self.sockets() if len(topo.cpus_in(self.free, "socket", u)) == topo.cpus_per_socket]
         else:
@@ -167,8 +172,9 @@ def take_by_topology(topo, available, n):
     if acc.need < 1:
         return set(), None
     if acc.need > len(acc.free):
-        return None, ("not enough cpus available to satisfy request: requested=%d, available=%d"
-                      % (n, len(set(available))))
+        return None, (
+            "not enough cpus available to satisfy request: requested=%d, available=%d" % (n, len(set(available)))
+        )
     for level in (("numa", "socket") if topo.numa_first else ("socket", "numa")) + ("core",):
         acc.take_full(level)
         if acc.need < 1:
@@ -237,8 +243,9 @@ def take_distributed(topo, available, n, group=1):
     if acc.need < 1:
         return set(), None
     if acc.need > len(acc.free):
-        return None, ("not enough cpus available to satisfy request: requested=%d, available=%d"
-                      % (n, len(set(available))))
+        return None, (
+            "not enough cpus available to satisfy request: requested=%d, available=%d" % (n, len(set(available)))
+        )
     numas = acc.numas()
     free_on = dict((node, len(topo.cpus_in(acc.free, "numa", node))) for node in numas)
     low, high = _numa_range(acc, group)
@@ -337,10 +344,12 @@ def allocate(topo, available, n, mask, distribute=False, group=1):
     """allocateCPUs: the hint's nodes first, the rest from anywhere; each take packed, or
     distributed over NUMA nodes (``distribute``: distribute-cpus-across-numa, in groups of
     ``group`` CPUs)."""
+
     def take(cpus, count):
         if distribute:
             return take_distributed(topo, cpus, count, group)
         return take_by_topology(topo, cpus, count)
+
     result = set()
     if mask is not None:
         aligned = set(c for c in available if topo.info[c][2] in mask)
@@ -358,8 +367,19 @@ def _refused(reason, shown=None):
     return {"admitted": False, "cpus": None, "numa_nodes": shown, "reason": reason, "hint": None}
 
 
-def whatif(topo, reserved, cpus, devices=None, policy="restricted", full_pcpus_only=False,
-           assigned=(), version=None, distances=None, closest_numa=False, distribute_numa=False):
+def whatif(
+    topo,
+    reserved,
+    cpus,
+    devices=None,
+    policy="restricted",
+    full_pcpus_only=False,
+    assigned=(),
+    version=None,
+    distances=None,
+    closest_numa=False,
+    distribute_numa=False,
+):
     """A Guaranteed pod asking ``cpus`` exclusive CPUs and ``devices`` ({"nodes": [each
     healthy device's node], "free": [the free ones' nodes], "count": n}) on a node whose
     kubelet (``version``) reserves ``reserved`` and already gave ``assigned`` CPUs away;
@@ -371,34 +391,50 @@ def whatif(topo, reserved, cpus, devices=None, policy="restricted", full_pcpus_o
     available = topo.cpus - reserved - assigned
     if full_pcpus_only:  # policy_static.go enforceSMTAlignment
         if cpus % topo.cpus_per_core:
-            return _refused("SMTAlignmentError: requested %d cpus not multiple cpus per core = %d"
-                            % (cpus, topo.cpus_per_core))
+            return _refused(
+                "SMTAlignmentError: requested %d cpus not multiple cpus per core = %d" % (cpus, topo.cpus_per_core)
+            )
         # the reserved CPUs' whole cores do not count as free physical CPUs
         cores = set(topo.info[c][0] for c in reserved)
         physical = len([c for c in available if topo.info[c][0] not in cores])
         if cpus > physical:
-            return _refused("SMTAlignmentError: not enough free physical CPUs: available physical "
-                            "CPUs = %d, requested CPUs = %d, CPUs per core = %d"
-                            % (physical, cpus, topo.cpus_per_core))
+            return _refused(
+                "SMTAlignmentError: not enough free physical CPUs: available physical "
+                "CPUs = %d, requested CPUs = %d, CPUs per core = %d" % (physical, cpus, topo.cpus_per_core)
+            )
     providers = [cpu_hints(topo, available, cpus)]
     if devices and devices.get("count"):
-        providers.append(device_hints(topo.numas, devices.get("nodes") or [],
-                                      devices.get("free", devices.get("nodes")) or [], devices["count"]))
-    mask, preferred, admit = merge_hints(policy, providers, topo.numas, version=version,
-                                         distances=distances, closest_numa=closest_numa)
+        providers.append(
+            device_hints(
+                topo.numas,
+                devices.get("nodes") or [],
+                devices.get("free", devices.get("nodes")) or [],
+                devices["count"],
+            )
+        )
+    mask, preferred, admit = merge_hints(
+        policy, providers, topo.numas, version=version, distances=distances, closest_numa=closest_numa
+    )
     shown = sorted(mask) if mask is not None else None
     hint = {"numa_nodes": shown, "preferred": preferred} if policy != "none" else None
     if not admit:
-        out = _refused("TopologyAffinityError: the best merged hint (NUMA %s, %s) is not admitted "
-                       "by %s" % (",".join(map(str, shown)) if shown else "any",
-                                  "preferred" if preferred else "not preferred", policy), shown)
+        out = _refused(
+            "TopologyAffinityError: the best merged hint (NUMA %s, %s) is not admitted "
+            "by %s"
+            % (",".join(map(str, shown)) if shown else "any", "preferred" if preferred else "not preferred", policy),
+            shown,
+        )
         out["hint"] = hint
         return out
-    got, err = allocate(topo, available, cpus, mask, distribute_numa,
-                        topo.cpus_per_core if full_pcpus_only else 1)
+    got, err = allocate(topo, available, cpus, mask, distribute_numa, topo.cpus_per_core if full_pcpus_only else 1)
     if err:
         out = _refused(err, shown)
         out["hint"] = hint
         return out
-    return {"admitted": True, "cpus": cpulist.format(sorted(got)),
-            "numa_nodes": sorted(set(topo.info[c][2] for c in got)), "reason": None, "hint": hint}
+    return {
+        "admitted": True,
+        "cpus": cpulist.format(sorted(got)),
+        "numa_nodes": sorted(set(topo.info[c][2] for c in got)),
+        "reason": None,
+        "hint": hint,
+    }

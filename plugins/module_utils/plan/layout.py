@@ -28,11 +28,20 @@ _UNSET = object()
 class HostCpus(object):
     """The CPU layout of the host behind ``topology`` for one plan (CPU sets are CpuSeq)."""
 
-    __slots__ = ("topology", "node_cpus", "allowed", "allowed_all", "reserved", "frontend_cap",
-                 "_cpu_node", "_nearness", "_cores", "_isolated")
+    __slots__ = (
+        "topology",
+        "node_cpus",
+        "allowed",
+        "allowed_all",
+        "reserved",
+        "frontend_cap",
+        "_cpu_node",
+        "_nearness",
+        "_cores",
+        "_isolated",
+    )
 
-    def __init__(self, topology, node_cpus, allowed, allowed_all, reserved=None,
-                 frontend_cap=None):
+    def __init__(self, topology, node_cpus, allowed, allowed_all, reserved=None, frontend_cap=None):
         self.topology, self.node_cpus, self.frontend_cap = topology, node_cpus, frontend_cap
         self.allowed, self.allowed_all, self.reserved = allowed, allowed_all, reserved
         self._cpu_node = self._nearness = self._cores = self._isolated = _UNSET
@@ -72,16 +81,16 @@ class HostCpus(object):
         if self._isolated is _UNSET:
             cpu = self.cpu
             if cpu.get("isolated") or cpu.get("nohz_full"):
-                self._isolated = frontend.union([rules.cpu_fact(self.topology, "isolated"),
-                                                 rules.cpu_fact(self.topology, "nohz_full")])
+                self._isolated = frontend.union(
+                    [rules.cpu_fact(self.topology, "isolated"), rules.cpu_fact(self.topology, "nohz_full")]
+                )
             else:
                 self._isolated = EMPTY
         return self._isolated
 
     def with_allowed(self, allowed, allowed_all):
         """The same host with other allowed CPUs (GPU facts without ``cpu.allowed``)."""
-        other = HostCpus(self.topology, self.node_cpus, allowed, allowed_all, self.reserved,
-                         self.frontend_cap)
+        other = HostCpus(self.topology, self.node_cpus, allowed, allowed_all, self.reserved, self.frontend_cap)
         other._cpu_node, other._nearness, other._cores = self._cpu_node, self._nearness, self._cores
         return other
 

@@ -72,8 +72,7 @@ def check_pool_sizes(pools):
 
 def cluster_roles(pool):
     """Ascend 950: the whole cluster is main; no IRQ, ACL or release CPUs."""
-    return {"irq": cpuset.EMPTY, "main": cpuset.CpuSeq.from_cpus(pool), "acl": cpuset.EMPTY,
-            "release": cpuset.EMPTY}
+    return {"irq": cpuset.EMPTY, "main": cpuset.CpuSeq.from_cpus(pool), "acl": cpuset.EMPTY, "release": cpuset.EMPTY}
 
 
 def npu_entry(pool, roles, cpu_node):

@@ -40,8 +40,7 @@ def npu_home(affinity, pci_node, cpu_node, node_ids):
         counts = cpu_node.counts(affinity)
         if counts:
             # the node with most of it, the lowest id among equals (the usual: one node)
-            best = next(iter(counts)) if len(counts) == 1 else \
-                min(counts, key=lambda n: (-counts[n], n))
+            best = next(iter(counts)) if len(counts) == 1 else min(counts, key=lambda n: (-counts[n], n))
             # an affinity spread over several nodes (A3 prints the whole host) says nothing
             if counts[best] * 2 > len(affinity) and best in node_ids:
                 return best, "affinity"
@@ -54,7 +53,7 @@ def cluster_units(cpus, allowed_set, size):
     """Clusters of ``size`` CPUs cut from the node's own first CPU; only wholly allowed ones."""
     units = []
     for i in range(0, len(cpus) - size + 1, size):
-        chunk = cpus[i:i + size]
+        chunk = cpus[i : i + size]
         if all(c in allowed_set for c in chunk):
             units.append(chunk)
     return units
@@ -67,7 +66,7 @@ def _proportional(sizes, count):
     if sum(counts) == count:
         return counts  # no remainder to hand out (nodes of one size)
     order = sorted(range(len(sizes)), key=lambda i: (-(count * sizes[i] % total), i))
-    for i in order[:count - sum(counts)]:
+    for i in order[: count - sum(counts)]:
         counts[i] += 1
     return counts
 
@@ -78,8 +77,7 @@ def _what(min_units, cluster):
     return "allowed CPUs (at least %d per NPU)" % min_units
 
 
-def allocate_units(npus, homes, node_units, min_units, cluster=None, claimed=(), nearness=None,
-                   cores=None):
+def allocate_units(npus, homes, node_units, min_units, cluster=None, claimed=(), nearness=None, cores=None):
     """Units per NPU: ``{npu: [unit, ...]}`` (own node's units first, then borrowed ones).
 
     ``homes`` maps npu -> home node or None; ``node_units`` maps node -> ordered units;
@@ -112,24 +110,35 @@ def allocate_units(npus, homes, node_units, min_units, cluster=None, claimed=(),
         if spare < need:
             raise PlanError(
                 "NUMA node %s has %d %s for %d NPU(s) %s that need %d each (%d in all), and "
-                "nodes no NPU calls home have only %d spare" % (
-                    node, len(node_units[node]), _what(min_units, cluster), len(owners[node]),
-                    owners[node], min_units, min_units * len(owners[node]), spare),
-                owners[node][0], cpu_shortage=True)
+                "nodes no NPU calls home have only %d spare"
+                % (
+                    node,
+                    len(node_units[node]),
+                    _what(min_units, cluster),
+                    len(owners[node]),
+                    owners[node],
+                    min_units,
+                    min_units * len(owners[node]),
+                    spare,
+                ),
+                owners[node][0],
+                cpu_shortage=True,
+            )
         for donor in sorted(free_ids, key=lambda m: nearness.key(node, m)):
-            take = free[donor][:need if not cores else _whole(free[donor], need, cores)]
-            free[donor] = free[donor][len(take):]
+            take = free[donor][: need if not cores else _whole(free[donor], need, cores)]
+            free[donor] = free[donor][len(take) :]
             pools_of[node] = pools_of[node] + take
             need -= len(take)
             if take:
-                warnings.append("NUMA node %s lacks room for NPU(s) %s: borrowed %d unit(s) from "
-                                "node %s" % (node, owners[node], len(take), donor))
+                warnings.append(
+                    "NUMA node %s lacks room for NPU(s) %s: borrowed %d unit(s) from "
+                    "node %s" % (node, owners[node], len(take), donor)
+                )
             if need <= 0:
                 break
     shares = {}
     if homeless:
-        shares.update(_place_homeless(homeless, free, free_ids, owners, pools_of, min_units,
-                                      cluster, warnings, cores))
+        shares.update(_place_homeless(homeless, free, free_ids, owners, pools_of, min_units, cluster, warnings, cores))
     for node in sorted(owners):
         shares.update(smt.split(pools_of[node], sorted(owners[node]), cores))
     return shares, warnings
@@ -145,8 +154,7 @@ def _whole(units, need, cores):
     return count
 
 
-def _place_homeless(homeless, free, free_ids, owners, pools_of, min_units, cluster, warnings,
-                    cores=None):
+def _place_homeless(homeless, free, free_ids, owners, pools_of, min_units, cluster, warnings, cores=None):
     nodes, sizes = [], []
     for node in free_ids:
         size = len(free[node])
@@ -162,7 +170,7 @@ def _place_homeless(homeless, free, free_ids, owners, pools_of, min_units, clust
             start = 0
             for node, node_count in zip(nodes, counts):
                 if node_count:
-                    shares.update(smt.split(free[node], homeless[start:start + node_count], cores))
+                    shares.update(smt.split(free[node], homeless[start : start + node_count], cores))
                 start += node_count
             return shares
         # node sizes too uneven for node-local slices: one global slice by logic id
@@ -176,8 +184,10 @@ def _place_homeless(homeless, free, free_ids, owners, pools_of, min_units, clust
         if not room:
             raise PlanError(
                 "no NUMA locality (no topo affinity, no PCI numa_node) and no NUMA node has room: "
-                "nodes without NPUs have %d spare %s, need %d" % (
-                    total, _what(min_units, cluster), min_units), npu, cpu_shortage=True)
+                "nodes without NPUs have %d spare %s, need %d" % (total, _what(min_units, cluster), min_units),
+                npu,
+                cpu_shortage=True,
+            )
         best = min(room, key=lambda n: (-len(pools_of[n]) / (len(owners[n]) + 1), n))
         owners[best].append(npu)
         warnings.append("NPU %s has no NUMA locality: placed on NUMA node %s" % (npu, best))
@@ -222,9 +232,19 @@ def _in_scope(npus, homes, node_units):
     return active, claimed
 
 
-def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=None,
-                threads_per_core=None, requested=None, cpu_node=None, nearness=None,
-                cores=None):
+def plan_strict(
+    npus,
+    affinity,
+    pci_nodes,
+    node_cpus,
+    allowed_set,
+    device_type=None,
+    threads_per_core=None,
+    requested=None,
+    cpu_node=None,
+    nearness=None,
+    cores=None,
+):
     """Strict pools for every NPU in ``npus`` (all logic ids of the host).
 
     NPUs whose home node has no allowed CPU (another cpuset serves them) are left out, but
@@ -254,16 +274,16 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
     homes = {}
     sources = {}
     for npu in npus:
-        homes[npu], sources[npu] = npu_home(affinity.get(npu), pci_nodes.get(npu), cpu_node,
-                                            node_ids)
+        homes[npu], sources[npu] = npu_home(affinity.get(npu), pci_nodes.get(npu), cpu_node, node_ids)
     kind = device_types.row(device_type)
     is_950 = kind.roles == device_types.CLUSTER
     uvb = None
     if is_950:
         size = cpu_roles.cluster_size(threads_per_core, kind.cluster_cores)
         if size is None:
-            raise PlanError("%s needs Thread(s) per core 1 or 2 to size CPU clusters, "
-                            "got %r" % (kind.label, threads_per_core))
+            raise PlanError(
+                "%s needs Thread(s) per core 1 or 2 to size CPU clusters, got %r" % (kind.label, threads_per_core)
+            )
         node_units = dict((n, cluster_units(c, allowed_set, size)) for n, c in node_cpus.items())
         uvb_node, uvb = uvb_reserve(node_units, homes, npus)
         if uvb is None:
@@ -272,16 +292,18 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
             node_units[uvb_node] = [u for u in node_units[uvb_node] if u is not uvb]
         active, claimed = _in_scope(npus, homes, node_units)
         shares, more = allocate_units(active, homes, node_units, 1, size, claimed, nearness)
-        pools = dict((npu, cpuset.CpuSeq.from_cpus([c for unit in units for c in unit]))
-                     for npu, units in shares.items())
+        pools = dict(
+            (npu, cpuset.CpuSeq.from_cpus([c for unit in units for c in unit])) for npu, units in shares.items()
+        )
         mode = "ascend950"
     else:
         node_units = {n: cpuset.keep(cpus, allowed_set) for n, cpus in node_cpus.items()}
         if cores:
             node_units = dict((n, smt.core_order(u, cores)) for n, u in node_units.items())
         active, claimed = _in_scope(npus, homes, node_units)
-        pools, more = allocate_units(active, homes, node_units, cpu_roles.MIN_CPUS_PER_NPU,
-                                     None, claimed, nearness, cores)
+        pools, more = allocate_units(
+            active, homes, node_units, cpu_roles.MIN_CPUS_PER_NPU, None, claimed, nearness, cores
+        )
         cpu_roles.check_pool_sizes(pools)
         if cores:
             pools = dict((npu, smt.spread_roles(pool, cores)) for npu, pool in pools.items())
@@ -290,12 +312,21 @@ def plan_strict(npus, affinity, pci_nodes, node_cpus, allowed_set, device_type=N
     left_out = [npu for npu in npus if npu not in pools]
     if left_out:
         warnings.append("NPU(s) %s left out: their NUMA node has no allowed CPU" % (left_out,))
-    for npu in (requested or ()):
+    for npu in requested or ():
         if npu not in pools:
             node = homes[npu]
-            raise PlanError("its NUMA node %s (from %s) has no allowed CPUs; plan it where its "
-                            "node's CPUs are allowed, or give it allowed_cpus on that node"
-                            % (node, sources[npu]), npu, cpu_shortage=True)
-    return {"mode": mode, "pools": pools, "planned_over": active, "cluster_roles": is_950,
-            "uvb": uvb,
-            "warnings": warnings, "homes": {npu: [homes[npu], sources[npu]] for npu in npus}}
+            raise PlanError(
+                "its NUMA node %s (from %s) has no allowed CPUs; plan it where its "
+                "node's CPUs are allowed, or give it allowed_cpus on that node" % (node, sources[npu]),
+                npu,
+                cpu_shortage=True,
+            )
+    return {
+        "mode": mode,
+        "pools": pools,
+        "planned_over": active,
+        "cluster_roles": is_950,
+        "uvb": uvb,
+        "warnings": warnings,
+        "homes": {npu: [homes[npu], sources[npu]] for npu in npus},
+    }

@@ -28,9 +28,20 @@ from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_t
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_a5 as va_a5
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_log as va_log
 from ansible_collections.npuops.fleet.plugins.module_utils.plan.vllm_ascend_log import (  # noqa: F401 pylint: disable=unused-import
-    allocate, check_pools, plan_line, plan_lines, pool_plan_line)
+    allocate,
+    check_pools,
+    plan_line,
+    plan_lines,
+    pool_plan_line,
+)
 from ansible_collections.npuops.fleet.plugins.module_utils.plan.vllm_ascend_a5 import (  # noqa: F401 pylint: disable=unused-import
-    A950_BAD_TPC, A950_INSUFFICIENT, A950_INVALID_AFFINITY, A950_NO_AFFINITY, A950_NO_UVB, uvb_pool)
+    A950_BAD_TPC,
+    A950_INSUFFICIENT,
+    A950_INVALID_AFFINITY,
+    A950_NO_AFFINITY,
+    A950_NO_UVB,
+    uvb_pool,
+)
 
 TOPO_AFFINITY_MODE = device_types.TOPO_AFFINITY
 GLOBAL_SLICE_MODE = device_types.GLOBAL_SLICE
@@ -42,15 +53,19 @@ NO_RUNNING_NPU = "Can not get running npu info."
 NO_NUMA_NODE = "lscpu command output error, no NUMA node available. Please check!"
 CONFLICT = "CPUs available in 'Cpus_allowed_list' conflict with NUMA affinity."
 TOPO_FALLBACK = "NPU topo affinity not found. action: fallback to global-slice CPU binding."
-INSUFFICIENT_SLICE = ("Insufficient CPUs for binding with CPU role reservations: "
-                      "total_allowed=%d, total_npus=%d, min_per_npu=%d (<%d). "
-                      "Need at least %d CPUs in cpuset.")
+INSUFFICIENT_SLICE = (
+    "Insufficient CPUs for binding with CPU role reservations: "
+    "total_allowed=%d, total_npus=%d, min_per_npu=%d (<%d). "
+    "Need at least %d CPUs in cpuset."
+)
 INVALID_NPU_ID = "Invalid NPU id %d, total_npus=%d."
 MODE_LOG = "[cpu_bind_mode] mode=%s rank=%s visible_npus=%s"
 PLAN_HEADER = "The CPU allocation plan is as follows:"
-GLOBAL_SLICE_LOG = ("[cpu_global_slice] rank:%s ASCEND_RT_VISIBLE_DEVICES=%s running_npu_list:%s "
-                    "total_npus:%s allowed_cpus:%s base:%s extra:%s allowed_cpus_head:%s "
-                    "allowed_cpus_tail:%s")
+GLOBAL_SLICE_LOG = (
+    "[cpu_global_slice] rank:%s ASCEND_RT_VISIBLE_DEVICES=%s running_npu_list:%s "
+    "total_npus:%s allowed_cpus:%s base:%s extra:%s allowed_cpus_head:%s "
+    "allowed_cpus_tail:%s"
+)
 
 
 def arm_check(arch):
@@ -79,8 +94,10 @@ def visible_devices(env_value):
     try:
         return [int(x) for x in env_value.split(",")]
     except ValueError:
-        raise PlanError("ASCEND_RT_VISIBLE_DEVICES=%r is not a comma-separated list of integers "
-                        "(vllm-ascend fails with ValueError)" % (env_value,))
+        raise PlanError(
+            "ASCEND_RT_VISIBLE_DEVICES=%r is not a comma-separated list of integers "
+            "(vllm-ascend fails with ValueError)" % (env_value,)
+        )
 
 
 def running_npus(active, env_value=None):
@@ -115,13 +132,21 @@ def _nodes_of(cpu_node, cpus, npu):
     """The set of NUMA nodes of ``cpus`` (the reference's ``{cpu_node[c] for c in ...}``)."""
     missing = cpu_node.first_missing(cpus)
     if missing is not None:
-        raise PlanError("CPU %s is on no NUMA node in lscpu's output (vllm-ascend fails with "
-                        "KeyError)" % missing, npu)
+        raise PlanError("CPU %s is on no NUMA node in lscpu's output (vllm-ascend fails with KeyError)" % missing, npu)
     return cpu_node.nodes(cpus)
 
 
-def global_slice(running, allowed_cpus, total_logic_npus, npu_affinity, min_per_npu=5,
-                 log=None, rank=0, env_value=None, insufficient=INSUFFICIENT_SLICE):
+def global_slice(
+    running,
+    allowed_cpus,
+    total_logic_npus,
+    npu_affinity,
+    min_per_npu=5,
+    log=None,
+    rank=0,
+    env_value=None,
+    insufficient=INSUFFICIENT_SLICE,
+):
     """Global slicing by logic id: remainder to the lowest ids, minimum checked on the base.
     ``insufficient``: the release's text of the error (0.18-0.21 word it differently)."""
     pools = {}
@@ -140,11 +165,12 @@ def global_slice(running, allowed_cpus, total_logic_npus, npu_affinity, min_per_
     base = total_cpus // total
     extra = total_cpus % total
     if log is not None:
-        log.append(GLOBAL_SLICE_LOG % (rank, env_value, list(running), total, total_cpus, base,
-                                       extra, allowed[:16], allowed[-16:]))
+        log.append(
+            GLOBAL_SLICE_LOG
+            % (rank, env_value, list(running), total, total_cpus, base, extra, allowed[:16], allowed[-16:])
+        )
     if base < min_per_npu:
-        raise PlanError(insufficient % (total_cpus, total, base, min_per_npu,
-                                        total * min_per_npu), cpu_shortage=True)
+        raise PlanError(insufficient % (total_cpus, total, base, min_per_npu, total * min_per_npu), cpu_shortage=True)
     for npu in running:
         if npu < 0 or npu >= total:
             raise PlanError(INVALID_NPU_ID % (npu, total))
@@ -191,12 +217,14 @@ def candidate_npus(all_logic_npus, running, npu_affinity, allowed_set, hidden=Tr
     if not hidden:
         return list(running)
     running_set = set(running)
-    return [npu for npu in all_logic_npus
-            if npu in running_set or cpuset.overlaps(npu_affinity.get(npu, []), allowed_set)]
+    return [
+        npu for npu in all_logic_npus if npu in running_set or cpuset.overlaps(npu_affinity.get(npu, []), allowed_set)
+    ]
 
 
-def topo_affinity(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node, numa_to_cpu,
-                  extend=extend_numa, hidden=True):
+def topo_affinity(
+    running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node, numa_to_cpu, extend=extend_numa, hidden=True
+):
     """Affinity pools: base = affinity on allowed CPUs, next-NUMA extension, grouping.
 
     ``numa_to_cpu`` is mutated exactly as the reference mutates its defaultdict. ``extend``
@@ -226,12 +254,31 @@ def topo_affinity(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node,
     return result
 
 
-def ascend950(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node, numa_to_cpu,
-              threads_per_core, uvb_cpus, cores=cpu_roles.ASCEND_950_PHYSICAL_CPUS_PER_CLUSTER):
+def ascend950(
+    running,
+    all_logic_npus,
+    npu_affinity,
+    allowed_cpus,
+    cpu_node,
+    numa_to_cpu,
+    threads_per_core,
+    uvb_cpus,
+    cores=cpu_roles.ASCEND_950_PHYSICAL_CPUS_PER_CLUSTER,
+):
     """Ascend 950 clusters (``vllm_ascend_a5.ascend950`` over this module's candidates)."""
     candidates = candidate_npus(all_logic_npus, running, npu_affinity, set(allowed_cpus))
-    return va_a5.ascend950(running, candidates, npu_affinity, allowed_cpus, cpu_node, numa_to_cpu,
-                           threads_per_core, uvb_cpus, _nodes_of, cores)
+    return va_a5.ascend950(
+        running,
+        candidates,
+        npu_affinity,
+        allowed_cpus,
+        cpu_node,
+        numa_to_cpu,
+        threads_per_core,
+        uvb_cpus,
+        _nodes_of,
+        cores,
+    )
 
 
 CURRENT_RULES = {"hidden": True, "a5": "cluster"}
@@ -248,9 +295,21 @@ def bind_failure(rank, npu, pools):
     return None
 
 
-def plan_vllm_ascend(arch, device_type, allowed_cpus, node_cpus, all_logic_npus, running,
-                     npu_affinity, threads_per_core=None, env_value=None, cpu_node=None,
-                     rules=None, texts=None, ranks=None):
+def plan_vllm_ascend(
+    arch,
+    device_type,
+    allowed_cpus,
+    node_cpus,
+    all_logic_npus,
+    running,
+    npu_affinity,
+    threads_per_core=None,
+    env_value=None,
+    cpu_node=None,
+    rules=None,
+    texts=None,
+    ranks=None,
+):
     """What vllm-ascend's binding computes for the workers of ``running`` (logic ids).
 
     Returns a dict: skipped, reason, mode, pools {npu: positional list}, cluster_roles (True:
@@ -265,9 +324,17 @@ def plan_vllm_ascend(arch, device_type, allowed_cpus, node_cpus, all_logic_npus,
     texts = texts or {}
     kind = device_types.row(device_type)
     a5 = rules["a5"] if kind.vllm_950_path else None
-    out = {"skipped": False, "reason": None, "mode": None, "pools": {},
-           "cluster_roles": a5 == "cluster", "reserve_irq": a5 not in ("cluster", "global"),
-           "uvb": None, "log": [], "warnings": []}
+    out = {
+        "skipped": False,
+        "reason": None,
+        "mode": None,
+        "pools": {},
+        "cluster_roles": a5 == "cluster",
+        "reserve_irq": a5 not in ("cluster", "global"),
+        "uvb": None,
+        "log": [],
+        "warnings": [],
+    }
     is_arm, warning = arm_check(arch)
     if warning and "unknown_arch" in texts:
         warning = texts["unknown_arch"] % (arch or "").lower()
@@ -288,9 +355,17 @@ def plan_vllm_ascend(arch, device_type, allowed_cpus, node_cpus, all_logic_npus,
         out["uvb"] = uvb_pool(numa_to_cpu, allowed_cpus)
         if not out["uvb"]:
             head.append(A950_NO_UVB)
-        pools, warning = ascend950(running, all_logic_npus, npu_affinity, allowed_cpus,
-                                   cpu_node, numa_to_cpu, threads_per_core, out["uvb"],
-                                   kind.cluster_cores)
+        pools, warning = ascend950(
+            running,
+            all_logic_npus,
+            npu_affinity,
+            allowed_cpus,
+            cpu_node,
+            numa_to_cpu,
+            threads_per_core,
+            out["uvb"],
+            kind.cluster_cores,
+        )
         if pools is None:
             out["skipped"] = True
             out["reason"] = warning
@@ -305,17 +380,28 @@ def plan_vllm_ascend(arch, device_type, allowed_cpus, node_cpus, all_logic_npus,
             out["warnings"].append(fallback)
             head.append(fallback)
         slice_log = []
-        pools = global_slice(running, allowed_cpus, len(all_logic_npus), npu_affinity,
-                             cpu_roles.min_cpus_per_npu(out["reserve_irq"]), slice_log, 0,
-                             env_value, texts.get("slice", INSUFFICIENT_SLICE))
+        pools = global_slice(
+            running,
+            allowed_cpus,
+            len(all_logic_npus),
+            npu_affinity,
+            cpu_roles.min_cpus_per_npu(out["reserve_irq"]),
+            slice_log,
+            0,
+            env_value,
+            texts.get("slice", INSUFFICIENT_SLICE),
+        )
         head.extend(slice_log)
     else:
-        pools = topo_affinity(running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node,
-                              numa_to_cpu, hidden=rules["hidden"])
+        pools = topo_affinity(
+            running, all_logic_npus, npu_affinity, allowed_cpus, cpu_node, numa_to_cpu, hidden=rules["hidden"]
+        )
     if not pools:
         # global_slice built nothing (empty cpuset): the reference then fails printing the plan.
-        raise PlanError("no allowed CPUs: vllm-ascend builds no pool and fails with KeyError "
-                        "when it prints the plan", cpu_shortage=True)
+        raise PlanError(
+            "no allowed CPUs: vllm-ascend builds no pool and fails with KeyError when it prints the plan",
+            cpu_shortage=True,
+        )
     roles_type = device_type if a5 == "cluster" else None
     if a5 == "global":
         for npu, pool in pools.items():
@@ -334,15 +420,16 @@ def _rank_log(log, head, pools, running, ranks, roles_type, no_irq):
     npus = running if ranks is None else [npu for _rank, npu in ranks]
     bound = [npu for npu in npus if npu is not None and npu in pools]
     if no_irq:
-        lines = [va_log.plan_line(npu, cpu_roles.split_roles(pools[npu], False, npu), None)
-                 for npu in bound]
+        lines = [va_log.plan_line(npu, cpu_roles.split_roles(pools[npu], False, npu), None) for npu in bound]
     else:
         lines = va_log.plan_lines(bound, pools, roles_type)
     if len(bound) != len(npus):
         # some rank fails in print_plan: its warning takes the place of its line
         lines.reverse()
-        lines = [lines.pop() if npu is not None and npu in pools else
-                 bind_failure(rank, npu, pools) for rank, npu in enumerate(npus)]
+        lines = [
+            lines.pop() if npu is not None and npu in pools else bind_failure(rank, npu, pools)
+            for rank, npu in enumerate(npus)
+        ]
     append = log.append
     for rank, line in enumerate(lines):
         rank_text = str(rank)
@@ -350,4 +437,3 @@ def _rank_log(log, head, pools, running, ranks, roles_type, no_irq):
             append(before if after is None else before + rank_text + after)
         append(PLAN_HEADER)
         append(line)
-

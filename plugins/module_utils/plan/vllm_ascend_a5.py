@@ -12,14 +12,12 @@ from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpuset
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanError
 
-A950_NO_AFFINITY = ("[cpu_bind_ascend_950] NPU topo affinity not found. "
-                    "action: skip worker CPU binding.")
-A950_BAD_TPC = ("[cpu_bind_ascend_950] unsupported Thread(s) per core: %s. "
-                "action: skip worker CPU binding.")
-A950_INVALID_AFFINITY = ("[cpu_bind_ascend_950] invalid topo affinity. npu=%s, cpus=%s. "
-                         "action: skip worker CPU binding.")
-A950_INSUFFICIENT = ("[cpu_bind_ascend_950] insufficient CPU clusters. numa=%s, clusters=%s, "
-                     "npus=%s. action: skip worker CPU binding.")
+A950_NO_AFFINITY = "[cpu_bind_ascend_950] NPU topo affinity not found. action: skip worker CPU binding."
+A950_BAD_TPC = "[cpu_bind_ascend_950] unsupported Thread(s) per core: %s. action: skip worker CPU binding."
+A950_INVALID_AFFINITY = "[cpu_bind_ascend_950] invalid topo affinity. npu=%s, cpus=%s. action: skip worker CPU binding."
+A950_INSUFFICIENT = (
+    "[cpu_bind_ascend_950] insufficient CPU clusters. numa=%s, clusters=%s, npus=%s. action: skip worker CPU binding."
+)
 A950_NO_UVB = "[cpu_bind_ascend_950] no available NUMA0 CPUs for uvb_poll_window_thread."
 
 
@@ -28,8 +26,18 @@ def uvb_pool(numa_to_cpu, allowed_cpus):
     return cpuset.subtract(cpuset.keep(numa_to_cpu.get(0, cpuset.EMPTY), allowed_cpus), [0])
 
 
-def ascend950(running, candidates, npu_affinity, allowed_cpus, cpu_node, numa_to_cpu,
-              threads_per_core, uvb_cpus, nodes_of, cores=cpu_roles.ASCEND_950_PHYSICAL_CPUS_PER_CLUSTER):
+def ascend950(
+    running,
+    candidates,
+    npu_affinity,
+    allowed_cpus,
+    cpu_node,
+    numa_to_cpu,
+    threads_per_core,
+    uvb_cpus,
+    nodes_of,
+    cores=cpu_roles.ASCEND_950_PHYSICAL_CPUS_PER_CLUSTER,
+):
     """Ascend 950 clusters. Returns ``(pools, warning)``; pools None means the worker skips.
     ``candidates``: ``candidate_npus``; ``nodes_of``: the NUMA nodes of CPUs (KeyError text);
     ``cores``: physical cores per cluster (the device type's ``cluster_cores``)."""
@@ -48,9 +56,10 @@ def ascend950(running, candidates, npu_affinity, allowed_cpus, cpu_node, numa_to
         numa_to_npus.setdefault(nodes.pop(), []).append(npu)
     final = {}
     for node, npu_list in numa_to_npus.items():
-        cpus = cpuset.subtract(cpuset.keep(cpuset.sorted_all(numa_to_cpu.get(node, cpuset.EMPTY)),
-                                           allowed_set), uvb_cpus)
-        clusters = [cpus[i:i + size] for i in range(0, len(cpus) - len(cpus) % size, size)]
+        cpus = cpuset.subtract(
+            cpuset.keep(cpuset.sorted_all(numa_to_cpu.get(node, cpuset.EMPTY)), allowed_set), uvb_cpus
+        )
+        clusters = [cpus[i : i + size] for i in range(0, len(cpus) - len(cpus) % size, size)]
         npu_list = sorted(npu_list)
         if len(clusters) < len(npu_list):
             return None, A950_INSUFFICIENT % (node, len(clusters), npu_list)

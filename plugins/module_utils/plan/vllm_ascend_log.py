@@ -49,8 +49,7 @@ def pool_plan_line(npu, pool, device_type):
 
 def plan_lines(npus, pools, device_type):
     """``[pool_plan_line(npu, pools[npu], device_type) for npu in npus]``."""
-    return [plan_line(npu, allocate({npu: pools[npu]}, device_type)[npu], device_type)
-            for npu in npus]
+    return [plan_line(npu, allocate({npu: pools[npu]}, device_type)[npu], device_type) for npu in npus]
 
 
 def check_pools(pools, device_type):
@@ -78,5 +77,5 @@ def rank_templates(head):
             templates.append((line, None))
         else:
             # the "0" at ``cut`` is the rank
-            templates.append((line[:cut], line[cut + 1:]))
+            templates.append((line[:cut], line[cut + 1 :]))
     return templates

@@ -43,8 +43,7 @@ ENTRY = UTILS + ".standalone.binder"
 SHIPPED_LAYERS = ("errors", "cpus", "host", "parse", "model", "standalone")
 MAIN = ("from %s import main\n\nraise SystemExit(main())\n" % ENTRY).encode("ascii")
 _PYTHON_RE = re.compile(r"^/[A-Za-z0-9_./+-]+\Z")
-_PATH_RE = re.compile(r"^%s/(?:[a-z_][a-z0-9_]*/)?[a-z_][a-z0-9_]*\.py\Z"
-                      % re.escape(UTILS.replace(".", "/")))
+_PATH_RE = re.compile(r"^%s/(?:[a-z_][a-z0-9_]*/)?[a-z_][a-z0-9_]*\.py\Z" % re.escape(UTILS.replace(".", "/")))
 _STRING_IMPORTS = ("import_module", "__import__")
 MARSHAL_VERSION = 2
 
@@ -64,14 +63,19 @@ def compiled(name, data):
     # refcount is above 1, which depends on what else the rendering process holds (interned
     # names other modules use), so the same source gave different bytes in two processes and
     # a re-run would rewrite the binder; format 2 writes no references
-    return (importlib.util.MAGIC_NUMBER + b"\x01\x00\x00\x00" +
-            importlib.util.source_hash(data) + marshal.dumps(code, MARSHAL_VERSION))
+    return (
+        importlib.util.MAGIC_NUMBER
+        + b"\x01\x00\x00\x00"
+        + importlib.util.source_hash(data)
+        + marshal.dumps(code, MARSHAL_VERSION)
+    )
 
 
 def is_package(name):
     """module_utils and its layer folders are packages; every other name is a module."""
-    return name == UTILS or (name.startswith(UTILS + ".") and name.count(".") == UTILS.count(".") + 1
-                             and name.rsplit(".", 1)[1] != "errors")
+    return name == UTILS or (
+        name.startswith(UTILS + ".") and name.count(".") == UTILS.count(".") + 1 and name.rsplit(".", 1)[1] != "errors"
+    )
 
 
 def _resolve(module, node):
@@ -81,7 +85,7 @@ def _resolve(module, node):
     base = package.split(".")
     if node.level - 1 >= len(base):
         raise WrapperError("binder source %s: relative import beyond the top" % module)
-    base = base[:len(base) - (node.level - 1)]
+    base = base[: len(base) - (node.level - 1)]
     return ".".join(base + ([node.module] if node.module else []))
 
 
@@ -106,8 +110,7 @@ def imports(module, data):
                 found.append(base)
         elif isinstance(node, ast.Call):
             func = node.func
-            if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) \
-                    in _STRING_IMPORTS:
+            if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in _STRING_IMPORTS:
                 raise WrapperError("binder source %s: a computed import cannot be shipped" % module)
     return found
 
@@ -122,14 +125,15 @@ def check_import(module, name):
     """WrapperError unless ``module`` may import ``name`` in the zipapp: the standard library
     or a shipped layer of module_utils."""
     if name == "ansible_collections" or name.startswith("ansible_collections."):
-        layer = name[len(UTILS) + 1:].split(".", 1)[0] if name.startswith(UTILS + ".") else None
+        layer = name[len(UTILS) + 1 :].split(".", 1)[0] if name.startswith(UTILS + ".") else None
         if layer not in SHIPPED_LAYERS:
-            raise WrapperError("binder source %s imports %s, which the binder does not ship "
-                               "(it may import %s)" % (module, name, ", ".join(SHIPPED_LAYERS)))
+            raise WrapperError(
+                "binder source %s imports %s, which the binder does not ship "
+                "(it may import %s)" % (module, name, ", ".join(SHIPPED_LAYERS))
+            )
         return True
     if not _stdlib(name):
-        raise WrapperError("binder source %s imports %s, which is not in the standard library"
-                           % (module, name))
+        raise WrapperError("binder source %s imports %s, which is not in the standard library" % (module, name))
     return False
 
 
@@ -158,9 +162,11 @@ def reader(modules):
     def read(name):
         spec = getattr(by_name.get(name), "__spec__", None)
         if spec is None or not hasattr(spec.loader, "get_data"):
-            raise WrapperError("binder source %s is not among the modules the module imports: "
-                               "it would be missing on the host" % name)
+            raise WrapperError(
+                "binder source %s is not among the modules the module imports: it would be missing on the host" % name
+            )
         return spec.loader.get_data(spec.origin)
+
     return read
 
 
@@ -186,8 +192,9 @@ def render(sources, python="/usr/bin/env python3", bytecode=True):
     entries = [_entry("__main__.py", MAIN)]
     files = archive_sources(sources)
     for path in sorted(files):
-        if not _PATH_RE.match(path) and not (path.endswith("/__init__.py") and
-                                             (UTILS.replace(".", "/") + "/").startswith(path[:-11])):
+        if not _PATH_RE.match(path) and not (
+            path.endswith("/__init__.py") and (UTILS.replace(".", "/") + "/").startswith(path[:-11])
+        ):
             raise WrapperError("binder source %r is not a module_utils module file" % (path,))
         entries.append(_entry(path, files[path]))
         if bytecode:

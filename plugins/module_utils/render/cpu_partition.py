@@ -39,7 +39,14 @@ __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.model.cpu_partition_facts import (  # noqa: F401 pylint: disable=unused-import
-    DEFAULT_SMP_AFFINITY, DROPIN, STATE_FILE, TUNED_PROFILE, UNIT_DIR, WORKQUEUE_MASK, unit_dropin)
+    DEFAULT_SMP_AFFINITY,
+    DROPIN,
+    STATE_FILE,
+    TUNED_PROFILE,
+    UNIT_DIR,
+    WORKQUEUE_MASK,
+    unit_dropin,
+)
 from ansible_collections.npuops.fleet.plugins.module_utils.model.instance_files import unit_names
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import cpu_partition
 
@@ -65,15 +72,23 @@ def instance_dropins(names):
 def is_instance_dropin(path):
     """A partition drop-in of an instance's service (found on the host when taken back)."""
     parts = path.split("/")
-    return len(parts) == 6 and path.startswith(UNIT_DIR + "/vllm-") and parts[-1] == DROPIN \
+    return (
+        len(parts) == 6
+        and path.startswith(UNIT_DIR + "/vllm-")
+        and parts[-1] == DROPIN
         and parts[-2].endswith(".service.d")
+    )
 
 
 def every_file():
     """Every file a partition may write, in the order they are removed when it is taken back
     (the state file last)."""
     return [unit_dropin(row[0]) for row in cpu_partition.HELD_UNITS] + [
-        MANAGER_DROPIN, TMPFILES, TUNED_CONF, GRUB_DROPIN]
+        MANAGER_DROPIN,
+        TMPFILES,
+        TUNED_CONF,
+        GRUB_DROPIN,
+    ]
 
 
 def slice_dropin(section, cpus):
@@ -99,14 +114,17 @@ def tuned_profile(part, kernel_cmdline=False):
         "cgroup_ps_blacklist=%s" % TUNED_CGROUP_BLACKLIST,
     ]
     if not kernel_cmdline:
-        lines += ["", "[bootloader]", "# no kernel command line: nothing waits for a reboot",
-                  "enabled=false"]
+        lines += ["", "[bootloader]", "# no kernel command line: nothing waits for a reboot", "enabled=false"]
     return "\n".join(lines) + "\n"
 
 
 def grub_dropin(part):
-    return "\n".join([HEADER, 'GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX %s"'
-                      % " ".join(cpu_partition.kernel_cmdline(part))]) + "\n"
+    return (
+        "\n".join(
+            [HEADER, 'GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX %s"' % " ".join(cpu_partition.kernel_cmdline(part))]
+        )
+        + "\n"
+    )
 
 
 def masks(part):

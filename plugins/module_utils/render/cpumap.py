@@ -20,10 +20,11 @@ __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 
-LEGEND = ("I=IRQ M=main A=ACL R=release W=950 worker U=UVB !=in two pools "
-          ".=allowed, unused x=not allowed")
-LEGEND_BUDGET = ("I=IRQ M=main A=ACL R=release W=950 worker U=UVB G=GPU pool F=frontend "
-                 "r=reserved !=in two pools .=spare x=not allowed")
+LEGEND = "I=IRQ M=main A=ACL R=release W=950 worker U=UVB !=in two pools .=allowed, unused x=not allowed"
+LEGEND_BUDGET = (
+    "I=IRQ M=main A=ACL R=release W=950 worker U=UVB G=GPU pool F=frontend "
+    "r=reserved !=in two pools .=spare x=not allowed"
+)
 
 
 def cpu_roles_of(plan):
@@ -82,22 +83,27 @@ def render_text(plan, topology=None):
         for key, char in (("frontend", "F"), ("reserved", "r")):
             kept.update(dict.fromkeys(cpulist.parse(budget.get(key) or ""), char))
     lines = [head, LEGEND_BUDGET if kept or isinstance(budget, dict) else LEGEND]
-    width = max([len(cpulist.format(c)) for dummy, c in nodes] + [7] +
-                [len(e.get("pool_order") or e.get("pool") or "") for e in (plan.get("npus") or {}).values()])
+    width = max(
+        [len(cpulist.format(c)) for dummy, c in nodes]
+        + [7]
+        + [len(e.get("pool_order") or e.get("pool") or "") for e in (plan.get("npus") or {}).values()]
+    )
     for node, cpus in nodes:
         row = "".join(_cpu_char(cpu, owners, uvb, allowed, kept) for cpu in cpus)
         lines.append("node %-3s %-*s  %s" % (node, width, cpulist.format(cpus), row))
     for key in sorted(plan.get("npus") or {}, key=_num):
         entry = plan["npus"][key]
         chars = "".join(char for dummy, char in _npu_chars(entry, plan.get("mode")))
-        where = ",".join(str(n) for n in entry.get("pool_nodes") or entry.get("numa_nodes") or
-                         []) or "-"
-        lines.append("NPU%-5s %-*s  node %-3s %s" % (key, width, entry.get("pool_order") or entry.get("pool"),
-                                                     where, chars))
+        where = ",".join(str(n) for n in entry.get("pool_nodes") or entry.get("numa_nodes") or []) or "-"
+        lines.append(
+            "NPU%-5s %-*s  node %-3s %s" % (key, width, entry.get("pool_order") or entry.get("pool"), where, chars)
+        )
     for key in sorted(plan.get("gpus") or {}, key=_num):
         entry = plan["gpus"][key]
-        lines.append("GPU%-5s %-*s  node %-3s nic %s (%s)" % (
-            key, width, entry.get("pool"), entry.get("numa_node"), entry.get("nic"), entry.get("link")))
+        lines.append(
+            "GPU%-5s %-*s  node %-3s nic %s (%s)"
+            % (key, width, entry.get("pool"), entry.get("numa_node"), entry.get("nic"), entry.get("link"))
+        )
     if uvb:
         lines.append("UVB      %-*s" % (width, plan.get("uvb")))
     for name in sorted(plan.get("instances") or {}):
@@ -105,8 +111,10 @@ def render_text(plan, topology=None):
         if "frontend" not in inst:
             continue
         where = ",".join(str(n) for n in inst.get("frontend_nodes") or []) or "-"
-        lines.append("%-8s %-*s  node %-3s frontend (%s)" % (
-            name, width, inst.get("frontend") or "-", where, inst.get("frontend_source")))
+        lines.append(
+            "%-8s %-*s  node %-3s frontend (%s)"
+            % (name, width, inst.get("frontend") or "-", where, inst.get("frontend_source"))
+        )
     return "\n".join(lines)
 
 

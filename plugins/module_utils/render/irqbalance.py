@@ -35,9 +35,15 @@ def state_document(targets):
     rows = []
     for target in targets:
         device = re.match(r"^(?:NPU|GPU)(\d+)", target["device"])
-        rows.append({"irq": target["irq"], "device": int(device.group(1)) if device else None,
-                     "label": target["device"], "role": target["role"],
-                     "cpus": cpulist.format(target["cpus"])})
+        rows.append(
+            {
+                "irq": target["irq"],
+                "device": int(device.group(1)) if device else None,
+                "label": target["device"],
+                "role": target["role"],
+                "cpus": cpulist.format(target["cpus"]),
+            }
+        )
     return {"schema": 1, "irqs": sorted(rows, key=lambda r: r["irq"])}
 
 
@@ -56,12 +62,16 @@ def merge_state(document, current, npus):
     except (ValueError, RecursionError, AttributeError):
         rows = None
     if not isinstance(rows, list) or not all(
-            isinstance(r, dict) and isinstance(r.get("irq"), int) and not isinstance(r.get("irq"), bool) for r in rows):
+        isinstance(r, dict) and isinstance(r.get("irq"), int) and not isinstance(r.get("irq"), bool) for r in rows
+    ):
         return document, "not an IRQ state file (replaced by this run's IRQs)"
     new_irqs = set(r["irq"] for r in document["irqs"])
     new_labels = set(r["label"] for r in document["irqs"])
-    kept = [r for r in rows if r["irq"] not in new_irqs and r.get("label") not in new_labels
-            and r.get("device") not in set(npus)]
+    kept = [
+        r
+        for r in rows
+        if r["irq"] not in new_irqs and r.get("label") not in new_labels and r.get("device") not in set(npus)
+    ]
     return dict(document, irqs=sorted(kept + document["irqs"], key=lambda r: r["irq"])), None
 
 
@@ -80,13 +90,17 @@ def _ban_cpus(lines, cpus, source, warnings):
     assign = re.compile(r"^\s*(?:export\s+)?IRQBALANCE_BANNED_CPULIST=")
     cpulist_at = [i for i, line in enumerate(lines) if assign.match(line)]
     if parsed["banned_cpus_from"] == "IRQBALANCE_BANNED_CPUS":
-        warnings.append("%s: IRQBALANCE_BANNED_CPUS is set; irqbalance reads it before "
-                        "IRQBALANCE_BANNED_CPULIST, so the worker CPUs %s are not banned" % (source, cpus))
+        warnings.append(
+            "%s: IRQBALANCE_BANNED_CPUS is set; irqbalance reads it before "
+            "IRQBALANCE_BANNED_CPULIST, so the worker CPUs %s are not banned" % (source, cpus)
+        )
         return lines
     mine = [i for i in cpulist_at if i - 1 in ours_at]
     if cpulist_at and not mine:
-        warnings.append("%s: IRQBALANCE_BANNED_CPULIST is the user's own and is kept; irqbalance may "
-                        "place other IRQs on the worker CPUs %s" % (source, cpus))
+        warnings.append(
+            "%s: IRQBALANCE_BANNED_CPULIST is the user's own and is kept; irqbalance may "
+            "place other IRQs on the worker CPUs %s" % (source, cpus)
+        )
         return lines
     line = "IRQBALANCE_BANNED_CPULIST=%s" % cpus
     if mine:
@@ -96,8 +110,9 @@ def _ban_cpus(lines, cpus, source, warnings):
     return lines
 
 
-def render_irqbalance_config(current, irqs, keep_previous=False, source="irqbalance config",
-                             banned_cpus=None, warnings=None):
+def render_irqbalance_config(
+    current, irqs, keep_previous=False, source="irqbalance config", banned_cpus=None, warnings=None
+):
     """``current`` config text with ``--banirq=N`` for ``irqs`` in ``IRQBALANCE_ARGS`` and, with
     ``banned_cpus`` (the plan's worker CPUs), ``IRQBALANCE_BANNED_CPULIST`` so irqbalance places
     no other IRQ on them.
@@ -123,8 +138,10 @@ def render_irqbalance_config(current, irqs, keep_previous=False, source="irqbala
     kept.extend("--banirq=%d" % irq for irq in sorted(wanted - present))
     for token in kept:
         if not _SAFE_ARG_RE.match(token):
-            raise IrqError("%s: IRQBALANCE_ARGS option %r cannot be rewritten safely; "
-                           "edit it by hand or use irqbalance: ignore" % (source, token))
+            raise IrqError(
+                "%s: IRQBALANCE_ARGS option %r cannot be rewritten safely; "
+                "edit it by hand or use irqbalance: ignore" % (source, token)
+            )
     marker = "%s %s" % (BAN_MARKER, " ".join(str(i) for i in sorted(wanted)))
     args_line = 'IRQBALANCE_ARGS="%s"' % " ".join(kept)
     if args_at is None:

@@ -26,7 +26,9 @@ from ansible_collections.npuops.fleet.plugins.module_utils.host import yaml_subs
 from ansible_collections.npuops.fleet.plugins.module_utils.model import schema, vendors
 from ansible_collections.npuops.fleet.plugins.module_utils.render import launch_flags
 from ansible_collections.npuops.fleet.plugins.module_utils.render.plan_json import (  # noqa: F401 pylint: disable=unused-import
-    PLAN_JSON_SCHEMA, render_plan_json)
+    PLAN_JSON_SCHEMA,
+    render_plan_json,
+)
 
 NAME_RE = schema.INSTANCE_NAME
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -34,11 +36,33 @@ ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 # ``set -e`` aborts the wrapper) and special ones whose value bash makes up or resets (the
 # value never reaches vLLM). test_launch checks the list against the installed bash.
 BASH_READONLY = frozenset(["SHELLOPTS", "BASHOPTS", "UID", "EUID", "PPID", "BASH_VERSINFO"])
-BASH_SPECIAL = frozenset([
-    "GROUPS", "FUNCNAME", "RANDOM", "SRANDOM", "LINENO", "_", "SECONDS", "EPOCHSECONDS",
-    "EPOCHREALTIME", "BASHPID", "BASH_ARGV", "BASH_ARGC", "BASH_LINENO", "BASH_SOURCE",
-    "BASH_SUBSHELL", "BASH_COMMAND", "BASH_ALIASES", "BASH_CMDS", "DIRSTACK", "HISTCMD",
-    "PIPESTATUS", "OPTIND", "SHLVL"])
+BASH_SPECIAL = frozenset(
+    [
+        "GROUPS",
+        "FUNCNAME",
+        "RANDOM",
+        "SRANDOM",
+        "LINENO",
+        "_",
+        "SECONDS",
+        "EPOCHSECONDS",
+        "EPOCHREALTIME",
+        "BASHPID",
+        "BASH_ARGV",
+        "BASH_ARGC",
+        "BASH_LINENO",
+        "BASH_SOURCE",
+        "BASH_SUBSHELL",
+        "BASH_COMMAND",
+        "BASH_ALIASES",
+        "BASH_CMDS",
+        "DIRSTACK",
+        "HISTCMD",
+        "PIPESTATUS",
+        "OPTIND",
+        "SHLVL",
+    ]
+)
 # Characters a path may hold to be written into a unit file as it is (ExecStart=, the binder's
 # arguments): no blank, quote, backslash, '$', '%' or ';', which systemd would expand or split.
 PATH_CHARS_RE = re.compile(r"^[A-Za-z0-9_./+,:=@~-]+\Z")
@@ -66,9 +90,10 @@ def check_dir(path, option):
     """``dest`` / ``unit_dir``: absolute, no ``.``/``..``, components of at most 255 bytes, and
     only characters a unit file carries as they are (``PATH_CHARS_RE``)."""
     if not isinstance(path, str) or not path.startswith("/") or not PATH_CHARS_RE.match(path):
-        raise WrapperError("%s: %s must be an absolute path of [A-Za-z0-9_./+,:=@~-] (no blank, "
-                           "quote, backslash, '$', '%%' or ';': the unit file names it)"
-                           % (option, _short(path)))
+        raise WrapperError(
+            "%s: %s must be an absolute path of [A-Za-z0-9_./+,:=@~-] (no blank, "
+            "quote, backslash, '$', '%%' or ';': the unit file names it)" % (option, _short(path))
+        )
     parts = [p for p in path.split("/") if p]
     if any(p in (".", "..") for p in parts):
         raise WrapperError("%s: %s has '.' or '..' components" % (option, _short(path)))
@@ -132,9 +157,11 @@ def instance_view(plan, name, npus=None, command=None):
     planned = _planned_devices(instance)
     if planned is not None and planned != visible:
         _check_planned(table, table_key, visible)
-        raise WrapperError("npus: %s are not the devices of plan instance %s (%s); npus must "
-                           "name the planned devices; leave npus out to use the plan instance's"
-                           % (",".join(map(str, visible)), name, ",".join(map(str, planned))))
+        raise WrapperError(
+            "npus: %s are not the devices of plan instance %s (%s); npus must "
+            "name the planned devices; leave npus out to use the plan instance's"
+            % (",".join(map(str, visible)), name, ",".join(map(str, planned)))
+        )
     devices = launch_flags.device_order(command, visible, row) if command else visible
     main, pool, nodes = set(), set(), set()
     gpu_entries = []
@@ -151,24 +178,27 @@ def instance_view(plan, name, npus=None, command=None):
         if row.is_gpu:
             if entry.get("numa_node") is not None:
                 nodes.add(int(entry["numa_node"]))
-            gpu_entries.append({"nic": entry.get("nic"), "numa_node": entry.get("numa_node"),
-                                "pool": sorted(dev_pool or dev_main)})
+            gpu_entries.append(
+                {"nic": entry.get("nic"), "numa_node": entry.get("numa_node"), "pool": sorted(dev_pool or dev_main)}
+            )
         else:
             nodes.update(int(n) for n in entry.get("numa_nodes") or [])
     env = {}
-    for source, extra in (("plan env", plan.get("env")),
-                          ("plan instance %s env" % name, instance.get("env"))):
+    for source, extra in (("plan env", plan.get("env")), ("plan instance %s env" % name, instance.get("env"))):
         if extra:
             # npu_cpu_plan writes the visibility variable into each instance's env: accepted
             # when it names the devices derived here (the wrapper exports that value itself).
             extra = check_env(extra, source)
             for var in row.visibility:
-                extra = drop_visibility(extra, var, visible, source,
-                                        "npus must name the planned devices; leave npus out "
-                                        "to use the plan instance's")
+                extra = drop_visibility(
+                    extra,
+                    var,
+                    visible,
+                    source,
+                    "npus must name the planned devices; leave npus out to use the plan instance's",
+                )
             env.update(extra)
-    if planned is not None and instance.get("main") and instance.get("pool") and \
-            sorted(devices) == sorted(visible):
+    if planned is not None and instance.get("main") and instance.get("pool") and sorted(devices) == sorted(visible):
         # the plan instance's own CPUs: what the plan decided, not a union recomputed here
         # (a --device-ids that uses only some of them: the CPUs of the devices it uses)
         source = "plan instance %s" % name
@@ -179,19 +209,30 @@ def instance_view(plan, name, npus=None, command=None):
     host_cpus = set()
     for node, cpus in sorted((plan.get("numa_nodes") or {}).items()):
         host_cpus.update(_cpus(cpus, "plan numa_nodes %s" % node) if cpus else [])
-    return {"name": name, "vendor": vendor, "devices": devices, "visible": visible,
-            "main": sorted(main),
-            "pool": sorted(pool), "numa_nodes": sorted(nodes), "env": env,
-            "frontend": sorted(frontend), "gpus": gpu_entries, "host_cpus": sorted(host_cpus),
-            "device_type": plan.get("device_type"), "mode": plan.get("mode")}
+    return {
+        "name": name,
+        "vendor": vendor,
+        "devices": devices,
+        "visible": visible,
+        "main": sorted(main),
+        "pool": sorted(pool),
+        "numa_nodes": sorted(nodes),
+        "env": env,
+        "frontend": sorted(frontend),
+        "gpus": gpu_entries,
+        "host_cpus": sorted(host_cpus),
+        "device_type": plan.get("device_type"),
+        "mode": plan.get("mode"),
+    }
 
 
 def _check_planned(table, table_key, devices):
     """WrapperError naming the first of ``devices`` the plan's table has no entry for."""
     for dev in devices:
         if not isinstance(table.get(str(dev)), dict):
-            raise WrapperError("plan: %s %d is not in the plan (planned: %s)"
-                               % (table_key[:-1].upper(), dev, ", ".join(sorted(table))))
+            raise WrapperError(
+                "plan: %s %d is not in the plan (planned: %s)" % (table_key[:-1].upper(), dev, ", ".join(sorted(table)))
+            )
 
 
 def _planned_devices(instance):
@@ -209,8 +250,7 @@ def _planned_devices(instance):
 def _node_list(value, source):
     if value is None:
         return []
-    if not isinstance(value, list) or not all(
-            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in value):
+    if not isinstance(value, list) or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in value):
         raise WrapperError("%s: %r is not a list of NUMA node ids" % (source, value))
     return value
 
@@ -240,10 +280,16 @@ def drop_visibility(env, var, devices, source, hint=None):
     value = out.pop(var)
     if _device_ids(value.replace(" ", "")) != list(devices):
         expected = ",".join(str(d) for d in devices)
-        raise WrapperError("%s: %s=%s contradicts the instance's devices (%s); %s"
-                           % (source, var, value, expected,
-                              hint or "the wrapper exports %s itself: leave it out of env and "
-                              "choose the devices with npus" % var))
+        raise WrapperError(
+            "%s: %s=%s contradicts the instance's devices (%s); %s"
+            % (
+                source,
+                var,
+                value,
+                expected,
+                hint or "the wrapper exports %s itself: leave it out of env and choose the devices with npus" % var,
+            )
+        )
     return out
 
 
@@ -257,31 +303,43 @@ def check_env(env, source="env"):
     out = {}
     for key, value in env.items():
         if not isinstance(key, str) or not ENV_NAME_RE.match(key):
-            raise WrapperError("%s: %s is not a valid environment variable name"
-                               % (source, _short(key)))
+            raise WrapperError("%s: %s is not a valid environment variable name" % (source, _short(key)))
         if key in BASH_READONLY or key in BASH_SPECIAL:
-            raise WrapperError("%s: %s is a bash %s variable: the wrapper (bash) cannot pass it to "
-                               "vLLM" % (source, key, "readonly" if key in BASH_READONLY
-                                         else "special"))
+            raise WrapperError(
+                "%s: %s is a bash %s variable: the wrapper (bash) cannot pass it to "
+                "vLLM" % (source, key, "readonly" if key in BASH_READONLY else "special")
+            )
         if isinstance(value, bool):
             value = "1" if value else "0"
         if value is None:
             # null would export NAME='' silently
-            raise WrapperError("%s: %s: value must be a string, a number or a boolean, got null "
-                               "(quote it; '' for an empty value)" % (source, key))
+            raise WrapperError(
+                "%s: %s: value must be a string, a number or a boolean, got null "
+                "(quote it; '' for an empty value)" % (source, key)
+            )
         if not isinstance(value, (str, int, float)):
             # str() would pass the Python repr ("['a', 'b']") to vLLM
-            raise WrapperError("%s: %s must be a string or a number, got a %s (join a list "
-                               "yourself, e.g. {{ items | join(',') }})"
-                               % (source, key, "list" if isinstance(value, (list, tuple))
-                                  else "mapping" if isinstance(value, dict)
-                                  else type(value).__name__))
+            raise WrapperError(
+                "%s: %s must be a string or a number, got a %s (join a list "
+                "yourself, e.g. {{ items | join(',') }})"
+                % (
+                    source,
+                    key,
+                    "list"
+                    if isinstance(value, (list, tuple))
+                    else "mapping"
+                    if isinstance(value, dict)
+                    else type(value).__name__,
+                )
+            )
         value = str(value)
         if "\x00" in value:
             raise WrapperError("%s: %s contains a NUL byte" % (source, key))
         if len(value) > MAX_ENV_VALUE:
-            raise WrapperError("%s: %s is longer than %d characters (the kernel's limit for one "
-                               "environment string)" % (source, key, MAX_ENV_VALUE))
+            raise WrapperError(
+                "%s: %s is longer than %d characters (the kernel's limit for one "
+                "environment string)" % (source, key, MAX_ENV_VALUE)
+            )
         out[key] = value
     return out
 
@@ -296,13 +354,14 @@ def check_command(command):
         if "\x00" in arg:
             raise WrapperError("command[%d]: contains a NUL byte" % index)
     if not command[0] or command[0].startswith("-"):
-        raise WrapperError("command[0]: %r must be the program to run (vllm, python3, ...)"
-                           % (command[0],))
+        raise WrapperError("command[0]: %r must be the program to run (vllm, python3, ...)" % (command[0],))
     if len(command) == 1 and len(command[0].split()) > 1:
         # Ansible turns a string given for a list option into a one-element list: exec would
         # look for a program named after the whole line and the service could never start
-        raise WrapperError("command: %s is one string; give the command as a list of arguments, "
-                           "e.g. [vllm, serve, /models/m, --port, '8000']" % _short(command[0]))
+        raise WrapperError(
+            "command: %s is one string; give the command as a list of arguments, "
+            "e.g. [vllm, serve, /models/m, --port, '8000']" % _short(command[0])
+        )
     return list(command)
 
 
@@ -322,12 +381,12 @@ def merge_additional_config(command, settings):
         try:
             value = json.loads(text)
         except (ValueError, RecursionError) as err:
-            raise WrapperError("command %s: --additional-config is not valid JSON (%s): %s"
-                               % (where, str(err)[:200], _short(text)))
+            raise WrapperError(
+                "command %s: --additional-config is not valid JSON (%s): %s" % (where, str(err)[:200], _short(text))
+            )
         yaml_subset.check_depth(value, "command %s: --additional-config" % where, WrapperError)
         if not isinstance(value, dict):
-            raise WrapperError("command %s: --additional-config must be a JSON object, got %s"
-                               % (where, _short(text)))
+            raise WrapperError("command %s: --additional-config must be a JSON object, got %s" % (where, _short(text)))
         for key, new in settings.items():
             if key in value and value[key] != new:
                 overridden.append(key)
@@ -346,7 +405,7 @@ def merge_additional_config(command, settings):
                 index += 1
                 break
             if arg.startswith(flag + "="):
-                argv[index] = flag + "=" + merged(arg[len(flag) + 1:], "[%d]" % index)
+                argv[index] = flag + "=" + merged(arg[len(flag) + 1 :], "[%d]" % index)
                 found = True
                 break
         index += 1
@@ -368,8 +427,10 @@ def launch_argv(view, command, binding="host", vllm=None):
         # Our binder owns the threads; vllm-ascend's in-process binding would re-pin them.
         argv, overridden = merge_additional_config(argv, {"enable_cpu_binding": False})
         if overridden:
-            warnings.append("command: enable_cpu_binding in --additional-config was set to false "
-                            "because binding=host (our binder pins the workers)")
+            warnings.append(
+                "command: enable_cpu_binding in --additional-config was set to false "
+                "because binding=host (our binder pins the workers)"
+            )
     plain = launch_flags.numa_flags(view, argv, binding, vllm, start_cpus(view))
     warnings.extend(plain["warnings"])
     argv = argv + plain["add"]
@@ -406,8 +467,13 @@ def numa_bind_args(view, argv):
     nodes = [g.get("numa_node") for g in gpus]
     if not gpus or not all(isinstance(n, int) and not isinstance(n, bool) for n in nodes):
         return argv, []
-    return (argv + ["--numa-bind", "--numa-bind-nodes"] + [str(n) for n in nodes] +
-            ["--numa-bind-cpus"] + [cpulist.format(g["pool"]) for g in gpus]), []
+    return (
+        argv
+        + ["--numa-bind", "--numa-bind-nodes"]
+        + [str(n) for n in nodes]
+        + ["--numa-bind-cpus"]
+        + [cpulist.format(g["pool"]) for g in gpus]
+    ), []
 
 
 def gpu_env(view):
@@ -429,8 +495,7 @@ def gpu_env(view):
 def visibility_env(view):
     """The visibility variable and its value: the instance's visible devices (``--device-ids``
     picks among them)."""
-    return visibility_var(view["vendor"]), ",".join(
-        str(d) for d in view.get("visible") or view["devices"])
+    return visibility_var(view["vendor"]), ",".join(str(d) for d in view.get("visible") or view["devices"])
 
 
 def quote_always(value):
@@ -455,8 +520,7 @@ def render_wrapper(view, command, env=None, binding="host", vllm=None):
     lines = [
         "#!/usr/bin/env bash",
         "# vLLM instance %s, generated by npuops.fleet vllm_launch_wrapper; do not edit." % view["name"],
-        "# devices: %s  main CPUs: %s  binding: %s"
-        % (devices, cpulist.format(view["main"]), binding),
+        "# devices: %s  main CPUs: %s  binding: %s" % (devices, cpulist.format(view["main"]), binding),
         "# vLLM: %s" % launch_flags.describe(view, vllm),
         # Arguments are single-quoted on purpose: '$(...)' and '\\' must stay literal.
         "# shellcheck disable=SC1003,SC2016",
@@ -467,8 +531,9 @@ def render_wrapper(view, command, env=None, binding="host", vllm=None):
     lines.extend("unset %s" % name for name in row.clear)
     for name in row.clear:
         if name in merged_env:
-            raise WrapperError("env: %s would renumber the devices under %s; the wrapper unsets "
-                               "it" % (name, "/".join(row.visibility)))
+            raise WrapperError(
+                "env: %s would renumber the devices under %s; the wrapper unsets it" % (name, "/".join(row.visibility))
+            )
     for key in sorted(merged_env):
         lines.append("export %s=%s" % (key, quote_always(merged_env[key])))
     lines.append("")

@@ -57,9 +57,11 @@ def check_device_ids(view, argv, vllm):
     except ValueError as err:
         raise WrapperError(str(err))
     if vllm_flags.state(_version(vllm), vllm_flags.DEVICE_IDS) is False:
-        raise WrapperError("command: --device-ids: vLLM %s has no --device-ids (vLLM %s+) and "
-                           "would exit on it; choose the devices with npus instead"
-                           % (describe(view, vllm), vllm_flags.BY_KEY[vllm_flags.DEVICE_IDS].since))
+        raise WrapperError(
+            "command: --device-ids: vLLM %s has no --device-ids (vLLM %s+) and "
+            "would exit on it; choose the devices with npus instead"
+            % (describe(view, vllm), vllm_flags.BY_KEY[vllm_flags.DEVICE_IDS].since)
+        )
 
 
 def _host_cpus(view):
@@ -78,26 +80,38 @@ def numa_flags(view, argv, binding, vllm, start):
         return out
     since = vllm_flags.BY_KEY[vllm_flags.NUMA_BIND].since
     has = vllm_flags.state(_version(vllm), vllm_flags.NUMA_BIND)
-    on = [a for a in argv[1:] if a in NUMA_ON or a.startswith(tuple(n + "=" for n in NUMA_ON))
-          or a in NUMA_LISTS or a.startswith(tuple(n + "=" for n in NUMA_LISTS))]
+    on = [
+        a
+        for a in argv[1:]
+        if a in NUMA_ON
+        or a.startswith(tuple(n + "=" for n in NUMA_ON))
+        or a in NUMA_LISTS
+        or a.startswith(tuple(n + "=" for n in NUMA_LISTS))
+    ]
     off = [a for a in argv[1:] if a in NUMA_OFF]
     if binding == "vllm":
         if has is False:
-            out["warnings"].append("vLLM %s has no --numa-bind (vLLM %s+): binding vllm passes "
-                                   "no NUMA lists, vLLM starts unbound" % (describe(view, vllm), since))
+            out["warnings"].append(
+                "vLLM %s has no --numa-bind (vLLM %s+): binding vllm passes "
+                "no NUMA lists, vLLM starts unbound" % (describe(view, vllm), since)
+            )
             out["numa"] = "none (vLLM before %s)" % since
             return out
         if has is None:
-            out["warnings"].append("vLLM version unknown: --numa-bind is passed for binding vllm, "
-                                   "and a vLLM before %s exits on it; set vllm_version or make "
-                                   "the instance's environment readable" % since)
+            out["warnings"].append(
+                "vLLM version unknown: --numa-bind is passed for binding vllm, "
+                "and a vLLM before %s exits on it; set vllm_version or make "
+                "the instance's environment readable" % since
+            )
         out["lists"] = True
         out["numa"] = "vllm (--numa-bind with the plan's nodes and CPUs)"
         return out
     if on:
-        raise WrapperError("command: %s: vLLM's own NUMA binding would compete with binding: host "
-                           "(the binder owns the CPUs and memory); remove it, or use "
-                           "binding: vllm" % on[0])
+        raise WrapperError(
+            "command: %s: vLLM's own NUMA binding would compete with binding: host "
+            "(the binder owns the CPUs and memory); remove it, or use "
+            "binding: vllm" % on[0]
+        )
     if off:
         out["numa"] = "off (--no-numa-bind, from the command)"
     elif has:
@@ -113,8 +127,12 @@ def numa_flags(view, argv, binding, vllm, start):
             "vLLM version unknown: --no-numa-bind left out (a vLLM before %s exits on it). "
             "vLLM %s+ binds NUMA by itself when started on every CPU of the host: this instance "
             "starts on %s%s; set vllm_version, or name the environment in the command "
-            "(/path/venv/bin/vllm)" % (
-                since, vllm_flags.BY_KEY[vllm_flags.NUMA_BIND_AUTO].since, cpulist.format(start),
-                " - every CPU, so it would" if whole else
-                (" - not every CPU, so it cannot" if hosts else "")))
+            "(/path/venv/bin/vllm)"
+            % (
+                since,
+                vllm_flags.BY_KEY[vllm_flags.NUMA_BIND_AUTO].since,
+                cpulist.format(start),
+                " - every CPU, so it would" if whole else (" - not every CPU, so it cannot" if hosts else ""),
+            )
+        )
     return out

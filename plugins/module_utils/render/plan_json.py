@@ -56,16 +56,19 @@ def plan_json_doc(plan, view, binding="host", vllm=None):
     key = vendors.of_plan(plan).device_key
     table = plan.get(key) or {}
     keep = _ENTRY_FIELDS.get(key, ())
-    doc = {"numa_nodes": plan.get("numa_nodes") or {},
-           key: dict((str(dev), dict((f, table[str(dev)][f]) for f in keep
-                                     if f in table[str(dev)]))
-                     for dev in view["devices"] if isinstance(table.get(str(dev)), dict))}
+    doc = {
+        "numa_nodes": plan.get("numa_nodes") or {},
+        key: dict(
+            (str(dev), dict((f, table[str(dev)][f]) for f in keep if f in table[str(dev)]))
+            for dev in view["devices"]
+            if isinstance(table.get(str(dev)), dict)
+        ),
+    }
     if plan.get("worker_start") is not None:
         doc["worker_start"] = plan["worker_start"]
     engine = worker_start.ENGINE_OF_VENDOR.get(view.get("vendor"))
     if engine == "vllm" and isinstance(vllm, dict) and vllm.get("version"):
-        doc["worker_start"] = dict(worker_start.decide(engine, vllm["version"]),
-                                   source=vllm.get("source"))
+        doc["worker_start"] = dict(worker_start.decide(engine, vllm["version"]), source=vllm.get("source"))
     doc["npuops_instance"] = {
         "schema": PLAN_JSON_SCHEMA,
         "name": view["name"],

@@ -24,8 +24,7 @@ VNPU_CFG = "/etc/vnpu.cfg"
 _MODE = re.compile(r"^0?[0-7]{3,4}\Z")
 MAX_CHIP_ID = 65535  # far above any host (16 dies on an A3); a directory name, not a count
 # (path, mode) of the fixed directories, owned by root
-FIXED_DIRS = (("/etc/enpu", 0o755), ("/var/log/mindx-dl", 0o755),
-              ("/var/log/mindx-dl/devicePlugin", 0o750))
+FIXED_DIRS = (("/etc/enpu", 0o755), ("/var/log/mindx-dl", 0o755), ("/var/log/mindx-dl/devicePlugin", 0o750))
 
 
 def normal_root(root):
@@ -46,10 +45,8 @@ def chip_ids(topology=None, chips=None):
         chips = [chip_id(n) for n in npus if isinstance(n, dict)]
         if not chips or any(c is None for c in chips):
             raise NpuopsError("topology: no NPU with a phy_id or logic_id to create directories for")
-    if any(not isinstance(c, int) or isinstance(c, bool) or not 0 <= c <= MAX_CHIP_ID
-           for c in chips):
-        raise NpuopsError("chips: physical ids must be integers from 0 to %d, got %r"
-                          % (MAX_CHIP_ID, chips))
+    if any(not isinstance(c, int) or isinstance(c, bool) or not 0 <= c <= MAX_CHIP_ID for c in chips):
+        raise NpuopsError("chips: physical ids must be integers from 0 to %d, got %r" % (MAX_CHIP_ID, chips))
     return sorted(set(chips))
 
 
@@ -61,15 +58,15 @@ def parse_mode(text, allow_world_writable=False):
     or replace another's files in it) unless ``allow_world_writable``.
     """
     if not isinstance(text, str) or not _MODE.match(text):
-        raise NpuopsError("mode: %r is not an octal mode (3 or 4 octal digits, e.g. '0750')"
-                          % (text,))
+        raise NpuopsError("mode: %r is not an octal mode (3 or 4 octal digits, e.g. '0750')" % (text,))
     mode = int(text, 8)
     if mode & 0o6000:
-        raise NpuopsError("mode: %s sets the setuid or setgid bit; a share directory needs "
-                          "neither" % text)
+        raise NpuopsError("mode: %s sets the setuid or setgid bit; a share directory needs neither" % text)
     if mode & 0o002 and not mode & 0o1000 and not allow_world_writable:
-        raise NpuopsError("mode: %s makes the directories world-writable without the sticky "
-                          "bit (use e.g. '1777', or set allow_world_writable)" % text)
+        raise NpuopsError(
+            "mode: %s makes the directories world-writable without the sticky "
+            "bit (use e.g. '1777', or set allow_world_writable)" % text
+        )
     return mode
 
 

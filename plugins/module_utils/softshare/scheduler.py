@@ -25,12 +25,12 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model.rules import is
 
 RULES = ("shipped", "rfc")
 POLICIES = ("fixed-share", "elastic", "best-effort")
-AICORE_BUDGET = 100                 # percent of one chip's AI cores
-MAX_SCORE = 200                     # exact-fit score (shipped and RFC)
-MAX_NODE_NPU_NUM = 16               # shipped: node score x max NPUs per node
-RFC_COMBINED_LIMIT = 1.0            # RFC: a chip's AI-core share + HBM share <= 100 %
-RFC_THRESHOLD = 0.25                # RFC: ... with at least 25 % of that combined share free
-RFC_USED_CHIP_SCORE_CAP = 15        # RFC: "used chips x 1, at most 15"
+AICORE_BUDGET = 100  # percent of one chip's AI cores
+MAX_SCORE = 200  # exact-fit score (shipped and RFC)
+MAX_NODE_NPU_NUM = 16  # shipped: node score x max NPUs per node
+RFC_COMBINED_LIMIT = 1.0  # RFC: a chip's AI-core share + HBM share <= 100 %
+RFC_THRESHOLD = 0.25  # RFC: ... with at least 25 % of that combined share free
+RFC_USED_CHIP_SCORE_CAP = 15  # RFC: "used chips x 1, at most 15"
 MB_PER_GB = 1024
 MAX_INT = (1 << 31) - 1
 # replicas of one job placed one by one (each placement counts for the next): bounded so a
@@ -62,8 +62,9 @@ def _as_int(value, source, what):
     except ValueError:
         number = None
     if number is None or abs(number) > MAX_INT:
-        raise SoftShareError(source, "%s must be an integer from %d to %d, got %s"
-                             % (what, -MAX_INT, MAX_INT, _short(value)))
+        raise SoftShareError(
+            source, "%s must be an integer from %d to %d, got %s" % (what, -MAX_INT, MAX_INT, _short(value))
+        )
     return number
 
 
@@ -76,16 +77,20 @@ def check_fleet(fleet):
         source = "fleet[%s]" % _short(host)
         topo = topology_of(entry)
         if not isinstance(topo, dict):
-            raise SoftShareError(source, "must be the host's npu_topology facts (a mapping), "
-                                 "got %s" % type(entry).__name__)
+            raise SoftShareError(
+                source, "must be the host's npu_topology facts (a mapping), got %s" % type(entry).__name__
+            )
         try:
             schema.check_topology(topo, source)
         except InputError as err:
             raise SoftShareError(source, err.msg)
         labels = entry.get("node_labels")
-        if labels is not None and not (isinstance(labels, dict) and all(
-                isinstance(k, str) and isinstance(v, (str, int)) and not isinstance(v, bool)
-                for k, v in labels.items())):
+        if labels is not None and not (
+            isinstance(labels, dict)
+            and all(
+                isinstance(k, str) and isinstance(v, (str, int)) and not isinstance(v, bool) for k, v in labels.items()
+            )
+        ):
             raise SoftShareError(source, "node_labels must map label names to text")
 
 
@@ -117,8 +122,10 @@ def validate_job(job, rules="shipped"):
     name = str(job.get("name") or "job")
     source = "job %s" % name
     problems = []
-    raw = {"aicore_quota": _pick(job, "aicore_quota", "aicoreQuota", JOB_LABEL_AICORE),
-           "hbm_quota": _pick(job, "hbm_quota", "hbmQuota", JOB_LABEL_HBM)}
+    raw = {
+        "aicore_quota": _pick(job, "aicore_quota", "aicoreQuota", JOB_LABEL_AICORE),
+        "hbm_quota": _pick(job, "hbm_quota", "hbmQuota", JOB_LABEL_HBM),
+    }
     values = {}
     for key, value in raw.items():
         if value is None:
@@ -137,8 +144,10 @@ def validate_job(job, rules="shipped"):
             request = None
     if request is not None and "aicore_quota" in values and request != values["aicore_quota"]:
         if rules == "shipped":
-            problems.append("request %d must equal aicore_quota %d (the device plugin rejects the "
-                            "pod otherwise)" % (request, values["aicore_quota"]))
+            problems.append(
+                "request %d must equal aicore_quota %d (the device plugin rejects the "
+                "pod otherwise)" % (request, values["aicore_quota"])
+            )
         else:
             values["aicore_quota"] = request
     aicore = values.get("aicore_quota")
@@ -161,11 +170,12 @@ def validate_job(job, rules="shipped"):
                 continue
             policies.add(task.get("policy", policy))
             if _as_int_or(task.get("vnpus", 1), 1) != 1:
-                problems.append("tasks[%d] asks for %s vNPUs; a replica holds exactly one"
-                                % (index, task.get("vnpus")))
+                problems.append("tasks[%d] asks for %s vNPUs; a replica holds exactly one" % (index, task.get("vnpus")))
         if len(policies) > 1:
-            problems.append("replicas use different policies %s; all replicas of a job share one"
-                            % ", ".join(sorted(str(p) for p in policies)))
+            problems.append(
+                "replicas use different policies %s; all replicas of a job share one"
+                % ", ".join(sorted(str(p) for p in policies))
+            )
         elif policies:
             policy = policies.pop()
         replicas = len(tasks) or 1
@@ -179,12 +189,12 @@ def validate_job(job, rules="shipped"):
         problems.append(err.msg)
     vnpus = _as_int_or(job.get("vnpus_per_replica", 1), None)
     if vnpus != 1:
-        problems.append("vnpus_per_replica %r: a replica holds exactly one soft-share vNPU"
-                        % job.get("vnpus_per_replica"))
+        problems.append(
+            "vnpus_per_replica %r: a replica holds exactly one soft-share vNPU" % job.get("vnpus_per_replica")
+        )
     if problems:
         raise SoftShareError(source, "; ".join(problems))
-    return {"name": name, "aicore_quota": aicore, "hbm_quota": hbm, "policy": policy,
-            "replicas": replicas}
+    return {"name": name, "aicore_quota": aicore, "hbm_quota": hbm, "policy": policy, "replicas": replicas}
 
 
 def _as_int_or(value, default):
@@ -262,9 +272,15 @@ def node_state(host, entry, allocations, job_name=None):
         if slot and (slot["aicore"] >= AICORE_BUDGET or (hbm is not None and slot["hbm"] >= hbm)):
             continue
         chips.append(cid)
-    return {"host": host, "labels": labels, "device_type": topo.get("device_type"),
-            "usable": sorted(chips), "used": used, "used_other_jobs": used_other,
-            "chip_memory": _label_memory(labels)}
+    return {
+        "host": host,
+        "labels": labels,
+        "device_type": topo.get("device_type"),
+        "usable": sorted(chips),
+        "used": used,
+        "used_other_jobs": used_other,
+        "chip_memory": _label_memory(labels),
+    }
 
 
 def _label_memory(labels):
@@ -278,8 +294,7 @@ def _label_memory(labels):
 
 
 def _fits_shipped(slot, job, memory):
-    return (slot["aicore"] + job["aicore_quota"] <= AICORE_BUDGET
-            and slot["hbm"] + job["hbm_quota"] <= memory)
+    return slot["aicore"] + job["aicore_quota"] <= AICORE_BUDGET and slot["hbm"] + job["hbm_quota"] <= memory
 
 
 def _combined(aicore, hbm, memory):
@@ -288,8 +303,11 @@ def _combined(aicore, hbm, memory):
 
 def _fits_rfc(slot, job, memory):
     used = _combined(slot["aicore"], slot["hbm"], memory)
-    return (used <= RFC_COMBINED_LIMIT + 1e-9 and RFC_COMBINED_LIMIT - used >= RFC_THRESHOLD - 1e-9
-            and _fits_shipped(slot, job, memory))
+    return (
+        used <= RFC_COMBINED_LIMIT + 1e-9
+        and RFC_COMBINED_LIMIT - used >= RFC_THRESHOLD - 1e-9
+        and _fits_shipped(slot, job, memory)
+    )
 
 
 def chip_fits(slot, job, memory, rules="shipped"):
@@ -333,14 +351,17 @@ def filter_node(node, job, rules="shipped"):
         return "node label %s=true is missing" % LABEL_ENABLE
     memory = node["chip_memory"]
     if memory is None:
-        return ("node label %s is missing or invalid (the device plugin writes it from the chip "
-                "HBM size)" % LABEL_CHIP_MEMORY)
+        return (
+            "node label %s is missing or invalid (the device plugin writes it from the chip "
+            "HBM size)" % LABEL_CHIP_MEMORY
+        )
     if not node["usable"]:
         return "no healthy chip with free soft-share capacity"
     if rules == "shipped" and not _aggregate_ok(node, job, memory):
-        return ("not enough spare AI core/HBM on same-policy or idle chips for all %d replicas "
-                "(%d%% AI core, %d MB HBM each)" % (job["replicas"], job["aicore_quota"],
-                                                    job["hbm_quota"]))
+        return (
+            "not enough spare AI core/HBM on same-policy or idle chips for all %d replicas "
+            "(%d%% AI core, %d MB HBM each)" % (job["replicas"], job["aicore_quota"], job["hbm_quota"])
+        )
     for cid in node["usable"]:
         slot = node["used"].get(cid)
         if slot is None:
@@ -352,7 +373,10 @@ def filter_node(node, job, rules="shipped"):
     if not _idle_fits(job, memory):
         return "hbm_quota %d MB exceeds the chip memory %d MB" % (job["hbm_quota"], memory)
     return "no idle chip and no %s chip with room for %d%% AI core and %d MB HBM" % (
-        job["policy"], job["aicore_quota"], job["hbm_quota"])
+        job["policy"],
+        job["aicore_quota"],
+        job["hbm_quota"],
+    )
 
 
 def score_node(node, job, rules="shipped"):
@@ -438,10 +462,16 @@ def normalize_allocations(allocations, hosts=None):
             raise SoftShareError(source, "policy %r is invalid" % (item["policy"],))
         if hosts is not None and item["host"] not in hosts:
             raise SoftShareError(source, "host %s is not in the fleet" % item["host"])
-        out.append({"host": str(item["host"]), "chip": _as_int(item["chip"], source, "chip"),
-                    "aicore_quota": _as_int(item["aicore_quota"], source, "aicore_quota"),
-                    "hbm_quota": _as_int(item["hbm_quota"], source, "hbm_quota"),
-                    "policy": item["policy"], "job": item.get("job")})
+        out.append(
+            {
+                "host": str(item["host"]),
+                "chip": _as_int(item["chip"], source, "chip"),
+                "aicore_quota": _as_int(item["aicore_quota"], source, "aicore_quota"),
+                "hbm_quota": _as_int(item["hbm_quota"], source, "hbm_quota"),
+                "policy": item["policy"],
+                "job": item.get("job"),
+            }
+        )
     return out
 
 
@@ -474,17 +504,28 @@ def place(fleet, allocations, job, rules="shipped"):
                 scores[host] = score_node(node, job, rules)
             else:
                 reasons[host] = reason
-        entry = {"replica": index, "host": None, "chip": None, "score": None,
-                 "scores": scores, "reasons": reasons}
+        entry = {"replica": index, "host": None, "chip": None, "score": None, "scores": scores, "reasons": reasons}
         if scores:
             top = max(scores.values())
             host = sorted(h for h, s in scores.items() if s == top)[0]
             node = node_state(host, fleet[host], current, job["name"])
             chip = choose_chip(node, job, rules)
             entry.update(host=host, chip=chip, score=top)
-            current.append({"host": host, "chip": chip, "aicore_quota": job["aicore_quota"],
-                            "hbm_quota": job["hbm_quota"], "policy": job["policy"],
-                            "job": job["name"]})
+            current.append(
+                {
+                    "host": host,
+                    "chip": chip,
+                    "aicore_quota": job["aicore_quota"],
+                    "hbm_quota": job["hbm_quota"],
+                    "policy": job["policy"],
+                    "job": job["name"],
+                }
+            )
         replicas.append(entry)
-    return {"rules": rules, "job": job, "placed": all(r["host"] for r in replicas),
-            "replicas": replicas, "allocations": current}
+    return {
+        "rules": rules,
+        "job": job,
+        "placed": all(r["host"] for r in replicas),
+        "replicas": replicas,
+        "allocations": current,
+    }

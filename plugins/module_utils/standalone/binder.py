@@ -62,8 +62,7 @@ class _Log(object):
 
     def _line(self, level, msg, args):
         text = msg % args if args else msg
-        self.stream.write("%s %s [npuops-bind] %s\n"
-                          % (level, time.strftime("%m-%d %H:%M:%S"), text))
+        self.stream.write("%s %s [npuops-bind] %s\n" % (level, time.strftime("%m-%d %H:%M:%S"), text))
         self.stream.flush()
 
     def info(self, msg, *args):
@@ -88,25 +87,25 @@ class Binder(object):
         self.args = args
         self.root = root
         self.prefix = procs.DEFAULT_PREFIX
-        self.workers = {}      # pid -> device
-        self.found_at = {}     # pid -> time its worker was found
-        self.reports = {}      # pid -> report
+        self.workers = {}  # pid -> device
+        self.found_at = {}  # pid -> time its worker was found
+        self.reports = {}  # pid -> report
         self.migrated = set()
         self.changed = False
-        self.drift = {}        # (device label, role) -> [threads checked, threads off plan]
+        self.drift = {}  # (device label, role) -> [threads checked, threads off plan]
         self.unit_down = False  # --unit names a unit without a main process: bind nothing
         self.irq_rows = []
-        self.pending = set()   # processes whose role is not known yet: left alone for now
+        self.pending = set()  # processes whose role is not known yet: left alone for now
         self.titles = {}
-        self.tool_homes = {}   # pid -> device, from npu-smi / nvidia-smi
-        self.engines = set()   # the EngineCore processes of the tree, at the last pass
+        self.tool_homes = {}  # pid -> device, from npu-smi / nvidia-smi
+        self.engines = set()  # the EngineCore processes of the tree, at the last pass
         self.ready_seen = False
-        self.late = False      # past --timeout
+        self.late = False  # past --timeout
         self.plan_seen = None
         self.passes = 0
-        self.started = {}      # pid -> start time (clock ticks after boot)
-        self.comms = {}        # (pid, tid) -> (comm, passes seen with it)
-        self.memory = {}       # pid -> {node: bytes}, read once at the end of the run
+        self.started = {}  # pid -> start time (clock ticks after boot)
+        self.comms = {}  # (pid, tid) -> (comm, passes seen with it)
+        self.memory = {}  # pid -> {node: bytes}, read once at the end of the run
         self.use_plan(doc)
 
     def use_plan(self, doc):
@@ -119,16 +118,15 @@ class Binder(object):
             device_targets = dict((d, targets.device_target(doc, d)) for d in devices)
             frontend = targets.frontend_target(doc) if self.args.frontend else None
             nodes = targets.all_nodes(doc)
-            method = procs.environ_value(self.root, "VLLM_WORKER_MULTIPROC_METHOD") \
-                if self.root is not None else None
+            method = procs.environ_value(self.root, "VLLM_WORKER_MULTIPROC_METHOD") if self.root is not None else None
             starts = targets.worker_start_of(doc, method)
         except BindError as err:
             text = str(err)
-            raise BindError("plan %s: %s" % (self.args.plan, text[6:] if text.startswith("plan: ")
-                                             else text))
+            raise BindError("plan %s: %s" % (self.args.plan, text[6:] if text.startswith("plan: ") else text))
         except (AttributeError, KeyError, TypeError, ValueError) as err:
-            raise BindError("plan %s: not a plan vllm_launch_wrapper writes (%s: %s)"
-                            % (self.args.plan, type(err).__name__, err))
+            raise BindError(
+                "plan %s: not a plan vllm_launch_wrapper writes (%s: %s)" % (self.args.plan, type(err).__name__, err)
+            )
         self.doc, self.vendor, self.devices = doc, vendor, devices
         self.device_targets, self.frontend, self.nodes = device_targets, frontend, nodes
         self.worker_start = starts
@@ -167,17 +165,16 @@ class Binder(object):
         for pid in pids[1:]:
             kids.setdefault(parents.get(pid), []).append(pid)
         self.titles = dict((pid, procs.title(pid, self.prefix)) for pid in pids)
-        engines = [p for p in kids.get(self.root, [])
-                   if procs.engine_rank(self.titles[p], self.prefix) is not None]
-        self.started = dict((p, self.started.get(p) or procs.start_ticks(p) or 0)
-                            for p in pids)  # a process's start never changes
-        engines.sort(key=lambda p: (procs.engine_rank(self.titles[p], self.prefix),
-                                    self.started[p], p))
+        engines = [p for p in kids.get(self.root, []) if procs.engine_rank(self.titles[p], self.prefix) is not None]
+        self.started = dict(
+            (p, self.started.get(p) or procs.start_ticks(p) or 0) for p in pids
+        )  # a process's start never changes
+        engines.sort(key=lambda p: (procs.engine_rank(self.titles[p], self.prefix), self.started[p], p))
         self.engines = set(engines)
         workers, pending = {}, set()
         share = max(1, len(self.devices) // len(engines)) if engines else 0
         for index, engine in enumerate(engines):
-            slots = self.devices[index * share:(index + 1) * share]
+            slots = self.devices[index * share : (index + 1) * share]
             members = sorted(kids.get(engine, []), key=lambda p: (self.started[p], p))
             for pid, local in sorted(self.local_ranks(members, len(slots)).items()):
                 if local < len(slots) and slots[local] not in workers.values():
@@ -193,8 +190,7 @@ class Binder(object):
             pending = set(p for p in pending if parents.get(p) not in engines)
         self.pending = pending
         for pid in [p for p in self.workers if p not in workers]:
-            if pid in self.tool_homes and pid in parents and self.workers[pid] not in \
-                    workers.values():
+            if pid in self.tool_homes and pid in parents and self.workers[pid] not in workers.values():
                 workers[pid] = self.workers[pid]
         self.set_workers(workers)
         missing = [d for d in self.devices if d not in self.workers.values()]
@@ -211,11 +207,11 @@ class Binder(object):
         place them, or they wait for their titles)."""
         ranks = [procs.worker_ranks(self.titles.get(p), self.prefix) for p in members]
         if len(members) == size and all(r is not None for r in ranks):
-            sizes = dict((part, max([r.get(part, 0) for r in ranks]) + 1)
-                         for part in ("PP", "PCP", "TP"))
+            sizes = dict((part, max([r.get(part, 0) for r in ranks]) + 1) for part in ("PP", "PCP", "TP"))
             if sizes["PP"] * sizes["PCP"] * sizes["TP"] == size:
-                local = [(r.get("PP", 0) * sizes["PCP"] + r.get("PCP", 0)) * sizes["TP"]
-                         + r.get("TP", 0) for r in ranks]
+                local = [
+                    (r.get("PP", 0) * sizes["PCP"] + r.get("PCP", 0)) * sizes["TP"] + r.get("TP", 0) for r in ranks
+                ]
                 if len(set(local)) == size:
                     return dict(zip(members, local))
         one_worker = size == 1 and len(members) == 1
@@ -263,12 +259,17 @@ class Binder(object):
         a tool may list on a device too (rocm-smi lists the process that opened a HIP context);
         without an engine in the tree (no EngineCore), any process below the main one."""
         homes = smi.home_devices(smi.device_rows(self.vendor, self.args.tool_timeout))
-        self.tool_homes = dict((pid, dev) for pid, dev in homes.items()
-                               if self.root is None or (pid in parents and pid != self.root
-                                                        and self.under_engine(pid, parents)))
+        self.tool_homes = dict(
+            (pid, dev)
+            for pid, dev in homes.items()
+            if self.root is None or (pid in parents and pid != self.root and self.under_engine(pid, parents))
+        )
         for pid, device in sorted(self.tool_homes.items()):
-            if device in missing and pid not in self.workers and \
-                    (self.root is None or self.below_worker(pid, parents) is None):
+            if (
+                device in missing
+                and pid not in self.workers
+                and (self.root is None or self.below_worker(pid, parents) is None)
+            ):
                 self.add_worker(pid, device)
                 missing.remove(device)
 
@@ -307,8 +308,15 @@ class Binder(object):
         the process (a worker is ``python3`` first, then ``<prefix>::Worker...``)."""
         entry = self.reports.get(pid)
         if entry is None:
-            entry = self.reports[pid] = {"pid": pid, "threads": 0, "changed": [], "unchanged": 0,
-                                         "acl": [], "release": [], "migrated": False}
+            entry = self.reports[pid] = {
+                "pid": pid,
+                "threads": 0,
+                "changed": [],
+                "unchanged": 0,
+                "acl": [],
+                "release": [],
+                "migrated": False,
+            }
         entry["device"], entry["role"] = device, label
         entry["title"] = self.titles.get(pid) or procs.title(pid, self.prefix)
         return entry
@@ -336,8 +344,9 @@ class Binder(object):
         tids = procs.threads(pid)
         if not tids:
             if pid in self.workers and self.args.pid:
-                raise BindError("%s: process %d not found (does this run in the host PID "
-                                "namespace?)" % (target["label"], pid))
+                raise BindError(
+                    "%s: process %d not found (does this run in the host PID namespace?)" % (target["label"], pid)
+                )
             return
         report = self.report(pid, target["device"], label)
         report["threads"] = len(tids)
@@ -365,10 +374,18 @@ class Binder(object):
             except OSError as err:
                 raise BindError("Failed to bind %d to CPU %s: %s" % (tid, format_cpulist(cpus), err))
             self.changed = True
-            report["changed"].append({"tid": tid, "role": role, "before": format_cpulist(current),
-                                      "after": format_cpulist(cpus)})
-            LOG.info("[bind] %s pid=%d tid=%d (%s) %s -> %s", target["label"], pid, tid, role,
-                     format_cpulist(current), format_cpulist(cpus))
+            report["changed"].append(
+                {"tid": tid, "role": role, "before": format_cpulist(current), "after": format_cpulist(cpus)}
+            )
+            LOG.info(
+                "[bind] %s pid=%d tid=%d (%s) %s -> %s",
+                target["label"],
+                pid,
+                tid,
+                role,
+                format_cpulist(current),
+                format_cpulist(cpus),
+            )
 
     def comm(self, pid, tid):
         """A thread's name; read until it was the same on two passes (torch_npu names its
@@ -391,8 +408,7 @@ class Binder(object):
         for pid in tree if self.root is not None else sorted(self.workers):
             target = self.target_of(pid, parents)
             if target is not None:
-                label = "worker" if pid in self.workers else (
-                    "frontend" if target is self.frontend else "worker-child")
+                label = "worker" if pid in self.workers else ("frontend" if target is self.frontend else "worker-child")
                 self.bind_process(pid, target, label)
 
     def threads_complete(self, pid):
@@ -413,23 +429,30 @@ class Binder(object):
             return
         import shutil  # pylint: disable=import-outside-toplevel  # a reconcile run never migrates
         import subprocess  # pylint: disable=import-outside-toplevel
+
         tool = shutil.which("migratepages")
         if tool is None:
-            LOG.warning("The 'migratepages' command is not available, skipping memory binding. "
-                        "(install numactl)")
+            LOG.warning("The 'migratepages' command is not available, skipping memory binding. (install numactl)")
             return
-        LOG.info("[migrate] %s:%s -> NUMA [%s]%s", target["label"][:3], target["device"],
-                 target["node"], "" if self.args.migrate_shared else " (private pages)")
+        LOG.info(
+            "[migrate] %s:%s -> NUMA [%s]%s",
+            target["label"][:3],
+            target["device"],
+            target["node"],
+            "" if self.args.migrate_shared else " (private pages)",
+        )
         if self.args.check:
             self.reports[pid]["migrated"] = True
             return
         ident = procs.owner(pid) or (None, None)
-        preexec = None if self.args.migrate_shared else (
-            lambda: procs.drop_sys_nice(ident[0], ident[1]))
+        preexec = None if self.args.migrate_shared else (lambda: procs.drop_sys_nice(ident[0], ident[1]))
         try:
-            rc = subprocess.call([tool, str(pid), ",".join(str(n) for n in self.nodes),
-                                  str(target["node"])], stdin=subprocess.DEVNULL,
-                                 preexec_fn=preexec, timeout=self.args.migrate_timeout)
+            rc = subprocess.call(
+                [tool, str(pid), ",".join(str(n) for n in self.nodes), str(target["node"])],
+                stdin=subprocess.DEVNULL,
+                preexec_fn=preexec,
+                timeout=self.args.migrate_timeout,
+            )
         except (OSError, subprocess.SubprocessError) as err:
             LOG.warning("[migrate] migratepages %d failed: %s", pid, err)
             return
@@ -443,9 +466,12 @@ class Binder(object):
             self.irq_rows = irqs.reconcile_state(self.args.irq_state, devices, self.args.check)
             for row in self.irq_rows:
                 if row["drift"] or row["error"]:
-                    LOG.warning("[irq] %s", row["error"] or "IRQ %s (%s %s) moved to %s; pinned "
-                                "again to %s" % (row["irq"], row["device"], row["role"],
-                                                 row["before"], row["after"]))
+                    LOG.warning(
+                        "[irq] %s",
+                        row["error"]
+                        or "IRQ %s (%s %s) moved to %s; pinned again to %s"
+                        % (row["irq"], row["device"], row["role"], row["before"], row["after"]),
+                    )
                     self.changed = self.changed or (row["drift"] and not row["error"])
 
     def samples(self, missing, failed):
@@ -461,23 +487,26 @@ class Binder(object):
                 continue  # a pass skipped (the state file's lock held): no IRQ to report
             # the device label the thread metrics use (NPU0), so the two join in PromQL
             label = (self.device_targets.get(row["device"]) or {}).get("label", row["device"])
-            out.append(("npuops_irq_drift", [("instance", name), ("device", label),
-                                             ("irq", row["irq"])], int(row["drift"])))
+            out.append(
+                ("npuops_irq_drift", [("instance", name), ("device", label), ("irq", row["irq"])], int(row["drift"]))
+            )
         for pid, device in sorted(self.workers.items()):
             nodes = self.worker_memory(pid)
             if nodes is not None:
-                out.append(("npuops_worker_remote_memory_ratio",
-                            [("instance", name), ("device", self.device_targets[device]["label"])],
-                            procs.remote_ratio(nodes, self.device_targets[device]["node"])))
+                out.append(
+                    (
+                        "npuops_worker_remote_memory_ratio",
+                        [("instance", name), ("device", self.device_targets[device]["label"])],
+                        procs.remote_ratio(nodes, self.device_targets[device]["node"]),
+                    )
+                )
         isolated = cpu_intruders.isolated_cpus(_ProcReader)
         if isolated:  # a partitioned host: processes outside the vLLM trees on worker CPUs
-            out.append(("npuops_cpu_intruders", [("instance", name)],
-                        len(cpu_intruders.scan(_ProcReader, isolated))))
+            out.append(("npuops_cpu_intruders", [("instance", name)], len(cpu_intruders.scan(_ProcReader, isolated))))
         out.append(("npuops_instance_up", [("instance", name)], int(not self.unit_down)))
         out.append(("npuops_instance_workers_missing", [("instance", name)], len(missing)))
         out.append(("npuops_binder_last_run_success", [("instance", name)], int(not failed)))
-        out.append(("npuops_binder_last_run_timestamp_seconds", [("instance", name)],
-                    float(int(time.time()))))
+        out.append(("npuops_binder_last_run_timestamp_seconds", [("instance", name)], float(int(time.time()))))
         return out
 
     def server_ready(self):
@@ -500,8 +529,9 @@ class Binder(object):
             LOG.error("the plan changed but cannot be used; keeping the one in use: %s", err)
             return False
         LOG.info("the plan changed; binding to the new one")
-        for line in targets.plan_lines([self.device_targets[d] for d in self.devices] +
-                                       ([self.frontend] if self.frontend else [])):
+        for line in targets.plan_lines(
+            [self.device_targets[d] for d in self.devices] + ([self.frontend] if self.frontend else [])
+        ):
             LOG.info("%s", line)
         self.workers, self.found_at = {}, {}
         return True
@@ -544,11 +574,17 @@ class Binder(object):
                         else:
                             self.migrated.add(pid)
                 elif now >= ready_deadline:
-                    LOG.warning("the server did not answer %s within %.0fs; memory not moved",
-                                self.args.ready_url, self.args.ready_timeout)
+                    LOG.warning(
+                        "the server did not answer %s within %.0fs; memory not moved",
+                        self.args.ready_url,
+                        self.args.ready_timeout,
+                    )
                     self.migrated.update(pending)
-            settled = complete and (not self.pending or now >= deadline) and (
-                not self.args.migrate or all(p in self.migrated for p in self.workers))
+            settled = (
+                complete
+                and (not self.pending or now >= deadline)
+                and (not self.args.migrate or all(p in self.migrated for p in self.workers))
+            )
             if settled and settled_at is None:
                 settled_at = now
             if self.args.once or (settled_at is not None and now - settled_at >= self.args.follow):
@@ -568,8 +604,9 @@ def write_metrics(args, binder, result):
         try:
             samples = binder.samples(result["missing"], result["failed"])
         except Exception as err:  # pylint: disable=broad-except  # the failure is still said
-            LOG.error("metrics: the run's samples cannot be made (%s: %s); writing its failure "
-                      "only", type(err).__name__, err)
+            LOG.error(
+                "metrics: the run's samples cannot be made (%s: %s); writing its failure only", type(err).__name__, err
+            )
             result["failed"] = result["failed"] or "metrics: %s: %s" % (type(err).__name__, err)
     if name is None:
         try:
@@ -577,8 +614,7 @@ def write_metrics(args, binder, result):
         except BindError:
             name = None
     if not isinstance(name, str) or not name:
-        LOG.error("metrics: no instance name (give --instance): nothing written to %s",
-                  args.metrics_dir)
+        LOG.error("metrics: no instance name (give --instance): nothing written to %s", args.metrics_dir)
         return EXIT_ERROR
     if samples is None:
         samples = metrics.failure_samples(name, bool(result["failed"]))
@@ -609,8 +645,7 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv, __doc__.split("\n", 1)[0])
     irqs.PROC_IRQ = args.proc_irq
     LOG.stream = sys.stderr
-    result = {"changed": False, "workers": [], "frontend": [], "irqs": [], "missing": [],
-              "failed": None}
+    result = {"changed": False, "workers": [], "frontend": [], "irqs": [], "missing": [], "failed": None}
     code = EXIT_OK
     binder = None
     try:
@@ -634,18 +669,27 @@ def main(argv=None):
         if binder.root is not None and not unit_down:
             prefix = procs.process_prefix(binder.root)
             if prefix is None:
-                LOG.warning("process %d: VLLM_PROCESS_NAME_PREFIX is no usable title prefix; "
-                            "reading titles with %r", binder.root, procs.DEFAULT_PREFIX)
+                LOG.warning(
+                    "process %d: VLLM_PROCESS_NAME_PREFIX is no usable title prefix; reading titles with %r",
+                    binder.root,
+                    procs.DEFAULT_PREFIX,
+                )
             binder.prefix = prefix or procs.DEFAULT_PREFIX
         if args.npu:
             binder.devices = list(args.npu)
-        for line in targets.plan_lines([binder.device_targets[d] for d in binder.devices
-                                        if d in binder.device_targets] +
-                                       ([binder.frontend] if binder.frontend else [])):
+        for line in targets.plan_lines(
+            [binder.device_targets[d] for d in binder.devices if d in binder.device_targets]
+            + ([binder.frontend] if binder.frontend else [])
+        ):
             LOG.info("%s", line)
         starts = binder.worker_start
-        LOG.info("workers start in %s order (%s %s: %s)", starts["order"], starts["engine"],
-                 starts["version"] or "version unknown", starts["reason"])
+        LOG.info(
+            "workers start in %s order (%s %s: %s)",
+            starts["order"],
+            starts["engine"],
+            starts["version"] or "version unknown",
+            starts["reason"],
+        )
         result["worker_start"] = dict((k, starts[k]) for k in ("engine", "version", "order"))
         for pid, npu in zip(args.pid, args.npu):
             if npu not in binder.device_targets:
@@ -658,8 +702,11 @@ def main(argv=None):
             code = EXIT_DOWN
         else:
             for device in result["missing"]:
-                LOG.warning("%s shows no worker process after %.0fs; not bound",
-                            binder.device_targets[device]["label"], time.time() - started)
+                LOG.warning(
+                    "%s shows no worker process after %.0fs; not bound",
+                    binder.device_targets[device]["label"],
+                    time.time() - started,
+                )
             if result["missing"]:
                 code = EXIT_MISSING
         for pid in [p for p in binder.reports if p not in binder.workers]:
@@ -670,7 +717,8 @@ def main(argv=None):
             if nodes is not None and pid in binder.reports:
                 binder.reports[pid]["memory_bytes"] = dict((str(n), b) for n, b in sorted(nodes.items()))
                 binder.reports[pid]["remote_memory_ratio"] = procs.remote_ratio(
-                    nodes, binder.device_targets[device]["node"])
+                    nodes, binder.device_targets[device]["node"]
+                )
         reports = [binder.reports[p] for p in sorted(binder.reports)]
         result["workers"] = [r for r in reports if r["role"] == "worker"]
         result["frontend"] = [r for r in reports if r["role"] != "worker"]
@@ -683,8 +731,8 @@ def main(argv=None):
         code = EXIT_ERROR
     except Exception as err:  # pylint: disable=broad-except  # a bug: still a report and metrics
         import traceback  # pylint: disable=import-outside-toplevel
-        LOG.error("internal error (a bug of npuops-bind; please report it):\n%s",
-                  traceback.format_exc().rstrip())
+
+        LOG.error("internal error (a bug of npuops-bind; please report it):\n%s", traceback.format_exc().rstrip())
         result["failed"] = "internal error: %s: %s" % (type(err).__name__, err)
         code = EXIT_ERROR
     if args.metrics_dir:

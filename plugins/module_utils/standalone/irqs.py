@@ -32,16 +32,27 @@ def load_state(path, devices=None):
     doc = read_json(path, MAX_STATE_BYTES, "IRQ state", missing={})
     entries = []
     for item in (doc.get("irqs") if isinstance(doc, dict) else None) or []:
-        if not isinstance(item, dict) or not isinstance(item.get("irq"), int) \
-                or isinstance(item.get("irq"), bool) or item["irq"] < 0 \
-                or not (item.get("device") is None or (isinstance(item.get("device"), int)
-                                                       and not isinstance(item.get("device"), bool))):
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("irq"), int)
+            or isinstance(item.get("irq"), bool)
+            or item["irq"] < 0
+            or not (
+                item.get("device") is None
+                or (isinstance(item.get("device"), int) and not isinstance(item.get("device"), bool))
+            )
+        ):
             raise BindError("IRQ state %s: %r is not an IRQ entry" % (path, item))
         if devices is not None and item.get("device") not in devices:
             continue
-        entries.append({"irq": item["irq"], "device": item.get("device"),
-                        "role": str(item.get("role") or "irq"),
-                        "cpus": parse_cpulist(item.get("cpus"), "IRQ %d cpus" % item["irq"])})
+        entries.append(
+            {
+                "irq": item["irq"],
+                "device": item.get("device"),
+                "role": str(item.get("role") or "irq"),
+                "cpus": parse_cpulist(item.get("cpus"), "IRQ %d cpus" % item["irq"]),
+            }
+        )
     return entries
 
 
@@ -63,12 +74,13 @@ def write(irq, cpus):
     regular single-link file only."""
     # imported here: only an IRQ that moved is written
     from ansible_collections.npuops.fleet.plugins.module_utils.host import paths  # pylint: disable=import-outside-toplevel
+
     directory = os.path.dirname(_affinity_path(irq))
     dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        paths.write_in_place_at(dir_fd, "smp_affinity_list",
-                                (format_cpulist(cpus) + "\n").encode("ascii"),
-                                _affinity_path(irq))
+        paths.write_in_place_at(
+            dir_fd, "smp_affinity_list", (format_cpulist(cpus) + "\n").encode("ascii"), _affinity_path(irq)
+        )
     except UnsafePathError as err:
         raise BindError(str(err))
     finally:
@@ -81,10 +93,15 @@ def reconcile(entries, check=False):
     out = []
     for entry in entries:
         now = current(entry["irq"])
-        row = {"irq": entry["irq"], "device": entry["device"], "role": entry["role"],
-               "drift": now is not None and now != entry["cpus"], "error": None,
-               "before": None if now is None else format_cpulist(now),
-               "after": format_cpulist(entry["cpus"])}
+        row = {
+            "irq": entry["irq"],
+            "device": entry["device"],
+            "role": entry["role"],
+            "drift": now is not None and now != entry["cpus"],
+            "error": None,
+            "before": None if now is None else format_cpulist(now),
+            "after": format_cpulist(entry["cpus"]),
+        }
         if now is None:
             row["error"] = "IRQ %d is gone (no %s)" % (entry["irq"], _affinity_path(entry["irq"]))
         elif row["drift"] and not check:
@@ -115,8 +132,17 @@ def reconcile_state(path, devices=None, check=False):
                 locks.hold(fd, label, path, LOCK_TIMEOUT, shared=True)
         return reconcile(load_state(path, devices), check)
     except (locks.LockTimeout, UnsafePathError) as err:  # a hung run, a planted lock file
-        return [{"irq": None, "device": None, "role": None, "drift": False, "before": None,
-                 "after": None, "error": "IRQ pass skipped: %s" % err}]
+        return [
+            {
+                "irq": None,
+                "device": None,
+                "role": None,
+                "drift": False,
+                "before": None,
+                "after": None,
+                "error": "IRQ pass skipped: %s" % err,
+            }
+        ]
     except (NpuopsError, OSError) as err:
         if isinstance(err, BindError):
             raise

@@ -20,10 +20,8 @@ HELP = (
     ("npuops_binding_drift_threads", "Threads found off their planned CPUs by the last binder run."),
     ("npuops_binding_threads", "Threads the last binder run checked."),
     ("npuops_irq_drift", "1 when the IRQ's affinity differed from the plan at the last run."),
-    ("npuops_worker_remote_memory_ratio",
-     "Share of a worker's resident memory outside its planned NUMA node."),
-    ("npuops_cpu_intruders",
-     "Processes outside the vLLM trees allowed on a partitioned host's isolated CPUs."),
+    ("npuops_worker_remote_memory_ratio", "Share of a worker's resident memory outside its planned NUMA node."),
+    ("npuops_cpu_intruders", "Processes outside the vLLM trees allowed on a partitioned host's isolated CPUs."),
     ("npuops_instance_up", "1 when the instance's main process runs, 0 when it is down."),
     ("npuops_instance_workers_missing", "Devices of the instance that showed no worker."),
     ("npuops_binder_last_run_success", "1 when the last binder run bound everything it found."),
@@ -59,9 +57,12 @@ def failure_samples(instance, failed=True):
     """The samples of a run that could not bind at all (a bad plan, a crash): its success
     (0) and its time, so the last success is never left exported."""
     import time  # pylint: disable=import-outside-toplevel
+
     labels = [("instance", instance)]
-    return [("npuops_binder_last_run_success", labels, int(not failed)),
-            ("npuops_binder_last_run_timestamp_seconds", labels, float(int(time.time())))]
+    return [
+        ("npuops_binder_last_run_success", labels, int(not failed)),
+        ("npuops_binder_last_run_timestamp_seconds", labels, float(int(time.time()))),
+    ]
 
 
 def write(directory, instance, samples):
@@ -72,6 +73,7 @@ def write(directory, instance, samples):
     path under the binder, which runs as root."""
     # imported here: a run without --metrics-dir writes nothing
     from ansible_collections.npuops.fleet.plugins.module_utils.host import paths  # pylint: disable=import-outside-toplevel
+
     if not isinstance(instance, str) or not re.match(_NAME_RE, instance):
         raise ValueError("instance name %r cannot name a metrics file" % (instance,))
     name = "npuops_%s.prom" % instance
@@ -80,8 +82,7 @@ def write(directory, instance, samples):
         dir_fd = os.open(directory, flags)
     except OSError as err:
         if os.path.islink(directory):
-            raise ValueError("metrics dir %s is a symlink; refusing to write through it"
-                             % directory)
+            raise ValueError("metrics dir %s is a symlink; refusing to write through it" % directory)
         raise err
     try:
         paths.write_atomic_at(dir_fd, name, render(samples).encode("utf-8"), mode=0o644)

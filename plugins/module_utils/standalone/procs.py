@@ -26,7 +26,7 @@ import time
 
 COMM_LEN = 15  # TASK_COMM_LEN - 1: Linux cuts thread names to 15 characters
 DEFAULT_PREFIX = "VLLM"
-MAX_TITLE = 128     # longer first words of cmdline are no vLLM title
+MAX_TITLE = 128  # longer first words of cmdline are no vLLM title
 MAX_RANK_DIGITS = 4  # ranks above 9999 are refused, never int()ed
 _PREFIX_RE = r"^[A-Za-z0-9_.-]{1,32}\Z"
 _RANK = r"(?:_%s(\d{1,4}))?"
@@ -52,7 +52,7 @@ def stat_fields(pid):
     text = read("/proc/%d/stat" % pid)
     if not text or ")" not in text:
         return None
-    fields = text[text.rindex(")") + 2:].split()
+    fields = text[text.rindex(")") + 2 :].split()
     try:
         return int(fields[1]), int(fields[19])
     except (IndexError, ValueError):
@@ -155,7 +155,7 @@ def title(pid, prefix=DEFAULT_PREFIX):
     cmdline = read("/proc/%d/cmdline" % pid, 4096) or ""
     first = cmdline.split("\x00", 1)[0].strip()
     if first.startswith(prefix + "::"):
-        return _printable(first.split()[0][:MAX_TITLE + 1])
+        return _printable(first.split()[0][: MAX_TITLE + 1])
     return _printable((read("/proc/%d/comm" % pid, 64) or "").strip())
 
 
@@ -170,18 +170,17 @@ def worker_ranks(name, prefix=DEFAULT_PREFIX):
     Bounded: a title longer than MAX_TITLE or a rank of more than 4 digits is no worker's."""
     if not name or len(name) > MAX_TITLE or not name.startswith(prefix + "::"):
         return None
-    match = re.match(_WORKER_TAIL, name[len(prefix) + 2:])
+    match = re.match(_WORKER_TAIL, name[len(prefix) + 2 :])
     if not match:
         return None
-    return dict((part, int(value)) for part, value in zip(WORKER_PARTS, match.groups())
-                if value is not None)
+    return dict((part, int(value)) for part, value in zip(WORKER_PARTS, match.groups()) if value is not None)
 
 
 def engine_rank(name, prefix=DEFAULT_PREFIX):
     """DP rank of an ``<prefix>::EngineCore[_DP<r>]`` title (0 without ``_DP``), else None."""
     if not name or len(name) > MAX_TITLE or not name.startswith(prefix + "::"):
         return None
-    match = re.match(_ENGINE_TAIL, name[len(prefix) + 2:])
+    match = re.match(_ENGINE_TAIL, name[len(prefix) + 2 :])
     if not match:
         return None
     return int(match.group(1) or 0)
@@ -249,6 +248,7 @@ def drop_sys_nice(uid=None, gid=None):
     if os.geteuid() != 0:
         return  # without root there is no CAP_SYS_NICE to drop and no uid to change
     import ctypes  # pylint: disable=import-outside-toplevel  # only here: a cheap reconcile run
+
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_CAPBSET_DROP, CAP_SYS_NICE, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP, CAP_SYS_NICE) failed")
@@ -270,6 +270,7 @@ def _network():
     if socket is None:
         import socket as _socket  # pylint: disable=import-outside-toplevel
         import threading as _threading  # pylint: disable=import-outside-toplevel
+
         socket, threading = _socket, _threading
 
 
@@ -283,8 +284,7 @@ def _resolve(host, port, deadline):
     thread, never one per poll."""
     if re.match(_NUMERIC_HOST_RE, host):
         try:
-            return socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM, 0,
-                                      socket.AI_NUMERICHOST)
+            return socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST)
         except (socket.gaierror, UnicodeError, ValueError):
             return []
     if host == "localhost":
@@ -333,6 +333,7 @@ def ready(url, timeout=2.0):
     headers (at most MAX_RESPONSE_HEAD bytes): a server trickling bytes cannot keep it."""
     _network()
     from urllib.parse import urlsplit  # pylint: disable=import-outside-toplevel  # polls only
+
     deadline = time.time() + timeout
     try:
         parts = urlsplit(url)
@@ -356,12 +357,12 @@ def ready(url, timeout=2.0):
             sock.connect(address)
             if parts.scheme == "https":
                 import ssl  # pylint: disable=import-outside-toplevel
+
                 context = ssl.create_default_context()
                 sock.settimeout(max(0.001, deadline - time.time()))
                 sock = context.wrap_socket(sock, server_hostname=parts.hostname)
             host = parts.hostname if ":" not in parts.hostname else "[%s]" % parts.hostname
-            request = ("GET %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n\r\n"
-                       % (path, host)).encode("ascii")
+            request = ("GET %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n\r\n" % (path, host)).encode("ascii")
             sock.settimeout(max(0.001, deadline - time.time()))
             sock.sendall(request)
             return _status(sock, deadline) == 200

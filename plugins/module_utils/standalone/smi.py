@@ -26,6 +26,7 @@ def run(argv, timeout=60):
     """(rc, stdout) of a command run by name from PATH (``host/command.run``, without its
     /proc scans: a reconcile pass must stay cheap); rc None when it is not installed."""
     from ansible_collections.npuops.fleet.plugins.module_utils.host import command
+
     result = command.run(argv, timeout, track=False)
     if result.missing:
         return None, ""
@@ -36,18 +37,21 @@ def parse_npu_map(text):
     """``npu-smi info -m`` -> {npu_id: {chip_id: logic_id}} (ints; ``parse/npu_smi.parse_map``,
     Mcu rows skipped); {} when the text is not a map."""
     from ansible_collections.npuops.fleet.plugins.module_utils.parse import npu_smi
+
     try:
         raw = npu_smi.parse_map(text or "")["map"]
     except ParseError:
         return {}
-    return dict((int(npu), dict((int(chip), int(logic)) for chip, logic in chips.items()))
-                for npu, chips in raw.items())
+    return dict(
+        (int(npu), dict((int(chip), int(logic)) for chip, logic in chips.items())) for npu, chips in raw.items()
+    )
 
 
 def parse_npu_processes(text):
     """``npu-smi info`` process table -> [(npu_id, chip_id or None, pid, memory_mb)]
     (``parse/npu_smi.parse_info``); [] when the text holds no table."""
     from ansible_collections.npuops.fleet.plugins.module_utils.parse import npu_smi
+
     try:
         rows = npu_smi.parse_info(text or "")["processes"]
     except ParseError:
@@ -88,6 +92,7 @@ def resolve_logic(npu_map, npu, chip):
 def parse_gpu_bus_ids(text):
     """``nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader`` -> {bus: index}."""
     from ansible_collections.npuops.fleet.plugins.module_utils.parse.pci import normalise_bus_id
+
     rows = [[p.strip() for p in line.split(",")] for line in (text or "").splitlines()]
     return dict((normalise_bus_id(r[1]), int(r[0])) for r in rows if len(r) >= 2 and r[0].isdigit())
 
@@ -96,6 +101,7 @@ def parse_compute_apps(text):
     """``nvidia-smi --query-compute-apps=pid,gpu_bus_id,used_memory ...`` ->
     [(pid, bus, memory_mib)] (bus ids in ``parse/pci``'s form)."""
     from ansible_collections.npuops.fleet.plugins.module_utils.parse.pci import normalise_bus_id
+
     out = []
     for line in (text or "").splitlines():
         parts = [p.strip() for p in line.split(",")]
@@ -109,8 +115,7 @@ def _ascend_rows(row, timeout):
     _rc, table = run(list(row.process_query), timeout)
     _rc, mapping = run(list(row.process_map), timeout)
     npu_map = parse_npu_map(mapping)
-    return [(resolve_logic(npu_map, npu, chip), pid, mem)
-            for npu, chip, pid, mem in parse_npu_processes(table)]
+    return [(resolve_logic(npu_map, npu, chip), pid, mem) for npu, chip, pid, mem in parse_npu_processes(table)]
 
 
 def _nvidia_rows(row, timeout):
@@ -124,6 +129,7 @@ def _rocm_rows(row, timeout):
     """rocm-smi names each process's GPUs (its indexes: the facts' and the plan's) but not
     their memory: a process on one GPU is that GPU's, one on several is left to the tree."""
     from ansible_collections.npuops.fleet.plugins.module_utils.parse import rocm_smi
+
     _rc, text = run(list(row.process_query), timeout)
     try:
         pids = rocm_smi.parse_showpidgpus(text or "")

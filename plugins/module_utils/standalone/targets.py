@@ -27,8 +27,7 @@ def load_plan(path, instance=None):
     doc = read_json(path, MAX_PLAN_BYTES, "plan")
     info = doc.get("npuops_instance") if isinstance(doc, dict) else None
     if not isinstance(info, dict):
-        raise BindError("plan %s: no npuops_instance block (write it with vllm_launch_wrapper)"
-                        % path)
+        raise BindError("plan %s: no npuops_instance block (write it with vllm_launch_wrapper)" % path)
     if info.get("name") is not None and not isinstance(info.get("name"), str):
         raise BindError("plan %s: npuops_instance.name %r is not a name" % (path, info.get("name")))
     if instance is not None and info.get("name") != instance:
@@ -51,9 +50,9 @@ def instance_devices(doc):
     if devices is None:
         return []
     if not isinstance(devices, list) or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in devices):
-        raise BindError("plan: npuops_instance.devices %r is not a list of device ids"
-                        % (devices,))
+        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in devices
+    ):
+        raise BindError("plan: npuops_instance.devices %r is not a list of device ids" % (devices,))
     return list(devices)
 
 
@@ -64,10 +63,11 @@ def plan_nodes(doc):
     if nodes is None:
         return {}
     if not isinstance(nodes, dict):
-        raise BindError("plan: numa_nodes is a %s, not a mapping of NUMA node -> CPUs"
-                        % type(nodes).__name__)
-    return dict((_node_id(node, "numa_nodes key"),
-                 parse_cpulist(cpus, "plan numa_nodes %s" % node)) for node, cpus in nodes.items())
+        raise BindError("plan: numa_nodes is a %s, not a mapping of NUMA node -> CPUs" % type(nodes).__name__)
+    return dict(
+        (_node_id(node, "numa_nodes key"), parse_cpulist(cpus, "plan numa_nodes %s" % node))
+        for node, cpus in nodes.items()
+    )
 
 
 def vendor_of(doc):
@@ -93,13 +93,10 @@ def worker_start_of(doc, start_method=None):
     if engine is None:
         engine = worker_start.ENGINE_OF_VENDOR.get(vendor_of(doc).name)
     version = recorded.get("version")
-    if engine is not None and not isinstance(engine, str) or \
-            version is not None and not isinstance(version, str):
-        raise BindError("plan: worker_start engine %r / version %r are not texts"
-                        % (engine, version))
+    if engine is not None and not isinstance(engine, str) or version is not None and not isinstance(version, str):
+        raise BindError("plan: worker_start engine %r / version %r are not texts" % (engine, version))
     decision = worker_start.decide(engine, version, start_method)
-    decision["source"] = recorded.get("source") if isinstance(recorded.get("source"), str) \
-        else None
+    decision["source"] = recorded.get("source") if isinstance(recorded.get("source"), str) else None
     return decision
 
 
@@ -110,8 +107,9 @@ def planned_node(doc, device):
     if nodes is None:
         return None
     if not isinstance(nodes, dict):
-        raise BindError("plan: npuops_instance.device_nodes is a %s, not a mapping of device -> "
-                        "NUMA node" % type(nodes).__name__)
+        raise BindError(
+            "plan: npuops_instance.device_nodes is a %s, not a mapping of device -> NUMA node" % type(nodes).__name__
+        )
     node = nodes.get(str(device))
     return None if node is None else _node_id(node, "npuops_instance.device_nodes %s" % device)
 
@@ -125,8 +123,7 @@ def device_target(doc, device):
     row = vendor_of(doc)
     table = doc.get(row.device_key) or {}
     if not isinstance(table, dict):
-        raise BindError("plan: %s is a %s, not a mapping of device -> CPUs"
-                        % (row.device_key, type(table).__name__))
+        raise BindError("plan: %s is a %s, not a mapping of device -> CPUs" % (row.device_key, type(table).__name__))
     entry = table.get(str(device))
     if not isinstance(entry, dict):
         raise BindError("plan: device %s is not in the plan" % device)
@@ -151,8 +148,14 @@ def device_target(doc, device):
         node = planned
     if not main:
         raise BindError("plan: %s has no main CPUs" % label)
-    return {"label": label, "device": device, "main": main, "acl": acl, "release": release,
-            "node": None if node is None else int(node)}
+    return {
+        "label": label,
+        "device": device,
+        "main": main,
+        "acl": acl,
+        "release": release,
+        "node": None if node is None else int(node),
+    }
 
 
 def node_of(doc, cpu):
@@ -180,8 +183,7 @@ def frontend_target(doc):
     cpus = parse_cpulist(info.get("frontend"), "instance frontend")
     if not cpus:
         return None
-    return {"label": "frontend", "device": None, "main": cpus, "acl": [], "release": [],
-            "node": None}
+    return {"label": "frontend", "device": None, "main": cpus, "acl": [], "release": [], "node": None}
 
 
 def desired_cpus(comm, target):
@@ -196,6 +198,8 @@ def plan_lines(targets):
     """The plan as the binder logs it (the lines vllm-ascend's own binding prints)."""
     lines = ["The CPU allocation plan is as follows:"]
     for target in targets:
-        lines.append("%s: main=[%s]  acl=[%s]  release=[%s]" % (target["label"], *(
-            " ".join(str(c) for c in target[role]) for role in ("main", "acl", "release"))))
+        lines.append(
+            "%s: main=[%s]  acl=[%s]  release=[%s]"
+            % (target["label"], *(" ".join(str(c) for c in target[role]) for role in ("main", "acl", "release")))
+        )
     return lines

@@ -18,7 +18,10 @@ from collections import Counter, OrderedDict
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import irq_pins
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.drift import (
-    drift_groups, drift_summary, summarize_binding)
+    drift_groups,
+    drift_summary,
+    summarize_binding,
+)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.applied import summarize_config
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.inventory import host_inventory
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.problems import group_problems, host_problems
@@ -29,9 +32,29 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report.vllm_instances
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubelet_whatif import whatif_audit
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubernetes import kubernetes_audit
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import (
-    analyse_once, compact_hosts, evidence_groups, group_shapes)
+    analyse_once,
+    compact_hosts,
+    evidence_groups,
+    group_shapes,
+)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
-    REPORT_SCHEMA, POLICIES, ROLES, VLLM, SEVERITIES, WHAT_IF, sources, cpu_ids, fmt, int_or_none, key_sort, as_dict, as_list, numa_map, node_map, nodes_of)
+    REPORT_SCHEMA,
+    POLICIES,
+    ROLES,
+    VLLM,
+    SEVERITIES,
+    WHAT_IF,
+    sources,
+    cpu_ids,
+    fmt,
+    int_or_none,
+    key_sort,
+    as_dict,
+    as_list,
+    numa_map,
+    node_map,
+    nodes_of,
+)
 
 
 def _devices_from_facts(facts, nodes):
@@ -76,17 +99,33 @@ def summarize_plan(plan, error, policy, facts, applicable=True):
     nodes = node_map(facts)
     allowed = cpu_ids(as_dict(facts.get("cpu")).get("allowed"))
     homes = _devices_from_facts(facts, nodes)
-    summary = OrderedDict([
-        ("policy", policy), ("status", "ok"), ("applicable", bool(applicable)),
-        ("mode", None), ("reason", None), ("error", None),
-        ("devices", []), ("cpus_used", 0), ("cpus", ""),
-        ("overlaps", []), ("overlap_cpus", 0), ("overlap", ""),
-        ("cross_numa", []), ("cross_numa_count", 0),
-        ("outside_allowed", ""), ("warnings", []), ("log", []),
-        # strict / GPU plans: the rest of the process tree and what is left (cpu_budget)
-        ("frontend", ""), ("frontend_cpus", 0), ("spare", ""), ("spare_cpus", 0),
-        ("reserved", ""),
-    ])
+    summary = OrderedDict(
+        [
+            ("policy", policy),
+            ("status", "ok"),
+            ("applicable", bool(applicable)),
+            ("mode", None),
+            ("reason", None),
+            ("error", None),
+            ("devices", []),
+            ("cpus_used", 0),
+            ("cpus", ""),
+            ("overlaps", []),
+            ("overlap_cpus", 0),
+            ("overlap", ""),
+            ("cross_numa", []),
+            ("cross_numa_count", 0),
+            ("outside_allowed", ""),
+            ("warnings", []),
+            ("log", []),
+            # strict / GPU plans: the rest of the process tree and what is left (cpu_budget)
+            ("frontend", ""),
+            ("frontend_cpus", 0),
+            ("spare", ""),
+            ("spare_cpus", 0),
+            ("reserved", ""),
+        ]
+    )
     if error:
         summary["status"] = "failed"
         summary["error"] = str(error)
@@ -108,8 +147,8 @@ def summarize_plan(plan, error, policy, facts, applicable=True):
         roles = OrderedDict((role, fmt(cpu_ids(entry.get(role)))) for role in ROLES)
         if kind == "npu":
             pool_nodes = nodes_of(pool, nodes) or sorted(
-                n for n in (int_or_none(x) for x in as_list(entry.get("numa_nodes")))
-                if n is not None)
+                n for n in (int_or_none(x) for x in as_list(entry.get("numa_nodes"))) if n is not None
+            )
         else:
             pool_nodes = nodes_of(pool, nodes)
             if not pool_nodes and int_or_none(entry.get("numa_node")) is not None:
@@ -117,31 +156,54 @@ def summarize_plan(plan, error, policy, facts, applicable=True):
         home = homes.get((kind, key), {}).get("home_nodes", [])
         off = [n for n in pool_nodes if home and n not in home]
         off_cpus = [c for c in pool if home and nodes.get(c) not in home]
-        device = OrderedDict([
-            ("kind", kind), ("id", key), ("label", "%s%s" % (kind.upper(), key)),
-            ("pool", fmt(pool)), ("size", len(pool)), ("numa_nodes", pool_nodes),
-            ("home_nodes", home), ("cross_numa", bool(off)), ("roles", roles),
-        ])
+        device = OrderedDict(
+            [
+                ("kind", kind),
+                ("id", key),
+                ("label", "%s%s" % (kind.upper(), key)),
+                ("pool", fmt(pool)),
+                ("size", len(pool)),
+                ("numa_nodes", pool_nodes),
+                ("home_nodes", home),
+                ("cross_numa", bool(off)),
+                ("roles", roles),
+            ]
+        )
         if kind == "gpu":
             device["nic"] = entry.get("nic")
             device["link"] = entry.get("link")
         summary["devices"].append(device)
         if off:
-            summary["cross_numa"].append(OrderedDict([
-                ("device", device["label"]), ("home_nodes", home), ("pool_nodes", pool_nodes),
-                ("off_node_cpus", fmt(off_cpus)), ("off_node_count", len(off_cpus))]))
+            summary["cross_numa"].append(
+                OrderedDict(
+                    [
+                        ("device", device["label"]),
+                        ("home_nodes", home),
+                        ("pool_nodes", pool_nodes),
+                        ("off_node_cpus", fmt(off_cpus)),
+                        ("off_node_count", len(off_cpus)),
+                    ]
+                )
+            )
         for cpu in pool:
             owners.setdefault(cpu, []).append(device["label"])
         used.update(pool)
     labels = [d["label"] for d in summary["devices"]]
     pools = dict((d["label"], set(cpu_ids(d["pool"]))) for d in summary["devices"])
     for i, first in enumerate(labels):
-        for second in labels[i + 1:]:
+        for second in labels[i + 1 :]:
             shared = pools[first] & pools[second]
             if shared:
-                summary["overlaps"].append(OrderedDict([
-                    ("devices", [first, second]), ("cpus", fmt(shared)),
-                    ("count", len(shared)), ("identical", pools[first] == pools[second])]))
+                summary["overlaps"].append(
+                    OrderedDict(
+                        [
+                            ("devices", [first, second]),
+                            ("cpus", fmt(shared)),
+                            ("count", len(shared)),
+                            ("identical", pools[first] == pools[second]),
+                        ]
+                    )
+                )
     overlap = sorted(cpu for cpu, who in owners.items() if len(who) > 1)
     summary["cpus_used"] = len(used)
     summary["cpus"] = fmt(used)
@@ -163,7 +225,9 @@ def _health(facts):
     # NPUs from npu-smi; on NVIDIA hosts the GPUs (health from nvidia-smi's ECC counters)
     chips = as_list(facts.get("npus")) or [
         dict(g, logic_id=g.get("index"), npu_id=g.get("index"), chip_id=0, name=g.get("model"))
-        for g in as_list(facts.get("gpus")) if isinstance(g, dict)]
+        for g in as_list(facts.get("gpus"))
+        if isinstance(g, dict)
+    ]
     unhealthy, unknown = [], 0
     for npu in chips:
         if not isinstance(npu, dict):
@@ -174,12 +238,25 @@ def _health(facts):
             continue
         if rules.health_state(state) == rules.HEALTH_OK:
             continue
-        unhealthy.append(OrderedDict([
-            ("logic_id", npu.get("logic_id")), ("npu_id", npu.get("npu_id")),
-            ("chip_id", npu.get("chip_id")), ("name", npu.get("name")),
-            ("health", str(state))]))
-    return OrderedDict([("chips", len(chips)), ("healthy", len(chips) - len(unhealthy) - unknown),
-                        ("unhealthy", unhealthy), ("unknown", unknown)])
+        unhealthy.append(
+            OrderedDict(
+                [
+                    ("logic_id", npu.get("logic_id")),
+                    ("npu_id", npu.get("npu_id")),
+                    ("chip_id", npu.get("chip_id")),
+                    ("name", npu.get("name")),
+                    ("health", str(state)),
+                ]
+            )
+        )
+    return OrderedDict(
+        [
+            ("chips", len(chips)),
+            ("healthy", len(chips) - len(unhealthy) - unknown),
+            ("unhealthy", unhealthy),
+            ("unknown", unknown),
+        ]
+    )
 
 
 def _irqbalance(facts):
@@ -200,8 +277,7 @@ def _pinned_irqs(facts, plan):
     ``(pinned, unknown)``; ``pinned``: ``[{irq, device, role}]``, each IRQ once; ``unknown``:
     labels of planned devices whose IRQs are not in the facts."""
     pinned, unknown = irq_pins.pinned_from_facts(plan, facts)
-    return [OrderedDict([("irq", irq), ("device", label), ("role", role)])
-            for irq, label, role in pinned], unknown
+    return [OrderedDict([("irq", irq), ("device", label), ("role", role)]) for irq, label, role in pinned], unknown
 
 
 def irqbalance_bans(facts, plan, status, accel):
@@ -210,12 +286,20 @@ def irqbalance_bans(facts, plan, status, accel):
     plan: which IRQs to ban is not known), ``none`` (the plan pins no IRQ), ``banned`` (all are
     banned in irqbalance's config), ``unbanned`` (some are not, or cannot be told)."""
     info = as_dict(facts.get("irqbalance"))
-    banned = set(i for i in (int_or_none(x) for x in as_list(info.get("banned_irqs")))
-                 if i is not None)
-    result = OrderedDict([
-        ("state", "n/a"), ("config", info.get("config")), ("pinned_count", 0),
-        ("banned_count", 0), ("unbanned_count", 0), ("unbanned", []), ("unknown", []),
-        ("banned_irqs", sorted(banned)), ("banned_cpus", info.get("banned_cpus"))])
+    banned = set(i for i in (int_or_none(x) for x in as_list(info.get("banned_irqs"))) if i is not None)
+    result = OrderedDict(
+        [
+            ("state", "n/a"),
+            ("config", info.get("config")),
+            ("pinned_count", 0),
+            ("banned_count", 0),
+            ("unbanned_count", 0),
+            ("unbanned", []),
+            ("unknown", []),
+            ("banned_irqs", sorted(banned)),
+            ("banned_cpus", info.get("banned_cpus")),
+        ]
+    )
     if status == "ok" and isinstance(plan, dict):
         pinned, unknown = _pinned_irqs(facts, plan)
         result["pinned_count"] = len(pinned)
@@ -238,9 +322,13 @@ def irqbalance_bans(facts, plan, status, accel):
 
 def _softshare(facts):
     share = as_dict(facts.get("softshare"))
-    return OrderedDict([("chips_total", int_or_none(share.get("chips_total")) or 0),
-                        ("chips_healthy", int_or_none(share.get("chips_healthy")) or 0),
-                        ("capacity", int_or_none(share.get("capacity")) or 0)])
+    return OrderedDict(
+        [
+            ("chips_total", int_or_none(share.get("chips_total")) or 0),
+            ("chips_healthy", int_or_none(share.get("chips_healthy")) or 0),
+            ("capacity", int_or_none(share.get("capacity")) or 0),
+        ]
+    )
 
 
 def _plan_errors(entry):
@@ -258,8 +346,7 @@ def _plan_errors(entry):
 
 
 def _empty_rails():
-    return OrderedDict([("status", "n/a"), ("group", None), ("mapping", {}),
-                        ("deviations", []), ("external", None)])
+    return OrderedDict([("status", "n/a"), ("group", None), ("mapping", {}), ("deviations", []), ("external", None)])
 
 
 def analyse_host(name, entry):
@@ -280,64 +367,90 @@ def analyse_host(name, entry):
     errors = _plan_errors(entry)
     plans = OrderedDict()
     for policy in POLICIES:
-        plans[policy] = summarize_plan(entry.get("plan_" + policy), errors.get(policy), policy,
-                                       facts, applicable=(policy == "strict" or vendor == "ascend"))
+        plans[policy] = summarize_plan(
+            entry.get("plan_" + policy),
+            errors.get(policy),
+            policy,
+            facts,
+            applicable=(policy == "strict" or vendor == "ascend"),
+        )
         plans[policy]["basis"] = WHAT_IF  # the audit's own plan, not the installed one
     tools = as_dict(facts.get("tools"))
-    host = OrderedDict([
-        ("name", str(name)),
-        ("hostname", facts.get("hostname")),
-        ("has_facts", bool(facts)),
-        ("facts_missing_reason", None if facts else (str(entry.get("facts_error") or "") or None)),
-        ("arch", facts.get("arch")),
-        ("vendor", vendor),
-        ("device_type", facts.get("device_type") or (gpu_model(facts) if vendor == "nvidia" else None)),
-        ("cpu_model", cpu.get("model")),
-        ("cpus_online", len(online)),
-        ("cpus_allowed", len(allowed) if allowed else len(online)),
-        ("allowed", fmt(allowed) if allowed else fmt(online)),
-        ("online", fmt(online)),
-        ("numa_nodes", OrderedDict((str(n), fmt(c)) for n, c in numa.items())),
-        ("npus", len(as_list(facts.get("npus")))),
-        ("gpus", len(as_list(facts.get("gpus")))),
-        ("nics", sorted(str(n.get("name")) for n in as_list(facts.get("nics"))
-                        if isinstance(n, dict) and n.get("name"))),
-        ("health", _health(facts)),
-        # versions and one row per device: model, health, memory, driver, firmware
-        ("inventory", host_inventory(facts)),
-        ("softshare", _softshare(facts)),
-        ("irqbalance", _irqbalance(facts)),
-        ("irqbalance_bans", irqbalance_bans(
-            facts, entry.get("plan_strict"), plans["strict"]["status"],
-            bool(as_list(facts.get("npus")) or as_list(facts.get("gpus"))))),
-        ("migratepages", tools.get("migratepages")),
-        ("cgroup", facts.get("cgroup") if isinstance(facts.get("cgroup"), dict) else None),
-        ("cpu_partition", facts.get("cpu_partition")
-         if isinstance(facts.get("cpu_partition"), dict) else None),
-        # the snapshot the facts were replayed from (a failed source is the recording's, the
-        # fix is a new recording), else None
-        ("recorded", str(entry.get("recorded") or "").rstrip("/").rsplit("/", 1)[-1] or None),
-        ("facts_errors", [OrderedDict([("source", str(e.get("source"))), ("msg", str(e.get("msg")))])
-                          for e in as_list(facts.get("errors")) if isinstance(e, dict)]),
-        ("plans", plans),
-        # set when the facts were gathered inside a cpuset smaller than the host: what to do
-        ("cpuset_hint", rules.cpuset_hint(facts) if facts else None),
-        ("rails", _empty_rails()),
-        # what vllm_binding_facts read back: is the binding still the plan? (report/drift.py)
-        ("binding", summarize_binding(entry)),
-        # what site.yml applies here (the role variables): the findings never ask for it again
-        ("config", summarize_config(entry, facts)),
-        # the vllm-ascend release predicted, rank by rank (report/vllm_ascend_release.py)
-        ("vllm_ascend_release", summarize_release(entry.get("plan_" + VLLM), facts)),
-        # which vLLM and which NUMA binding each instance gets (report/vllm_instances.py)
-        ("vllm_instances", summarize_instances(entry, facts)),
-        # Kubernetes nodes: where the pods' CPUs landed (report/kubernetes.py); None elsewhere
-        ("kubernetes", kubernetes_audit(facts, entry.get("plan_strict"))),
-        # what the node's kubelet does with each pod shape (report/kubelet_whatif.py)
-        ("kubernetes_whatif", whatif_audit(facts, entry.get("plan_strict"),
-                                           as_dict(entry.get("config")).get("instances"),
-                                           entry.get("pod_shapes"))),
-    ])
+    host = OrderedDict(
+        [
+            ("name", str(name)),
+            ("hostname", facts.get("hostname")),
+            ("has_facts", bool(facts)),
+            ("facts_missing_reason", None if facts else (str(entry.get("facts_error") or "") or None)),
+            ("arch", facts.get("arch")),
+            ("vendor", vendor),
+            ("device_type", facts.get("device_type") or (gpu_model(facts) if vendor == "nvidia" else None)),
+            ("cpu_model", cpu.get("model")),
+            ("cpus_online", len(online)),
+            ("cpus_allowed", len(allowed) if allowed else len(online)),
+            ("allowed", fmt(allowed) if allowed else fmt(online)),
+            ("online", fmt(online)),
+            ("numa_nodes", OrderedDict((str(n), fmt(c)) for n, c in numa.items())),
+            ("npus", len(as_list(facts.get("npus")))),
+            ("gpus", len(as_list(facts.get("gpus")))),
+            (
+                "nics",
+                sorted(str(n.get("name")) for n in as_list(facts.get("nics")) if isinstance(n, dict) and n.get("name")),
+            ),
+            ("health", _health(facts)),
+            # versions and one row per device: model, health, memory, driver, firmware
+            ("inventory", host_inventory(facts)),
+            ("softshare", _softshare(facts)),
+            ("irqbalance", _irqbalance(facts)),
+            (
+                "irqbalance_bans",
+                irqbalance_bans(
+                    facts,
+                    entry.get("plan_strict"),
+                    plans["strict"]["status"],
+                    bool(as_list(facts.get("npus")) or as_list(facts.get("gpus"))),
+                ),
+            ),
+            ("migratepages", tools.get("migratepages")),
+            ("cgroup", facts.get("cgroup") if isinstance(facts.get("cgroup"), dict) else None),
+            ("cpu_partition", facts.get("cpu_partition") if isinstance(facts.get("cpu_partition"), dict) else None),
+            # the snapshot the facts were replayed from (a failed source is the recording's, the
+            # fix is a new recording), else None
+            ("recorded", str(entry.get("recorded") or "").rstrip("/").rsplit("/", 1)[-1] or None),
+            (
+                "facts_errors",
+                [
+                    OrderedDict([("source", str(e.get("source"))), ("msg", str(e.get("msg")))])
+                    for e in as_list(facts.get("errors"))
+                    if isinstance(e, dict)
+                ],
+            ),
+            ("plans", plans),
+            # set when the facts were gathered inside a cpuset smaller than the host: what to do
+            ("cpuset_hint", rules.cpuset_hint(facts) if facts else None),
+            ("rails", _empty_rails()),
+            # what vllm_binding_facts read back: is the binding still the plan? (report/drift.py)
+            ("binding", summarize_binding(entry)),
+            # what site.yml applies here (the role variables): the findings never ask for it again
+            ("config", summarize_config(entry, facts)),
+            # the vllm-ascend release predicted, rank by rank (report/vllm_ascend_release.py)
+            ("vllm_ascend_release", summarize_release(entry.get("plan_" + VLLM), facts)),
+            # which vLLM and which NUMA binding each instance gets (report/vllm_instances.py)
+            ("vllm_instances", summarize_instances(entry, facts)),
+            # Kubernetes nodes: where the pods' CPUs landed (report/kubernetes.py); None elsewhere
+            ("kubernetes", kubernetes_audit(facts, entry.get("plan_strict"))),
+            # what the node's kubelet does with each pod shape (report/kubelet_whatif.py)
+            (
+                "kubernetes_whatif",
+                whatif_audit(
+                    facts,
+                    entry.get("plan_strict"),
+                    as_dict(entry.get("config")).get("instances"),
+                    entry.get("pod_shapes"),
+                ),
+            ),
+        ]
+    )
     host["facts_error_count"] = len(host["facts_errors"])
     return host
 
@@ -386,8 +499,7 @@ def build_report(hosts, rails=None, screened=False):
     names = sorted(hosts, key=str)
     summaries, signatures = analyse_once(hosts, names, guarded(analyse_host, host_problems), _input_key, _rebind)
     if rails is None and any(isinstance(as_dict(hosts[n]).get("rails"), dict) for n in names):
-        rails = dict((str(n), hosts[n]["rails"]) for n in names
-                     if isinstance(as_dict(hosts[n]).get("rails"), dict))
+        rails = dict((str(n), hosts[n]["rails"]) for n in names if isinstance(as_dict(hosts[n]).get("rails"), dict))
     analyse_rails(summaries, rail_shapes(hosts), rails)
     problems, problems_of = [], []
     for host in summaries:
@@ -404,9 +516,21 @@ def build_report(hosts, rails=None, screened=False):
     types = OrderedDict()
     for host in summaries:
         key = (host["vendor"], host["device_type"] or "none")
-        row = types.setdefault(key, OrderedDict([
-            ("vendor", key[0]), ("device_type", key[1]), ("hosts", 0), ("devices", 0),
-            ("healthy", 0), ("health_unknown", 0), ("capacity", 0), ("host_names", [])]))
+        row = types.setdefault(
+            key,
+            OrderedDict(
+                [
+                    ("vendor", key[0]),
+                    ("device_type", key[1]),
+                    ("hosts", 0),
+                    ("devices", 0),
+                    ("healthy", 0),
+                    ("health_unknown", 0),
+                    ("capacity", 0),
+                    ("host_names", []),
+                ]
+            ),
+        )
         row["hosts"] += 1
         row["devices"] += host["npus"] + host["gpus"]
         row["healthy"] += host["health"]["healthy"]
@@ -414,48 +538,57 @@ def build_report(hosts, rails=None, screened=False):
         row["capacity"] += host["softshare"]["capacity"]
         row["host_names"].append(host["name"])
     counts = Counter(p["severity"] for p in problems)
-    summary = OrderedDict([
-        ("hosts", len(summaries)),
-        ("npus", sum(h["npus"] for h in summaries)),
-        ("gpus", sum(h["gpus"] for h in summaries)),
-        ("unhealthy", sum(len(h["health"]["unhealthy"]) for h in summaries)),
-        ("health_unknown", sum(h["health"].get("unknown", 0) for h in summaries)),
-        ("softshare_capacity", sum(h["softshare"]["capacity"] for h in summaries)),
-        ("vllm_overlap_hosts", sum(1 for h in summaries
-                                   if h["plans"][VLLM]["overlap_cpus"])),
-        # of them, where the release was assumed (no vllm-ascend found): not shown as an error
-        ("vllm_overlap_assumed_hosts", sum(
-            1 for h in summaries if h["plans"][VLLM]["overlap_cpus"]
-            and (h.get("vllm_ascend_release") or {}).get("source") == "default")),
-        ("vllm_cross_numa_hosts", sum(1 for h in summaries
-                                      if h["plans"][VLLM]["cross_numa_count"])),
-        ("irqbalance_running", sum(1 for h in summaries if h["irqbalance"] == "running")),
-        # running and able to move some IRQ the strict plan pins (the irqbalance_running finding)
-        ("irqbalance_unbanned", sum(1 for h in summaries
-                                    if h["irqbalance_bans"]["state"] in ("unbanned", "unknown"))),
-        ("migratepages_missing", sum(1 for h in summaries if h["migratepages"] is False)),
-        ("rails_inconsistent", sum(1 for h in summaries if h["rails"]["status"] == "inconsistent")),
-        ("problems", OrderedDict((s, counts.get(s, 0)) for s in SEVERITIES)),
-    ])
+    summary = OrderedDict(
+        [
+            ("hosts", len(summaries)),
+            ("npus", sum(h["npus"] for h in summaries)),
+            ("gpus", sum(h["gpus"] for h in summaries)),
+            ("unhealthy", sum(len(h["health"]["unhealthy"]) for h in summaries)),
+            ("health_unknown", sum(h["health"].get("unknown", 0) for h in summaries)),
+            ("softshare_capacity", sum(h["softshare"]["capacity"] for h in summaries)),
+            ("vllm_overlap_hosts", sum(1 for h in summaries if h["plans"][VLLM]["overlap_cpus"])),
+            # of them, where the release was assumed (no vllm-ascend found): not shown as an error
+            (
+                "vllm_overlap_assumed_hosts",
+                sum(
+                    1
+                    for h in summaries
+                    if h["plans"][VLLM]["overlap_cpus"]
+                    and (h.get("vllm_ascend_release") or {}).get("source") == "default"
+                ),
+            ),
+            ("vllm_cross_numa_hosts", sum(1 for h in summaries if h["plans"][VLLM]["cross_numa_count"])),
+            ("irqbalance_running", sum(1 for h in summaries if h["irqbalance"] == "running")),
+            # running and able to move some IRQ the strict plan pins (the irqbalance_running finding)
+            (
+                "irqbalance_unbanned",
+                sum(1 for h in summaries if h["irqbalance_bans"]["state"] in ("unbanned", "unknown")),
+            ),
+            ("migratepages_missing", sum(1 for h in summaries if h["migratepages"] is False)),
+            ("rails_inconsistent", sum(1 for h in summaries if h["rails"]["status"] == "inconsistent")),
+            ("problems", OrderedDict((s, counts.get(s, 0)) for s in SEVERITIES)),
+        ]
+    )
     summary.update(drift_summary(summaries))
     shapes = group_shapes(summaries, signatures, problems_of)
     summary["shapes"] = len(shapes)
-    return OrderedDict([
-        ("schema", REPORT_SCHEMA),
-        # per section: the installed plan read back, or a what-if recomputed by the audit
-        ("sources", sources()),
-        ("summary", summary),
-        ("device_types", [dict(t) for t in sorted(types.values(),
-                                                  key=lambda t: (t["vendor"], t["device_type"]))]),
-        ("hosts", summaries),
-        ("problems", problems),
-        # the same problems grouped across hosts (kind + fix), for the problem lists
-        ("problem_groups", _problem_groups(problems, summaries)),
-        # binding read back vs plan, one row per kind of drift and fix across hosts
-        ("drift", drift_groups(summaries)),
-        # hosts with the same summary and problems, drawn once (shapes.group_shapes)
-        ("shapes", shapes),
-    ])
+    return OrderedDict(
+        [
+            ("schema", REPORT_SCHEMA),
+            # per section: the installed plan read back, or a what-if recomputed by the audit
+            ("sources", sources()),
+            ("summary", summary),
+            ("device_types", [dict(t) for t in sorted(types.values(), key=lambda t: (t["vendor"], t["device_type"]))]),
+            ("hosts", summaries),
+            ("problems", problems),
+            # the same problems grouped across hosts (kind + fix), for the problem lists
+            ("problem_groups", _problem_groups(problems, summaries)),
+            # binding read back vs plan, one row per kind of drift and fix across hosts
+            ("drift", drift_groups(summaries)),
+            # hosts with the same summary and problems, drawn once (shapes.group_shapes)
+            ("shapes", shapes),
+        ]
+    )
 
 
 def _problem_groups(problems, summaries):
@@ -488,7 +621,6 @@ def render_json(report):
             out.append(",\n".join("    " + json.dumps(item, default=str) for item in value))
             out.append("  ]" + comma)
         else:
-            out.append(head + json.dumps(value, indent=2, default=str).replace("\n", "\n  ")
-                       + comma)
+            out.append(head + json.dumps(value, indent=2, default=str).replace("\n", "\n  ") + comma)
     out.append("}")
     return "\n".join(out) + "\n"

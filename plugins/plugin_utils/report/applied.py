@@ -19,17 +19,24 @@ __metaclass__ = type
 import re
 from collections import OrderedDict
 
-from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import CONFIGURED, as_dict, as_list, int_or_none
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
+    CONFIGURED,
+    as_dict,
+    as_list,
+    int_or_none,
+)
 
 _LABEL = re.compile(r"^(?:NPU|GPU)(\d+)")
 
 
 def _device_ids(facts):
     if facts.get("vendor") == "nvidia":
-        return sorted(set(i for i in (int_or_none(as_dict(g).get("index")) for g in as_list(facts.get("gpus")))
-                          if i is not None))
-    return sorted(set(i for i in (int_or_none(as_dict(n).get("logic_id")) for n in as_list(facts.get("npus")))
-                      if i is not None))
+        return sorted(
+            set(i for i in (int_or_none(as_dict(g).get("index")) for g in as_list(facts.get("gpus"))) if i is not None)
+        )
+    return sorted(
+        set(i for i in (int_or_none(as_dict(n).get("logic_id")) for n in as_list(facts.get("npus"))) if i is not None)
+    )
 
 
 def summarize_config(entry, facts):
@@ -39,11 +46,22 @@ def summarize_config(entry, facts):
     ``irq_idle``: devices whose IRQs site.yml leaves to irqbalance."""
     raw = as_dict(as_dict(entry).get("config"))
     word = "GPU" if facts.get("vendor") == "nvidia" else "NPU"
-    out = OrderedDict([("known", bool(raw)), ("irqbalance", raw.get("irqbalance")),
-                       ("irq_enabled", raw.get("irq_enabled", True) is not False),
-                       ("irq_devices", raw.get("irq_devices") or "instances"),
-                       ("instances", []), ("planned", []), ("idle", []), ("irq_idle", []), ("host_bound", []),
-                       ("vllm_bound", []), ("word", word), ("basis", CONFIGURED)])
+    out = OrderedDict(
+        [
+            ("known", bool(raw)),
+            ("irqbalance", raw.get("irqbalance")),
+            ("irq_enabled", raw.get("irq_enabled", True) is not False),
+            ("irq_devices", raw.get("irq_devices") or "instances"),
+            ("instances", []),
+            ("planned", []),
+            ("idle", []),
+            ("irq_idle", []),
+            ("host_bound", []),
+            ("vllm_bound", []),
+            ("word", word),
+            ("basis", CONFIGURED),
+        ]
+    )
     if not raw:
         return out
     default_binding = raw.get("binding") or "host"
@@ -52,8 +70,7 @@ def summarize_config(entry, facts):
         inst = as_dict(inst)
         npus = [i for i in (int_or_none(n) for n in as_list(inst.get("npus"))) if i is not None]
         binding = inst.get("binding") or default_binding
-        out["instances"].append(OrderedDict([("name", str(inst.get("name"))), ("npus", npus),
-                                             ("binding", binding)]))
+        out["instances"].append(OrderedDict([("name", str(inst.get("name"))), ("npus", npus), ("binding", binding)]))
         served.update(npus)
         out["vllm_bound" if binding == "vllm" else "host_bound"].append(str(inst.get("name")))
     devices = _device_ids(facts)
@@ -96,12 +113,16 @@ def not_in_effect_note(config):
     """``not in effect: qwen-a runs with host binding; NPU4..7 serve no instance``."""
     parts = []
     if config["host_bound"]:
-        parts.append("%s run%s with host binding (npuops.fleet's binder pins the strict plan; "
-                     "the wrapper turns vllm-ascend's binding off)" % (
-                         ", ".join(config["host_bound"]), "s" if len(config["host_bound"]) == 1 else ""))
+        parts.append(
+            "%s run%s with host binding (npuops.fleet's binder pins the strict plan; "
+            "the wrapper turns vllm-ascend's binding off)"
+            % (", ".join(config["host_bound"]), "s" if len(config["host_bound"]) == 1 else "")
+        )
     if config["idle"]:
-        parts.append("%s serve%s no instance" % (ids_text(config["word"], config["idle"]),
-                                                 "s" if len(config["idle"]) == 1 else ""))
+        parts.append(
+            "%s serve%s no instance"
+            % (ids_text(config["word"], config["idle"]), "s" if len(config["idle"]) == 1 else "")
+        )
     return "not in effect: " + "; ".join(parts) if parts else ""
 
 
@@ -117,29 +138,50 @@ def irqbalance_finding(config, bans):
     where = bans["config"] or "irqbalance's config"
     setting = config["irqbalance"] or "ban"
     if not config["irq_enabled"]:
-        return ("info", "irqbalance balances the device IRQs (IRQ pinning is off)", busy_irqs + idle_irqs,
-                "npuops_irq_enabled is false, so site.yml leaves IRQs to irqbalance; set it true to "
-                "pin and ban them")
+        return (
+            "info",
+            "irqbalance balances the device IRQs (IRQ pinning is off)",
+            busy_irqs + idle_irqs,
+            "npuops_irq_enabled is false, so site.yml leaves IRQs to irqbalance; set it true to pin and ban them",
+        )
     if not busy_irqs and not bans["unknown"] and not config["instances"]:
-        return ("info", "irqbalance balances the device IRQs (no vLLM instance on this host)", idle_irqs,
-                "nothing to do while no instance runs here: site.yml pins and bans only the IRQs of "
-                "the %ss instances use (npuops_irq_devices: instances); to pin every %s's IRQs now, "
-                "set npuops_irq_devices: all and run site.yml" % (word, word))
+        return (
+            "info",
+            "irqbalance balances the device IRQs (no vLLM instance on this host)",
+            idle_irqs,
+            "nothing to do while no instance runs here: site.yml pins and bans only the IRQs of "
+            "the %ss instances use (npuops_irq_devices: instances); to pin every %s's IRQs now, "
+            "set npuops_irq_devices: all and run site.yml" % (word, word),
+        )
     if not busy_irqs and not bans["unknown"]:
-        return ("info", "irqbalance balances the IRQs of %ss in no instance" % word, idle_irqs,
-                "nothing to do while %s serve no instance: site.yml pins and bans the IRQs of the "
-                "%ss instances use only; to pin them too, add them to an instance in "
-                "npuops_vllm_instances and run site.yml"
-                % (ids_text(word, sorted(idle)), word))
+        return (
+            "info",
+            "irqbalance balances the IRQs of %ss in no instance" % word,
+            idle_irqs,
+            "nothing to do while %s serve no instance: site.yml pins and bans the IRQs of the "
+            "%ss instances use only; to pin them too, add them to an instance in "
+            "npuops_vllm_instances and run site.yml" % (ids_text(word, sorted(idle)), word),
+        )
     if setting == "ban":
-        return ("warning", "irqbalance will undo IRQ affinity", busy_irqs,
-                "npuops_irqbalance is already ban, but these IRQs are not banned in %s: run "
-                "site.yml on this host (--tags irq) to write the bans; if they are written, "
-                "irqbalance reads another config file" % where)
+        return (
+            "warning",
+            "irqbalance will undo IRQ affinity",
+            busy_irqs,
+            "npuops_irqbalance is already ban, but these IRQs are not banned in %s: run "
+            "site.yml on this host (--tags irq) to write the bans; if they are written, "
+            "irqbalance reads another config file" % where,
+        )
     if setting == "stop":
-        return ("warning", "irqbalance will undo IRQ affinity", busy_irqs,
-                "npuops_irqbalance is stop, yet irqbalance is active: run site.yml --tags irq "
-                "(it stops and disables it), then find what starts it again")
-    return ("warning", "irqbalance will undo IRQ affinity", busy_irqs,
-            "set npuops_irqbalance: ban (now %s): site.yml then bans the planned IRQs in "
-            "irqbalance's config" % setting)
+        return (
+            "warning",
+            "irqbalance will undo IRQ affinity",
+            busy_irqs,
+            "npuops_irqbalance is stop, yet irqbalance is active: run site.yml --tags irq "
+            "(it stops and disables it), then find what starts it again",
+        )
+    return (
+        "warning",
+        "irqbalance will undo IRQ affinity",
+        busy_irqs,
+        "set npuops_irqbalance: ban (now %s): site.yml then bans the planned IRQs in irqbalance's config" % setting,
+    )

@@ -37,9 +37,17 @@ def summarize_binding(entry):
     could be asked: a sandbox), ``ok`` or ``drifted``."""
     entry = as_dict(entry)
     facts = entry.get("binding")
-    summary = OrderedDict([("state", "not_read"), ("instances", 0), ("checked", 0),
-                           ("drift", []), ("errors", []), ("error", None),
-                           ("basis", INSTALLED)])  # the installed plan JSON, read back
+    summary = OrderedDict(
+        [
+            ("state", "not_read"),
+            ("instances", 0),
+            ("checked", 0),
+            ("drift", []),
+            ("errors", []),
+            ("error", None),
+            ("basis", INSTALLED),
+        ]
+    )  # the installed plan JSON, read back
     if entry.get("binding_error"):
         summary["state"] = "failed"
         summary["error"] = str(entry["binding_error"])
@@ -48,14 +56,19 @@ def summarize_binding(entry):
         return summary
     instances = as_dict(facts.get("instances"))
     summary["instances"] = len(instances)
-    summary["checked"] = sum(1 for i in instances.values()
-                             if isinstance(i, dict) and i.get("checked", True) is not False)
+    summary["checked"] = sum(
+        1 for i in instances.values() if isinstance(i, dict) and i.get("checked", True) is not False
+    )
     for row in as_list(facts.get("drift")):
         if isinstance(row, dict):
-            summary["drift"].append(OrderedDict(
-                (key, _text(row.get(key))) for key in ("instance", "device", "kind", "evidence", "fix")))
-    summary["errors"] = [OrderedDict([("source", str(e.get("source"))), ("msg", str(e.get("msg")))])
-                         for e in as_list(facts.get("errors")) if isinstance(e, dict)]
+            summary["drift"].append(
+                OrderedDict((key, _text(row.get(key))) for key in ("instance", "device", "kind", "evidence", "fix"))
+            )
+    summary["errors"] = [
+        OrderedDict([("source", str(e.get("source"))), ("msg", str(e.get("msg")))])
+        for e in as_list(facts.get("errors"))
+        if isinstance(e, dict)
+    ]
     if summary["drift"]:
         summary["state"] = "drifted"
     elif not instances:
@@ -78,11 +91,21 @@ def drift_groups(hosts):
             key = (row["kind"], row["fix"])
             group = groups.get(key)
             if group is None:
-                group = groups[key] = OrderedDict([
-                    ("kind", row["kind"]), ("title", KINDS.get(row["kind"], row["kind"])),
-                    ("fix", row["fix"]), ("count", 0), ("host_count", 0), ("hosts", []),
-                    ("hosts_text", ""), ("instances", []), ("devices", 0),
-                    ("evidence", row["evidence"]), ("examples", [])])
+                group = groups[key] = OrderedDict(
+                    [
+                        ("kind", row["kind"]),
+                        ("title", KINDS.get(row["kind"], row["kind"])),
+                        ("fix", row["fix"]),
+                        ("count", 0),
+                        ("host_count", 0),
+                        ("hosts", []),
+                        ("hosts_text", ""),
+                        ("instances", []),
+                        ("devices", 0),
+                        ("evidence", row["evidence"]),
+                        ("examples", []),
+                    ]
+                )
             group["count"] += 1
             if not group["hosts"] or group["hosts"][-1] != host["name"]:
                 group["hosts"].append(host["name"])
@@ -93,8 +116,9 @@ def drift_groups(hosts):
             if group["evidence"] != row["evidence"]:
                 group["evidence"] = None
             if len(group["examples"]) < EVIDENCE_SHOWN:
-                group["examples"].append("%s: %s %s: %s" % (
-                    host["name"], row["instance"], row["device"] or "", row["evidence"]))
+                group["examples"].append(
+                    "%s: %s %s: %s" % (host["name"], row["instance"], row["device"] or "", row["evidence"])
+                )
     order = dict((kind, i) for i, kind in enumerate(KINDS))
     out = sorted(groups.values(), key=lambda g: order.get(g["kind"], len(order)))
     for group in out:
@@ -108,8 +132,10 @@ def drift_groups(hosts):
 def drift_summary(hosts):
     """The summary tiles' counts: hosts whose binding was checked, hosts with drift, rows."""
     states = [as_dict(h.get("binding")).get("state") for h in hosts]
-    return OrderedDict([
-        ("binding_checked_hosts", sum(1 for s in states if s in ("ok", "drifted"))),
-        ("drift_hosts", sum(1 for s in states if s == "drifted")),
-        ("drift_rows", sum(len(as_dict(h.get("binding")).get("drift") or []) for h in hosts)),
-    ])
+    return OrderedDict(
+        [
+            ("binding_checked_hosts", sum(1 for s in states if s in ("ok", "drifted"))),
+            ("drift_hosts", sum(1 for s in states if s == "drifted")),
+            ("drift_rows", sum(len(as_dict(h.get("binding")).get("drift") or []) for h in hosts)),
+        ]
+    )

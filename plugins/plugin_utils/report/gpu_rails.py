@@ -13,29 +13,36 @@ from collections import OrderedDict
 
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vendors
 from ansible_collections.npuops.fleet.plugins.plugin_utils import rails as rail_vote
-from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
-    as_dict, as_list, key_sort)
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import as_dict, as_list, key_sort
 
 
 def rail_shape(facts):
     """What makes two GPU hosts "identical" for rail comparison: CPU model, GPU count and RDMA
     NIC count (not the NIC names: a renamed NIC is exactly what must be caught)."""
     facts = as_dict(facts)
-    return "%s, %d GPUs, %d NICs" % (as_dict(facts.get("cpu")).get("model") or "unknown CPU",
-                                     len(as_list(facts.get("gpus"))),
-                                     len(as_list(facts.get("nics"))))
+    return "%s, %d GPUs, %d NICs" % (
+        as_dict(facts.get("cpu")).get("model") or "unknown CPU",
+        len(as_list(facts.get("gpus"))),
+        len(as_list(facts.get("nics"))),
+    )
 
 
 def rail_shapes(hosts):
     """``{host: shape}`` for the ``shapes`` option of the ``npuops.fleet.rail_check`` filter."""
-    return dict((str(name), rail_shape(as_dict(entry).get("facts")))
-                for name, entry in as_dict(hosts).items())
+    return dict((str(name), rail_shape(as_dict(entry).get("facts"))) for name, entry in as_dict(hosts).items())
 
 
 def _rail_deviation(gpu, actual, expected, majority_hosts, peers, tie):
-    return OrderedDict([("gpu", str(gpu)), ("nic", actual), ("majority", expected),
-                        ("hosts_with_majority", majority_hosts), ("peers", peers),
-                        ("tie", bool(tie))])
+    return OrderedDict(
+        [
+            ("gpu", str(gpu)),
+            ("nic", actual),
+            ("majority", expected),
+            ("hosts_with_majority", majority_hosts),
+            ("peers", peers),
+            ("tie", bool(tie)),
+        ]
+    )
 
 
 def analyse_rails(hosts, shapes, rails=None):
@@ -51,8 +58,7 @@ def analyse_rails(hosts, shapes, rails=None):
     for host in hosts:
         if not vendors.is_gpu_vendor(host["vendor"]) or host["plans"]["strict"]["status"] != "ok":
             continue
-        mapping = OrderedDict((d["id"], d.get("nic")) for d in host["plans"]["strict"]["devices"]
-                              if d["kind"] == "gpu")
+        mapping = OrderedDict((d["id"], d.get("nic")) for d in host["plans"]["strict"]["devices"] if d["kind"] == "gpu")
         if not mapping:
             continue
         host["rails"]["mapping"] = mapping
@@ -67,16 +73,16 @@ def analyse_rails(hosts, shapes, rails=None):
             host["rails"]["peers"] = len(members)
         if len(members) < 2 or rails is not None:
             continue
-        majority, majority_count, tie = rail_vote.majority(
-            h["rails"]["mapping"] for h in members)
+        majority, majority_count, tie = rail_vote.majority(h["rails"]["mapping"] for h in members)
         for host in members:
             mine = host["rails"]["mapping"]
             if dict(mine) == majority:
                 continue
             host["rails"]["status"] = "inconsistent"
             for gpu, expected, actual in rail_vote.differences(mine, majority, key_sort):
-                host["rails"]["deviations"].append(_rail_deviation(
-                    gpu, actual, expected, majority_count, len(members), tie))
+                host["rails"]["deviations"].append(
+                    _rail_deviation(gpu, actual, expected, majority_count, len(members), tie)
+                )
     if rails is None:
         return
     by_name = dict((h["name"], h) for h in hosts)
@@ -90,16 +96,24 @@ def analyse_rails(hosts, shapes, rails=None):
         diffs = as_dict(found.get("differences"))
         for gpu in sorted(diffs, key=key_sort):
             diff = as_dict(diffs[gpu])
-            host["rails"]["deviations"].append(_rail_deviation(
-                gpu, diff.get("actual"), diff.get("expected"), found.get("majority_hosts"),
-                found.get("group_hosts"), found.get("tie")))
+            host["rails"]["deviations"].append(
+                _rail_deviation(
+                    gpu,
+                    diff.get("actual"),
+                    diff.get("expected"),
+                    found.get("majority_hosts"),
+                    found.get("group_hosts"),
+                    found.get("tie"),
+                )
+            )
 
 
 def gpu_model(facts):
     """The GPU model of an NVIDIA host (``NVIDIA H100 80GB HBM3``; ``mixed: A, B``), or None
     (facts without ``gpus[].model``: nvidia-smi's query did not answer, or an older snapshot)."""
-    models = sorted(set(str(g.get("model")) for g in (facts.get("gpus") or [])
-                        if isinstance(g, dict) and g.get("model")))
+    models = sorted(
+        set(str(g.get("model")) for g in (facts.get("gpus") or []) if isinstance(g, dict) and g.get("model"))
+    )
     if not models:
         return None
     return models[0] if len(models) == 1 else "mixed: " + ", ".join(models)

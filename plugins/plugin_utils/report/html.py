@@ -33,15 +33,24 @@ from markupsafe import Markup
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import inventory, kubelet_whatif
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
-    COMPARED, POLICIES, ROLES, comparison_title, cpu_ids, device_label, one_line, plural,
-    policy_caption, policy_heading)
-from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import (
-    compact_host_parts, shapes_of)
+    COMPARED,
+    POLICIES,
+    ROLES,
+    comparison_title,
+    cpu_ids,
+    device_label,
+    one_line,
+    plural,
+    policy_caption,
+    policy_heading,
+)
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import compact_host_parts, shapes_of
 
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 
-ROLE_COLOURS = OrderedDict([("irq", "#f28e2b"), ("main", "#4e79a7"), ("acl", "#59a14f"),
-                            ("release", "#b07aa1"), ("pool", "#76b7b2")])
+ROLE_COLOURS = OrderedDict(
+    [("irq", "#f28e2b"), ("main", "#4e79a7"), ("acl", "#59a14f"), ("release", "#b07aa1"), ("pool", "#76b7b2")]
+)
 OVERLAP_COLOUR = "#d62728"
 # strict / GPU plans: the API server, EngineCore and tokenizers; CPUs nobody got (cpu_budget)
 BUDGET_COLOURS = OrderedDict([("frontend", "#b07aa1"), ("spare", "#c9c9c9")])
@@ -69,47 +78,82 @@ CSS = _static("report.css")
 # page's own data-host / data-shape / data-shapes attributes.
 SCRIPT = _SCRIPT = _static("host_filter.js")
 SCRIPT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(SCRIPT.encode("utf-8")).digest()).decode()
-CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src '%s'; base-uri 'none'; "
-       "form-action 'none'" % SCRIPT_HASH)
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; script-src '%s'; base-uri 'none'; form-action 'none'" % SCRIPT_HASH
+)
 
-_ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
-                          undefined=jinja2.StrictUndefined, finalize=_finalize,
-                          trim_blocks=True, lstrip_blocks=True)
+_ENV = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(TEMPLATES),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    finalize=_finalize,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
 _ENV.globals.update(
-    COMPARED=COMPARED, POLICIES=POLICIES, HOSTS_SHOWN=HOSTS_SHOWN, ROLE_COLOURS=ROLE_COLOURS,
-    OVERLAP_COLOUR=OVERLAP_COLOUR, BUDGET_COLOURS=BUDGET_COLOURS, UNKNOWN=inventory.UNKNOWN,
-    compact_host_parts=compact_host_parts, comparison_title=comparison_title,
-    device_label=device_label, plural=plural, policy_caption=policy_caption,
-    policy_heading=policy_heading, versions_text=inventory.versions_text,
-    device_columns=inventory.COLUMNS, device_cells=inventory.cells,
-    whatif_headers=kubelet_whatif.HEADERS, whatif_intro=kubelet_whatif.INTRO)
+    COMPARED=COMPARED,
+    POLICIES=POLICIES,
+    HOSTS_SHOWN=HOSTS_SHOWN,
+    ROLE_COLOURS=ROLE_COLOURS,
+    OVERLAP_COLOUR=OVERLAP_COLOUR,
+    BUDGET_COLOURS=BUDGET_COLOURS,
+    UNKNOWN=inventory.UNKNOWN,
+    compact_host_parts=compact_host_parts,
+    comparison_title=comparison_title,
+    device_label=device_label,
+    plural=plural,
+    policy_caption=policy_caption,
+    policy_heading=policy_heading,
+    versions_text=inventory.versions_text,
+    device_columns=inventory.COLUMNS,
+    device_cells=inventory.cells,
+    whatif_headers=kubelet_whatif.HEADERS,
+    whatif_intro=kubelet_whatif.INTRO,
+)
 
 
 def _summary_cards(report):
     s = report["summary"]
-    cards = [("hosts", "hosts", ""), ("shapes", "host shapes", ""), ("npus", "NPUs", ""),
-             ("gpus", "GPUs", ""),
-             ("unhealthy", "unhealthy chips", "c-bad" if s["unhealthy"] else ""),
-             ("health_unknown", "devices: health unknown", "c-warn" if s.get("health_unknown") else ""),
-             ("softshare_capacity", "soft-share capacity", ""),
-             ("vllm_overlap_hosts", "hosts: vllm-ascend overlaps" + (
-                 " (assumed release)" if s["vllm_overlap_hosts"] and s["vllm_overlap_hosts"]
-                 == s.get("vllm_overlap_assumed_hosts") else ""),
-              "c-bad" if s["vllm_overlap_hosts"] > s.get("vllm_overlap_assumed_hosts", 0) else ""),
-             ("irqbalance_unbanned", "hosts: irqbalance can move IRQs",
-              "c-warn" if s["irqbalance_unbanned"] else ""),
-             ("migratepages_missing", "hosts: no migratepages",
-              "c-warn" if s["migratepages_missing"] else ""),
-             ("rails_inconsistent", "hosts: rails differ", "c-warn" if s["rails_inconsistent"] else ""),
-             ("binding_checked_hosts", "hosts: binding read back", ""),
-             ("drift_hosts", "hosts: binding drifted", "c-bad" if s.get("drift_hosts") else "")]
-    out = [{"cls": cls, "id": key.replace("_", "-"), "value": s[key], "ptr": "/summary/" + key,
-            "label": label} for key, label, cls in cards if key in s]
+    cards = [
+        ("hosts", "hosts", ""),
+        ("shapes", "host shapes", ""),
+        ("npus", "NPUs", ""),
+        ("gpus", "GPUs", ""),
+        ("unhealthy", "unhealthy chips", "c-bad" if s["unhealthy"] else ""),
+        ("health_unknown", "devices: health unknown", "c-warn" if s.get("health_unknown") else ""),
+        ("softshare_capacity", "soft-share capacity", ""),
+        (
+            "vllm_overlap_hosts",
+            "hosts: vllm-ascend overlaps"
+            + (
+                " (assumed release)"
+                if s["vllm_overlap_hosts"] and s["vllm_overlap_hosts"] == s.get("vllm_overlap_assumed_hosts")
+                else ""
+            ),
+            "c-bad" if s["vllm_overlap_hosts"] > s.get("vllm_overlap_assumed_hosts", 0) else "",
+        ),
+        ("irqbalance_unbanned", "hosts: irqbalance can move IRQs", "c-warn" if s["irqbalance_unbanned"] else ""),
+        ("migratepages_missing", "hosts: no migratepages", "c-warn" if s["migratepages_missing"] else ""),
+        ("rails_inconsistent", "hosts: rails differ", "c-warn" if s["rails_inconsistent"] else ""),
+        ("binding_checked_hosts", "hosts: binding read back", ""),
+        ("drift_hosts", "hosts: binding drifted", "c-bad" if s.get("drift_hosts") else ""),
+    ]
+    out = [
+        {"cls": cls, "id": key.replace("_", "-"), "value": s[key], "ptr": "/summary/" + key, "label": label}
+        for key, label, cls in cards
+        if key in s
+    ]
     for sev in ("error", "warning", "info"):
         count = s["problems"][sev]
-        out.append({"cls": {"error": "c-bad", "warning": "c-warn"}.get(sev, "") if count else "",
-                    "id": "problems-" + sev, "value": count, "ptr": "/summary/problems/" + sev,
-                    "label": sev + (" problems" if sev != "info" else " notes")})
+        out.append(
+            {
+                "cls": {"error": "c-bad", "warning": "c-warn"}.get(sev, "") if count else "",
+                "id": "problems-" + sev,
+                "value": count,
+                "ptr": "/summary/problems/" + sev,
+                "label": sev + (" problems" if sev != "info" else " notes"),
+            }
+        )
     return out
 
 
@@ -137,9 +181,16 @@ def _evidence_items(report, g, shape_of):
     out = []
     for i in g["problems"]:
         p = report["problems"][i]
-        out.append({"evidence": p["evidence"], "hosts_text": p["host"], "ids": [p["id"]],
-                    "id_text": p["id"], "problems": [i],
-                    "shapes": [shape_of[p["host"]]] if p["host"] in shape_of else []})
+        out.append(
+            {
+                "evidence": p["evidence"],
+                "hosts_text": p["host"],
+                "ids": [p["id"]],
+                "id_text": p["id"],
+                "problems": [i],
+                "shapes": [shape_of[p["host"]]] if p["host"] in shape_of else [],
+            }
+        )
     return out
 
 
@@ -156,8 +207,7 @@ def problems_view(report, shape_of):
             shapes = g.get("shapes")
             if shapes is None:
                 shapes = sorted(set(shape_of.get(h) for h in g["hosts"] if h in shape_of))
-            row = {"group": g, "index": index, "shapes": shapes,
-                   "items": _evidence_items(report, g, shape_of)}
+            row = {"group": g, "index": index, "shapes": shapes, "items": _evidence_items(report, g, shape_of)}
         (notes if first["severity"] == "info" else rows).append(row)
     return {"rows": rows, "notes": notes}
 
@@ -182,8 +232,7 @@ def _shape_problem_links(report, shape):
         shapes = g.get("shapes")
         if shapes is not None and shape["id"] not in shapes:
             continue
-        if shapes is None and not any(report["problems"][m]["host"] in shape["hosts"]
-                                      for m in members):
+        if shapes is None and not any(report["problems"][m]["host"] in shape["hosts"] for m in members):
             continue
         if len(members) == 1:
             g = report["problems"][members[0]]
@@ -230,10 +279,8 @@ def svg_map(host, plan, index, policy):
     row_h, gap = 15, 4
     devices = plan["devices"]
     overlap = set(cpu_ids(plan["overlap"]))
-    budget_rows = [(name, cpu_ids(plan.get(name))) for name in BUDGET_COLOURS
-                   if cpu_ids(plan.get(name))]
-    height = 24 + 14 + (row_h + gap) * (max(len(devices), 1) + len(budget_rows)) + \
-        (row_h + 8 if overlap else 0) + 16
+    budget_rows = [(name, cpu_ids(plan.get(name))) for name in BUDGET_COLOURS if cpu_ids(plan.get(name))]
+    height = 24 + 14 + (row_h + gap) * (max(len(devices), 1) + len(budget_rows)) + (row_h + 8 if overlap else 0) + 16
 
     def x(cpu):
         return left + cpu * scale
@@ -243,46 +290,87 @@ def svg_map(host, plan, index, policy):
         return more
 
     shades = ("#e8eef7", "#f6f0e4")
-    out = {"width": width, "height": height, "left": left, "row_h": row_h, "index": index,
-           "policy": policy, "host": host["name"], "rows": [],
-           "nodes": [bar(first, last, fill=shades[pos % 2],
-                         title="NUMA node %d: %s" % (node, cpulist.format(cpus)))
-                     for pos, (node, cpus) in enumerate(sorted(numa.items()))
-                     for first, last in _runs(cpus)],
-           "denied": [bar(f, la) for f, la in _runs(set(online) - allowed if allowed else [])],
-           "allowed": [bar(f, la) for f, la in _runs(allowed)]}
+    out = {
+        "width": width,
+        "height": height,
+        "left": left,
+        "row_h": row_h,
+        "index": index,
+        "policy": policy,
+        "host": host["name"],
+        "rows": [],
+        "nodes": [
+            bar(first, last, fill=shades[pos % 2], title="NUMA node %d: %s" % (node, cpulist.format(cpus)))
+            for pos, (node, cpus) in enumerate(sorted(numa.items()))
+            for first, last in _runs(cpus)
+        ],
+        "denied": [bar(f, la) for f, la in _runs(set(online) - allowed if allowed else [])],
+        "allowed": [bar(f, la) for f, la in _runs(allowed)],
+    }
     labels, out["unlabelled"] = node_labels(numa, scale)
     out["labels"] = [("%.2f" % (left + centre), node) for centre, node in labels]
     y = 40
     for dev in devices:
         label = "%s%s" % (dev["label"], " \u2192 " + str(dev.get("nic")) if dev.get("nic") else "")
-        row = {"y": y, "colour": OVERLAP_COLOUR if dev["cross_numa"] else "#1d232a", "bold": False,
-               "label": label + (" \u26a0" if dev["cross_numa"] else ""), "runs": [],
-               "home": [bar(f, la) for node in dev["home_nodes"] for f, la in _runs(numa.get(node, []))]}
+        row = {
+            "y": y,
+            "colour": OVERLAP_COLOUR if dev["cross_numa"] else "#1d232a",
+            "bold": False,
+            "label": label + (" \u26a0" if dev["cross_numa"] else ""),
+            "runs": [],
+            "home": [bar(f, la) for node in dev["home_nodes"] for f, la in _runs(numa.get(node, []))],
+        }
         parts = [(r, cpu_ids(dev["roles"][r])) for r in ROLES]
         pool = cpu_ids(dev["pool"])
         in_roles = set(c for _role, cpus in parts for c in cpus)
         parts.append(("pool", [c for c in pool if c not in in_roles]))
         for role, cpus in parts:
             for first, last in _runs(cpus):
-                row["runs"].append(bar(first, last, 0.8, fill=ROLE_COLOURS[role], title="%s %s: %s" % (
-                    dev["label"], role, cpulist.format(range(first, last + 1)))))
+                row["runs"].append(
+                    bar(
+                        first,
+                        last,
+                        0.8,
+                        fill=ROLE_COLOURS[role],
+                        title="%s %s: %s" % (dev["label"], role, cpulist.format(range(first, last + 1))),
+                    )
+                )
         row["overlap"] = [bar(f, la, 1) for f, la in _runs(overlap.intersection(pool))]
         out["rows"].append(row)
         y += row_h + gap
     for name, cpus in budget_rows:
-        out["rows"].append({"y": y, "colour": "#1d232a", "bold": False, "label": name, "home": [],
-                            "overlap": [], "runs": [
-                                bar(f, la, 0.8, fill=BUDGET_COLOURS[name],
-                                    title="%s: %s" % (name, cpulist.format(range(f, la + 1))))
-                                for f, la in _runs(cpus)]})
+        out["rows"].append(
+            {
+                "y": y,
+                "colour": "#1d232a",
+                "bold": False,
+                "label": name,
+                "home": [],
+                "overlap": [],
+                "runs": [
+                    bar(
+                        f, la, 0.8, fill=BUDGET_COLOURS[name], title="%s: %s" % (name, cpulist.format(range(f, la + 1)))
+                    )
+                    for f, la in _runs(cpus)
+                ],
+            }
+        )
         y += row_h + gap
     if overlap:
-        out["rows"].append({"y": y, "colour": OVERLAP_COLOUR, "bold": True, "label": "overlap",
-                            "home": [], "overlap": [], "runs": [
-                                bar(f, la, 1, fill=OVERLAP_COLOUR,
-                                    title="shared: %s" % cpulist.format(range(f, la + 1)))
-                                for f, la in _runs(overlap)]})
+        out["rows"].append(
+            {
+                "y": y,
+                "colour": OVERLAP_COLOUR,
+                "bold": True,
+                "label": "overlap",
+                "home": [],
+                "overlap": [],
+                "runs": [
+                    bar(f, la, 1, fill=OVERLAP_COLOUR, title="shared: %s" % cpulist.format(range(f, la + 1)))
+                    for f, la in _runs(overlap)
+                ],
+            }
+        )
         y += row_h + 8
     out["axis_y"] = y
     ticks = sorted(set([0, top] + [cs[0] for cs in numa.values() if cs]))
@@ -298,10 +386,14 @@ def _article(report, shape):
     for policy in POLICIES:
         plan = host["plans"][policy]
         ok = plan["applicable"] and plan["status"] == "ok"
-        figures.append({"policy": policy, "plan": plan,
-                        "map": svg_map(host, plan, index, policy) if ok else None})
-    return {"host": host, "shape": shape, "index": index, "figures": figures,
-            "links": _shape_problem_links(report, shape)}
+        figures.append({"policy": policy, "plan": plan, "map": svg_map(host, plan, index, policy) if ok else None})
+    return {
+        "host": host,
+        "shape": shape,
+        "index": index,
+        "figures": figures,
+        "links": _shape_problem_links(report, shape),
+    }
 
 
 def render_html(report):
@@ -309,12 +401,21 @@ def render_html(report):
     only script the page's Content-Security-Policy allows), no external assets."""
     shape_of = shapes_by_host(report)
     shapes = shapes_of(report)
-    titled = [(sh["id"], sh["hosts"][0] if sh["host_count"] == 1 else sh["hosts_text"],
-               report["hosts"][sh["host"]]) for sh in shapes]
+    titled = [
+        (sh["id"], sh["hosts"][0] if sh["host_count"] == 1 else sh["hosts_text"], report["hosts"][sh["host"]])
+        for sh in shapes
+    ]
     page = _ENV.get_template("report.html.j2").render(
-        report=report, shapes=shapes, cards=_summary_cards(report), csp=CSP,
-        css=Markup(CSS), script=Markup(SCRIPT), problems=problems_view(report, shape_of),
-        drift=drift_view(report, shape_of), titled_shapes=titled,
+        report=report,
+        shapes=shapes,
+        cards=_summary_cards(report),
+        csp=CSP,
+        css=Markup(CSS),
+        script=Markup(SCRIPT),
+        problems=problems_view(report, shape_of),
+        drift=drift_view(report, shape_of),
+        titled_shapes=titled,
         whatif_rows=kubelet_whatif.whatif_rows(titled),
-        articles=[_article(report, shape) for shape in shapes])
+        articles=[_article(report, shape) for shape in shapes],
+    )
     return page + "\n"

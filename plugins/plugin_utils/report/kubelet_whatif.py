@@ -32,7 +32,10 @@ from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, PlanError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import (
-    kubelet_merge, kubelet_policy_choice, kubelet_whatif)
+    kubelet_merge,
+    kubelet_policy_choice,
+    kubelet_whatif,
+)
 
 SHAPES_VARIABLE = "npuops_audit_pod_shapes"
 _TRUE = ("true", "True", True)
@@ -46,16 +49,20 @@ def _options(effective, key):
 def _settings(kube):
     effective = (kube.get("kubelet") or {}).get("effective") or {}
     version = (kube.get("kubelet") or {}).get("version")
-    return {"version": version,
-            "cpu_manager_policy": str(effective.get("cpuManagerPolicy") or "none"),
-            "topology_manager_policy": str(effective.get("topologyManagerPolicy") or "none"),
-            "full_pcpus_only": _options(effective, "cpuManagerPolicyOptions").get("full-pcpus-only") in _TRUE,
-            "distribute_cpus_across_numa":
-                _options(effective, "cpuManagerPolicyOptions").get("distribute-cpus-across-numa") in _TRUE,
-            "prefer_closest_numa_nodes":
-                _options(effective, "topologyManagerPolicyOptions").get("prefer-closest-numa-nodes") in _TRUE,
-            "reserved_cpus": effective.get("reservedSystemCPUs") or "",
-            "merge_rule": kubelet_merge.rule_for(version)}
+    return {
+        "version": version,
+        "cpu_manager_policy": str(effective.get("cpuManagerPolicy") or "none"),
+        "topology_manager_policy": str(effective.get("topologyManagerPolicy") or "none"),
+        "full_pcpus_only": _options(effective, "cpuManagerPolicyOptions").get("full-pcpus-only") in _TRUE,
+        "distribute_cpus_across_numa": _options(effective, "cpuManagerPolicyOptions").get("distribute-cpus-across-numa")
+        in _TRUE,
+        "prefer_closest_numa_nodes": _options(effective, "topologyManagerPolicyOptions").get(
+            "prefer-closest-numa-nodes"
+        )
+        in _TRUE,
+        "reserved_cpus": effective.get("reservedSystemCPUs") or "",
+        "merge_rule": kubelet_merge.rule_for(version),
+    }
 
 
 def _held(kube):
@@ -88,8 +95,9 @@ def _result(got, settings):
     out = dict((k, got.get(k)) for k in ("admitted", "cpus", "numa_nodes", "reason"))
     if settings["cpu_manager_policy"] != "static" and out["admitted"]:
         out["cpus"] = None
-        out["reason"] = "cpuManagerPolicy %s: no exclusive CPUs, the pod runs on the shared pool" \
-                        % settings["cpu_manager_policy"]
+        out["reason"] = (
+            "cpuManagerPolicy %s: no exclusive CPUs, the pod runs on the shared pool" % settings["cpu_manager_policy"]
+        )
     return out
 
 
@@ -97,10 +105,12 @@ def _shapes(plan, reserved, instances, pod_shapes):
     shapes = []
     if instances:
         if not isinstance(instances, list) or not all(
-                isinstance(i, dict) and isinstance(i.get("npus") or [], list) for i in instances):
+            isinstance(i, dict) and isinstance(i.get("npus") or [], list) for i in instances
+        ):
             raise PlanError("npuops_vllm_instances: a list of {name, npus: [ids]}, got %r" % (instances,))
-        with_instances = dict(plan, instances=dict(
-            (str(i.get("name")), {"npus": list(i.get("npus") or [])}) for i in instances))
+        with_instances = dict(
+            plan, instances=dict((str(i.get("name")), {"npus": list(i.get("npus") or [])}) for i in instances)
+        )
         shapes += kubelet_policy_choice.pod_shapes(with_instances, reserved)
         shapes = [s for s in shapes if s["source"].startswith("plan instance")]
     if pod_shapes:
@@ -121,8 +131,7 @@ def whatif_audit(facts, plan, instances=None, pod_shapes=None):
         reserved = set(cpulist.parse(str(settings["reserved_cpus"]), "reservedSystemCPUs"))
         shapes = _shapes(plan, reserved, instances, pod_shapes)
         if not shapes:
-            out["error"] = "no pod shape: the host has no npuops_vllm_instances and %s is empty" \
-                           % SHAPES_VARIABLE
+            out["error"] = "no pod shape: the host has no npuops_vllm_instances and %s is empty" % SHAPES_VARIABLE
             return out
         topo = kubelet_whatif.Topo.from_facts(facts)
         assigned, held_nodes = _held(kube)
@@ -135,11 +144,19 @@ def whatif_audit(facts, plan, instances=None, pod_shapes=None):
                 if shape["devices"]:
                     free = _less(shape["free_nodes"], taken) if when == "now" else shape["free_nodes"]
                     devices = {"count": shape["devices"], "nodes": shape["device_nodes"], "free": free}
-                got = kubelet_whatif.whatif(topo, reserved, shape["cpus"], devices, policy=policy,
-                                            full_pcpus_only=settings["full_pcpus_only"], assigned=cpus_held,
-                                            version=settings["version"], distances=distances,
-                                            closest_numa=settings["prefer_closest_numa_nodes"],
-                                            distribute_numa=settings["distribute_cpus_across_numa"])
+                got = kubelet_whatif.whatif(
+                    topo,
+                    reserved,
+                    shape["cpus"],
+                    devices,
+                    policy=policy,
+                    full_pcpus_only=settings["full_pcpus_only"],
+                    assigned=cpus_held,
+                    version=settings["version"],
+                    distances=distances,
+                    closest_numa=settings["prefer_closest_numa_nodes"],
+                    distribute_numa=settings["distribute_cpus_across_numa"],
+                )
                 row[when] = _result(got, settings)
             out["shapes"].append(row)
     except NpuopsError as err:
@@ -157,12 +174,21 @@ def _cell(result):
 
 
 def _kubelet_text(settings):
-    options = [name for name, on in (("full-pcpus-only", settings["full_pcpus_only"]),
-                                     ("distribute-cpus-across-numa", settings["distribute_cpus_across_numa"]),
-                                     ("prefer-closest-numa-nodes", settings["prefer_closest_numa_nodes"])) if on]
-    return "%s, cpu %s, topology %s%s" % (settings["version"] or "version unknown",
-                                          settings["cpu_manager_policy"], settings["topology_manager_policy"],
-                                          " (%s)" % ", ".join(options) if options else "")
+    options = [
+        name
+        for name, on in (
+            ("full-pcpus-only", settings["full_pcpus_only"]),
+            ("distribute-cpus-across-numa", settings["distribute_cpus_across_numa"]),
+            ("prefer-closest-numa-nodes", settings["prefer_closest_numa_nodes"]),
+        )
+        if on
+    ]
+    return "%s, cpu %s, topology %s%s" % (
+        settings["version"] or "version unknown",
+        settings["cpu_manager_policy"],
+        settings["topology_manager_policy"],
+        " (%s)" % ", ".join(options) if options else "",
+    )
 
 
 def whatif_rows(shapes):
@@ -179,23 +205,37 @@ def whatif_rows(shapes):
             continue
         for row in audit["shapes"]:
             now, empty = _cell(row.get("now")), _cell(row.get("empty"))
-            rows.append([hosts, kubelet, row["name"], "%d %s" % (row["devices"], row["kind"]), row["cpus"]]
-                        + list(now) + list(empty))
+            rows.append(
+                [hosts, kubelet, row["name"], "%d %s" % (row["devices"], row["kind"]), row["cpus"]]
+                + list(now)
+                + list(empty)
+            )
     return rows
 
 
-HEADERS = ["hosts", "kubelet", "pod shape", "devices", "CPUs asked", "now", "CPUs now",
-           "NUMA now / why not", "empty node", "CPUs (empty)", "NUMA (empty) / why not"]
-INTRO = ("What each Kubernetes node's kubelet would do with each pod shape (npuops_vllm_instances, "
-         "npuops_audit_pod_shapes): admit it or not under its Topology Manager policy, and which "
-         "exclusive CPUs and NUMA nodes it gets - now, beside the pods running, and on the node "
-         "with no pod.")
+HEADERS = [
+    "hosts",
+    "kubelet",
+    "pod shape",
+    "devices",
+    "CPUs asked",
+    "now",
+    "CPUs now",
+    "NUMA now / why not",
+    "empty node",
+    "CPUs (empty)",
+    "NUMA (empty) / why not",
+]
+INTRO = (
+    "What each Kubernetes node's kubelet would do with each pod shape (npuops_vllm_instances, "
+    "npuops_audit_pod_shapes): admit it or not under its Topology Manager policy, and which "
+    "exclusive CPUs and NUMA nodes it gets - now, beside the pods running, and on the node "
+    "with no pod."
+)
 
 
 def whatif_markdown(shapes, md_table):
     rows = whatif_rows(shapes)
     if not rows:
         return []
-    return ["", "## Kubernetes: what the kubelet does with each pod shape", "", INTRO, ""] + \
-        md_table(HEADERS, rows)
-
+    return ["", "## Kubernetes: what the kubelet does with each pod shape", "", INTRO, ""] + md_table(HEADERS, rows)

@@ -28,9 +28,16 @@ __metaclass__ = type
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus.nodemap import NodeMap
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import kubernetes_devices
 
-_PROFILE_KEYS = ("cpuManagerPolicy", "cpuManagerPolicyOptions", "reservedSystemCPUs",
-                 "topologyManagerPolicy", "topologyManagerScope", "topologyManagerPolicyOptions",
-                 "memoryManagerPolicy", "reservedMemory")
+_PROFILE_KEYS = (
+    "cpuManagerPolicy",
+    "cpuManagerPolicyOptions",
+    "reservedSystemCPUs",
+    "topologyManagerPolicy",
+    "topologyManagerScope",
+    "topologyManagerPolicyOptions",
+    "memoryManagerPolicy",
+    "reservedMemory",
+)
 
 
 def cpus(text):
@@ -54,8 +61,9 @@ def fmt(ids):
 
 
 def _node_of(facts):
-    return NodeMap(dict((int(node), cpus(text)) for node, text in
-                        ((facts.get("cpu") or {}).get("numa_nodes") or {}).items()))
+    return NodeMap(
+        dict((int(node), cpus(text)) for node, text in ((facts.get("cpu") or {}).get("numa_nodes") or {}).items())
+    )
 
 
 def _pods(kube, facts, node_of):
@@ -70,10 +78,14 @@ def _pods(kube, facts, node_of):
         exclusive |= cpus((state.get("pod_entries") or {}).get(uid))
         cpu_nodes = sorted(node_of.nodes(exclusive))
         device_nodes, hinted = row["device_nodes"], row.pop("hinted")
-        row.update({"exclusive_cpus": fmt(exclusive), "cpu_nodes": cpu_nodes,
-                    "numa_hints": hinted if row["devices"] else None,
-                    "aligned": bool(exclusive) and bool(device_nodes)
-                    and set(cpu_nodes) <= set(device_nodes)})
+        row.update(
+            {
+                "exclusive_cpus": fmt(exclusive),
+                "cpu_nodes": cpu_nodes,
+                "numa_hints": hinted if row["devices"] else None,
+                "aligned": bool(exclusive) and bool(device_nodes) and set(cpu_nodes) <= set(device_nodes),
+            }
+        )
         out.append(row)
     return out
 
@@ -95,17 +107,31 @@ def kubernetes_audit(facts, plan=None, profile=None):
     pods = _pods(kube, facts, node_of)
     for row in pods:
         if not row["exclusive_cpus"]:
-            findings.append({"kind": "pod_shared_cpus", "pod": row["pod"],
-                             "msg": "pod %s holds %s but no exclusive CPUs: its threads float over the "
-                                    "shared pool (not Guaranteed, or a fractional CPU request)"
-                                    % (row["pod"], kubernetes_devices.device_names(row))})
+            findings.append(
+                {
+                    "kind": "pod_shared_cpus",
+                    "pod": row["pod"],
+                    "msg": "pod %s holds %s but no exclusive CPUs: its threads float over the "
+                    "shared pool (not Guaranteed, or a fractional CPU request)"
+                    % (row["pod"], kubernetes_devices.device_names(row)),
+                }
+            )
         elif not row["aligned"] and row["device_nodes"]:
-            findings.append({"kind": "pod_cpus_off_devices_node", "pod": row["pod"],
-                             "msg": "pod %s: exclusive CPUs %s on NUMA node(s) %s, its devices %s on "
-                                    "node(s) %s" % (row["pod"], row["exclusive_cpus"],
-                                                    ",".join(map(str, row["cpu_nodes"])),
-                                                    kubernetes_devices.device_names(row),
-                                                    ",".join(map(str, row["device_nodes"])))})
+            findings.append(
+                {
+                    "kind": "pod_cpus_off_devices_node",
+                    "pod": row["pod"],
+                    "msg": "pod %s: exclusive CPUs %s on NUMA node(s) %s, its devices %s on "
+                    "node(s) %s"
+                    % (
+                        row["pod"],
+                        row["exclusive_cpus"],
+                        ",".join(map(str, row["cpu_nodes"])),
+                        kubernetes_devices.device_names(row),
+                        ",".join(map(str, row["device_nodes"])),
+                    ),
+                }
+            )
     wanted = dict((k, v) for k, v in ((profile or {}).get("config") or {}).items() if k in _PROFILE_KEYS)
     if not wanted:
         wanted = {"cpuManagerPolicy": "static"}
@@ -113,11 +139,19 @@ def kubernetes_audit(facts, plan=None, profile=None):
     state_policy = state.get("policy")
     in_effect = not missing and (not state or state_policy == effective.get("cpuManagerPolicy"))
     if not in_effect:
-        findings.append({"kind": "profile_not_in_effect", "pod": None,
-                         "msg": "the kubelet profile is not in effect: %s" % (
-                             "keys %s differ in the kubelet configuration" % ", ".join(missing) if missing
-                             else "cpu_manager_state was written under policy %s (the kubelet has not "
-                                  "restarted with the new policy)" % state_policy)})
+        findings.append(
+            {
+                "kind": "profile_not_in_effect",
+                "pod": None,
+                "msg": "the kubelet profile is not in effect: %s"
+                % (
+                    "keys %s differ in the kubelet configuration" % ", ".join(missing)
+                    if missing
+                    else "cpu_manager_state was written under policy %s (the kubelet has not "
+                    "restarted with the new policy)" % state_policy
+                ),
+            }
+        )
     irq = set()
     for entry in ((plan or {}).get("npus") or {}).values():
         irq |= cpus(entry.get("irq"))
@@ -126,56 +160,83 @@ def kubernetes_audit(facts, plan=None, profile=None):
     reserved = cpus(effective.get("reservedSystemCPUs"))
     uncovered = sorted(irq - reserved)
     if uncovered:
-        findings.append({"kind": "irq_cpus_not_reserved", "pod": None,
-                         "msg": "IRQ CPUs %s are not in reservedSystemCPUs (%s): pods may get them "
-                                "exclusively and share them with NPU/NIC interrupts"
-                                % (fmt(uncovered), effective.get("reservedSystemCPUs") or "unset")})
-    no_numa = sorted(set(r for row in pods if not row["numa_hints"] for r in row["resources"]
-                         if kubernetes_devices.is_device_resource(r)))
+        findings.append(
+            {
+                "kind": "irq_cpus_not_reserved",
+                "pod": None,
+                "msg": "IRQ CPUs %s are not in reservedSystemCPUs (%s): pods may get them "
+                "exclusively and share them with NPU/NIC interrupts"
+                % (fmt(uncovered), effective.get("reservedSystemCPUs") or "unset"),
+            }
+        )
+    no_numa = sorted(
+        set(
+            r
+            for row in pods
+            if not row["numa_hints"]
+            for r in row["resources"]
+            if kubernetes_devices.is_device_resource(r)
+        )
+    )
     if no_numa:
-        findings.append({"kind": "device_plugin_no_numa", "pod": None,
-                         "msg": "the device plugin of %s reports no NUMA topology: the Topology Manager "
-                                "gets no device hints (MindCluster's Ascend device plugin sends "
-                                "TopologyInfo since commit 9d4acd8e, native scheduler only)"
-                                % ", ".join(no_numa)})
+        findings.append(
+            {
+                "kind": "device_plugin_no_numa",
+                "pod": None,
+                "msg": "the device plugin of %s reports no NUMA topology: the Topology Manager "
+                "gets no device hints (MindCluster's Ascend device plugin sends "
+                "TopologyInfo since commit 9d4acd8e, native scheduler only)" % ", ".join(no_numa),
+            }
+        )
     findings.extend(kubernetes_devices.device_findings(dict((row["pod"], row) for row in pods)))
     findings.extend(kubernetes_devices.record_findings(kube))
-    node = {"profile_in_effect": in_effect, "cpu_manager_policy": effective.get("cpuManagerPolicy"),
-            "state_policy": state_policy,
-            "topology_manager_policy": effective.get("topologyManagerPolicy"),
-            "reserved_cpus": effective.get("reservedSystemCPUs"),
-            "reserved_covers_irq_cpus": not uncovered if irq else None,
-            "device_plugin_numa": (not no_numa) if pods else None,
-            "device_pods": len(pods),
-            "dra_pods": sum(1 for row in pods if row["dra"]),
-            "remapped_pods": sum(1 for row in pods if row["remapped"]),
-            "misaligned_pods": sum(1 for f in findings
-                                   if f["kind"] == "pod_cpus_off_devices_node")}
+    node = {
+        "profile_in_effect": in_effect,
+        "cpu_manager_policy": effective.get("cpuManagerPolicy"),
+        "state_policy": state_policy,
+        "topology_manager_policy": effective.get("topologyManagerPolicy"),
+        "reserved_cpus": effective.get("reservedSystemCPUs"),
+        "reserved_covers_irq_cpus": not uncovered if irq else None,
+        "device_plugin_numa": (not no_numa) if pods else None,
+        "device_pods": len(pods),
+        "dra_pods": sum(1 for row in pods if row["dra"]),
+        "remapped_pods": sum(1 for row in pods if row["remapped"]),
+        "misaligned_pods": sum(1 for f in findings if f["kind"] == "pod_cpus_off_devices_node"),
+    }
     return {"node": node, "pods": pods, "findings": findings}
 
 
 # kind -> (severity, title, fix) of the fleet report's problem rows
 FINDING_ROWS = {
     "pod_cpus_off_devices_node": (
-        "warning", "pod CPUs off its devices' NUMA node",
+        "warning",
+        "pod CPUs off its devices' NUMA node",
         "apply the kubelet profile (site.yml with npuops_k8s_node: true, role k8s_node: "
-        "static CPU Manager, Topology Manager scope pod) and recreate the pod"),
+        "static CPU Manager, Topology Manager scope pod) and recreate the pod",
+    ),
     "pod_shared_cpus": (
-        "warning", "device pod without exclusive CPUs",
+        "warning",
+        "device pod without exclusive CPUs",
         "give the pod Guaranteed QoS with whole-CPU requests equal to its limits, so the static "
-        "CPU Manager gives it exclusive CPUs"),
+        "CPU Manager gives it exclusive CPUs",
+    ),
     "profile_not_in_effect": (
-        "warning", "kubelet CPU/Topology Manager profile not in effect",
+        "warning",
+        "kubelet CPU/Topology Manager profile not in effect",
         "run site.yml with npuops_k8s_node: true (role k8s_node; a policy change drains the "
-        "node and resets the kubelet's state files, docs/kubernetes.md)"),
+        "node and resets the kubelet's state files, docs/kubernetes.md)",
+    ),
     "irq_cpus_not_reserved": (
-        "warning", "IRQ CPUs not in reservedSystemCPUs",
-        "run the k8s_node role: reservedSystemCPUs takes every planned IRQ CPU, so no pod gets "
-        "them exclusively"),
+        "warning",
+        "IRQ CPUs not in reservedSystemCPUs",
+        "run the k8s_node role: reservedSystemCPUs takes every planned IRQ CPU, so no pod gets them exclusively",
+    ),
     "device_plugin_no_numa": (
-        "info", "device plugin reports no NUMA topology",
+        "info",
+        "device plugin reports no NUMA topology",
         "upgrade the Ascend device plugin to a MindCluster release that reports TopologyInfo "
-        "per NPU, so the Topology Manager gets device hints"),
+        "per NPU, so the Topology Manager gets device hints",
+    ),
 }
 FINDING_ROWS.update(kubernetes_devices.DEVICE_FINDING_ROWS)
 
@@ -186,7 +247,6 @@ def kubernetes_rows(host):
     audit = host.get("kubernetes")
     rows = []
     for finding in (audit or {}).get("findings") or []:
-        severity, title, fix = FINDING_ROWS.get(finding.get("kind"),
-                                                ("info", str(finding.get("kind")), "-"))
+        severity, title, fix = FINDING_ROWS.get(finding.get("kind"), ("info", str(finding.get("kind")), "-"))
         rows.append((severity, str(finding.get("kind")), title, str(finding.get("msg")), fix))
     return rows

@@ -37,8 +37,10 @@ from ansible_collections.npuops.fleet.plugins.module_utils.parse.kubelet_devices
 
 # device-plugin resources audited: Ascend whole chips, static vNPUs (huawei.com/Ascend910-2c),
 # the 950 series (huawei.com/npu, ascend-common/api/default_name.go HuaweiNPU), GPUs
-DEVICE_RESOURCES = re.compile(r"^(huawei\.com/(Ascend[0-9A-Za-z]*(-[0-9A-Za-z.]+)?|npu)\Z"
-                              r"|nvidia\.com/(gpu|mig-)|amd\.com/gpu)")
+DEVICE_RESOURCES = re.compile(
+    r"^(huawei\.com/(Ascend[0-9A-Za-z]*(-[0-9A-Za-z.]+)?|npu)\Z"
+    r"|nvidia\.com/(gpu|mig-)|amd\.com/gpu)"
+)
 # HAMi's soft slicing quantities (huawei.com/Ascend910B3-memory, -core) are not devices
 NOT_DEVICES = re.compile(r"-(memory|core)\Z")
 ASCEND_RESOURCE = re.compile(r"^huawei\.com/")
@@ -47,8 +49,7 @@ ASCEND_RESOURCE = re.compile(r"^huawei\.com/")
 #  huawei.com/npu: plugin.go getFinalVisibleDevices - on 950 (A5) the ids become logic ids,
 #                  and Volcano's huawei.com/npu annotation holds NPU (logic) ids
 #  huawei.com/Ascend*: GetDeviceListID of "Ascend910-<phy>" names; /dev/davinci<phy>
-VISIBLE_ID = ((re.compile(r"^huawei\.com/npu\Z"), "logic_id"),
-              (re.compile(r"^huawei\.com/"), "phy_id"))
+VISIBLE_ID = ((re.compile(r"^huawei\.com/npu\Z"), "logic_id"), (re.compile(r"^huawei\.com/"), "phy_id"))
 _DAVINCI = re.compile(r"^/dev/davinci([0-9]{1,4})\Z")
 _LIST = re.compile(r"^[0-9]{1,4}(,[0-9]{1,4}){0,255}\Z")
 
@@ -58,8 +59,10 @@ _LIST = re.compile(r"^[0-9]{1,4}(,[0-9]{1,4}){0,255}\Z")
 #    phy id; the driver reads the id back after the last "-", cdi_spec_manager.go)
 #  gpu.nvidia.com: NVIDIA/k8s-dra-driver-gpu cmd/gpu-kubelet-plugin (CanonicalName "gpu-%d",
 #    the device minor; MIG "gpu-<minor>-mig-..."); the facts know a GPU's minor only as "minor"
-DRA_DRIVERS = {"npu.huawei.com": (re.compile(r"-([0-9]{1,4})\Z"), "npus", "phy_id"),
-               "gpu.nvidia.com": (re.compile(r"^gpu-([0-9]{1,4})(-mig-.*)?\Z"), "gpus", "minor")}
+DRA_DRIVERS = {
+    "npu.huawei.com": (re.compile(r"-([0-9]{1,4})\Z"), "npus", "phy_id"),
+    "gpu.nvidia.com": (re.compile(r"^gpu-([0-9]{1,4})(-mig-.*)?\Z"), "gpus", "minor"),
+}
 
 
 RECORDS = ("/kubelet_internal_checkpoint", "/dra_manager_state")  # model/kubelet.py paths
@@ -125,9 +128,22 @@ def answered_chips(alloc):
 
 
 def _new_row(uid):
-    return {"pod": uid, "resources": [], "devices": [], "chips": [], "chips_from": None,
-            "device_nodes": set(), "hint_nodes": set(), "hinted": True, "soft_share": False,
-            "remapped": False, "unverified": False, "unnamed": [], "record_errors": [], "dra": []}
+    return {
+        "pod": uid,
+        "resources": [],
+        "devices": [],
+        "chips": [],
+        "chips_from": None,
+        "device_nodes": set(),
+        "hint_nodes": set(),
+        "hinted": True,
+        "soft_share": False,
+        "remapped": False,
+        "unverified": False,
+        "unnamed": [],
+        "record_errors": [],
+        "dra": [],
+    }
 
 
 def _ascend_entry(row, entry, facts):
@@ -214,10 +230,16 @@ def _dra_rows(kube, facts, rows):
             row = rows.setdefault(pod, _new_row(pod))
             for device in claim.get("devices") or []:
                 node = _dra_node(facts, device["driver"], device.get("device"))
-                row["dra"].append({"driver": device["driver"], "pool": device.get("pool"),
-                                   "device": device.get("device"), "cdi": device.get("cdi") or [],
-                                   "claim": "%s/%s" % (claim.get("namespace"), claim.get("name")),
-                                   "numa_node": node})
+                row["dra"].append(
+                    {
+                        "driver": device["driver"],
+                        "pool": device.get("pool"),
+                        "device": device.get("device"),
+                        "cdi": device.get("cdi") or [],
+                        "claim": "%s/%s" % (claim.get("namespace"), claim.get("name")),
+                        "numa_node": node,
+                    }
+                )
                 if node is not None:
                     row["device_nodes"].add(node)
                 resource = "%s (DRA)" % device["driver"]
@@ -237,8 +259,7 @@ def device_rows(kube, facts):
 
 
 def device_names(row):
-    return ", ".join(row["devices"] + ["%s/%s" % (d["driver"], d["device"] or ",".join(d["cdi"]))
-                                       for d in row["dra"]])
+    return ", ".join(row["devices"] + ["%s/%s" % (d["driver"], d["device"] or ",".join(d["cdi"])) for d in row["dra"]])
 
 
 def _nodes(nodes):
@@ -252,38 +273,59 @@ def device_findings(rows):
     for uid in sorted(rows):
         row = rows[uid]
         if row["remapped"]:
-            msg = ("pod %s: the kubelet's device ids %s are not the chips it got: the device plugin "
-                   "(Volcano mode) handed out chip(s) %s (its Allocate answer, kept in the kubelet's "
-                   "checkpoint), on NUMA node(s) %s" % (
-                       uid, ", ".join(row["devices"]), ",".join(map(str, row["chips"])),
-                       _nodes(row["device_nodes"])))
+            msg = (
+                "pod %s: the kubelet's device ids %s are not the chips it got: the device plugin "
+                "(Volcano mode) handed out chip(s) %s (its Allocate answer, kept in the kubelet's "
+                "checkpoint), on NUMA node(s) %s"
+                % (uid, ", ".join(row["devices"]), ",".join(map(str, row["chips"])), _nodes(row["device_nodes"]))
+            )
             if row["hint_nodes"] and row["hint_nodes"] != row["device_nodes"]:
-                msg += ("; the Topology Manager aligned the pod to node(s) %s, the nodes of ids it "
-                        "did not hand out" % _nodes(row["hint_nodes"]))
+                msg += (
+                    "; the Topology Manager aligned the pod to node(s) %s, the nodes of ids it "
+                    "did not hand out" % _nodes(row["hint_nodes"])
+                )
             out.append({"kind": "device_ids_not_chips", "pod": uid, "msg": msg})
         if row["unverified"]:
-            why = ("its Allocate answer could not be read (%s)" % "; ".join(row["record_errors"])
-                   if row["record_errors"] else "the kubelet kept no Allocate answer naming chips")
-            taken = ("ids %s name no chip this audit knows (renamed by deviceNameCustomization.json?)"
-                     % ", ".join(row["unnamed"]) if row["unnamed"] else
-                     "ids %s are taken as the chips, which holds only for a device plugin without "
-                     "-volcanoType%s" % (", ".join(row["devices"]),
-                                         " (soft-share ids name a chip Volcano may not have picked)"
-                                         if row["soft_share"] else ""))
-            out.append({"kind": "device_chips_unverified", "pod": uid,
-                        "msg": "pod %s: %s; its %s; the chips really allocated are in the pod's "
-                               "huawei.com/AscendReal annotation, readable through the API only"
-                               % (uid, why, taken)})
+            why = (
+                "its Allocate answer could not be read (%s)" % "; ".join(row["record_errors"])
+                if row["record_errors"]
+                else "the kubelet kept no Allocate answer naming chips"
+            )
+            taken = (
+                "ids %s name no chip this audit knows (renamed by deviceNameCustomization.json?)"
+                % ", ".join(row["unnamed"])
+                if row["unnamed"]
+                else "ids %s are taken as the chips, which holds only for a device plugin without "
+                "-volcanoType%s"
+                % (
+                    ", ".join(row["devices"]),
+                    " (soft-share ids name a chip Volcano may not have picked)" if row["soft_share"] else "",
+                )
+            )
+            out.append(
+                {
+                    "kind": "device_chips_unverified",
+                    "pod": uid,
+                    "msg": "pod %s: %s; its %s; the chips really allocated are in the pod's "
+                    "huawei.com/AscendReal annotation, readable through the API only" % (uid, why, taken),
+                }
+            )
         if row["dra"]:
-            out.append({"kind": "dra_devices_not_aligned", "pod": uid,
-                        "msg": "pod %s holds devices allocated through DRA (%s; claim %s) on NUMA "
-                               "node(s) %s: DRA drivers give the Topology Manager no hint, so the "
-                               "kubelet does not align the pod's CPUs with them"
-                               % (uid, ", ".join("%s/%s" % (d["driver"], d["device"] or
-                                                            ",".join(d["cdi"])) for d in row["dra"]),
-                                  ", ".join(sorted(set(d["claim"] for d in row["dra"]))),
-                                  _nodes(sorted(set(d["numa_node"] for d in row["dra"]
-                                                    if d["numa_node"] is not None))))})
+            out.append(
+                {
+                    "kind": "dra_devices_not_aligned",
+                    "pod": uid,
+                    "msg": "pod %s holds devices allocated through DRA (%s; claim %s) on NUMA "
+                    "node(s) %s: DRA drivers give the Topology Manager no hint, so the "
+                    "kubelet does not align the pod's CPUs with them"
+                    % (
+                        uid,
+                        ", ".join("%s/%s" % (d["driver"], d["device"] or ",".join(d["cdi"])) for d in row["dra"]),
+                        ", ".join(sorted(set(d["claim"] for d in row["dra"]))),
+                        _nodes(sorted(set(d["numa_node"] for d in row["dra"] if d["numa_node"] is not None))),
+                    ),
+                }
+            )
     return out
 
 
@@ -294,32 +336,45 @@ def record_findings(kube):
     for error in kube.get("errors") or []:
         source = str(error.get("source") or "")
         if source.endswith(RECORDS):
-            out.append({"kind": "device_record_unreadable", "pod": None,
-                        "msg": "the kubelet's %s could not be read (%s): the devices it records are "
-                               "not audited" % (source, error.get("msg"))})
+            out.append(
+                {
+                    "kind": "device_record_unreadable",
+                    "pod": None,
+                    "msg": "the kubelet's %s could not be read (%s): the devices it records are "
+                    "not audited" % (source, error.get("msg")),
+                }
+            )
     return out
 
 
 # kind -> (severity, title, fix) of the fleet report's problem rows
 DEVICE_FINDING_ROWS = {
     "device_ids_not_chips": (
-        "warning", "kubelet device ids are not the chips allocated (Volcano mode)",
+        "warning",
+        "kubelet device ids are not the chips allocated (Volcano mode)",
         "the kubelet aligns CPUs with the ids it chose, not with the chips Volcano picked: run the "
         "Ascend device plugin without -volcanoType (native scheduler, TopologyInfo) where pods "
-        "need NUMA-aligned CPUs, or pin the pod's CPUs to its chips' node yourself"),
+        "need NUMA-aligned CPUs, or pin the pod's CPUs to its chips' node yourself",
+    ),
     "device_chips_unverified": (
-        "info", "chips of a device pod not recorded on the node",
+        "info",
+        "chips of a device pod not recorded on the node",
         "read the pod's huawei.com/AscendReal annotation through the API (kubectl get pod -o "
         "jsonpath) to know its chips; a MindCluster plugin that answers with "
-        "ASCEND_VISIBLE_DEVICES or /dev/davinci devices leaves the record on the node"),
+        "ASCEND_VISIBLE_DEVICES or /dev/davinci devices leaves the record on the node",
+    ),
     "device_record_unreadable": (
-        "warning", "kubelet device record unreadable",
+        "warning",
+        "kubelet device record unreadable",
         "look at the file named before the kubelet restarts: with a dra_manager_state it cannot "
-        "verify the kubelet does not start (\"checkpoint is corrupted\"); a device checkpoint it "
-        "cannot read is skipped with a warning, and the allocations are forgotten"),
+        'verify the kubelet does not start ("checkpoint is corrupted"); a device checkpoint it '
+        "cannot read is skipped with a warning, and the allocations are forgotten",
+    ),
     "dra_devices_not_aligned": (
-        "warning", "DRA devices not aligned by the Topology Manager",
+        "warning",
+        "DRA devices not aligned by the Topology Manager",
         "align them yourself: a ResourceClaim constraint on a NUMA attribute (MindCluster's Ascend "
         "DRA driver publishes only deviceType and physicId) or device plugins with TopologyInfo "
-        "under the static CPU Manager; docs/kubernetes.md"),
+        "under the static CPU Manager; docs/kubernetes.md",
+    ),
 }

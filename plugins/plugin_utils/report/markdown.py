@@ -19,7 +19,14 @@ from collections import OrderedDict
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import applied, inventory
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import device_label
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import (
-    COMPARED, POLICIES, ROLES, VLLM, comparison_title, one_line, plural)
+    COMPARED,
+    POLICIES,
+    ROLES,
+    VLLM,
+    comparison_title,
+    one_line,
+    plural,
+)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubelet_whatif import whatif_markdown
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.shapes import shapes_of
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.vllm_ascend_release import release_markdown
@@ -32,8 +39,14 @@ def _md(value):
     if value is None:
         return "-"
     text = html.escape(one_line(str(value)), quote=False)
-    return text.replace("|", "\\|").replace("`", "'").replace("*", "\\*") \
-        .replace("_", "\\_").replace("[", "\\[").replace("]", "\\]")
+    return (
+        text.replace("|", "\\|")
+        .replace("`", "'")
+        .replace("*", "\\*")
+        .replace("_", "\\_")
+        .replace("[", "\\[")
+        .replace("]", "\\]")
+    )
 
 
 def _md_table(headers, rows):
@@ -91,18 +104,33 @@ def _plan_cell(plan, field):
 def _groups(report):
     groups = report.get("problem_groups")
     if groups is None:  # a report dict from before problem_groups: one group per problem
-        groups = [{"severity": p["severity"], "title": p["title"], "fix": p["fix"],
-                   "hosts": [p["host"]], "host_count": 1, "id_text": p["id"], "problems": [i],
-                   "evidence": p["evidence"]} for i, p in enumerate(report["problems"])]
+        groups = [
+            {
+                "severity": p["severity"],
+                "title": p["title"],
+                "fix": p["fix"],
+                "hosts": [p["host"]],
+                "host_count": 1,
+                "id_text": p["id"],
+                "problems": [i],
+                "evidence": p["evidence"],
+            }
+            for i, p in enumerate(report["problems"])
+        ]
     return groups
 
 
 def _evidence_items(report, g):
     items = g.get("evidence_groups")
     if items is None:  # a report dict from before evidence_groups: one item per problem
-        items = [{"hosts_text": report["problems"][i]["host"],
-                  "id_text": report["problems"][i]["id"],
-                  "evidence": report["problems"][i]["evidence"]} for i in g["problems"]]
+        items = [
+            {
+                "hosts_text": report["problems"][i]["host"],
+                "id_text": report["problems"][i]["id"],
+                "evidence": report["problems"][i]["evidence"],
+            }
+            for i in g["problems"]
+        ]
     return items
 
 
@@ -118,16 +146,14 @@ def _problems_md(report):
             p = report["problems"][members[0]]
             target.append([p["id"], p["severity"], p["host"], p["title"], p["evidence"], p["fix"]])
             continue
-        hosts = "%s: %s" % (plural(g["host_count"], "host"),
-                            g.get("hosts_text") or ", ".join(g["hosts"]))
+        hosts = "%s: %s" % (plural(g["host_count"], "host"), g.get("hosts_text") or ", ".join(g["hosts"]))
         evidence = g["evidence"] if g["evidence"] is not None else "per host below the table"
         target.append([g["id_text"], g["severity"], hosts, g["title"], evidence, g["fix"]])
         if g["evidence"] is not None:
             continue  # the same evidence on every host: the row says it all
         details.append("- **%s** %s \u2014 %s:" % (_md(g["id_text"]), _md(g["title"]), _md(hosts)))
         for item in _evidence_items(report, g):
-            details.append("  - %s (%s): %s" % (_md(item["hosts_text"]), _md(item["id_text"]),
-                                                _md(item["evidence"])))
+            details.append("  - %s (%s): %s" % (_md(item["hosts_text"]), _md(item["id_text"]), _md(item["evidence"])))
     columns = ["id", "severity", "host", "problem", "evidence", "fix"]
     out = _md_table(columns, rows) if rows else ["No errors or warnings."]
     if details:
@@ -164,18 +190,37 @@ def _drift_md(report):
     groups = report.get("drift") or []
     s = report["summary"]
     head = "Binding read back on %s; drift on %s." % (
-        plural(s.get("binding_checked_hosts", 0), "host"), plural(s.get("drift_hosts", 0), "host"))
+        plural(s.get("binding_checked_hosts", 0), "host"),
+        plural(s.get("drift_hosts", 0), "host"),
+    )
     if not groups:
-        return [head, "", "No drift found." if s.get("binding_checked_hosts") else
-                "No running instance was checked (vllm_binding_facts)."]
+        return [
+            head,
+            "",
+            "No drift found."
+            if s.get("binding_checked_hosts")
+            else "No running instance was checked (vllm_binding_facts).",
+        ]
     rows = []
     for g in groups:
-        evidence = g["evidence"] if g["evidence"] is not None else "; ".join(g["examples"]) + (
-            " (and %d more)" % (g["count"] - len(g["examples"])) if g["count"] > len(g["examples"]) else "")
-        rows.append([g["kind"], g["title"], "%s: %s" % (plural(g["host_count"], "host"), g["hosts_text"]),
-                     ", ".join(g["instances"]), g["count"], evidence, g["fix"]])
-    return [head, ""] + _md_table(["kind", "drift", "hosts", "instances", "rows", "evidence", "fix"],
-                                  rows)
+        evidence = (
+            g["evidence"]
+            if g["evidence"] is not None
+            else "; ".join(g["examples"])
+            + (" (and %d more)" % (g["count"] - len(g["examples"])) if g["count"] > len(g["examples"]) else "")
+        )
+        rows.append(
+            [
+                g["kind"],
+                g["title"],
+                "%s: %s" % (plural(g["host_count"], "host"), g["hosts_text"]),
+                ", ".join(g["instances"]),
+                g["count"],
+                evidence,
+                g["fix"],
+            ]
+        )
+    return [head, ""] + _md_table(["kind", "drift", "hosts", "instances", "rows", "evidence", "fix"], rows)
 
 
 def _hosts_cell(shape):
@@ -187,41 +232,96 @@ def _hosts_cell(shape):
 
 def render_markdown(report):
     s = report["summary"]
-    out = ["# Fleet report", "",
-           "%s, %s, %s; soft-share capacity %d; %d unhealthy chips; %d devices of unknown "
-           "health." % (
-               plural(s["hosts"], "host"), plural(s["npus"], "NPU"), plural(s["gpus"], "GPU"),
-               s["softshare_capacity"], s["unhealthy"], s.get("health_unknown", 0)),
-           "Problems: %d errors, %d warnings, %d info." % (
-               s["problems"]["error"], s["problems"]["warning"], s["problems"]["info"]),
-           "Host shapes: %d (hosts with the same topology, plans and problems)." % s.get(
-               "shapes", s["hosts"]), "",
-           "## Problems", ""]
+    out = [
+        "# Fleet report",
+        "",
+        "%s, %s, %s; soft-share capacity %d; %d unhealthy chips; %d devices of unknown "
+        "health."
+        % (
+            plural(s["hosts"], "host"),
+            plural(s["npus"], "NPU"),
+            plural(s["gpus"], "GPU"),
+            s["softshare_capacity"],
+            s["unhealthy"],
+            s.get("health_unknown", 0),
+        ),
+        "Problems: %d errors, %d warnings, %d info."
+        % (s["problems"]["error"], s["problems"]["warning"], s["problems"]["info"]),
+        "Host shapes: %d (hosts with the same topology, plans and problems)." % s.get("shapes", s["hosts"]),
+        "",
+        "## Problems",
+        "",
+    ]
     if report["problems"]:
         out += _problems_md(report)
     else:
         out.append("No problems found.")
     out += ["", "## Binding drift (read back vs plan)", ""] + _basis_md(report, "drift") + _drift_md(report)
     out += ["", "## Device types", ""]
-    out += _md_table(["vendor", "device type", "hosts", "devices", "healthy", "health unknown",
-                      "soft-share capacity"],
-                     [[t["vendor"], device_label(t["device_type"]), t["hosts"], t["devices"], t["healthy"],
-                       t.get("health_unknown", 0), t["capacity"]] for t in report["device_types"]])
+    out += _md_table(
+        ["vendor", "device type", "hosts", "devices", "healthy", "health unknown", "soft-share capacity"],
+        [
+            [
+                t["vendor"],
+                device_label(t["device_type"]),
+                t["hosts"],
+                t["devices"],
+                t["healthy"],
+                t.get("health_unknown", 0),
+                t["capacity"],
+            ]
+            for t in report["device_types"]
+        ],
+    )
     shapes = [(shape, report["hosts"][shape["host"]]) for shape in shapes_of(report)]
-    out += ["", "## Hosts by shape", "",
-            "Hosts with the same topology, plans and problems are one shape: one row each "
-            "(the values of every host in it)."
-            if len(shapes) < s["hosts"] else "Every host is its own shape.", ""]
-    out += _md_table(["hosts", "arch", "vendor", "type", "CPUs allowed/online", "NUMA nodes",
-                      "devices", "healthy", "capacity", "irqbalance", "migratepages", "rails",
-                      "facts errors", "binding", "shape"],
-                     [[_hosts_cell(shape), h["arch"], h["vendor"], device_label(h["device_type"]),
-                       "%d/%d" % (h["cpus_allowed"], h["cpus_online"]), len(h["numa_nodes"]),
-                       h["npus"] + h["gpus"], h["health"]["healthy"],
-                       h["softshare"]["capacity"], _irqbalance_md(h),
-                       {True: "yes", False: "MISSING"}.get(h["migratepages"], "unknown"),
-                       h["rails"]["status"], len(h["facts_errors"]), _binding_md(h), shape["id"]]
-                      for shape, h in shapes])
+    out += [
+        "",
+        "## Hosts by shape",
+        "",
+        "Hosts with the same topology, plans and problems are one shape: one row each (the values of every host in it)."
+        if len(shapes) < s["hosts"]
+        else "Every host is its own shape.",
+        "",
+    ]
+    out += _md_table(
+        [
+            "hosts",
+            "arch",
+            "vendor",
+            "type",
+            "CPUs allowed/online",
+            "NUMA nodes",
+            "devices",
+            "healthy",
+            "capacity",
+            "irqbalance",
+            "migratepages",
+            "rails",
+            "facts errors",
+            "binding",
+            "shape",
+        ],
+        [
+            [
+                _hosts_cell(shape),
+                h["arch"],
+                h["vendor"],
+                device_label(h["device_type"]),
+                "%d/%d" % (h["cpus_allowed"], h["cpus_online"]),
+                len(h["numa_nodes"]),
+                h["npus"] + h["gpus"],
+                h["health"]["healthy"],
+                h["softshare"]["capacity"],
+                _irqbalance_md(h),
+                {True: "yes", False: "MISSING"}.get(h["migratepages"], "unknown"),
+                h["rails"]["status"],
+                len(h["facts_errors"]),
+                _binding_md(h),
+                shape["id"],
+            ]
+            for shape, h in shapes
+        ],
+    )
     out += inventory.markdown(shapes, _md_table, _hosts_cell, _md)
     out += _comparison_md(shapes, _basis_md(report, "plans"))
     out += release_markdown(shapes, _md_table, _hosts_cell)
@@ -231,8 +331,10 @@ def render_markdown(report):
     for shape, h in shapes:
         out += ["### " + _md(_hosts_cell(shape)), ""]
         if h["numa_nodes"]:
-            out.append("NUMA: " + ", ".join("node %s %s" % (_md(n), _md(c or "(memory only)"))
-                                            for n, c in h["numa_nodes"].items()))
+            out.append(
+                "NUMA: "
+                + ", ".join("node %s %s" % (_md(n), _md(c or "(memory only)")) for n, c in h["numa_nodes"].items())
+            )
             out.append("")
         devices = OrderedDict()
         for policy in POLICIES:
@@ -250,13 +352,13 @@ def render_markdown(report):
                     row += ["-", "-"]
                     continue
                 roles = " ".join("%s=%s" % (r, d["roles"][r]) for r in ROLES if d["roles"][r])
-                extra = " nic=%s link=%s" % (d.get("nic"), d.get("link")) if d["kind"] == "gpu" \
-                    else ""
-                row += ["%s (N%s)%s" % (d["pool"], ",".join(str(n) for n in d["numa_nodes"]),
-                                        " CROSS-NUMA" if d["cross_numa"] else ""),
-                        (roles + extra).strip()]
+                extra = " nic=%s link=%s" % (d.get("nic"), d.get("link")) if d["kind"] == "gpu" else ""
+                row += [
+                    "%s (N%s)%s"
+                    % (d["pool"], ",".join(str(n) for n in d["numa_nodes"]), " CROSS-NUMA" if d["cross_numa"] else ""),
+                    (roles + extra).strip(),
+                ]
             rows.append(row)
-        out += _md_table(
-            ["device"] + ["%s %s" % (p, c) for p in POLICIES for c in ("pool", "roles")], rows)
+        out += _md_table(["device"] + ["%s %s" % (p, c) for p in POLICIES for c in ("pool", "roles")], rows)
         out.append("")
     return "\n".join(out).rstrip() + "\n"

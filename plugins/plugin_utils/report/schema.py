@@ -30,20 +30,37 @@ REPORT_SCHEMA = 1
 INSTALLED = "installed"
 WHAT_IF = "what_if"
 CONFIGURED = "configured"  # the role variables: what site.yml applies (report/applied.py)
-BASIS_TEXT = OrderedDict([
-    (INSTALLED, "installed plan: each instance's plan JSON as vllm_binding_facts read it back, "
-                "and the binder's check of the running processes against it"),
-    (WHAT_IF, "what-if: recomputed by the audit from the host's facts (npu_cpu_plan per "
-              "policy), not the plan the host runs"),
-    (CONFIGURED, "configured: the host's role variables (npuops_vllm_instances, "
-                 "npuops_irqbalance, ...), what site.yml applies"),
-])
+BASIS_TEXT = OrderedDict(
+    [
+        (
+            INSTALLED,
+            "installed plan: each instance's plan JSON as vllm_binding_facts read it back, "
+            "and the binder's check of the running processes against it",
+        ),
+        (
+            WHAT_IF,
+            "what-if: recomputed by the audit from the host's facts (npu_cpu_plan per "
+            "policy), not the plan the host runs",
+        ),
+        (
+            CONFIGURED,
+            "configured: the host's role variables (npuops_vllm_instances, "
+            "npuops_irqbalance, ...), what site.yml applies",
+        ),
+    ]
+)
 # the report's sections (JSON keys under hosts[] and at the top level) and their basis
-SECTION_BASIS = OrderedDict([
-    ("plans", WHAT_IF), ("irqbalance_bans", WHAT_IF), ("vllm_ascend_release", WHAT_IF),
-    ("kubernetes_whatif", WHAT_IF), ("binding", INSTALLED), ("drift", INSTALLED),
-    ("config", CONFIGURED),
-])
+SECTION_BASIS = OrderedDict(
+    [
+        ("plans", WHAT_IF),
+        ("irqbalance_bans", WHAT_IF),
+        ("vllm_ascend_release", WHAT_IF),
+        ("kubernetes_whatif", WHAT_IF),
+        ("binding", INSTALLED),
+        ("drift", INSTALLED),
+        ("config", CONFIGURED),
+    ]
+)
 POLICIES = dispatch.POLICIES  # the planner's registry: one list of policies
 BASELINE = "strict"  # our plan: the pages compare every other policy's binding with it
 COMPARED = tuple(p for p in POLICIES if p != BASELINE)
@@ -51,13 +68,17 @@ COMPARED = tuple(p for p in POLICIES if p != BASELINE)
 # its findings, the fleet summary's vllm_* counts and the release prediction read its plan
 VLLM = "vllm_ascend"
 # how the pages name a policy: (table heading, map caption); one not listed, by its name
-_TITLES = {BASELINE: ("strict (ours)", "strict plan (ours)"),
-           VLLM: ("vllm_ascend (in-process)", "vllm-ascend in-process binding")}
+_TITLES = {
+    BASELINE: ("strict (ours)", "strict plan (ours)"),
+    VLLM: ("vllm_ascend (in-process)", "vllm-ascend in-process binding"),
+}
 ROLES = ("irq", "main", "acl", "release")
 SEVERITIES = ("error", "warning", "info")
 
-FIX_VLLM = ("use policy strict: set enable_cpu_binding false in vLLM's additional_config and "
-            "bind with the npuops.fleet.cpu_binding role (npuops_cpu_policy: strict)")
+FIX_VLLM = (
+    "use policy strict: set enable_cpu_binding false in vLLM's additional_config and "
+    "bind with the npuops.fleet.cpu_binding role (npuops_cpu_policy: strict)"
+)
 FIX_IRQBALANCE = drift_kinds.FIX_IRQBALANCE
 FIX_MIGRATEPAGES = "install numactl (provides migratepages)"
 
@@ -141,8 +162,10 @@ def policy_caption(policy):
 
 def sources():
     """The report's ``sources``: per section its basis and what that means."""
-    return OrderedDict((section, OrderedDict([("basis", basis), ("text", BASIS_TEXT[basis])]))
-                       for section, basis in SECTION_BASIS.items())
+    return OrderedDict(
+        (section, OrderedDict([("basis", basis), ("text", BASIS_TEXT[basis])]))
+        for section, basis in SECTION_BASIS.items()
+    )
 
 
 def comparison_title():

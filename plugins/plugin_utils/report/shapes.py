@@ -65,8 +65,7 @@ def compact_host_parts(names):
         if len(ordered) == 1:
             parts.append("%s%0*d" % (prefix, width, ordered[0]))
             continue
-        ranges = ["%0*d" % (width, a) if a == b else "%0*d-%0*d" % (width, a, width, b)
-                  for a, b in _runs(ordered)]
+        ranges = ["%0*d" % (width, a) if a == b else "%0*d-%0*d" % (width, a, width, b) for a, b in _runs(ordered)]
         parts.append("%s[%s]" % (prefix, ",".join(ranges)))
     return parts
 
@@ -89,7 +88,7 @@ def compact_ids(ids, limit=8):
             items.extend("P%d" % n for n in range(first, last + 1))
     if len(items) <= limit:
         return ", ".join(items)
-    return "%s, \u2026 %s (%d problems)" % (", ".join(items[:limit - 1]), items[-1], len(ids))
+    return "%s, \u2026 %s (%d problems)" % (", ".join(items[: limit - 1]), items[-1], len(ids))
 
 
 def summary_signature(host):
@@ -123,8 +122,7 @@ def analyse_once(hosts, names, analyse, input_key, rebind):
 
 
 def problem_signature(problem):
-    return (problem["severity"], problem["kind"], problem["title"], problem["evidence"],
-            problem["fix"])
+    return (problem["severity"], problem["kind"], problem["title"], problem["evidence"], problem["fix"])
 
 
 def group_shapes(hosts, signatures, problems_of):
@@ -138,9 +136,11 @@ def group_shapes(hosts, signatures, problems_of):
     """
     shapes = OrderedDict()
     for index, host in enumerate(hosts):
-        key = (signatures[index],
-               json.dumps(host["rails"], sort_keys=True, separators=(",", ":"), default=str),
-               tuple(problem_signature(p) for p in problems_of[index]))
+        key = (
+            signatures[index],
+            json.dumps(host["rails"], sort_keys=True, separators=(",", ":"), default=str),
+            tuple(problem_signature(p) for p in problems_of[index]),
+        )
         shape = shapes.get(key)
         if shape is None:
             found = problems_of[index]
@@ -151,11 +151,21 @@ def group_shapes(hosts, signatures, problems_of):
             for problem in found:
                 if problem["kind"] not in kinds:
                     kinds.append(problem["kind"])
-            shape = shapes[key] = OrderedDict([
-                ("id", "S%d" % (len(shapes) + 1)), ("host_count", 0), ("hosts", []),
-                ("host_indexes", []), ("hosts_text", ""), ("host", index),
-                ("vendor", host["vendor"]), ("device_type", host["device_type"]),
-                ("problems", len(found)), ("severities", severities), ("kinds", kinds)])
+            shape = shapes[key] = OrderedDict(
+                [
+                    ("id", "S%d" % (len(shapes) + 1)),
+                    ("host_count", 0),
+                    ("hosts", []),
+                    ("host_indexes", []),
+                    ("hosts_text", ""),
+                    ("host", index),
+                    ("vendor", host["vendor"]),
+                    ("device_type", host["device_type"]),
+                    ("problems", len(found)),
+                    ("severities", severities),
+                    ("kinds", kinds),
+                ]
+            )
         shape["host_count"] += 1
         shape["hosts"].append(host["name"])
         shape["host_indexes"].append(index)
@@ -175,9 +185,18 @@ def evidence_groups(group, problems, hosts_by_name):
         problem = problems[index]
         item = by_text.get(problem["evidence"])
         if item is None:
-            item = by_text[problem["evidence"]] = OrderedDict([
-                ("evidence", problem["evidence"]), ("host_count", 0), ("hosts_text", ""),
-                ("shapes", []), ("ids", []), ("id_text", ""), ("problems", []), ("_hosts", [])])
+            item = by_text[problem["evidence"]] = OrderedDict(
+                [
+                    ("evidence", problem["evidence"]),
+                    ("host_count", 0),
+                    ("hosts_text", ""),
+                    ("shapes", []),
+                    ("ids", []),
+                    ("id_text", ""),
+                    ("problems", []),
+                    ("_hosts", []),
+                ]
+            )
         item["ids"].append(problem["id"])
         item["problems"].append(index)
         if not item["_hosts"] or item["_hosts"][-1] != problem["host"]:
@@ -199,8 +218,21 @@ def shapes_of(report):
     shapes = report.get("shapes")
     if shapes is not None:
         return shapes
-    return [OrderedDict([("id", "S%d" % (i + 1)), ("host_count", 1), ("hosts", [h["name"]]),
-                         ("host_indexes", [i]), ("hosts_text", h["name"]), ("host", i),
-                         ("vendor", h.get("vendor")), ("device_type", h.get("device_type")),
-                         ("problems", h.get("problems", 0)), ("severities", {}), ("kinds", [])])
-            for i, h in enumerate(report["hosts"])]
+    return [
+        OrderedDict(
+            [
+                ("id", "S%d" % (i + 1)),
+                ("host_count", 1),
+                ("hosts", [h["name"]]),
+                ("host_indexes", [i]),
+                ("hosts_text", h["name"]),
+                ("host", i),
+                ("vendor", h.get("vendor")),
+                ("device_type", h.get("device_type")),
+                ("problems", h.get("problems", 0)),
+                ("severities", {}),
+                ("kinds", []),
+            ]
+        )
+        for i, h in enumerate(report["hosts"])
+    ]

@@ -22,7 +22,17 @@ import math
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.module_utils.model import schema
 from ansible_collections.npuops.fleet.plugins.module_utils.model.spec import (
-    ANY, BOOL, INT, LIST, MAP, OPT, RECORD, SCALAR, STR, check)
+    ANY,
+    BOOL,
+    INT,
+    LIST,
+    MAP,
+    OPT,
+    RECORD,
+    SCALAR,
+    STR,
+    check,
+)
 from ansible_collections.npuops.fleet.plugins.plugin_utils.ansible_data import to_plain
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.schema import POLICIES
 
@@ -38,29 +48,42 @@ _TEXT = _opt((SCALAR,))
 _ERRORS = _opt((LIST, _opt((RECORD, {"source": _TEXT, "msg": _TEXT}))))
 
 # what the report reads beside the topology schema
-REPORT_FACTS = (RECORD, {
-    "tools": _opt((MAP, (STR,), _opt((BOOL,)))),
-    "softshare": _opt((RECORD, {"chips_total": _opt((INT,)), "chips_healthy": _opt((INT,)),
-                                "capacity": _opt((INT,))})),
-    "errors": _ERRORS,
-})
+REPORT_FACTS = (
+    RECORD,
+    {
+        "tools": _opt((MAP, (STR,), _opt((BOOL,)))),
+        "softshare": _opt(
+            (RECORD, {"chips_total": _opt((INT,)), "chips_healthy": _opt((INT,)), "capacity": _opt((INT,))})
+        ),
+        "errors": _ERRORS,
+    },
+)
 
 # the npu_binding facts of vllm_binding_facts (model/binding.gather and drift)
-BINDING = (RECORD, {
-    "instances": _opt((MAP, (STR,), _opt((RECORD, {"checked": _opt((BOOL,))})))),
-    "drift": _opt((LIST, (RECORD, {
-        "instance": (STR,), "device": _opt((STR,)), "kind": (STR,), "evidence": _TEXT,
-        "fix": _TEXT}))),
-    "errors": _ERRORS,
-})
+BINDING = (
+    RECORD,
+    {
+        "instances": _opt((MAP, (STR,), _opt((RECORD, {"checked": _opt((BOOL,))})))),
+        "drift": _opt(
+            (
+                LIST,
+                (RECORD, {"instance": (STR,), "device": _opt((STR,)), "kind": (STR,), "evidence": _TEXT, "fix": _TEXT}),
+            )
+        ),
+        "errors": _ERRORS,
+    },
+)
 
-ENTRY = (RECORD, {
-    "plan_errors": _opt((ANY,)),
-    "facts_error": _TEXT,
-    "recorded": _TEXT,  # the snapshot the facts were replayed from (fleet_audit), else empty
-    "binding_error": _TEXT,
-    "rails": _opt((MAP, (STR,), (ANY,))),
-})
+ENTRY = (
+    RECORD,
+    {
+        "plan_errors": _opt((ANY,)),
+        "facts_error": _TEXT,
+        "recorded": _TEXT,  # the snapshot the facts were replayed from (fleet_audit), else empty
+        "binding_error": _TEXT,
+        "rails": _opt((MAP, (STR,), (ANY,))),
+    },
+)
 
 _INF = float("inf")
 
@@ -106,7 +129,7 @@ def entry_problem(entry):
 
 def _why(text):
     text = str(text)
-    return text if len(text) <= MAX_WHY else text[:MAX_WHY - 3] + "..."
+    return text if len(text) <= MAX_WHY else text[: MAX_WHY - 3] + "..."
 
 
 def _same_key(entry):
@@ -149,14 +172,23 @@ def screen_hosts(hosts, plain=False):
 
 
 # what analysing a value of an unexpected type raises (the screen should leave none of them)
-ANALYSIS_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError,
-                   RecursionError, NpuopsError)
+ANALYSIS_ERRORS = (
+    TypeError,
+    ValueError,
+    AttributeError,
+    KeyError,
+    IndexError,
+    OverflowError,
+    RecursionError,
+    NpuopsError,
+)
 
 
 def guarded(analyse, problems_of):
     """``analyse(name, entry)`` (``analysis.analyse_host``) for screened entries: a marked
     entry, or one whose analysis or problems (``problems_of``) fail on a value the screen let
     through, gives the host's "facts unusable" summary instead (``UNUSABLE``: the reason)."""
+
     def unusable(name, why):
         host = analyse(name, {"facts_error": "facts unusable: %s" % why})
         host[UNUSABLE] = why
@@ -171,4 +203,5 @@ def guarded(analyse, problems_of):
         except ANALYSIS_ERRORS as err:
             return unusable(name, _why("%s: %s" % (type(err).__name__, err)))
         return host
+
     return run

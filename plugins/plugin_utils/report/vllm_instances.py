@@ -30,8 +30,7 @@ def summarize_instances(entry, facts):
     facts = as_dict(facts)
     config = as_dict(as_dict(entry).get("config"))
     found = as_dict(facts.get("vllm"))
-    vllm = {"version": str(found["version"]), "source": str(found.get("source"))} \
-        if found.get("version") else None
+    vllm = {"version": str(found["version"]), "source": str(found.get("source"))} if found.get("version") else None
     vendor = str(facts.get("vendor"))
     row = vendors.get(vendor)
     rows = []
@@ -41,8 +40,7 @@ def summarize_instances(entry, facts):
         binding = inst.get("binding") or config.get("binding") or "host"
         view = {"vendor": vendor, "host_cpus": [], "name": str(inst.get("name"))}
         stated = inst.get("vllm_version")
-        own = {"version": str(stated), "source": "npuops_vllm_instances vllm_version"} \
-            if stated else vllm
+        own = {"version": str(stated), "source": "npuops_vllm_instances vllm_version"} if stated else vllm
         try:
             numa = launch_flags.numa_flags(view, command, binding, own, [])["numa"]
         except NpuopsError as err:
@@ -56,14 +54,27 @@ def summarize_instances(entry, facts):
                 order = "refused: %s" % err
             if order == devices:
                 order = None
-        rows.append(OrderedDict([("name", str(inst.get("name"))), ("binding", str(binding)),
-                                 ("vllm", own["version"] if own else None),
-                                 ("numa", numa), ("rank_devices", order)]))
+        rows.append(
+            OrderedDict(
+                [
+                    ("name", str(inst.get("name"))),
+                    ("binding", str(binding)),
+                    ("vllm", own["version"] if own else None),
+                    ("numa", numa),
+                    ("rank_devices", order),
+                ]
+            )
+        )
     if not rows and vllm is None:
         return None
-    return OrderedDict([("word", row.device_word if row is not None else "device"),
-                        ("version", vllm["version"] if vllm else None),
-                        ("source", vllm["source"] if vllm else None), ("instances", rows)])
+    return OrderedDict(
+        [
+            ("word", row.device_word if row is not None else "device"),
+            ("version", vllm["version"] if vllm else None),
+            ("source", vllm["source"] if vllm else None),
+            ("instances", rows),
+        ]
+    )
 
 
 def instances_markdown(shapes, md_table, hosts_cell):
@@ -75,18 +86,37 @@ def instances_markdown(shapes, md_table, hosts_cell):
         if not found:
             continue
         version = found["version"] or "unknown"
-        for inst in found["instances"] or [{"name": "-", "vllm": "-", "binding": "-", "numa": "-",
-                                            "rank_devices": None}]:
+        for inst in found["instances"] or [
+            {"name": "-", "vllm": "-", "binding": "-", "numa": "-", "rank_devices": None}
+        ]:
             order = inst["rank_devices"]
-            rows.append([hosts_cell(shape), version, found["source"] or "not found",
-                         inst["name"], inst.get("vllm") or "unknown", inst["binding"], inst["numa"],
-                         order if isinstance(order, str) else
-                         ", ".join("rank %d: %s%d" % (r, found.get("word") or "", d)
-                                   for r, d in enumerate(order or []))
-                         or "as listed"])
+            rows.append(
+                [
+                    hosts_cell(shape),
+                    version,
+                    found["source"] or "not found",
+                    inst["name"],
+                    inst.get("vllm") or "unknown",
+                    inst["binding"],
+                    inst["numa"],
+                    order
+                    if isinstance(order, str)
+                    else ", ".join("rank %d: %s%d" % (r, found.get("word") or "", d) for r, d in enumerate(order or []))
+                    or "as listed",
+                ]
+            )
     if not rows:
         return []
     return ["", "## vLLM per instance: version and NUMA binding", ""] + md_table(
-        ["hosts", "host's vLLM", "read from", "instance", "its vLLM", "binding",
-         "vLLM's own NUMA binding",
-         "devices by rank (--device-ids)"], rows)
+        [
+            "hosts",
+            "host's vLLM",
+            "read from",
+            "instance",
+            "its vLLM",
+            "binding",
+            "vLLM's own NUMA binding",
+            "devices by rank (--device-ids)",
+        ],
+        rows,
+    )

@@ -20,10 +20,14 @@ HOST_ROOT_MODULES = ("npu_irq_affinity", "npu_share_dirs", "vllm_launch_wrapper"
 def test_attributes_fragment_merges_into_module_docs():
     # ansible-doc resolves extends_documentation_fragment: the facts module must show the
     # descriptions from npuops.fleet.attributes and npuops.fleet.attributes.facts.
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-doc"), "--json",
-                           "npuops.fleet.npu_topology_facts"], env=ansible_env(),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, check=False)
+    proc = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "ansible-doc"), "--json", "npuops.fleet.npu_topology_facts"],
+        env=ansible_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)["npuops.fleet.npu_topology_facts"]["doc"]
     assert {"check_mode", "diff_mode", "facts"} <= set(doc["attributes"])
@@ -33,10 +37,14 @@ def test_attributes_fragment_merges_into_module_docs():
 @pytest.mark.slow
 @pytest.mark.parametrize("module", HOST_ROOT_MODULES)
 def test_host_root_fragment_merges_into_module_docs(module):
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-doc"), "--json",
-                           "npuops.fleet." + module], env=ansible_env(),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, check=False)
+    proc = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "ansible-doc"), "--json", "npuops.fleet." + module],
+        env=ansible_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)["npuops.fleet." + module]["doc"]
     option = doc["options"]["host_root"]

@@ -18,8 +18,7 @@ def _filter_names():
     names = []
     for entry in sorted(os.listdir(FILTER_DIR)):
         if entry.endswith(".py") and not entry.startswith("_"):
-            module = importlib.import_module(
-                "ansible_collections.npuops.fleet.plugins.filter." + entry[:-3])
+            module = importlib.import_module("ansible_collections.npuops.fleet.plugins.filter." + entry[:-3])
             names.extend(module.FilterModule().filters())
     return sorted(names)
 
@@ -28,9 +27,14 @@ def test_every_filter_has_its_documentation():
     names = _filter_names()
     # the report (4), soft-share (4), rails (1) and host configuration (4) filters
     assert len(names) == 13
-    proc = subprocess.run([os.path.join(BIN, "ansible-doc"), "-t", "filter", "--json"]
-                          + ["npuops.fleet." + n for n in names], env=ansible_env(),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=False)
+    proc = subprocess.run(
+        [os.path.join(BIN, "ansible-doc"), "-t", "filter", "--json"] + ["npuops.fleet." + n for n in names],
+        env=ansible_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     docs = json.loads(proc.stdout)
     assert sorted(docs) == ["npuops.fleet." + n for n in names]

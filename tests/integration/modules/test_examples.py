@@ -17,8 +17,14 @@ from npuops_testing import REPO, SNAPSHOTS, module_string
 from npuops_testing.runner import run_playbook
 
 SNAP = os.path.join(SNAPSHOTS, "a2-910b3x8")
-MODULES = ["npu_topology_facts", "npu_cpu_plan", "npu_irq_affinity", "npu_share_dirs",
-           "vllm_launch_wrapper", "vllm_binding_facts"]
+MODULES = [
+    "npu_topology_facts",
+    "npu_cpu_plan",
+    "npu_irq_affinity",
+    "npu_share_dirs",
+    "vllm_launch_wrapper",
+    "vllm_binding_facts",
+]
 # tasks of an example that write outside any sandbox by design (a path the user chose)
 OUTSIDE = ("save_snapshot", "/var/lib/npuops/snapshots")
 
@@ -43,16 +49,25 @@ def test_examples_run_as_pasted(tmp_path, module):
     (root / "share_device").mkdir(exist_ok=True)
     # the facts example replays "{{ playbook_dir }}/snapshots/a2-910b3x8"
     shutil.copytree(SNAP, str(tmp_path / "snapshots" / "a2-910b3x8"))
-    tasks = [_stub_services(t) for t in examples(module)
-             if not any(marker in json.dumps(t) for marker in OUTSIDE)]
+    tasks = [_stub_services(t) for t in examples(module) if not any(marker in json.dumps(t) for marker in OUTSIDE)]
     assert tasks
-    defaults = dict(("npuops.fleet." + m, {"host_root": str(root)}) for m in MODULES
-                    if m not in ("npu_topology_facts", "npu_cpu_plan"))
+    defaults = dict(
+        ("npuops.fleet." + m, {"host_root": str(root)})
+        for m in MODULES
+        if m not in ("npu_topology_facts", "npu_cpu_plan")
+    )
     defaults["npuops.fleet.npu_topology_facts"] = {"snapshot": SNAP}
     defaults["npuops.fleet.vllm_launch_wrapper"]["allow_foreign_plan"] = True
     defaults["npuops.fleet.npu_irq_affinity"]["allow_foreign_plan"] = True
-    play = [{"hosts": "localhost", "gather_facts": False, "connection": "local",
-             "module_defaults": defaults, "tasks": tasks}]
+    play = [
+        {
+            "hosts": "localhost",
+            "gather_facts": False,
+            "connection": "local",
+            "module_defaults": defaults,
+            "tasks": tasks,
+        }
+    ]
     path = tmp_path / "examples.yml"
     path.write_text(json.dumps(play))
     proc = run_playbook(str(path), "localhost,", cwd=str(tmp_path))

@@ -4,6 +4,7 @@
 """The test harness itself: run_module (npuops_testing.runner) drives a real ansible-playbook."""
 
 from __future__ import absolute_import, division, print_function
+
 __metaclass__ = type
 
 import pytest
@@ -15,8 +16,7 @@ from npuops_testing.runner import run_module
 def test_run_module_returns_the_module_result(tmp_path):
     target = tmp_path / "probe.txt"
     target.write_text("hello\n")
-    result = run_module(None, {"path": str(target), "get_checksum": True},
-                        fqcn="ansible.builtin.stat")
+    result = run_module(None, {"path": str(target), "get_checksum": True}, fqcn="ansible.builtin.stat")
     assert result.get("failed") is not True, result
     assert result["stat"]["exists"] is True
     assert result["stat"]["size"] == 6
@@ -24,8 +24,7 @@ def test_run_module_returns_the_module_result(tmp_path):
 
 @pytest.mark.slow
 def test_run_module_reports_failure_without_raising(tmp_path):
-    result = run_module(None, {"path": str(tmp_path / "absent"), "state": "file"},
-                        fqcn="ansible.builtin.file")
+    result = run_module(None, {"path": str(tmp_path / "absent"), "state": "file"}, fqcn="ansible.builtin.file")
     assert result["failed"] is True
     assert "absent" in result["msg"]
 
@@ -33,8 +32,7 @@ def test_run_module_reports_failure_without_raising(tmp_path):
 @pytest.mark.slow
 def test_run_module_check_mode_changes_nothing(tmp_path):
     dest = tmp_path / "made-in-check-mode"
-    result = run_module(None, {"path": str(dest), "state": "directory"},
-                        fqcn="ansible.builtin.file", check=True)
+    result = run_module(None, {"path": str(dest), "state": "directory"}, fqcn="ansible.builtin.file", check=True)
     assert result["changed"] is True
     assert not dest.exists()
 

@@ -29,8 +29,7 @@ def test_facts_timeout_bounds_a_tool_whose_child_holds_the_pipe(tmp_path):
     tool.write_text("#!/bin/sh\nsleep 60; echo x\n")
     tool.chmod(0o755)
     start = time.monotonic()
-    res = run_module("npu_topology_facts", {"timeout": 2},
-                     env={"PATH": "%s:%s" % (fake, os.environ.get("PATH", ""))})
+    res = run_module("npu_topology_facts", {"timeout": 2}, env={"PATH": "%s:%s" % (fake, os.environ.get("PATH", ""))})
     elapsed = time.monotonic() - start
     assert not res.get("failed"), res
     errors = dict((e["source"], e["msg"]) for e in res["ansible_facts"]["npu_topology"]["errors"])
@@ -43,7 +42,12 @@ def test_launch_wrapper_refusal_through_a_playbook(tmp_path):
     """One refusal through the whole AnsiballZ path: a message, not MODULE FAILURE, and nothing
     written. The other hostile inputs of every module run in-process, in
     tests/unit/plugins/modules/test_hostile_modules.py."""
-    args = {"name": "svc", "plan": {"npus": {"0": {"pool": "0-3", "main": "0-3"}}},
-            "command": ["vllm", "serve"], "host_root": str(tmp_path), "env": {"SHELLOPTS": "x"}}
+    args = {
+        "name": "svc",
+        "plan": {"npus": {"0": {"pool": "0-3", "main": "0-3"}}},
+        "command": ["vllm", "serve"],
+        "host_root": str(tmp_path),
+        "env": {"SHELLOPTS": "x"},
+    }
     assert "bash readonly variable" in _message(run_module("vllm_launch_wrapper", args))
     assert not os.listdir(str(tmp_path))

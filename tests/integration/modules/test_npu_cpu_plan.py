@@ -14,9 +14,10 @@ pytestmark = pytest.mark.slow
 
 
 def test_strict_plan_with_instances_through_a_playbook():
-    result = run_module("npu_cpu_plan", {
-        "topology": cpu_hosts.a2(),
-        "instances": [{"name": "a", "npus": [0, 2]}, {"name": "b", "npus": [1]}]})
+    result = run_module(
+        "npu_cpu_plan",
+        {"topology": cpu_hosts.a2(), "instances": [{"name": "a", "npus": [0, 2]}, {"name": "b", "npus": [1]}]},
+    )
     assert not result.get("failed"), result
     assert result["changed"] is False
     plan = result["plan"]

@@ -20,12 +20,20 @@ INTERRUPTS = """           CPU0       CPU1       CPU2       CPU3
  201:          9          0          0          0  ITS-MSI 524289 Edge      cq_update_irq
 """
 MSI = {BUS["0"]: [100, 101, 102], BUS["1"]: [200, 201]}
-PLAN = {"mode": "topo_affinity", "device_type": "A2", "skipped": False,
-        "npus": {"0": {"pool": "2-3", "numa_nodes": [1], "irq": "2-3", "main": "3"},
-                 "1": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "1"}}}
-TOPOLOGY = {"npus": [{"logic_id": 0, "bus_id": BUS["0"]}, {"logic_id": 1, "bus_id": BUS["1"]}],
-            "irqbalance": {"installed": True, "active": True}}
-DEFAULT_IRQBALANCE = "#IRQBALANCE_ONESHOT=\nIRQBALANCE_ARGS=\"--journal\"\n"
+PLAN = {
+    "mode": "topo_affinity",
+    "device_type": "A2",
+    "skipped": False,
+    "npus": {
+        "0": {"pool": "2-3", "numa_nodes": [1], "irq": "2-3", "main": "3"},
+        "1": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "1"},
+    },
+}
+TOPOLOGY = {
+    "npus": [{"logic_id": 0, "bus_id": BUS["0"]}, {"logic_id": 1, "bus_id": BUS["1"]}],
+    "irqbalance": {"installed": True, "active": True},
+}
+DEFAULT_IRQBALANCE = '#IRQBALANCE_ONESHOT=\nIRQBALANCE_ARGS="--journal"\n'
 
 
 def make_root(tmp_path):
@@ -50,20 +58,27 @@ def test_written_per_plan_then_unchanged(tmp_path):
     first = run_module("npu_irq_affinity", args(root), diff=True)
     assert not first.get("failed"), first
     assert first["changed"] is True
-    assert first["changed_irqs"] == ["100 (NPU0 sq): 0-3 -> 2", "102 (NPU0 cq): 0-3 -> 3",
-                                     "200 (NPU1 sq): 0-3 -> 0", "201 (NPU1 cq): 0-3 -> 1"]
+    assert first["changed_irqs"] == [
+        "100 (NPU0 sq): 0-3 -> 2",
+        "102 (NPU0 cq): 0-3 -> 3",
+        "200 (NPU1 sq): 0-3 -> 0",
+        "201 (NPU1 cq): 0-3 -> 1",
+    ]
     assert [affinity(root, n) for n in (100, 101, 102, 200, 201)] == ["2", "0-3", "3", "0", "1"]
     irq_diff, config_diff, state_diff = first["diff"]
     # the IRQ state the reconcilers pin back from
     state = json.loads((root / "var/lib/npuops/irq-state.json").read_text())
     assert [(r["irq"], r["device"], r["cpus"]) for r in state["irqs"]] == [
-        (100, 0, "2"), (102, 0, "3"), (200, 1, "0"), (201, 1, "1")]
+        (100, 0, "2"),
+        (102, 0, "3"),
+        (200, 1, "0"),
+        (201, 1, "1"),
+    ]
     assert first["irq_state"] == "/var/lib/npuops/irq-state.json" and state_diff["after"]
     assert "IRQ 100 (NPU0 sq): 0-3\n" in irq_diff["before"]
     assert "IRQ 100 (NPU0 sq): 2\n" in irq_diff["after"]
     config = (root / "etc" / "default" / "irqbalance").read_text()
-    assert ('IRQBALANCE_ARGS="--journal --banirq=100 --banirq=102 --banirq=200 --banirq=201"'
-            in config)
+    assert 'IRQBALANCE_ARGS="--journal --banirq=100 --banirq=102 --banirq=200 --banirq=201"' in config
     assert config.startswith("#IRQBALANCE_ONESHOT=\n")
     assert config_diff["after"] == config
     assert first["irqbalance_config"] == "/etc/default/irqbalance"
@@ -125,15 +140,17 @@ def test_devices_instances_pins_what_instances_use_and_takes_the_rest_back(tmp_p
     assert state_rows(root) == [(100, 0), (102, 0), (200, 1), (201, 1)]
 
     # instance b is gone: NPU1's bans and state rows are taken back, NPU0's stay
-    one = run_module("npu_irq_affinity", args(root, plan=with_instances(a=[0]), devices="instances"),
-                     diff=True)
+    one = run_module("npu_irq_affinity", args(root, plan=with_instances(a=[0]), devices="instances"), diff=True)
     assert one["changed"] is True and one["changed_irqs"] == [], one
     assert [r["device"] for r in one["irqs"]] == ["NPU0", "NPU0"]
-    assert banned(root) == ["# npuops.fleet banned IRQs: 100 102",
-                            'IRQBALANCE_ARGS="--journal --banirq=100 --banirq=102"']
+    assert banned(root) == [
+        "# npuops.fleet banned IRQs: 100 102",
+        'IRQBALANCE_ARGS="--journal --banirq=100 --banirq=102"',
+    ]
     assert state_rows(root) == [(100, 0), (102, 0)]
-    assert run_module("npu_irq_affinity", args(root, plan=with_instances(a=[0]),
-                                               devices="instances"))["changed"] is False
+    assert (
+        run_module("npu_irq_affinity", args(root, plan=with_instances(a=[0]), devices="instances"))["changed"] is False
+    )
 
     # no instance: nothing pinned, one line says why and how to opt in, the rest taken back
     bare = args(root, plan=PLAN, devices="instances")

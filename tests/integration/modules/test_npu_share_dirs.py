@@ -12,8 +12,14 @@ from npuops_testing.runner import run_module
 
 pytestmark = pytest.mark.slow
 
-EXPECTED_DIRS = ["share_device", "share_device/0", "share_device/1", "share_device/15",
-                 "etc/enpu", "var/log/mindx-dl/devicePlugin"]
+EXPECTED_DIRS = [
+    "share_device",
+    "share_device/0",
+    "share_device/1",
+    "share_device/15",
+    "etc/enpu",
+    "var/log/mindx-dl/devicePlugin",
+]
 
 
 def sandbox(tmp_path):
@@ -23,8 +29,10 @@ def sandbox(tmp_path):
 
 
 def topology(phys):
-    return {"device_type": "A3", "npus": [{"npu_id": i // 2, "logic_id": i, "phy_id": p,
-                                           "health": "OK"} for i, p in enumerate(phys)]}
+    return {
+        "device_type": "A3",
+        "npus": [{"npu_id": i // 2, "logic_id": i, "phy_id": p, "health": "OK"} for i, p in enumerate(phys)],
+    }
 
 
 def mode_of(path):
@@ -42,7 +50,7 @@ def test_creates_then_unchanged_and_keeps_vnpu_cfg(tmp_path):
         assert (host / rel).is_dir(), rel
     assert mode_of(host / "share_device" / "15") == 0o750
     assert mode_of(host / "var/log/mindx-dl/devicePlugin") == 0o750
-    assert first["group"] == "root"          # no HwHiAiUser group on the test machine
+    assert first["group"] == "root"  # no HwHiAiUser group on the test machine
     assert "/etc/vnpu.cfg" not in first["created"]
     assert (host / "etc" / "vnpu.cfg").read_text() == "existing vnpu config\n"
     assert any(d.get("after", {}).get("path") == "/share_device/15" for d in first["diff"])

@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
 """npu_topology_facts through real ansible-playbook runs."""
+
 import json
 import os
 
@@ -18,11 +19,21 @@ HOSTS = sorted(d for d in os.listdir(SNAPSHOTS) if os.path.isdir(os.path.join(SN
 def test_every_snapshot_through_ansible_in_one_play(tmp_path):
     # One playbook looping over every snapshot (one ansible-playbook start, not eleven).
     out = tmp_path / "out.json"
-    play = [{"hosts": "localhost", "gather_facts": False, "connection": "local", "tasks": [
-        {"npuops.fleet.npu_topology_facts": {"snapshot": os.path.join(SNAPSHOTS, "{{ item }}")},
-         "loop": HOSTS, "register": "r"},
-        {"ansible.builtin.copy": {"content": "{{ r.results | to_json }}", "dest": str(out)}},
-    ]}]
+    play = [
+        {
+            "hosts": "localhost",
+            "gather_facts": False,
+            "connection": "local",
+            "tasks": [
+                {
+                    "npuops.fleet.npu_topology_facts": {"snapshot": os.path.join(SNAPSHOTS, "{{ item }}")},
+                    "loop": HOSTS,
+                    "register": "r",
+                },
+                {"ansible.builtin.copy": {"content": "{{ r.results | to_json }}", "dest": str(out)}},
+            ],
+        }
+    ]
     pb = tmp_path / "play.yml"
     pb.write_text(json.dumps(play))
     proc = run_playbook(str(pb), inventory="localhost,", cwd=str(tmp_path))
@@ -37,8 +48,9 @@ def test_every_snapshot_through_ansible_in_one_play(tmp_path):
 
 def test_check_mode_and_save_then_replay(tmp_path):
     saved = tmp_path / "rec"
-    checked = run_module("npu_topology_facts", {"snapshot": os.path.join(SNAPSHOTS, "a3-16die"),
-                                                "save_snapshot": str(saved)}, check=True)
+    checked = run_module(
+        "npu_topology_facts", {"snapshot": os.path.join(SNAPSHOTS, "a3-16die"), "save_snapshot": str(saved)}, check=True
+    )
     # a snapshot written is a change; check mode says it would be, writes nothing
     assert checked["changed"] is True and not saved.exists()
     assert checked["ansible_facts"]["npu_topology"]["device_type"] == "A3"
@@ -51,9 +63,12 @@ def test_check_mode_and_save_then_replay(tmp_path):
 
 # one failure through ansible-playbook; every bad input, in-process:
 # tests/unit/plugins/modules/test_module_refusals.py
-@pytest.mark.parametrize("setup, args, words", [
-    ("schema: 7\n", {}, "unsupported schema 7"),
-])
+@pytest.mark.parametrize(
+    "setup, args, words",
+    [
+        ("schema: 7\n", {}, "unsupported schema 7"),
+    ],
+)
 def test_failures_are_clear_messages(tmp_path, setup, args, words):
     if setup is not None:
         (tmp_path / "snapshot.yml").write_text(setup)

@@ -12,17 +12,29 @@ from npuops_testing.binder import install_instance, stand_in_tree
 from npuops_testing.runner import run_module
 
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not {0, 1} <= set(os.sched_getaffinity(0)),
-                                 reason="needs CPUs 0 and 1")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not {0, 1} <= set(os.sched_getaffinity(0)), reason="needs CPUs 0 and 1"),
+]
 
 
 def test_drift_is_read_back_recorded_and_replayed(tmp_path):
     root, dest = install_instance(tmp_path)
     with stand_in_tree(tmp_path, workers=2) as tree:
-        subprocess.run([str(dest / "svc-bind"), "--plan", str(dest / "svc.plan.json"), "--once",
-                        "--no-migrate", "--root-pid", str(tree.main)], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                str(dest / "svc-bind"),
+                "--plan",
+                str(dest / "svc.plan.json"),
+                "--once",
+                "--no-migrate",
+                "--root-pid",
+                str(tree.main),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         args = {"host_root": str(root), "root_pids": {"svc": tree.main}}
         clean = run_module("vllm_binding_facts", args)
         assert clean.get("failed") is not True, clean

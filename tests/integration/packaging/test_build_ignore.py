@@ -28,24 +28,43 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 # what `make venv`, `make venv-demo`, `make demo`, the tests and a report leave in a checkout
 CLUTTER = [
-    ".venv/bin/python", ".venv/lib/python3.11/site-packages/ansible/__init__.py",
-    ".venv-demo/bin/python", ".venv-demo/lib/python3.11/site-packages/ansible/__init__.py",
+    ".venv/bin/python",
+    ".venv/lib/python3.11/site-packages/ansible/__init__.py",
+    ".venv-demo/bin/python",
+    ".venv-demo/lib/python3.11/site-packages/ansible/__init__.py",
     ".venv-demo/.requirements.sha256",
-    ".demo/a2-910b3x8/root/etc/vnpu.cfg", ".demo/facts/a2-910b3x8", ".demo/site.log",
+    ".demo/a2-910b3x8/root/etc/vnpu.cfg",
+    ".demo/facts/a2-910b3x8",
+    ".demo/site.log",
     ".demo-old/a2/root/etc/vnpu.cfg",
-    ".cache/ee/context/Containerfile", ".cache/sanity/x.py",
-    ".ansible/tmp/x", "collections/ansible_collections/x/y/galaxy.yml",
-    "tests/output/junit.xml", "bench/results/report.md", "fleet-report/fleet-report.html",
-    ".pytest_cache/v/cache/nodeids", ".hypothesis/examples/x", ".coverage",
-    ".coverage.host.1234", "htmlcov/index.html", "nohup.out",
-    "plugins/filter/__pycache__/host_config.cpython-311.pyc", "npuops-fleet-0.1.0.tar.gz",
-    "venv/bin/python", ".tox/py311/x", "build/lib/x", "dist/x.whl",
+    ".cache/ee/context/Containerfile",
+    ".cache/sanity/x.py",
+    ".ansible/tmp/x",
+    "collections/ansible_collections/x/y/galaxy.yml",
+    "tests/output/junit.xml",
+    "bench/results/report.md",
+    "fleet-report/fleet-report.html",
+    ".pytest_cache/v/cache/nodeids",
+    ".hypothesis/examples/x",
+    ".coverage",
+    ".coverage.host.1234",
+    "htmlcov/index.html",
+    "nohup.out",
+    "plugins/filter/__pycache__/host_config.cpython-311.pyc",
+    "npuops-fleet-0.1.0.tar.gz",
+    "venv/bin/python",
+    ".tox/py311/x",
+    "build/lib/x",
+    "dist/x.whl",
 ]
 
 
 def _copy_tracked(dest):
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, stdout=subprocess.PIPE,
-                           check=True).stdout.decode().split("\0")
+    files = (
+        subprocess.run(["git", "ls-files", "-z"], cwd=REPO, stdout=subprocess.PIPE, check=True)
+        .stdout.decode()
+        .split("\0")
+    )
     for rel in files:
         if not rel or not os.path.lexists(os.path.join(REPO, rel)):
             continue
@@ -57,17 +76,21 @@ def _copy_tracked(dest):
 def _gitignored_roots():
     """The folders the root .gitignore names (``/name/``): local state by definition."""
     with open(os.path.join(REPO, ".gitignore"), encoding="utf-8") as handle:
-        return [line.strip().strip("/") for line in handle
-                if line.startswith("/") and line.strip().endswith("/")]
+        return [line.strip().strip("/") for line in handle if line.startswith("/") and line.strip().endswith("/")]
 
 
 def _build(src, out):
     out.mkdir()
     env = dict(os.environ, ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "build",
-                           "--output-path", str(out), str(src)], env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=300, check=False)
+    proc = subprocess.run(
+        [os.path.join(BIN, "ansible-galaxy"), "collection", "build", "--output-path", str(out), str(src)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout
     (artifact,) = list(out.iterdir())
     with tarfile.open(str(artifact)) as tar:
@@ -92,16 +115,22 @@ def built(tmp_path_factory):
     link.parent.mkdir(parents=True, exist_ok=True)
     link.symlink_to("../../../..")
     artifact, members = _build(dirty, tmp_path_factory.mktemp("o") / "out")
-    return {"clean": clean_members, "members": members, "artifact": artifact,
-            "clean_artifact": clean_artifact, "clutter": clutter}
+    return {
+        "clean": clean_members,
+        "members": members,
+        "artifact": artifact,
+        "clean_artifact": clean_artifact,
+        "clutter": clutter,
+    }
 
 
 def test_the_artifact_built_after_make_demo_holds_only_the_collection(built):
     members = built["members"]
     for rel in built["clutter"]:
         top = rel.split("/")[0]
-        assert not any(n == top or n.startswith(top + "/") for n in members
-                       if top not in ("plugins", "tests", "bench")), rel
+        assert not any(
+            n == top or n.startswith(top + "/") for n in members if top not in ("plugins", "tests", "bench")
+        ), rel
         assert rel not in members, rel
     assert members == built["clean"]
     assert not any(n.startswith(".") for n in members)

@@ -30,15 +30,55 @@ GALAXY = yaml.safe_load(open(os.path.join(REPO, "galaxy.yml"), encoding="utf-8")
 ARTIFACT = "npuops-fleet-%s.tar.gz" % GALAXY["version"]
 
 # What the artifact holds at the top level: nothing else.
-SHIPPED = {"MANIFEST.json", "FILES.json", "README.md", "LICENSE", "CHANGELOG.rst", "changelogs",
-           "docs", "meta", "playbooks", "plugins", "roles", "tests", "execution-environment.yml",
-           "requirements.txt", "bindep.txt"}
-DEVELOPER = ["Makefile", ".ci", "scripts", "bench", "extensions", "requirements-dev.txt", "requirements-demo.txt",
-             "pytest.ini", ".ansible-lint", "ruff.toml", ".pre-commit-config.yaml", "CONTRIBUTING.md",
-             ".gitignore", "inventories", ".venv-demo",
-             "changelogs/fragments", "tests/unit", "tests/integration", "tests/lib",
-             "tests/fixtures", "tests/real", "tests/conftest.py", "tests/config.yml", ".venv", ".cache",
-             ".demo", ".hypothesis", ".pytest_cache", ".mypy_cache", "nohup.out"]
+SHIPPED = {
+    "MANIFEST.json",
+    "FILES.json",
+    "README.md",
+    "LICENSE",
+    "CHANGELOG.rst",
+    "changelogs",
+    "docs",
+    "meta",
+    "playbooks",
+    "plugins",
+    "roles",
+    "tests",
+    "execution-environment.yml",
+    "requirements.txt",
+    "bindep.txt",
+}
+DEVELOPER = [
+    "Makefile",
+    ".ci",
+    "scripts",
+    "bench",
+    "extensions",
+    "requirements-dev.txt",
+    "requirements-demo.txt",
+    "pytest.ini",
+    ".ansible-lint",
+    "ruff.toml",
+    ".pre-commit-config.yaml",
+    "CONTRIBUTING.md",
+    ".gitignore",
+    "inventories",
+    ".venv-demo",
+    "changelogs/fragments",
+    "tests/unit",
+    "tests/integration",
+    "tests/lib",
+    "tests/fixtures",
+    "tests/real",
+    "tests/conftest.py",
+    "tests/config.yml",
+    ".venv",
+    ".cache",
+    ".demo",
+    ".hypothesis",
+    ".pytest_cache",
+    ".mypy_cache",
+    "nohup.out",
+]
 
 pytestmark = pytest.mark.slow
 
@@ -48,16 +88,30 @@ def _env(home, **extra):
     for key in list(env):
         if key.startswith("ANSIBLE_"):
             del env[key]
-    env.update({"HOME": str(home), "PATH": BIN + os.pathsep + env.get("PATH", ""),
-                "ANSIBLE_NOCOLOR": "1", "ANSIBLE_LOCALHOST_WARNING": "False",
-                "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "False"})
+    env.update(
+        {
+            "HOME": str(home),
+            "PATH": BIN + os.pathsep + env.get("PATH", ""),
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_LOCALHOST_WARNING": "False",
+            "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "False",
+        }
+    )
     env.update(extra)
     return env
 
 
 def _run(cmd, cwd, env, timeout=900):
-    return subprocess.run(cmd, cwd=str(cwd), env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        cmd,
+        cwd=str(cwd),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def _readme_blocks():
@@ -84,10 +138,14 @@ def readme_run(tmp_path_factory):
     script = "set -euo pipefail\n" + blocks[0] + "\n" + blocks[1]
     proc = _run(["bash", "-c", script], REPO, _env(home), timeout=1800)
     try_dir = home / "npuops-try"
-    return {"proc": proc, "home": home, "try": try_dir,
-            "artifact": home / "npuops-dist" / ARTIFACT,
-            "collections": try_dir / "collections",
-            "installed": try_dir / "collections" / "ansible_collections" / "npuops" / "fleet"}
+    return {
+        "proc": proc,
+        "home": home,
+        "try": try_dir,
+        "artifact": home / "npuops-dist" / ARTIFACT,
+        "collections": try_dir / "collections",
+        "installed": try_dir / "collections" / "ansible_collections" / "npuops" / "fleet",
+    }
 
 
 def test_the_readme_install_section_works_as_written(readme_run):
@@ -95,8 +153,7 @@ def test_the_readme_install_section_works_as_written(readme_run):
     assert proc.returncode == 0, proc.stdout[-8000:]
     out = proc.stdout
     # both playbooks ran by FQCN on both hosts, from the installed artifact
-    recaps = re.findall(r"^(a2|dgx)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=0\s+failed=0",
-                        out, re.M)
+    recaps = re.findall(r"^(a2|dgx)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=0\s+failed=0", out, re.M)
     assert sorted(set(h for h, dummy, dummy in recaps)) == ["a2", "dgx"]
     assert len(recaps) == 4  # site and audit
     assert sum(int(c) for h, dummy, c in recaps[:2]) > 0  # site.yml wrote into the sandboxes
@@ -112,21 +169,34 @@ def test_the_readme_install_section_works_as_written(readme_run):
     assert a2["plans"]["strict"]["status"] == "ok"
     # the sandbox roots got the effects (a wrapper, soft-share paths, IRQ affinity)
     root = readme_run["try"] / "roots" / "a2"
-    assert any(p.name.startswith("vllm-qwen-a") for p in (root / "etc" / "systemd" / "system")
-               .iterdir())
+    assert any(p.name.startswith("vllm-qwen-a") for p in (root / "etc" / "systemd" / "system").iterdir())
     assert (root / "etc" / "vnpu.cfg").is_file()
 
 
 def test_it_ran_the_installed_copy_and_wrote_nothing_into_it(readme_run):
     assert readme_run["proc"].returncode == 0, readme_run["proc"].stdout[-3000:]
     env = _env(readme_run["home"], ANSIBLE_COLLECTIONS_PATH=str(readme_run["collections"]))
-    listed = _run([os.path.join(BIN, "ansible-galaxy"), "collection", "list", "npuops.fleet",
-                   "--format", "json"], readme_run["try"], env)
+    listed = _run(
+        [os.path.join(BIN, "ansible-galaxy"), "collection", "list", "npuops.fleet", "--format", "json"],
+        readme_run["try"],
+        env,
+    )
     assert listed.returncode == 0, listed.stdout
-    paths = json.loads(listed.stdout[listed.stdout.index("{"):])
+    paths = json.loads(listed.stdout[listed.stdout.index("{") :])
     assert list(paths) == [str(readme_run["collections"] / "ansible_collections")]
-    verify = _run([os.path.join(BIN, "ansible-galaxy"), "collection", "verify", "--offline",
-                   "-p", str(readme_run["collections"]), "npuops.fleet"], readme_run["try"], env)
+    verify = _run(
+        [
+            os.path.join(BIN, "ansible-galaxy"),
+            "collection",
+            "verify",
+            "--offline",
+            "-p",
+            str(readme_run["collections"]),
+            "npuops.fleet",
+        ],
+        readme_run["try"],
+        env,
+    )
     assert verify.returncode == 0, verify.stdout
     assert "Successfully verified that checksums for 'npuops.fleet:" in verify.stdout
 
@@ -146,8 +216,7 @@ def test_the_artifact_holds_what_users_need_and_nothing_for_development(readme_r
     assert info["license"] == ["GPL-3.0-or-later"]
     assert info["repository"] and info["documentation"] and info["issues"]
     # the recorded demo hosts, every module, role and playbook, the filter docs
-    snaps = sorted(n for n in os.listdir(SNAPSHOTS)
-                   if os.path.isfile(os.path.join(SNAPSHOTS, n, "snapshot.yml")))
+    snaps = sorted(n for n in os.listdir(SNAPSHOTS) if os.path.isfile(os.path.join(SNAPSHOTS, n, "snapshot.yml")))
     for snap in snaps:
         assert "tests/snapshots/%s/snapshot.yml" % snap in names
     for folder in ("plugins/modules", "plugins/filter", "roles", "playbooks"):
@@ -173,8 +242,11 @@ def test_no_shipped_path_holds_a_colon(readme_run):
 
 def test_the_execution_environment_context_and_its_requirements(readme_run, tmp_path):
     stage = tmp_path / "ee"
-    proc = _run(["bash", os.path.join(REPO, "scripts", "ee-create.sh"), str(stage)], REPO,
-                _env(readme_run["home"], VENV=os.path.dirname(BIN)))
+    proc = _run(
+        ["bash", os.path.join(REPO, "scripts", "ee-create.sh"), str(stage)],
+        REPO,
+        _env(readme_run["home"], VENV=os.path.dirname(BIN)),
+    )
     assert proc.returncode == 0, proc.stdout[-4000:]
     context = stage / "context"
     containerfile = (context / "Containerfile").read_text()
@@ -185,14 +257,17 @@ def test_the_execution_environment_context_and_its_requirements(readme_run, tmp_
     assert "ansible-galaxy collection install" in containerfile
     assert (context / "_build" / "collections" / "npuops-fleet.tar.gz").is_file()
     galaxy = yaml.safe_load((context / "_build" / "requirements.yml").read_text())
-    assert {"name": "/build/collections/npuops-fleet.tar.gz", "type": "file"} in \
-        galaxy["collections"]
-    assert (context / "_build" / "requirements.txt").read_text() == \
-        open(os.path.join(REPO, "requirements.txt"), encoding="utf-8").read()
+    assert {"name": "/build/collections/npuops-fleet.tar.gz", "type": "file"} in galaxy["collections"]
+    assert (context / "_build" / "requirements.txt").read_text() == open(
+        os.path.join(REPO, "requirements.txt"), encoding="utf-8"
+    ).read()
     # what the image build's introspection step finds in the installed collection
     introspect = context / "_build" / "scripts" / "introspect.py"
-    found = _run([sys.executable, str(introspect), "introspect",
-                  str(readme_run["collections"])], tmp_path, _env(readme_run["home"]))
+    found = _run(
+        [sys.executable, str(introspect), "introspect", str(readme_run["collections"])],
+        tmp_path,
+        _env(readme_run["home"]),
+    )
     assert found.returncode == 0, found.stdout
     data = yaml.safe_load(found.stdout)
     assert "jmespath>=1.0.1  # from collection npuops.fleet" in data["python"]

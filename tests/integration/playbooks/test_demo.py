@@ -23,14 +23,22 @@ INVENTORY = os.path.join(REPO, "inventories", "demo", "hosts.yml")
 @pytest.mark.slow
 def test_make_demo_twice_changes_nothing_the_second_time(tmp_path):
     hosts = demo_sandbox.inventory_hosts(INVENTORY)
-    assert all(os.path.isfile(os.path.join(SNAPSHOTS, s, "snapshot.yml")) for dummy, s in hosts), \
+    assert all(os.path.isfile(os.path.join(SNAPSHOTS, s, "snapshot.yml")) for dummy, s in hosts), (
         "a demo host's snapshot is missing from tests/snapshots"
+    )
     env = ansible_env(NPUOPS_DEMO_DIR=str(tmp_path / "demo"), DEMO_FORKS="4")
     script = os.path.join(REPO, "scripts", "demo.sh")
     runs = []
     for dummy in range(2):
-        proc = subprocess.run(["bash", script], env=env, cwd=REPO, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, check=False)
+        proc = subprocess.run(
+            ["bash", script],
+            env=env,
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            check=False,
+        )
         assert proc.returncode == 0, proc.stdout
         with open(str(tmp_path / "demo" / "site.log")) as handle:
             runs.append((proc.stdout, demo_summary.parse_recap(handle.read())))
@@ -80,6 +88,12 @@ def _assert_closed_loop(demo, out1, out2):
     assert 'npuops_irq_drift{instance="standin",device="NPU0",irq="1024"} 1' in text
     promtool = shutil.which("promtool")
     if promtool:
-        check = subprocess.run([promtool, "check", "metrics"], input=text, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+        check = subprocess.run(
+            [promtool, "check", "metrics"],
+            input=text,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
         assert check.returncode == 0, check.stdout

@@ -15,19 +15,36 @@ A2 = [0, 1, 2, 3]
 
 
 def instances(npus_list):
-    return [{"name": "svc%d" % i, "npus": npus,
-             "command": ["vllm", "serve", "/models/m", "--tensor-parallel-size", str(len(npus))]}
-            for i, npus in enumerate(npus_list)]
+    return [
+        {
+            "name": "svc%d" % i,
+            "npus": npus,
+            "command": ["vllm", "serve", "/models/m", "--tensor-parallel-size", str(len(npus))],
+        }
+        for i, npus in enumerate(npus_list)
+    ]
 
 
 @pytest.mark.slow
 def test_site_full_run_is_idempotent_and_task_count_is_independent_of_npu_count(tmp_path):
     need("a2-910b3x8", "a3-16die", "x86-none")
-    inv = make_fleet(tmp_path, {
-        "a2": ("a2-910b3x8", {"npuops_vllm_instances": instances([A2, [4, 5, 6, 7]])}),
-        "a3": ("a3-16die", {"npuops_vllm_instances": instances([list(range(16)), ])}),
-        "none": ("x86-none", {}),
-    })
+    inv = make_fleet(
+        tmp_path,
+        {
+            "a2": ("a2-910b3x8", {"npuops_vllm_instances": instances([A2, [4, 5, 6, 7]])}),
+            "a3": (
+                "a3-16die",
+                {
+                    "npuops_vllm_instances": instances(
+                        [
+                            list(range(16)),
+                        ]
+                    )
+                },
+            ),
+            "none": ("x86-none", {}),
+        },
+    )
     first = run_playbook(SITE, inv)
     assert first.returncode == 0, first.stdout
     rec = recap(first.stdout)

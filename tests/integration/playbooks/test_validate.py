@@ -17,10 +17,18 @@ from npuops_testing.runner import run_playbook
 SITE = os.path.join(REPO, "playbooks", "site.yml")
 CMD = ["vllm", "serve", "/models/m"]
 HOSTS = {"a3": "a3-16die", "h100": "h100-numaoff"}
-REUSE = [{"name": "Existing provisioning", "hosts": "all", "gather_facts": False, "tasks": [
-    {"name": "Facts", "ansible.builtin.import_role": {"name": "npuops.fleet.npu_facts"}},
-    {"name": "Binding", "ansible.builtin.import_role": {"name": "npuops.fleet.cpu_binding"}},
-    {"name": "Launch", "ansible.builtin.import_role": {"name": "npuops.fleet.vllm_launch"}}]}]
+REUSE = [
+    {
+        "name": "Existing provisioning",
+        "hosts": "all",
+        "gather_facts": False,
+        "tasks": [
+            {"name": "Facts", "ansible.builtin.import_role": {"name": "npuops.fleet.npu_facts"}},
+            {"name": "Binding", "ansible.builtin.import_role": {"name": "npuops.fleet.cpu_binding"}},
+            {"name": "Launch", "ansible.builtin.import_role": {"name": "npuops.fleet.vllm_launch"}},
+        ],
+    }
+]
 
 
 def tree(root):
@@ -54,62 +62,120 @@ def inst(name="a", **extra):
 
 # (case, host vars, text every host's message holds)
 MISTAKES = [
-    ("duplicate names", {"npuops_vllm_instances": [inst("a"), inst("a", npus=[2, 3])]},
-     "npuops_vllm_instances[1] (a): name 'a' is already used by npuops_vllm_instances[0]"),
-    ("invalid name, a valid one after", {"npuops_vllm_instances": [inst("dsv3 a"), inst("b", npus=[2, 3])]},
-     "npuops_vllm_instances[0] (dsv3 a): name 'dsv3 a' must be"),
-    ("npus a string", {"npuops_vllm_instances": [inst(npus="0,1,2,3")]},
-     "npuops_vllm_instances[0] (a): npus must be a list of integers"),
-    ("env null", {"npuops_vllm_instances": [inst(env={"X": None})]},
-     "npuops_vllm_instances[0] (a): env.X: value must be a string"),
-    ("command a string", {"npuops_vllm_instances": [inst(command="vllm serve m")]},
-     "npuops_vllm_instances[0] (a): command must be a non-empty list"),
-    ("command missing", {"npuops_vllm_instances": [inst(command=Ellipsis)]},
-     "npuops_vllm_instances[0] (a): command is missing"),
-    ("unknown device id", {"npuops_vllm_instances": [inst(npus=[0, 99])]},
-     "npuops_vllm_instances[0] (a): "),
-    ("device in two instances", {"npuops_vllm_instances": [inst("a"), inst("b", npus=[1, 2])]},
-     "npuops_vllm_instances[1] (b): "),
-    ("policy not a choice", {"npuops_cpu_policy": "fast", "npuops_vllm_instances": [inst()]},
-     "npuops_cpu_policy"),
-    ("instance outside npuops_npus", {"npuops_npus": [0, 1, 2, 3], "npuops_vllm_instances": [inst(npus=[6])]},
-     "npuops_npus restricts to [0, 1, 2, 3]"),
+    (
+        "duplicate names",
+        {"npuops_vllm_instances": [inst("a"), inst("a", npus=[2, 3])]},
+        "npuops_vllm_instances[1] (a): name 'a' is already used by npuops_vllm_instances[0]",
+    ),
+    (
+        "invalid name, a valid one after",
+        {"npuops_vllm_instances": [inst("dsv3 a"), inst("b", npus=[2, 3])]},
+        "npuops_vllm_instances[0] (dsv3 a): name 'dsv3 a' must be",
+    ),
+    (
+        "npus a string",
+        {"npuops_vllm_instances": [inst(npus="0,1,2,3")]},
+        "npuops_vllm_instances[0] (a): npus must be a list of integers",
+    ),
+    (
+        "env null",
+        {"npuops_vllm_instances": [inst(env={"X": None})]},
+        "npuops_vllm_instances[0] (a): env.X: value must be a string",
+    ),
+    (
+        "command a string",
+        {"npuops_vllm_instances": [inst(command="vllm serve m")]},
+        "npuops_vllm_instances[0] (a): command must be a non-empty list",
+    ),
+    (
+        "command missing",
+        {"npuops_vllm_instances": [inst(command=Ellipsis)]},
+        "npuops_vllm_instances[0] (a): command is missing",
+    ),
+    ("unknown device id", {"npuops_vllm_instances": [inst(npus=[0, 99])]}, "npuops_vllm_instances[0] (a): "),
+    (
+        "device in two instances",
+        {"npuops_vllm_instances": [inst("a"), inst("b", npus=[1, 2])]},
+        "npuops_vllm_instances[1] (b): ",
+    ),
+    ("policy not a choice", {"npuops_cpu_policy": "fast", "npuops_vllm_instances": [inst()]}, "npuops_cpu_policy"),
+    (
+        "instance outside npuops_npus",
+        {"npuops_npus": [0, 1, 2, 3], "npuops_vllm_instances": [inst(npus=[6])]},
+        "npuops_npus restricts to [0, 1, 2, 3]",
+    ),
     # five more
     ("name with a path", {"npuops_vllm_instances": [inst("../etc")]}, "name '../etc' must be"),
-    ("env value a mapping", {"npuops_vllm_instances": [inst(env={"X": {"y": 1}})]},
-     "env.X: value must be a string, a number or a boolean, got dict"),
+    (
+        "env value a mapping",
+        {"npuops_vllm_instances": [inst(env={"X": {"y": 1}})]},
+        "env.X: value must be a string, a number or a boolean, got dict",
+    ),
     ("binding not a choice", {"npuops_vllm_instances": [inst(binding="numa")]}, "npuops_vllm_instances"),
-    ("relative dest", {"npuops_vllm_instances": [inst(dest="opt/npuops")]},
-     "npuops_vllm_instances[0] (a): dest must be an absolute path"),
-    ("host env null", {"npuops_vllm_env": {"HF_HOME": None}, "npuops_vllm_instances": [inst()]},
-     "npuops_vllm_env.HF_HOME: value must be a string"),
-    ("irqbalance not a choice", {"npuops_irqbalance": "off", "npuops_vllm_instances": [inst()]},
-     "npuops_irqbalance"),
+    (
+        "relative dest",
+        {"npuops_vllm_instances": [inst(dest="opt/npuops")]},
+        "npuops_vllm_instances[0] (a): dest must be an absolute path",
+    ),
+    (
+        "host env null",
+        {"npuops_vllm_env": {"HF_HOME": None}, "npuops_vllm_instances": [inst()]},
+        "npuops_vllm_env.HF_HOME: value must be a string",
+    ),
+    ("irqbalance not a choice", {"npuops_irqbalance": "off", "npuops_vllm_instances": [inst()]}, "npuops_irqbalance"),
     # what the argument specs let through, and the values against the host: the a3
     # host's soft-share stage wrote before the planner refused a list given for a cpulist
-    ("cpulist given as a list", {"npuops_cpu_reserved": [0, 1], "npuops_vllm_instances": [inst()]},
-     "npuops_cpu_reserved: must be a string, got a list [0, 1]; a cpulist is one string"),
-    ("cpulist that is not one", {"npuops_cpu_allowed": "0-3,x", "npuops_vllm_instances": [inst()]},
-     "npuops_cpu_allowed: invalid cpulist item 'x' in '0-3,x'"),
-    ("CPU not on the host", {"npuops_cpu_reserved": "0-1,700", "npuops_vllm_instances": [inst()]},
-     "npuops_cpu_reserved: CPU 700 is not on this host (its online CPUs are 0-"),
-    ("reserved leaves no CPU", {"npuops_cpu_allowed": "0-7", "npuops_cpu_reserved": "0-9",
-                                "npuops_vllm_instances": [inst()]},
-     "npuops_cpu_reserved: 0-9 covers every CPU of npuops_cpu_allowed (0-7): nothing is left"),
-    ("unknown id in npuops_npus", {"npuops_npus": [0, 1, 99], "npuops_vllm_instances": [inst()]},
-     " 99 is not on this host (its "),
-    ("unknown RDMA NIC", {"npuops_nics": ["mlx5_99"], "npuops_vllm_instances": [inst()]},
-     "npuops_nics: mlx5_99 is not an RDMA device of this host"),
-    ("a boolean for a string", {"npuops_k8s_kubelet_version": True, "npuops_vllm_instances": [inst()]},
-     "npuops_k8s_kubelet_version: must be a string, got a boolean True"),
-    ("mode written unquoted", {"npuops_softshare_mode": 0o644, "npuops_vllm_instances": [inst()]},
-     "npuops_softshare_mode: must be a quoted octal mode such as '0750', got the number 420; YAML "
-     "reads an unquoted 0644 as 420; write the mode in quotes, e.g. '0644' or '420'"),
-    ("a timeout of 0", {"npuops_facts_timeout": 0, "npuops_vllm_instances": [inst()]},
-     "npuops_facts_timeout: must be 1 or more, got 0"),
-    ("typo with strict variables", {"npuops_strict_variables": True, "npuops_vllm_instance": [inst()]},
-     "npuops_vllm_instance is not a variable of npuops.fleet: no role reads it; did you mean "
-     "npuops_vllm_instances?"),
+    (
+        "cpulist given as a list",
+        {"npuops_cpu_reserved": [0, 1], "npuops_vllm_instances": [inst()]},
+        "npuops_cpu_reserved: must be a string, got a list [0, 1]; a cpulist is one string",
+    ),
+    (
+        "cpulist that is not one",
+        {"npuops_cpu_allowed": "0-3,x", "npuops_vllm_instances": [inst()]},
+        "npuops_cpu_allowed: invalid cpulist item 'x' in '0-3,x'",
+    ),
+    (
+        "CPU not on the host",
+        {"npuops_cpu_reserved": "0-1,700", "npuops_vllm_instances": [inst()]},
+        "npuops_cpu_reserved: CPU 700 is not on this host (its online CPUs are 0-",
+    ),
+    (
+        "reserved leaves no CPU",
+        {"npuops_cpu_allowed": "0-7", "npuops_cpu_reserved": "0-9", "npuops_vllm_instances": [inst()]},
+        "npuops_cpu_reserved: 0-9 covers every CPU of npuops_cpu_allowed (0-7): nothing is left",
+    ),
+    (
+        "unknown id in npuops_npus",
+        {"npuops_npus": [0, 1, 99], "npuops_vllm_instances": [inst()]},
+        " 99 is not on this host (its ",
+    ),
+    (
+        "unknown RDMA NIC",
+        {"npuops_nics": ["mlx5_99"], "npuops_vllm_instances": [inst()]},
+        "npuops_nics: mlx5_99 is not an RDMA device of this host",
+    ),
+    (
+        "a boolean for a string",
+        {"npuops_k8s_kubelet_version": True, "npuops_vllm_instances": [inst()]},
+        "npuops_k8s_kubelet_version: must be a string, got a boolean True",
+    ),
+    (
+        "mode written unquoted",
+        {"npuops_softshare_mode": 0o644, "npuops_vllm_instances": [inst()]},
+        "npuops_softshare_mode: must be a quoted octal mode such as '0750', got the number 420; YAML "
+        "reads an unquoted 0644 as 420; write the mode in quotes, e.g. '0644' or '420'",
+    ),
+    (
+        "a timeout of 0",
+        {"npuops_facts_timeout": 0, "npuops_vllm_instances": [inst()]},
+        "npuops_facts_timeout: must be 1 or more, got 0",
+    ),
+    (
+        "typo with strict variables",
+        {"npuops_strict_variables": True, "npuops_vllm_instance": [inst()]},
+        "npuops_vllm_instance is not a variable of npuops.fleet: no role reads it; did you mean npuops_vllm_instances?",
+    ),
 ]
 
 
@@ -153,8 +219,10 @@ def test_site_refuses_every_mistake_and_writes_nothing(tmp_path):
         if needle not in mine:
             wrong.append("%s (%s): %r not in its failure:\n%s" % (case, host, needle, mine[-3000:]))
         if case == "unknown device id":
-            usable = {"a3": "NPU 99 is not usable: this host has [0..15]",
-                      "h100": "GPU 99 is not usable: this host has [0..7]"}[host.split("-", 1)[1]]
+            usable = {
+                "a3": "NPU 99 is not usable: this host has [0..15]",
+                "h100": "GPU 99 is not usable: this host has [0..7]",
+            }[host.split("-", 1)[1]]
             if usable not in mine:
                 wrong.append("%s (%s): %r not in its failure" % (case, host, usable))
         if case == "device in two instances" and "device 1 is also in npuops_vllm_instances[0]" not in mine:
@@ -188,16 +256,24 @@ def test_a_typo_in_a_variable_name_is_warned_with_the_nearest_name(tmp_path):
     inv = fleet(tmp_path, {"npuops_vllm_instance": [inst()]})
     proc = run_playbook(SITE, inv, ["--check"])
     assert proc.returncode == 0, proc.stdout
-    assert ("npuops_vllm_instance is not a variable of npuops.fleet: no role reads it; did you "
-            "mean npuops_vllm_instances?") in proc.stdout
+    assert (
+        "npuops_vllm_instance is not a variable of npuops.fleet: no role reads it; did you mean npuops_vllm_instances?"
+    ) in proc.stdout
 
 
 @pytest.mark.slow
 def test_the_documented_switches_are_known_variables(tmp_path):
     """npuops_k8s_node (product.md) was reported as unknown ("did you mean
     npuops_k8s_node_name?"); it, npuops_cpu_partition and npuops_strict_variables are known."""
-    inv = fleet(tmp_path, {"npuops_k8s_node": False, "npuops_cpu_partition": False,
-                           "npuops_strict_variables": True, "npuops_vllm_instances": [inst()]})
+    inv = fleet(
+        tmp_path,
+        {
+            "npuops_k8s_node": False,
+            "npuops_cpu_partition": False,
+            "npuops_strict_variables": True,
+            "npuops_vllm_instances": [inst()],
+        },
+    )
     proc = run_playbook(SITE, inv, ["--tags", "facts"])
     assert proc.returncode == 0, proc.stdout
     assert "is not a variable of npuops.fleet" not in proc.stdout
@@ -208,17 +284,28 @@ def test_a_typo_in_the_play_vars_or_extra_vars_is_found_too(tmp_path):
     """Not only the inventory's variables: a play's ``vars:`` and ``-e`` are looked at too."""
     inv = fleet(tmp_path, {"npuops_vllm_instances": [inst()]})
     playbook = tmp_path / "own.yml"
-    playbook.write_text(json.dumps([{
-        "name": "Own play", "hosts": "all", "gather_facts": False,
-        "vars": {"npuops_cpu_reserverd": "0-1"},
-        "tasks": [{"name": "Check", "ansible.builtin.import_role": {"name": "npuops.fleet.validate"}}]}]))
+    playbook.write_text(
+        json.dumps(
+            [
+                {
+                    "name": "Own play",
+                    "hosts": "all",
+                    "gather_facts": False,
+                    "vars": {"npuops_cpu_reserverd": "0-1"},
+                    "tasks": [{"name": "Check", "ansible.builtin.import_role": {"name": "npuops.fleet.validate"}}],
+                }
+            ]
+        )
+    )
     proc = run_playbook(str(playbook), inv, ["-e", json.dumps({"npuops_irq_enable": False})])
     assert proc.returncode == 0, proc.stdout
     # (Ansible shows a warning repeated for several hosts once)
-    assert ("npuops_cpu_reserverd is not a variable of npuops.fleet: no role reads it; did you "
-            "mean npuops_cpu_reserved?") in proc.stdout, proc.stdout
-    assert ("npuops_irq_enable is not a variable of npuops.fleet: no role reads it; did you mean "
-            "npuops_irq_enabled?") in proc.stdout, proc.stdout
+    assert (
+        "npuops_cpu_reserverd is not a variable of npuops.fleet: no role reads it; did you mean npuops_cpu_reserved?"
+    ) in proc.stdout, proc.stdout
+    assert (
+        "npuops_irq_enable is not a variable of npuops.fleet: no role reads it; did you mean npuops_irq_enabled?"
+    ) in proc.stdout, proc.stdout
     strict = run_playbook(str(playbook), inv, ["-e", json.dumps({"npuops_strict_variables": True})])
     assert strict.returncode != 0
     assert recap(strict.stdout)["a3"]["failed"] == 1 and recap(strict.stdout)["h100"]["failed"] == 1

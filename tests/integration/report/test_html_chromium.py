@@ -28,8 +28,9 @@ EVIL = "<script>document.title='pwned'</script><img src=x onerror=alert(1)>"
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed "
-                       "(apt-get install -y chromium, or `make deps`)"),
+    pytest.mark.skipif(
+        CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium, or `make deps`)"
+    ),
 ]
 
 
@@ -45,11 +46,19 @@ def _fleet():
 
 
 def _chromium(args, tmp):
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-           "--no-first-run", "--disable-background-networking", "--disable-component-update",
-           "--disable-sync", "--user-data-dir=" + os.path.join(tmp, "profile")] + args
-    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          timeout=180, check=False)
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--user-data-dir=" + os.path.join(tmp, "profile"),
+    ] + args
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=180, check=False)
 
 
 class _Dom(HTMLParser):
@@ -132,11 +141,16 @@ def test_page_renders_and_numbers_in_the_dom_match_the_json(rendered):
     # every problem has an anchor; every host is listed once, in its shape's article; every
     # shape has its CPU maps
     assert sorted(i for i in dom.ids if i.startswith("problem-P")) == sorted(
-        "problem-" + p["id"] for p in report["problems"])
+        "problem-" + p["id"] for p in report["problems"]
+    )
     assert sorted(dom.hosts) == sorted(h["name"] for h in report["hosts"])
-    maps = sum(1 for s in report["shapes"] for p in ("strict", "vllm_ascend")
-               if report["hosts"][s["host"]]["plans"][p]["applicable"]
-               and report["hosts"][s["host"]]["plans"][p]["status"] == "ok")
+    maps = sum(
+        1
+        for s in report["shapes"]
+        for p in ("strict", "vllm_ascend")
+        if report["hosts"][s["host"]]["plans"][p]["applicable"]
+        and report["hosts"][s["host"]]["plans"][p]["status"] == "ok"
+    )
     assert dom.tags.get("svg") == maps
 
 
@@ -172,8 +186,7 @@ def fleet_page():
         text = report_html.render_html(report)
         with open(page, "w", encoding="utf-8") as handle:
             handle.write(text)
-        yield {"report": report, "page": page, "size": len(text.encode("utf-8")),
-               "counts": counts, "tmp": tmp}
+        yield {"report": report, "page": page, "size": len(text.encode("utf-8")), "counts": counts, "tmp": tmp}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -208,14 +221,11 @@ def test_the_host_filter_shows_only_the_matching_hosts_shapes(fleet_page):
     assert body.get("data-filter") == sick.lower()
     assert _visible(dom, "article", "data-shape") == [shape]
     assert set(_visible(dom, "tr", "data-shape")) == {shape}  # the shapes and binding tables
-    hits = [a["data-host"] for t, a in dom.elements
-            if t == "span" and "hit" in a.get("class", "").split()]
+    hits = [a["data-host"] for t, a in dom.elements if t == "span" and "hit" in a.get("class", "").split()]
     assert hits == [sick]
-    rows = [a["data-shapes"].split() for t, a in dom.elements
-            if "data-shapes" in a and "hidden" not in a]
+    rows = [a["data-shapes"].split() for t, a in dom.elements if "data-shapes" in a and "hidden" not in a]
     assert rows and all(shape in r for r in rows)
-    hidden = [a["data-shapes"].split() for t, a in dom.elements
-              if "data-shapes" in a and "hidden" in a]
+    hidden = [a["data-shapes"].split() for t, a in dom.elements if "data-shapes" in a and "hidden" in a]
     assert hidden and not any(shape in r for r in hidden)
     # the problem row of the failed chip is among the rows shown
     assert any(p["host"] == sick for p in report["problems"] if p["kind"] == "unhealthy_chip")

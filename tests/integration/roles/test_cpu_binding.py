@@ -14,9 +14,14 @@ SNAP = "a2-910b3x8"
 
 
 def dump_plan(tmp_path):
-    return {"name": "Dump the plan", "ansible.builtin.copy": {
-        "content": "{{ npuops_plan | to_json }}",
-        "dest": str(tmp_path / "plan-{{ inventory_hostname }}.json")}, "changed_when": False}
+    return {
+        "name": "Dump the plan",
+        "ansible.builtin.copy": {
+            "content": "{{ npuops_plan | to_json }}",
+            "dest": str(tmp_path / "plan-{{ inventory_hostname }}.json"),
+        },
+        "changed_when": False,
+    }
 
 
 def cpus(cpulist):
@@ -31,14 +36,24 @@ def cpus(cpulist):
 @pytest.mark.slow
 def test_plan_and_irq_affinity_idempotent_in_sandbox(tmp_path):
     need(SNAP, "x86-none", "atlas300-310p")
-    inv = make_fleet(tmp_path, {
-        "a2": (SNAP, {"npuops_vllm_instances": [{"name": "a", "npus": [0, 1, 2, 3]},
-                                                {"name": "b", "npus": [4, 5, 6, 7]}]}),
-        "duo": ("atlas300-310p", {"npuops_vllm_instances": [{"name": "c0", "npus": [0, 1]},
-                                                            {"name": "c1", "npus": [2, 3]}]}),
-        "none": ("x86-none", {})})
-    pb = play(tmp_path, [{"name": "Bind", "ansible.builtin.import_role": {
-        "name": "npuops.fleet.cpu_binding"}}, dump_plan(tmp_path)])
+    inv = make_fleet(
+        tmp_path,
+        {
+            "a2": (
+                SNAP,
+                {"npuops_vllm_instances": [{"name": "a", "npus": [0, 1, 2, 3]}, {"name": "b", "npus": [4, 5, 6, 7]}]},
+            ),
+            "duo": (
+                "atlas300-310p",
+                {"npuops_vllm_instances": [{"name": "c0", "npus": [0, 1]}, {"name": "c1", "npus": [2, 3]}]},
+            ),
+            "none": ("x86-none", {}),
+        },
+    )
+    pb = play(
+        tmp_path,
+        [{"name": "Bind", "ansible.builtin.import_role": {"name": "npuops.fleet.cpu_binding"}}, dump_plan(tmp_path)],
+    )
     check = run_playbook(pb, inv, ["--check"])
     assert check.returncode == 0, check.stdout
     assert recap(check.stdout)["a2"]["changed"] > 0
@@ -61,15 +76,15 @@ def test_plan_and_irq_affinity_idempotent_in_sandbox(tmp_path):
     # Every IRQ now points at CPUs of the plan's IRQ sets.
     irq_cpus = set().union(*(cpus(plan["npus"][k].get("irq")) for k in plan["npus"]))
     root = tmp_path / "demo" / "a2" / "root"
-    affinity = [cpus((root / rel.lstrip("/")).read_text().strip())
-                for rel in irq_files if rel.endswith("smp_affinity_list")]
+    affinity = [
+        cpus((root / rel.lstrip("/")).read_text().strip()) for rel in irq_files if rel.endswith("smp_affinity_list")
+    ]
     assert affinity and all(a and a <= irq_cpus for a in affinity), (affinity, irq_cpus)
     assert not any(f.startswith("/proc/irq/") for f in written(tmp_path, "none", "x86-none"))
     # Atlas 300I Duo: a card's two chips share one PCI function and its IRQs; the lower logic
     # id keeps them (warned), the role does not fail.
     assert recap(first.stdout)["duo"]["failed"] == 0
-    duo_irqs = sorted(f for f in written(tmp_path, "duo", "atlas300-310p")
-                      if f.startswith("/proc/irq/"))
+    duo_irqs = sorted(f for f in written(tmp_path, "duo", "atlas300-310p") if f.startswith("/proc/irq/"))
     # two cards: each one sq and its two cq vectors (every completion vector is pinned)
     assert len(duo_irqs) == 6, duo_irqs
     assert "IRQ 1024 is shared by NPU0 (sq) and NPU1 (sq)" in " ".join(first.stdout.split())
@@ -82,11 +97,14 @@ def test_plan_and_irq_affinity_idempotent_in_sandbox(tmp_path):
 @pytest.mark.slow
 def test_policy_vllm_ascend_and_irq_disabled(tmp_path):
     need(SNAP)
-    inv = make_fleet(tmp_path, {"a2": (SNAP, {"npuops_cpu_policy": "vllm_ascend",
-                                              "npuops_irq_enabled": False,
-                                              "npuops_npus": [0, 1]})})
-    pb = play(tmp_path, [{"name": "Bind", "ansible.builtin.include_role": {
-        "name": "npuops.fleet.cpu_binding"}}, dump_plan(tmp_path)])
+    inv = make_fleet(
+        tmp_path,
+        {"a2": (SNAP, {"npuops_cpu_policy": "vllm_ascend", "npuops_irq_enabled": False, "npuops_npus": [0, 1]})},
+    )
+    pb = play(
+        tmp_path,
+        [{"name": "Bind", "ansible.builtin.include_role": {"name": "npuops.fleet.cpu_binding"}}, dump_plan(tmp_path)],
+    )
     proc = run_playbook(pb, inv)
     assert proc.returncode == 0, proc.stdout
     plan = json.loads((tmp_path / "plan-a2.json").read_text())
@@ -106,12 +124,15 @@ def state_devices(tmp_path, host):
 @pytest.mark.slow
 def test_irq_devices_instances_pins_only_what_instances_use(tmp_path):
     need(SNAP, "dgx-a100")
-    inv = make_fleet(tmp_path, {
-        "idle": (SNAP, {}),
-        "half": (SNAP, {"npuops_vllm_instances": [{"name": "a", "npus": [0, 1]}]}),
-        "gpu": ("dgx-a100", {})})
-    pb = play(tmp_path, [{"name": "Bind", "ansible.builtin.import_role": {
-        "name": "npuops.fleet.cpu_binding"}}])
+    inv = make_fleet(
+        tmp_path,
+        {
+            "idle": (SNAP, {}),
+            "half": (SNAP, {"npuops_vllm_instances": [{"name": "a", "npus": [0, 1]}]}),
+            "gpu": ("dgx-a100", {}),
+        },
+    )
+    pb = play(tmp_path, [{"name": "Bind", "ansible.builtin.import_role": {"name": "npuops.fleet.cpu_binding"}}])
     check = run_playbook(pb, inv, ["--check", "--diff"])
     assert check.returncode == 0, check.stdout
     assert recap(check.stdout)["idle"]["changed"] == 0 and recap(check.stdout)["gpu"]["changed"] == 0

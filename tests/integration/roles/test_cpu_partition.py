@@ -11,22 +11,35 @@ from npuops_testing.runner import run_playbook
 
 TWO = [{"name": "a", "npus": [0, 1, 2, 3]}, {"name": "b", "npus": [4, 5, 6, 7]}]
 LOCK = "/var/lib/npuops/.cpu_partition.json.lock"
-DROPINS = {"/etc/systemd/system/%s.d/50-npuops-cpu-partition.conf" % u
-           for u in ("system.slice", "user.slice", "init.scope")}
+DROPINS = {
+    "/etc/systemd/system/%s.d/50-npuops-cpu-partition.conf" % u for u in ("system.slice", "user.slice", "init.scope")
+}
 
 
 def partition(tmp_path, name="play.yml"):
-    return play(tmp_path, [{"name": "Partition", "ansible.builtin.import_role": {
-        "name": "npuops.fleet.cpu_binding", "tasks_from": "partition"}}], name)
+    return play(
+        tmp_path,
+        [
+            {
+                "name": "Partition",
+                "ansible.builtin.import_role": {"name": "npuops.fleet.cpu_binding", "tasks_from": "partition"},
+            }
+        ],
+        name,
+    )
 
 
 @pytest.mark.slow
 def test_partition_role_check_apply_again_and_back(tmp_path):
     need("a2-910b3x8", "dgx-a100")
     common = {"npuops_cpu_partition": True, "npuops_cpu_partition_cgroup": "v2"}
-    inv = make_fleet(tmp_path, {
-        "a2": ("a2-910b3x8", dict(common, npuops_vllm_instances=TWO)),
-        "dgx": ("dgx-a100", dict(common, npuops_cpu_partition_cgroup="v1"))})
+    inv = make_fleet(
+        tmp_path,
+        {
+            "a2": ("a2-910b3x8", dict(common, npuops_vllm_instances=TWO)),
+            "dgx": ("dgx-a100", dict(common, npuops_cpu_partition_cgroup="v1")),
+        },
+    )
     pb = partition(tmp_path)
     check = run_playbook(pb, inv, ["--check"])
     assert check.returncode == 0, check.stdout
@@ -37,8 +50,10 @@ def test_partition_role_check_apply_again_and_back(tmp_path):
     assert first.returncode == 0, first.stdout
     a2 = written(tmp_path, "a2", "a2-910b3x8")
     assert DROPINS <= a2 and "/var/lib/npuops/cpu_partition.json" in a2
-    assert {"/etc/systemd/system/vllm-a.service.d/50-npuops-cpu-partition.conf",
-            "/etc/systemd/system/vllm-b.service.d/50-npuops-cpu-partition.conf"} <= a2
+    assert {
+        "/etc/systemd/system/vllm-a.service.d/50-npuops-cpu-partition.conf",
+        "/etc/systemd/system/vllm-b.service.d/50-npuops-cpu-partition.conf",
+    } <= a2
     dgx = written(tmp_path, "dgx", "dgx-a100")
     assert "/etc/systemd/system.conf.d/50-npuops-cpu-partition.conf" in dgx and not DROPINS & dgx
 
@@ -57,8 +72,9 @@ def test_partition_role_check_apply_again_and_back(tmp_path):
 @pytest.mark.slow
 def test_partition_refused_without_housekeeping_cpus(tmp_path):
     need("a3-16die")
-    inv = make_fleet(tmp_path, {"a3": ("a3-16die", {"npuops_cpu_partition": True,
-                                                    "npuops_cpu_partition_cgroup": "v2"})})
+    inv = make_fleet(
+        tmp_path, {"a3": ("a3-16die", {"npuops_cpu_partition": True, "npuops_cpu_partition_cgroup": "v2"})}
+    )
     result = run_playbook(partition(tmp_path), inv)
     assert result.returncode != 0
     assert "leaves 0 housekeeping CPU(s)" in result.stdout

@@ -11,18 +11,22 @@ import pytest
 from npuops_testing import REPO, SNAPSHOTS
 from npuops_testing.runner import run_playbook
 
-from ansible_collections.npuops.fleet.plugins.plugin_utils.report import html as report_html, markdown as report_markdown
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report import (
+    html as report_html,
+    markdown as report_markdown,
+)
 
-NEEDED = [os.path.join(REPO, "plugins", "modules", "npu_topology_facts.py"),
-          os.path.join(REPO, "plugins", "modules", "npu_cpu_plan.py"),
-          os.path.join(REPO, "roles", "npu_facts", "tasks", "main.yml")]
+NEEDED = [
+    os.path.join(REPO, "plugins", "modules", "npu_topology_facts.py"),
+    os.path.join(REPO, "plugins", "modules", "npu_cpu_plan.py"),
+    os.path.join(REPO, "roles", "npu_facts", "tasks", "main.yml"),
+]
 
 
 def _snapshots():
     if not os.path.isdir(SNAPSHOTS):
         return []
-    return sorted(n for n in os.listdir(SNAPSHOTS)
-                  if os.path.isfile(os.path.join(SNAPSHOTS, n, "snapshot.yml")))
+    return sorted(n for n in os.listdir(SNAPSHOTS) if os.path.isfile(os.path.join(SNAPSHOTS, n, "snapshot.yml")))
 
 
 pytestmark = pytest.mark.slow
@@ -33,9 +37,15 @@ def test_the_collection_parts_the_audit_uses_exist():
 
 
 def _recap(output):
-    return dict((m.group(1), (int(m.group(2)), int(m.group(3)), int(m.group(4))))
-                for m in re.finditer(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=\d+\s+"
-                                     r"failed=(\d+)", output, re.M))
+    return dict(
+        (m.group(1), (int(m.group(2)), int(m.group(3)), int(m.group(4))))
+        for m in re.finditer(
+            r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=\d+\s+"
+            r"failed=(\d+)",
+            output,
+            re.M,
+        )
+    )
 
 
 def _read(dest, ext):
@@ -75,25 +85,21 @@ def test_audit_playbook_on_the_demo_fleet_writes_consistent_reports_idempotently
                 assert host["plans"]["vllm_ascend"]["applicable"] is False
         assert report["summary"]["problems"]["error"] + report["summary"]["problems"]["warning"] > 0
         # h100-cgroup's facts were recorded inside a 1-CPU job cgroup: the finding says what to do
-        (cgroup,) = [p for p in report["problems"]
-                     if p["host"] == "h100-cgroup" and p["kind"] == "plan_failed"]
+        (cgroup,) = [p for p in report["problems"] if p["host"] == "h100-cgroup" and p["kind"] == "plan_failed"]
         assert cgroup["evidence"].endswith("GPU 5: NUMA node 1 has 1 allowed CPUs for 4 GPUs")
         assert cgroup["fix"].startswith("the facts were gathered in a cpuset of 1 CPU ")
         assert "gather the facts outside the job's cgroup, or pass allowed_cpus" in cgroup["fix"]
         # the design-document A2 host shows vllm-ascend's NPU0/NPU1 overlap on 0-23; its demo
         # instances run with host binding, so the prediction is a note: not in effect
-        overlap = [p for p in report["problems"]
-                   if p["host"] == "a2-designdoc" and p["kind"] == "vllm_not_in_effect"]
+        overlap = [p for p in report["problems"] if p["host"] == "a2-designdoc" and p["kind"] == "vllm_not_in_effect"]
         assert overlap and "NPU0+NPU1 share 0-23" in overlap[0]["evidence"]
         assert "not in effect: qwen3-8b-a, qwen3-8b-b run with host binding" in overlap[0]["evidence"]
         assert overlap[0]["severity"] == "info"
-        assert not [p for p in report["problems"]
-                    if p["host"] == "a2-designdoc" and p["kind"] == "vllm_overlap"]
+        assert not [p for p in report["problems"] if p["host"] == "a2-designdoc" and p["kind"] == "vllm_overlap"]
         assert "hosts," in first.stdout and "fleet-report.md,json,html" in first.stdout
         second = run_playbook(os.path.join(REPO, "playbooks", "audit.yml"), inventory, args, env)
         assert second.returncode == 0, second.stdout[-6000:]
-        assert all(changed == 0 for dummy, changed, dummy in _recap(second.stdout).values()), \
-            second.stdout[-3000:]
+        assert all(changed == 0 for dummy, changed, dummy in _recap(second.stdout).values()), second.stdout[-3000:]
 
 
 def test_role_records_failures_as_findings_instead_of_failing_hosts():
@@ -105,15 +111,37 @@ def test_role_records_failures_as_findings_instead_of_failing_hosts():
             hosts["good-host"] = {"npuops_snapshot": os.path.join(SNAPSHOTS, snaps[0])}
         inventory = os.path.join(tmp, "hosts.yml")
         with open(inventory, "w") as handle:
-            json.dump({"all": {"hosts": hosts, "vars": {
-                "ansible_connection": "local",
-                "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}, handle)
+            json.dump(
+                {
+                    "all": {
+                        "hosts": hosts,
+                        "vars": {
+                            "ansible_connection": "local",
+                            "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+                        },
+                    }
+                },
+                handle,
+            )
         play = os.path.join(tmp, "play.yml")
         with open(play, "w") as handle:
-            json.dump([{"name": "audit only", "hosts": "all", "gather_facts": False,
-                        "roles": [{"role": "npuops.fleet.fleet_audit",
-                                   "npuops_audit_dest": dest,
-                                   "npuops_audit_formats": ["json"]}]}], handle)
+            json.dump(
+                [
+                    {
+                        "name": "audit only",
+                        "hosts": "all",
+                        "gather_facts": False,
+                        "roles": [
+                            {
+                                "role": "npuops.fleet.fleet_audit",
+                                "npuops_audit_dest": dest,
+                                "npuops_audit_formats": ["json"],
+                            }
+                        ],
+                    }
+                ],
+                handle,
+            )
         proc = run_playbook(play, inventory, (), None, cwd=tmp)
         assert proc.returncode == 0, proc.stdout[-6000:]
         assert sorted(os.listdir(dest)) == ["fleet-report.json"]
@@ -133,9 +161,18 @@ def _one_host_inventory(tmp):
     hosts = {"only-host": {"npuops_snapshot": os.path.join(SNAPSHOTS, snaps[0])}}
     inventory = os.path.join(tmp, "hosts.yml")
     with open(inventory, "w") as handle:
-        json.dump({"all": {"hosts": hosts, "vars": {
-            "ansible_connection": "local",
-            "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}, handle)
+        json.dump(
+            {
+                "all": {
+                    "hosts": hosts,
+                    "vars": {
+                        "ansible_connection": "local",
+                        "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+                    },
+                }
+            },
+            handle,
+        )
     return inventory
 
 
@@ -143,9 +180,17 @@ def test_without_a_dest_the_report_goes_next_to_the_callers_play():
     with tempfile.TemporaryDirectory() as tmp:
         play = os.path.join(tmp, "play.yml")
         with open(play, "w") as handle:
-            json.dump([{"name": "audit", "hosts": "all", "gather_facts": False,
-                        "roles": [{"role": "npuops.fleet.fleet_audit",
-                                   "npuops_audit_formats": ["json"]}]}], handle)
+            json.dump(
+                [
+                    {
+                        "name": "audit",
+                        "hosts": "all",
+                        "gather_facts": False,
+                        "roles": [{"role": "npuops.fleet.fleet_audit", "npuops_audit_formats": ["json"]}],
+                    }
+                ],
+                handle,
+            )
         proc = run_playbook(play, _one_host_inventory(tmp), (), None, cwd=tmp)
         assert proc.returncode == 0, proc.stdout[-6000:]
         assert os.listdir(os.path.join(tmp, "fleet-report")) == ["fleet-report.json"]

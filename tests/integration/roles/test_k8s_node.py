@@ -24,7 +24,8 @@ from npuops_testing.runner import run_playbook
 pytestmark = pytest.mark.slow
 KUBELET_FILES = {
     "var/lib/kubelet/config.yaml": "kubernetes/kubeadm_var-lib-kubelet_config.yaml",
-    "usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf": "kubernetes/10-kubeadm.conf"}
+    "usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf": "kubernetes/10-kubeadm.conf",
+}
 
 
 def add_kubelet(tmp_path, host, state=None):
@@ -38,14 +39,20 @@ def add_kubelet(tmp_path, host, state=None):
 
 
 def role_play(tmp_path):
-    return play(tmp_path, [{"name": "Kubernetes node", "ansible.builtin.import_role": {
-        "name": "npuops.fleet.k8s_node"}}])
+    return play(
+        tmp_path, [{"name": "Kubernetes node", "ansible.builtin.import_role": {"name": "npuops.fleet.k8s_node"}}]
+    )
 
 
 def test_profile_merged_irqs_on_reserved_idempotent(tmp_path):
     need("a2-910b3x8", "dgx-a100")
-    inv = make_fleet(tmp_path, {"a2": ("a2-910b3x8", {"npuops_k8s_kubelet_version": "v1.35.0"}),
-                                "dgx": ("dgx-a100", {"npuops_k8s_kubelet_version": "v1.35.0"})})
+    inv = make_fleet(
+        tmp_path,
+        {
+            "a2": ("a2-910b3x8", {"npuops_k8s_kubelet_version": "v1.35.0"}),
+            "dgx": ("dgx-a100", {"npuops_k8s_kubelet_version": "v1.35.0"}),
+        },
+    )
     roots = dict((h, add_kubelet(tmp_path, h)) for h in ("a2", "dgx"))
     before = dict((h, (r / "var/lib/kubelet/config.yaml").read_text()) for h, r in roots.items())
     pb = role_play(tmp_path)
@@ -54,8 +61,10 @@ def test_profile_merged_irqs_on_reserved_idempotent(tmp_path):
     assert recap(check.stdout)["a2"]["changed"] > 0
     for host, root in roots.items():
         assert (root / "var/lib/kubelet/config.yaml").read_text() == before[host]
-    assert written(tmp_path, "a2", "a2-910b3x8") <= {"/var/lib/kubelet/config.yaml",
-                                                     "/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf"}
+    assert written(tmp_path, "a2", "a2-910b3x8") <= {
+        "/var/lib/kubelet/config.yaml",
+        "/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf",
+    }
 
     first = run_playbook(pb, inv)
     assert first.returncode == 0, first.stdout
@@ -103,16 +112,42 @@ STAYS = ["infer/elsewhere", "kube-system/ascend-device-plugin-x", "kube-system/k
 class World(object):
     """A sandbox A2 node whose kubelet runs under the stand-ins."""
 
-    def __init__(self, tmp_path, pods=None, unschedulable=False, pdb_refusals=0, stuck=(),
-                 refuse=(), ready=True, healthz="http", healthz_port=None, state=NONE_STATE,
-                 kubelet_dir=None, start_timeout=6, **extra):
+    def __init__(
+        self,
+        tmp_path,
+        pods=None,
+        unschedulable=False,
+        pdb_refusals=0,
+        stuck=(),
+        refuse=(),
+        ready=True,
+        healthz="http",
+        healthz_port=None,
+        state=NONE_STATE,
+        kubelet_dir=None,
+        start_timeout=6,
+        **extra,
+    ):
         need("a2-910b3x8")
         from npuops_testing import kube_standins as ks
+
         self.tmp = tmp_path
-        self.inv = make_fleet(tmp_path, {NODE: ("a2-910b3x8", dict({
-            "npuops_k8s_kubelet_version": "v1.35.0",
-            "npuops_k8s_kubelet_start_timeout": start_timeout,
-            "npuops_k8s_drain_timeout": 20}, **extra))})
+        self.inv = make_fleet(
+            tmp_path,
+            {
+                NODE: (
+                    "a2-910b3x8",
+                    dict(
+                        {
+                            "npuops_k8s_kubelet_version": "v1.35.0",
+                            "npuops_k8s_kubelet_start_timeout": start_timeout,
+                            "npuops_k8s_drain_timeout": 20,
+                        },
+                        **extra,
+                    ),
+                )
+            },
+        )
         self.root = add_kubelet(tmp_path, NODE, state)
         kdir = self.root / "var/lib/kubelet"
         if kubelet_dir:  # /var/lib/kubelet -> /data/kubelet (a data disk)
@@ -134,8 +169,9 @@ class World(object):
 
     def run(self, *extra):
         variables = {"__npuops_k8s_real_host": True, "npuops_k8s_kubeconfig": self.kubeconfig}
-        return run_playbook(role_play(self.tmp), self.inv, ["-e", json.dumps(variables)] + list(extra),
-                            env=self.systemd.env())
+        return run_playbook(
+            role_play(self.tmp), self.inv, ["-e", json.dumps(variables)] + list(extra), env=self.systemd.env()
+        )
 
     def close(self):
         self.healthz.close()
@@ -155,6 +191,7 @@ def world(tmp_path):
     def make(**kw):
         made.append(World(tmp_path, **kw))
         return made[-1]
+
     yield make
     for one in made:
         one.close()
@@ -222,6 +259,7 @@ def test_operator_cordon_stays_after_rollback(world):
 
 def test_healthz_on_a_wrong_port_rolls_back(world):
     from npuops_testing.kube_standins import free_port
+
     w = world(healthz_port=free_port(), start_timeout=3)
     result = w.run()
     assert result.returncode != 0
@@ -288,6 +326,7 @@ def test_trickled_eviction_answer_is_bounded_by_the_drain_timeout(world):
     """An API server that answers an eviction one byte a second: the attempt is killed at the
     drain's bound (+20 s), the cordon undone, the kubelet untouched."""
     import time
+
     w = world(npuops_k8s_drain_timeout=2)
     w.api.trickle = 1.0
     started = time.monotonic()
@@ -353,9 +392,20 @@ def test_memory_reserved_node_passed_to_the_profile(tmp_path):
     """npuops_k8s_memory_reserved_node (generated from the module's memory_reserved_node, which the
     role lacked) reaches the profile: reservedMemory on that NUMA node, not the default one."""
     need("a2-910b3x8")
-    inv = make_fleet(tmp_path, {"a2": ("a2-910b3x8", {
-        "npuops_k8s_kubelet_version": "v1.35.0", "npuops_k8s_memory_manager": True,
-        "npuops_k8s_kube_reserved_memory": "1Gi", "npuops_k8s_memory_reserved_node": 1})})
+    inv = make_fleet(
+        tmp_path,
+        {
+            "a2": (
+                "a2-910b3x8",
+                {
+                    "npuops_k8s_kubelet_version": "v1.35.0",
+                    "npuops_k8s_memory_manager": True,
+                    "npuops_k8s_kube_reserved_memory": "1Gi",
+                    "npuops_k8s_memory_reserved_node": 1,
+                },
+            )
+        },
+    )
     root = add_kubelet(tmp_path, "a2")
     first = run_playbook(role_play(tmp_path), inv)
     assert first.returncode == 0, first.stdout

@@ -14,10 +14,14 @@ SNAP = "a2-910b3x8"
 
 
 def dump(tmp_path, key):
-    return {"name": "Dump the facts", "ansible.builtin.copy": {
-        "content": "{{ ansible_facts['npu_topology'] | to_json }}",
-        "dest": str(tmp_path / ("%s-{{ inventory_hostname }}.json" % key))},
-        "changed_when": False}
+    return {
+        "name": "Dump the facts",
+        "ansible.builtin.copy": {
+            "content": "{{ ansible_facts['npu_topology'] | to_json }}",
+            "dest": str(tmp_path / ("%s-{{ inventory_hostname }}.json" % key)),
+        },
+        "changed_when": False,
+    }
 
 
 def gather_lines(stdout):
@@ -25,8 +29,13 @@ def gather_lines(stdout):
     out = []
     for block in stdout.split("TASK [")[1:]:
         if block.startswith("npuops.fleet.npu_facts : Gather"):
-            out.append([ln.split(":")[0] for ln in block.splitlines()[1:]
-                        if ln.startswith(("ok:", "skipping:", "changed:", "fatal:"))])
+            out.append(
+                [
+                    ln.split(":")[0]
+                    for ln in block.splitlines()[1:]
+                    if ln.startswith(("ok:", "skipping:", "changed:", "fatal:"))
+                ]
+            )
     return out
 
 
@@ -41,10 +50,12 @@ def test_gathers_once_refreshes_on_demand_and_records(tmp_path, how):
         {"name": "Gather", "ansible.builtin." + how: role},
         dump(tmp_path, "first"),
         {"name": "Gather again (known: skipped)", "ansible.builtin." + how: role},
-        {"name": "Gather again (forced)", "ansible.builtin." + how: role,
-         "vars": {"npuops_facts_force_refresh": True}},
-        {"name": "Record a snapshot", "ansible.builtin." + how: role,
-         "vars": {"npuops_facts_save_snapshot_dir": record}},
+        {"name": "Gather again (forced)", "ansible.builtin." + how: role, "vars": {"npuops_facts_force_refresh": True}},
+        {
+            "name": "Record a snapshot",
+            "ansible.builtin." + how: role,
+            "vars": {"npuops_facts_save_snapshot_dir": record},
+        },
     ]
     proc = run_playbook(play(tmp_path, tasks), inv)
     assert proc.returncode == 0, proc.stdout
@@ -55,10 +66,21 @@ def test_gathers_once_refreshes_on_demand_and_records(tmp_path, how):
     assert len(first["npus"]) == 8
     assert os.path.isfile(os.path.join(record, "a2", "snapshot.yml"))
     # The recording replays to the same topology.
-    replay = run_playbook(play(tmp_path, [
-        {"name": "Gather", "ansible.builtin." + how: role,
-         "vars": {"npuops_snapshot": os.path.join(record, "a2")}},
-        dump(tmp_path, "replay")], "replay.yml"), inv)
+    replay = run_playbook(
+        play(
+            tmp_path,
+            [
+                {
+                    "name": "Gather",
+                    "ansible.builtin." + how: role,
+                    "vars": {"npuops_snapshot": os.path.join(record, "a2")},
+                },
+                dump(tmp_path, "replay"),
+            ],
+            "replay.yml",
+        ),
+        inv,
+    )
     assert replay.returncode == 0, replay.stdout
     again = json.loads((tmp_path / "replay-a2.json").read_text())
     for key in ("vendor", "device_type", "npus", "cpu"):
@@ -69,7 +91,18 @@ def test_gathers_once_refreshes_on_demand_and_records(tmp_path, how):
 def test_argument_spec_rejects_bad_values(tmp_path):
     need(SNAP)
     inv = make_fleet(tmp_path, {"a2": (SNAP, {})})
-    proc = run_playbook(play(tmp_path, [{"name": "Gather", "ansible.builtin.import_role": {
-        "name": "npuops.fleet.npu_facts"}, "vars": {"npuops_facts_timeout": "soon"}}]), inv)
+    proc = run_playbook(
+        play(
+            tmp_path,
+            [
+                {
+                    "name": "Gather",
+                    "ansible.builtin.import_role": {"name": "npuops.fleet.npu_facts"},
+                    "vars": {"npuops_facts_timeout": "soon"},
+                }
+            ],
+        ),
+        inv,
+    )
     assert proc.returncode != 0
     assert "npuops_facts_timeout" in proc.stdout

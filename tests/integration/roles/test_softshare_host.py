@@ -26,9 +26,15 @@ def changed_count(stdout):
 
 
 def a3_topology():
-    return {"schema_version": 1, "vendor": "ascend", "device_type": "A3",
-            "npus": [{"npu_id": i // 2, "chip_id": i % 2, "logic_id": i, "phy_id": i,
-                      "health": "OK", "hbm_total_mb": 65536} for i in range(16)]}
+    return {
+        "schema_version": 1,
+        "vendor": "ascend",
+        "device_type": "A3",
+        "npus": [
+            {"npu_id": i // 2, "chip_id": i % 2, "logic_id": i, "phy_id": i, "health": "OK", "hbm_total_mb": 65536}
+            for i in range(16)
+        ],
+    }
 
 
 def write_play(tmp_path, host_root, extra_vars=None, name="play.yml"):
@@ -39,13 +45,22 @@ def write_play(tmp_path, host_root, extra_vars=None, name="play.yml"):
         role_vars["npuops_snapshot"] = os.path.join(SNAPSHOTS, SNAP)
     else:
         # Until the recorded snapshots land, give the role the facts it would gather.
-        tasks.append({"name": "Known facts", "ansible.builtin.set_fact": {
-            "npu_topology": a3_topology(), "cacheable": True}})
-    tasks.append({"name": "Soft share", "ansible.builtin.import_role": {
-        "name": "npuops.fleet.softshare_host"}, "vars": role_vars})
+        tasks.append(
+            {"name": "Known facts", "ansible.builtin.set_fact": {"npu_topology": a3_topology(), "cacheable": True}}
+        )
+    tasks.append(
+        {
+            "name": "Soft share",
+            "ansible.builtin.import_role": {"name": "npuops.fleet.softshare_host"},
+            "vars": role_vars,
+        }
+    )
     path = tmp_path / name
-    path.write_text(json.dumps([{"name": "Under test", "hosts": "localhost", "connection": "local",
-                                 "gather_facts": False, "tasks": tasks}]))
+    path.write_text(
+        json.dumps(
+            [{"name": "Under test", "hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": tasks}]
+        )
+    )
     return str(path)
 
 
@@ -83,11 +98,14 @@ def test_check_mode_then_created_then_unchanged(tmp_path, host_root):
     assert changed_count(second.stdout) == 0, second.stdout
 
 
-@pytest.mark.parametrize("extra,message", [
-    ({"npuops_softshare_version": "6.0.0"}, "predates soft share"),
-    ({"npuops_softshare_extra_args": ["-useAscendDocker=true"]}, "useAscendDocker"),
-    ({"npuops_softshare_root": "/missing/share_device"}, "does not exist"),
-])
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        ({"npuops_softshare_version": "6.0.0"}, "predates soft share"),
+        ({"npuops_softshare_extra_args": ["-useAscendDocker=true"]}, "useAscendDocker"),
+        ({"npuops_softshare_root": "/missing/share_device"}, "does not exist"),
+    ],
+)
 def test_bad_configuration_fails_before_writing(tmp_path, host_root, extra, message):
     proc = run_playbook(write_play(tmp_path, host_root, extra), "localhost,")
     assert proc.returncode != 0 and message in proc.stdout

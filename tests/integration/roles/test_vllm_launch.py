@@ -13,11 +13,18 @@ from npuops_testing.runner import ansible_env, run_playbook
 
 SNAP = "a2-910b3x8"
 INSTANCES = [
-    {"name": "qwen-a", "npus": [0, 1, 2, 3],
-     "command": ["vllm", "serve", "/models/Qwen3-8B", "--tensor-parallel-size", "4"],
-     "env": {"VLLM_LOGGING_LEVEL": "INFO"}},
-    {"name": "qwen-b", "npus": [4, 5, 6, 7], "binding": "vllm",
-     "command": ["vllm", "serve", "/models/Qwen3-8B", "--tensor-parallel-size", "4"]},
+    {
+        "name": "qwen-a",
+        "npus": [0, 1, 2, 3],
+        "command": ["vllm", "serve", "/models/Qwen3-8B", "--tensor-parallel-size", "4"],
+        "env": {"VLLM_LOGGING_LEVEL": "INFO"},
+    },
+    {
+        "name": "qwen-b",
+        "npus": [4, 5, 6, 7],
+        "binding": "vllm",
+        "command": ["vllm", "serve", "/models/Qwen3-8B", "--tensor-parallel-size", "4"],
+    },
 ]
 
 
@@ -26,8 +33,7 @@ def test_wrappers_and_units_per_instance_idempotent(tmp_path):
     need(SNAP)
     inv = make_fleet(tmp_path, {"a2": (SNAP, {"npuops_vllm_instances": INSTANCES})})
     # The role alone: no npu_facts, no cpu_binding before it.
-    pb = play(tmp_path, [{"name": "Launch", "ansible.builtin.import_role": {
-        "name": "npuops.fleet.vllm_launch"}}])
+    pb = play(tmp_path, [{"name": "Launch", "ansible.builtin.import_role": {"name": "npuops.fleet.vllm_launch"}}])
     check = run_playbook(pb, inv, ["--check", "--diff"])
     assert check.returncode == 0, check.stdout
     assert recap(check.stdout)["a2"]["changed"] > 0
@@ -68,15 +74,15 @@ def test_wrappers_and_units_per_instance_idempotent(tmp_path):
 @pytest.mark.slow
 def test_include_role_gives_the_same_files_and_spec_rejects_bad_instances(tmp_path):
     need(SNAP)
-    hosts = {"imp": (SNAP, {"npuops_vllm_instances": INSTANCES}),
-             "inc": (SNAP, {"npuops_vllm_instances": INSTANCES})}
+    hosts = {"imp": (SNAP, {"npuops_vllm_instances": INSTANCES}), "inc": (SNAP, {"npuops_vllm_instances": INSTANCES})}
     inv = make_fleet(tmp_path, hosts)
     pb = tmp_path / "both.yml"
     pb.write_text(
         "- name: Import\n  hosts: imp\n  gather_facts: false\n  tasks:\n"
         "    - name: Launch\n      ansible.builtin.import_role:\n        name: npuops.fleet.vllm_launch\n"
         "- name: Include\n  hosts: inc\n  gather_facts: false\n  tasks:\n"
-        "    - name: Launch\n      ansible.builtin.include_role:\n        name: npuops.fleet.vllm_launch\n")
+        "    - name: Launch\n      ansible.builtin.include_role:\n        name: npuops.fleet.vllm_launch\n"
+    )
     proc = run_playbook(str(pb), inv)
     assert proc.returncode == 0, proc.stdout
     rec = recap(proc.stdout)
@@ -88,25 +94,32 @@ def test_include_role_gives_the_same_files_and_spec_rejects_bad_instances(tmp_pa
         b = (tmp_path / "demo" / "inc" / "root" / rel.lstrip("/")).read_bytes()
         assert a.replace(b"/imp/", b"/X/") == b.replace(b"/inc/", b"/X/"), rel
 
-    bad = make_fleet(tmp_path / "bad", {"a2": (SNAP, {"npuops_vllm_instances": [
-        {"npus": [0], "command": ["vllm"]}]})})
-    proc = run_playbook(play(tmp_path, [{"name": "Launch", "ansible.builtin.import_role": {
-        "name": "npuops.fleet.vllm_launch"}}], "bad.yml"), bad)
+    bad = make_fleet(tmp_path / "bad", {"a2": (SNAP, {"npuops_vllm_instances": [{"npus": [0], "command": ["vllm"]}]})})
+    proc = run_playbook(
+        play(
+            tmp_path,
+            [{"name": "Launch", "ansible.builtin.import_role": {"name": "npuops.fleet.vllm_launch"}}],
+            "bad.yml",
+        ),
+        bad,
+    )
     assert proc.returncode != 0
     assert "name" in proc.stdout and "npuops_vllm_instances" in proc.stdout
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("bad_instance,needle", [
-    ({"name": "s", "npus": [4], "command": "vllm serve /models/m"}, "list of arguments"),
-    ({"name": "s", "npus": [4]}, "command"),
-])
+@pytest.mark.parametrize(
+    "bad_instance,needle",
+    [
+        ({"name": "s", "npus": [4], "command": "vllm serve /models/m"}, "list of arguments"),
+        ({"name": "s", "npus": [4]}, "command"),
+    ],
+)
 def test_bad_instances_fail_before_any_file_is_written(tmp_path, bad_instance, needle):
     """A string or missing command in the second instance: the first one is not written either."""
     need(SNAP)
     inv = make_fleet(tmp_path, {"a2": (SNAP, {"npuops_vllm_instances": [INSTANCES[0], bad_instance]})})
-    pb = play(tmp_path, [{"name": "Launch", "ansible.builtin.import_role": {
-        "name": "npuops.fleet.vllm_launch"}}])
+    pb = play(tmp_path, [{"name": "Launch", "ansible.builtin.import_role": {"name": "npuops.fleet.vllm_launch"}}])
     proc = run_playbook(pb, inv)
     assert proc.returncode != 0
     assert needle in proc.stdout
@@ -141,8 +154,7 @@ def test_handlers_restart_on_change_and_rebind_on_a_plan_change(tmp_path):
     fake.chmod(0o755)
     env = {"PATH": "%s%s%s" % (bindir, os.pathsep, ansible_env()["PATH"])}
     inv = make_fleet(tmp_path, {"a2": (SNAP, {"npuops_vllm_instances": INSTANCES})})
-    pb = play(tmp_path, [{"name": "Launch", "ansible.builtin.import_role": {
-        "name": "npuops.fleet.vllm_launch"}}])
+    pb = play(tmp_path, [{"name": "Launch", "ansible.builtin.import_role": {"name": "npuops.fleet.vllm_launch"}}])
     real = ["-e", "__npuops_vllm_real_host=true"]
 
     def run(*extra):
@@ -163,7 +175,9 @@ def test_handlers_restart_on_change_and_rebind_on_a_plan_change(tmp_path):
     # with the switch: the changed instances' services restart (the bind units follow them)
     out, log = run("-e", '{"npuops_vllm_env": {"X_TIER": "2"}, "npuops_vllm_restart_on_change": true}')
     assert sorted(c for c in log if c.startswith("restart")) == [
-        "restart vllm-qwen-a.service", "restart vllm-qwen-b.service"], log
+        "restart vllm-qwen-a.service",
+        "restart vllm-qwen-b.service",
+    ], log
     assert not [c for c in log if c.startswith("try-restart")], log
     # a plan change without restart: only the host-bound instance has a bind unit to re-bind.
     # (CPU 96 is in qwen-a's pools: its plan JSON holds its own part of the plan only, so a

@@ -16,8 +16,14 @@ COMPILE_PY37 = os.path.join(REPO, "scripts", "compile-py37.sh")
 
 @pytest.mark.slow
 def test_host_side_code_compiles_on_python37(tmp_path):
-    proc = subprocess.run(["bash", COMPILE_PY37], cwd=REPO, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    proc = subprocess.run(
+        ["bash", COMPILE_PY37],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+        check=False,
+    )
     if "SKIPPED" in proc.stdout:
         pytest.skip(proc.stdout.strip())
     assert proc.returncode == 0, proc.stdout
@@ -35,8 +41,9 @@ def test_python37_compile_catches_py38_syntax(tmp_path):
     script = tmp_path / "scripts" / "compile-py37.sh"
     with open(COMPILE_PY37) as handle:
         script.write_text(handle.read())
-    proc = subprocess.run(["bash", str(script)], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    proc = subprocess.run(
+        ["bash", str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False
+    )
     if "SKIPPED" in proc.stdout:
         pytest.skip(proc.stdout.strip())
     assert proc.returncode == 1, proc.stdout

@@ -55,9 +55,15 @@ def test_ensure_venv_reports_the_version_without_a_broken_pipe(tmp_path):
     _exe(venv / "bin" / "ansible", FAKE_ANSIBLE % sys.executable)
     env = dict(os.environ, VENV=str(venv), REQUIREMENTS="requirements-demo.txt")
     for run in range(3):  # the race went wrong 3 runs in 4
-        proc = subprocess.run(["bash", str(repo / "scripts" / "ensure-venv.sh")], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              timeout=120, check=False)
+        proc = subprocess.run(
+            ["bash", str(repo / "scripts" / "ensure-venv.sh")],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert proc.returncode == 0, proc.stderr
         assert proc.stderr == "", proc.stderr
         assert "Broken pipe" not in proc.stdout
@@ -76,8 +82,7 @@ def test_no_script_pipes_into_a_reader_that_stops_early():
             with open(path, encoding="utf-8") as handle:
                 for number, line in enumerate(handle, 1):
                     if not line.lstrip().startswith("#") and EARLY_READERS.search(line):
-                        found.append("%s:%d: %s" % (os.path.relpath(path, REPO), number,
-                                                    line.strip()))
+                        found.append("%s:%d: %s" % (os.path.relpath(path, REPO), number, line.strip()))
     with open(os.path.join(REPO, "Makefile"), encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
             if EARLY_READERS.search(line):

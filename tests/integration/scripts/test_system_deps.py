@@ -19,11 +19,15 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is no
 
 
 def _dry_run(target):
-    proc = subprocess.run(["make", "-n", target], cwd=REPO, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, check=False)
+    proc = subprocess.run(
+        ["make", "-n", target], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False
+    )
     assert proc.returncode == 0, proc.stdout
-    return [line.split("install-system-deps.sh", 1)[1].split() for line in proc.stdout.splitlines()
-            if "install-system-deps.sh" in line]
+    return [
+        line.split("install-system-deps.sh", 1)[1].split()
+        for line in proc.stdout.splitlines()
+        if "install-system-deps.sh" in line
+    ]
 
 
 def test_make_demo_asks_for_no_system_package_but_python3_venv():
@@ -52,16 +56,21 @@ def fake_apt(tmp_path):
 
 
 def _deps(env, *groups):
-    return subprocess.run(["bash", SCRIPT] + list(groups), env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, check=False)
+    return subprocess.run(
+        ["bash", SCRIPT] + list(groups),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        check=False,
+    )
 
 
 def test_the_venv_group_installs_nothing_when_python_has_ensurepip(fake_apt):
     env, log = fake_apt
     proc = _deps(env, "venv")
     assert proc.returncode == 0, proc.stdout
-    needs_venv = subprocess.run(["python3", "-c", "import ensurepip"], env=env,
-                                check=False).returncode != 0
+    needs_venv = subprocess.run(["python3", "-c", "import ensurepip"], env=env, check=False).returncode != 0
     if needs_venv and shutil.which("python3").startswith("/usr/bin/"):
         pytest.skip("this machine's python3 lacks ensurepip: python3-venv is needed here")
     assert not log.exists(), log.read_text()

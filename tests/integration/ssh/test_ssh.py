@@ -44,10 +44,10 @@ def sshd(tmp_path):
     keys = tmp_path / "ssh"
     keys.mkdir()
     os.chmod(str(keys), 0o700)
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
-                    str(keys / "ssh_host_ed25519_key")], check=True)
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / "id_user")],
-                   check=True)
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / "ssh_host_ed25519_key")], check=True
+    )
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / "id_user")], check=True)
     shutil.copy(str(keys / "id_user.pub"), str(keys / "authorized_keys"))
     port = free_port()
     with open(TEMPLATE) as handle:
@@ -55,8 +55,9 @@ def sshd(tmp_path):
     (keys / "sshd_config").write_text(config)
     os.makedirs("/run/sshd", exist_ok=True)  # privilege-separation dir sshd insists on
     control = None
-    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(keys / "sshd_config")],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [SSHD, "-D", "-e", "-f", str(keys / "sshd_config")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     try:
         deadline = time.time() + 10
         while time.time() < deadline:
@@ -71,14 +72,22 @@ def sshd(tmp_path):
         # directory (a socket path is limited to about 100 bytes): a new connection for each
         # of a module's steps cost 40 % of the test's time; the modules still travel by sftp
         control = tempfile.mkdtemp(prefix="npuops-cm-")
-        yield {"port": port, "key": str(keys / "id_user"), "user": os.environ.get("USER") or
-               __import__("getpass").getuser(), "control": os.path.join(control, "%C")}
+        yield {
+            "port": port,
+            "key": str(keys / "id_user"),
+            "user": os.environ.get("USER") or __import__("getpass").getuser(),
+            "control": os.path.join(control, "%C"),
+        }
     finally:
         if control:
             for name in os.listdir(control):  # the masters this test's runs left, asked to exit
-                subprocess.run(["ssh", "-o", "ControlPath=" + os.path.join(control, name), "-O", "exit",
-                                "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               timeout=10, check=False)
+                subprocess.run(
+                    ["ssh", "-o", "ControlPath=" + os.path.join(control, name), "-O", "exit", "127.0.0.1"],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    timeout=10,
+                    check=False,
+                )
             shutil.rmtree(control, ignore_errors=True)
         proc.terminate()
         try:
@@ -90,34 +99,58 @@ def sshd(tmp_path):
 @pytest.mark.slow
 def test_site_yml_over_real_ssh_two_hosts(sshd, tmp_path):
     import sys
+
     inv = {"all": {"hosts": {}}}
     for host, snap in HOSTS.items():
         root = tmp_path / "remote" / host / "root"
         snapshot.copy_host_tree(os.path.join(SNAPSHOTS, snap), str(root))
         (root / "etc").mkdir(exist_ok=True)
         inv["all"]["hosts"][host] = {
-            "ansible_host": "127.0.0.1", "ansible_port": sshd["port"],
-            "ansible_user": sshd["user"], "ansible_connection": "ansible.builtin.ssh",
+            "ansible_host": "127.0.0.1",
+            "ansible_port": sshd["port"],
+            "ansible_user": sshd["user"],
+            "ansible_connection": "ansible.builtin.ssh",
             "ansible_ssh_private_key_file": sshd["key"],
             "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
-                                       " -o ControlMaster=auto -o ControlPersist=20s"
-                                       " -o ControlPath=" + sshd["control"],
+            " -o ControlMaster=auto -o ControlPersist=20s"
+            " -o ControlPath=" + sshd["control"],
             "ansible_python_interpreter": sys.executable,
             "npuops_snapshot": os.path.join(SNAPSHOTS, snap),
             "npuops_host_root": str(root),
-            "npuops_vllm_instances": [{"name": "svc", "npus": [0, 1, 2, 3],
-                                       "command": ["vllm", "serve", "/m", "-tp", "4"]}]}
+            "npuops_vllm_instances": [
+                {"name": "svc", "npus": [0, 1, 2, 3], "command": ["vllm", "serve", "/m", "-tp", "4"]}
+            ],
+        }
     path = tmp_path / "hosts.yml"
     path.write_text(json.dumps(inv))
     dump = tmp_path / "dump.yml"
-    dump.write_text(json.dumps([{"name": "Dump", "hosts": "all", "gather_facts": False, "tasks": [
-        {"name": "Write what the remote side saw", "ansible.builtin.copy": {
-            "content": "{{ {'vendor': ansible_facts['npu_topology']['vendor'], "
-                       "'mode': npuops_plan['mode']} | to_json }}",
-            "dest": str(tmp_path / "{{ inventory_hostname }}.json")}, "changed_when": False}]}]))
-    env = {"ANSIBLE_CACHE_PLUGIN": "ansible.builtin.jsonfile",
-           "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(tmp_path / "cache"),
-           "ANSIBLE_HOST_KEY_CHECKING": "False"}
+    dump.write_text(
+        json.dumps(
+            [
+                {
+                    "name": "Dump",
+                    "hosts": "all",
+                    "gather_facts": False,
+                    "tasks": [
+                        {
+                            "name": "Write what the remote side saw",
+                            "ansible.builtin.copy": {
+                                "content": "{{ {'vendor': ansible_facts['npu_topology']['vendor'], "
+                                "'mode': npuops_plan['mode']} | to_json }}",
+                                "dest": str(tmp_path / "{{ inventory_hostname }}.json"),
+                            },
+                            "changed_when": False,
+                        }
+                    ],
+                }
+            ]
+        )
+    )
+    env = {
+        "ANSIBLE_CACHE_PLUGIN": "ansible.builtin.jsonfile",
+        "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(tmp_path / "cache"),
+        "ANSIBLE_HOST_KEY_CHECKING": "False",
+    }
     proc = run_playbook(SITE, str(path), ["-vvv"], env=env)
     assert proc.returncode == 0, proc.stdout
     assert "ESTABLISH SSH CONNECTION" in proc.stdout

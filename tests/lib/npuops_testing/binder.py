@@ -23,28 +23,49 @@ from npuops_testing import REPO
 # The plan JSON of a two-NPU instance on CPUs 0 and 1 of this machine: frontend on CPU 0; NPU0
 # main 1 / acl 0 / release 1; NPU1 main 0 / acl 1 / release 0.
 PLAN = {
-    "mode": "topo_affinity", "device_type": "A2", "numa_nodes": {"0": "0-1"},
-    "npus": {"0": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "1", "acl": "0",
-                   "release": "1"},
-             "1": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "0", "acl": "1",
-                   "release": "0"}},
-    "npuops_instance": {"schema": 1, "name": "svc", "vendor": "ascend", "devices": [0, 1],
-                        "main": "0-1", "pool": "0-1", "frontend": "0", "binding": "host"},
+    "mode": "topo_affinity",
+    "device_type": "A2",
+    "numa_nodes": {"0": "0-1"},
+    "npus": {
+        "0": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "1", "acl": "0", "release": "1"},
+        "1": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "0", "acl": "1", "release": "0"},
+    },
+    "npuops_instance": {
+        "schema": 1,
+        "name": "svc",
+        "vendor": "ascend",
+        "devices": [0, 1],
+        "main": "0-1",
+        "pool": "0-1",
+        "frontend": "0",
+        "binding": "host",
+    },
 }
 
 
 def gpu_plan(vendor):
     """The plan JSON of a two-GPU instance of ``vendor``: GPU0 on CPU 0, GPU1 on CPU 1."""
-    return {"mode": "gpu_numa", "vendor": vendor, "numa_nodes": {"0": "0-1"},
-            "gpus": {"0": {"pool": "0", "numa_node": 0}, "1": {"pool": "1", "numa_node": 0}},
-            "npuops_instance": {"schema": 1, "name": "svc", "vendor": vendor, "devices": [0, 1],
-                                "main": "0-1", "pool": "0-1", "frontend": "0-1",
-                                "binding": "host"}}
+    return {
+        "mode": "gpu_numa",
+        "vendor": vendor,
+        "numa_nodes": {"0": "0-1"},
+        "gpus": {"0": {"pool": "0", "numa_node": 0}, "1": {"pool": "1", "numa_node": 0}},
+        "npuops_instance": {
+            "schema": 1,
+            "name": "svc",
+            "vendor": vendor,
+            "devices": [0, 1],
+            "main": "0-1",
+            "pool": "0-1",
+            "frontend": "0-1",
+            "binding": "host",
+        },
+    }
 
 
 def read_module(name):
     """Source bytes of module_utils module ``name`` (dotted), from this checkout."""
-    rel = name[len("ansible_collections.npuops.fleet.plugins."):].replace(".", os.sep) + ".py"
+    rel = name[len("ansible_collections.npuops.fleet.plugins.") :].replace(".", os.sep) + ".py"
     with open(os.path.join(REPO, "plugins", rel), "rb") as handle:
         return handle.read()
 
@@ -128,8 +149,7 @@ def _read_int(path):
 
 
 @contextlib.contextmanager
-def stand_in_tree(tmp_path, workers=2, late_thread_after=0.0, dp=1, decoys=0, env=None,
-                  wait=90, on_engine=None):
+def stand_in_tree(tmp_path, workers=2, late_thread_after=0.0, dp=1, decoys=0, env=None, wait=90, on_engine=None):
     """Start the stand-in tree in its own session; yields a _Tree (``workers`` workers per
     engine, ``dp`` engines; ``env``: the stand-in's STAND_IN_* / VLLM_PROCESS_NAME_PREFIX
     settings); kills the session after. ``on_engine(main pid)`` is called once the engines
@@ -138,11 +158,13 @@ def stand_in_tree(tmp_path, workers=2, late_thread_after=0.0, dp=1, decoys=0, en
     with open(script, "w") as handle:
         handle.write(STAND_IN)
     prefix = os.path.join(str(tmp_path), "tree")
-    environ = dict(os.environ, STAND_IN_PYTHON=sys.executable, STAND_IN_DP=str(dp),
-                   STAND_IN_DECOYS=str(decoys))
+    environ = dict(os.environ, STAND_IN_PYTHON=sys.executable, STAND_IN_DP=str(dp), STAND_IN_DECOYS=str(decoys))
     environ.update(env or {})
-    proc = subprocess.Popen([sys.executable, script, "main", prefix, str(workers),
-                             str(late_thread_after)], start_new_session=True, env=environ)
+    proc = subprocess.Popen(
+        [sys.executable, script, "main", prefix, str(workers), str(late_thread_after)],
+        start_new_session=True,
+        env=environ,
+    )
     try:
         deadline = time.time() + wait
         names = [".engine"] if dp == 1 else [".engine%d" % r for r in range(dp)]

@@ -67,12 +67,14 @@ def load(path):
     for entry in doc["cases"]:
         unknown = set(entry) - {"fixture", "id", "function", "expected"}
         if unknown or not entry.get("expected"):
-            raise ValueError("%s: case %r: unknown keys %s or no expected values"
-                             % (path, entry.get("fixture"), sorted(unknown)))
+            raise ValueError(
+                "%s: case %r: unknown keys %s or no expected values" % (path, entry.get("fixture"), sorted(unknown))
+            )
         fixture = entry["fixture"]
         case_id = entry.get("id") or os.path.basename(fixture).rsplit(".txt", 1)[0]
-        out.append(Case(source, module, entry.get("function") or doc.get("function"), fixture,
-                        entry["expected"], case_id))
+        out.append(
+            Case(source, module, entry.get("function") or doc.get("function"), fixture, entry["expected"], case_id)
+        )
     ids = [c.id for c in out]
     if len(set(ids)) != len(ids):
         raise ValueError("%s: duplicate case ids" % path)
@@ -122,15 +124,14 @@ def _walk(value, steps, where):
     if spec == "":
         return [_walk(item, rest, where) for item in value]
     if spec.startswith(":"):
-        return [_walk(item, rest, where) for item in value[:int(spec[1:])]]
+        return [_walk(item, rest, where) for item in value[: int(spec[1:])]]
     many = spec.startswith("?")
     field, dummy, want = spec.lstrip("?").partition("=")
     picked = [item for item in value if isinstance(item, dict) and str(item.get(field)) == want]
     if many:
         return [_walk(item, rest, where) for item in picked]
     if len(picked) != 1:
-        raise AssertionError("%s: %d items with %s=%s, expected exactly one"
-                             % (where, len(picked), field, want))
+        raise AssertionError("%s: %d items with %s=%s, expected exactly one" % (where, len(picked), field, want))
     return _walk(picked[0], rest, where)
 
 

@@ -12,7 +12,8 @@ KEYS = ("hosts", "npus", "gpus", "health_unknown", "shapes", "error", "warning",
 _SENTENCE = re.compile(
     r"<!-- demo-counts -->(\d+) hosts \((\d+) NPUs, (\d+) GPUs; (\d+) devices of unknown "
     r"health\), (\d+) host shapes;\s+(\d+) errors?, (\d+) warnings? and (\d+) info notes?\."
-    r"<!-- /demo-counts -->")
+    r"<!-- /demo-counts -->"
+)
 
 
 def counts(page):
@@ -27,5 +28,8 @@ def mismatches(page, summary):
     actual = dict((k, summary[k]) for k in KEYS[:5])
     actual.update(summary["problems"])
     stated = counts(page)
-    return ["%s: %s says %d, the report %d" % (k, os.path.basename(page), stated[k], actual[k])
-            for k in KEYS if stated[k] != actual[k]]
+    return [
+        "%s: %s says %d, the report %d" % (k, os.path.basename(page), stated[k], actual[k])
+        for k in KEYS
+        if stated[k] != actual[k]
+    ]

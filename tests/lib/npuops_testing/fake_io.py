@@ -24,7 +24,7 @@ class FakeIO(hostio.HostIO):
 
     def listdir(self, path):
         prefix = path.rstrip("/") + "/"
-        names = sorted(set(p[len(prefix):].split("/")[0] for p in self.files if p.startswith(prefix)))
+        names = sorted(set(p[len(prefix) :].split("/")[0] for p in self.files if p.startswith(prefix)))
         return names or None
 
     def exists(self, path):

@@ -21,8 +21,10 @@ import pytest
 from ansible_collections.npuops.fleet.plugins.module_utils.host import snapshot
 from npuops_testing import SNAPSHOTS
 
-RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+"
-                   r"skipped=(\d+)")
+RECAP = re.compile(
+    r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+"
+    r"skipped=(\d+)"
+)
 
 
 def need(*snaps):
@@ -37,8 +39,13 @@ def recap(stdout):
         match = RECAP.match(line.strip())
         if match:
             ok, changed, unreach, failed, skipped = (int(x) for x in match.groups()[1:])
-            out[match.group(1)] = {"ok": ok, "changed": changed, "unreachable": unreach,
-                                   "failed": failed, "skipped": skipped}
+            out[match.group(1)] = {
+                "ok": ok,
+                "changed": changed,
+                "unreachable": unreach,
+                "failed": failed,
+                "skipped": skipped,
+            }
     return out
 
 
@@ -50,11 +57,13 @@ def make_fleet(tmp_path, hosts):
         if not root.exists():
             snapshot.copy_host_tree(os.path.join(SNAPSHOTS, snap), str(root))
             (root / "etc").mkdir(exist_ok=True)
-        hvars = {"ansible_connection": "local",
-                 "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-                 "npuops_snapshot": os.path.join(SNAPSHOTS, snap),
-                 "npuops_host_root": str(root),
-                 "npuops_vllm_instances": []}
+        hvars = {
+            "ansible_connection": "local",
+            "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+            "npuops_snapshot": os.path.join(SNAPSHOTS, snap),
+            "npuops_host_root": str(root),
+            "npuops_vllm_instances": [],
+        }
         hvars.update(extra)
         inv["all"]["hosts"][name] = hvars
     path = tmp_path / "hosts.yml"
@@ -77,6 +86,5 @@ def written(tmp_path, host, snap):
 
 def play(tmp_path, tasks, name="play.yml"):
     path = tmp_path / name
-    path.write_text(json.dumps([{"name": "Under test", "hosts": "all", "gather_facts": False,
-                                 "tasks": tasks}]))
+    path.write_text(json.dumps([{"name": "Under test", "hosts": "all", "gather_facts": False, "tasks": tasks}]))
     return str(path)

@@ -30,8 +30,7 @@ SNC = NV + "hgx-h-class_9nic_snc4-4-numa-nodes_PARTIAL_sglang-13973_nvidia-smi-t
 JUWELS = NV + "juwels-booster_4xA100_old-format-mlx5-in-header_nps4_nvidia-smi-topo-mp.txt"
 PCIE8 = NV + "pcie-8gpu_no-nvlink_no-nic_odd-cpu-range_nvidia-smi-topo-m.txt"
 
-ALL = [DELLA, DGXA100, B200, BREV, DELL_MP, TPG7, TPG8, PLI, ONENIC, V17516, H200, SNC,
-       JUWELS, PCIE8]
+ALL = [DELLA, DGXA100, B200, BREV, DELL_MP, TPG7, TPG8, PLI, ONENIC, V17516, H200, SNC, JUWELS, PCIE8]
 
 
 def _lscpu_nodes(rel):
@@ -39,7 +38,7 @@ def _lscpu_nodes(rel):
     for line in fixture_text(rel).splitlines():
         line = line.strip()
         if line.startswith("NUMA node") and "CPU(s):" in line:
-            key = line.split()[1][len("node"):]
+            key = line.split()[1][len("node") :]
             nodes[key] = line.split(":", 1)[1].strip()
     return nodes
 
@@ -58,16 +57,16 @@ LAYOUT = {
     DELL_MP: (_interleaved(112), "0-11", 2),
     TPG7: ({"0": "0-191"}, "0-191", 2),
     TPG8: ({"0": "0-191"}, "0-191", 2),
-    PLI: (_lscpu_nodes(
-        "cpu/hgx-h100-princeton-pli_2x-xeon8468_ht-off_interleaved-numa_96cpu_lscpu.txt"),
-        "0-95", 1),
+    PLI: (_lscpu_nodes("cpu/hgx-h100-princeton-pli_2x-xeon8468_ht-off_interleaved-numa_96cpu_lscpu.txt"), "0-95", 1),
     ONENIC: ({"0": "0-103", "1": "104-207"}, "0-207", 2),
     V17516: (TWO_XEON_224, "0-223", 2),
     H200: ({"0": "0-47,96-143", "1": "48-95,144-191"}, "0,2-191", 2),
-    SNC: ({"0": "0-23,96-119", "1": "24-47,120-143", "2": "48-71,144-167",
-           "3": "72-95,168-191"}, "0-191", 2),
-    JUWELS: (dict((str(k), "%d-%d,%d-%d" % (6 * k, 6 * k + 5, 48 + 6 * k, 48 + 6 * k + 5))
-                  for k in range(8)), "0-95", 2),
+    SNC: ({"0": "0-23,96-119", "1": "24-47,120-143", "2": "48-71,144-167", "3": "72-95,168-191"}, "0-191", 2),
+    JUWELS: (
+        dict((str(k), "%d-%d,%d-%d" % (6 * k, 6 * k + 5, 48 + 6 * k, 48 + 6 * k + 5)) for k in range(8)),
+        "0-95",
+        2,
+    ),
     DELLA: ({"0": "0-63", "1": "64-127"}, "0-127", 1),
     BREV: ({"0": "0-51,104-155", "1": "52-103,156-207"}, "0-207", 2),
     PCIE8: ({"0": "0-31,64-95", "1": "32-63,96-127"}, "0-123", 2),
@@ -84,22 +83,28 @@ def topology_of(rel):
         if parsed["numa_off"]:
             entry["numa_node"] = None  # sysfs numa_node is -1 under numa=off
         gpus.append(entry)
-    return {"cpu": {"allowed": allowed, "online": allowed, "numa_nodes": nodes,
-                    "threads_per_core": threads},
-            "gpus": gpus,
-            "nics": [{"name": nic["name"], "bus_id": None, "numa_node": None}
-                     for nic in parsed["nics"]]}
+    return {
+        "cpu": {"allowed": allowed, "online": allowed, "numa_nodes": nodes, "threads_per_core": threads},
+        "gpus": gpus,
+        "nics": [{"name": nic["name"], "bus_id": None, "numa_node": None} for nic in parsed["nics"]],
+    }
 
 
 # rocm-smi --showpidgpus as rocm_smi_lib's python_smi_tools/rocm_smi.py prints it
 # (showGpusByPid + printListLog): no real capture of this command is in tests/fixtures/real
-SHOWPIDGPUS = "\n".join([
-    "============================ ROCm System Management Interface ============================",
-    "================================== GPUs Indexed by PID ===================================",
-    "PID %(w0)d is using 1 DRM device(s):", "1 ",
-    "PID %(w1)d is using 1 DRM device(s):", "0 ",
-    "PID %(both)d is using 2 DRM device(s):", "0 1 ",
-    "PID %(idle)d is using 0 DRM device(s)",
-    "==========================================================================================",
-    "================================== End of ROCm SMI Log ===================================",
-    ""])
+SHOWPIDGPUS = "\n".join(
+    [
+        "============================ ROCm System Management Interface ============================",
+        "================================== GPUs Indexed by PID ===================================",
+        "PID %(w0)d is using 1 DRM device(s):",
+        "1 ",
+        "PID %(w1)d is using 1 DRM device(s):",
+        "0 ",
+        "PID %(both)d is using 2 DRM device(s):",
+        "0 1 ",
+        "PID %(idle)d is using 0 DRM device(s)",
+        "==========================================================================================",
+        "================================== End of ROCm SMI Log ===================================",
+        "",
+    ]
+)

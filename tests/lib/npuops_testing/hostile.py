@@ -19,16 +19,76 @@ import os
 
 from hypothesis import strategies as st
 
-SPICE = ["9" * 5000, "99999999999", "0-4294967295", "0-99999999", "0-19999999", "-1", "\u00b2",
-         "\u0663", "\x00", "\t", "|", "+", ":", ",", "  ", "\n", "%", "[" * 3000, "{" * 50,
-         "1e999", "nan", "N/A", "NA", "X", "CPU0", "GPU0", "NPU0", "NIC0", "mlx5_0", "PIX",
-         "NUMA node0 CPU(s):", "Cpus_allowed_list:", "- ", "null", "true", "'", '"', "#",
-         "0-8191,0-8191,0-8191,0-8191,0-8191"]
+SPICE = [
+    "9" * 5000,
+    "99999999999",
+    "0-4294967295",
+    "0-99999999",
+    "0-19999999",
+    "-1",
+    "\u00b2",
+    "\u0663",
+    "\x00",
+    "\t",
+    "|",
+    "+",
+    ":",
+    ",",
+    "  ",
+    "\n",
+    "%",
+    "[" * 3000,
+    "{" * 50,
+    "1e999",
+    "nan",
+    "N/A",
+    "NA",
+    "X",
+    "CPU0",
+    "GPU0",
+    "NPU0",
+    "NIC0",
+    "mlx5_0",
+    "PIX",
+    "NUMA node0 CPU(s):",
+    "Cpus_allowed_list:",
+    "- ",
+    "null",
+    "true",
+    "'",
+    '"',
+    "#",
+    "0-8191,0-8191,0-8191,0-8191,0-8191",
+]
 NUMBERS = ["9" * 5000, "4294967295", "99999999", "-5", "0-99999999", "x", "\u00b2", "1e999"]
 
-HOSTILE_VALUES = [None, True, False, -1, -(10 ** 30), 10 ** 30, 2 ** 63, 1.5, float("inf"), "",
-                  "x", "0-99999999", "0-4294967295", "9" * 5000, "\x00", "../../etc",
-                  "a@b", "@", [], [1], ["x"], [[[]]], {}, {"x": 1}, {"0": None}]
+HOSTILE_VALUES = [
+    None,
+    True,
+    False,
+    -1,
+    -(10**30),
+    10**30,
+    2**63,
+    1.5,
+    float("inf"),
+    "",
+    "x",
+    "0-99999999",
+    "0-4294967295",
+    "9" * 5000,
+    "\x00",
+    "../../etc",
+    "a@b",
+    "@",
+    [],
+    [1],
+    ["x"],
+    [[[]]],
+    {},
+    {"x": 1},
+    {"0": None},
+]
 
 
 def fuzz_examples(default):
@@ -65,9 +125,9 @@ def mutated_text(draw, texts):
         if op == "insert":
             text = text[:pos] + draw(st.sampled_from(SPICE)) + text[pos:]
         elif op == "delete":
-            text = text[:pos] + text[pos + draw(st.integers(1, 60)):]
+            text = text[:pos] + text[pos + draw(st.integers(1, 60)) :]
         elif op == "char":
-            text = text[:pos] + draw(st.characters()) + text[pos + 1:]
+            text = text[:pos] + draw(st.characters()) + text[pos + 1 :]
         elif op == "number":
             end = pos
             while end < len(text) and text[end].isdigit():

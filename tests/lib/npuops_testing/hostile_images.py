@@ -43,8 +43,11 @@ def _aliases(top):
         os.symlink("python3", os.path.join(lib, "python3.%d" % minor))
     os.symlink("site-packages", os.path.join(lib, "python3", "dist-packages"))
     os.symlink("lib", os.path.join(top, "usr", "lib64"))
-    for link, target in (("usr/local/lib", "../lib"), ("opt/conda/lib", "../../usr/lib"),
-                         ("root/.local/lib", "../../usr/lib")):
+    for link, target in (
+        ("usr/local/lib", "../lib"),
+        ("opt/conda/lib", "../../usr/lib"),
+        ("root/.local/lib", "../../usr/lib"),
+    ):
         os.makedirs(os.path.dirname(os.path.join(top, link)), exist_ok=True)
         os.symlink(target, os.path.join(top, link))
 
@@ -57,20 +60,21 @@ def build(root):
     os.truncate(path, 65 * 1024 * 1024)
     top = _image(root, "many")
     for index in range(100):
-        _write(os.path.join(top, SITE, "vllm_ascend-0.0.%d.dist-info" % index, "METADATA"),
-               "x" * (1 << 20))
+        _write(os.path.join(top, SITE, "vllm_ascend-0.0.%d.dist-info" % index, "METADATA"), "x" * (1 << 20))
     _aliases(top)
-    for name, text in (("nel", HEADER + "Summary: a\x85Version: 0.1.0\nVersion: 0.9.1\n\n"),
-                       ("vt", HEADER + "Summary: a\x0bVersion: 0.1.0\nVersion: 0.9.1\n\n"),
-                       ("folded", HEADER + "Summary: a\n Version: 0.2.0\nVersion: 0.9.1\n\n")):
-        _write(os.path.join(_image(root, name), SITE, "vllm_ascend-0.9.1.dist-info", "METADATA"),
-               text)
+    for name, text in (
+        ("nel", HEADER + "Summary: a\x85Version: 0.1.0\nVersion: 0.9.1\n\n"),
+        ("vt", HEADER + "Summary: a\x0bVersion: 0.1.0\nVersion: 0.9.1\n\n"),
+        ("folded", HEADER + "Summary: a\n Version: 0.2.0\nVersion: 0.9.1\n\n"),
+    ):
+        _write(os.path.join(_image(root, name), SITE, "vllm_ascend-0.9.1.dist-info", "METADATA"), text)
     top = _image(root, "stale")
-    _write(os.path.join(top, SITE, "vllm_ascend-0.7.3-py3.11.egg-info", "PKG-INFO"),
-           HEADER + "Version: 0.7.3\n\n")
+    _write(os.path.join(top, SITE, "vllm_ascend-0.7.3-py3.11.egg-info", "PKG-INFO"), HEADER + "Version: 0.7.3\n\n")
     _write(os.path.join(top, SITE, "vllm_ascend", "__init__.py"), "")
-    _write(os.path.join(top, SITE, "vllm_ascend", "_version.py"),
-           "__version__ = version = '0.9.1'\n__commit_id__ = commit_id = 'g0123abcd'\n")
+    _write(
+        os.path.join(top, SITE, "vllm_ascend", "_version.py"),
+        "__version__ = version = '0.9.1'\n__commit_id__ = commit_id = 'g0123abcd'\n",
+    )
     return dict(PIDS)
 
 
@@ -81,13 +85,11 @@ def measure(root, name):
     started = time.monotonic()
     try:
         try:
-            found = vllm_ascend_version.gather(io, pids=[PIDS[name]], errors=errors,
-                                               warnings=warnings)
+            found = vllm_ascend_version.gather(io, pids=[PIDS[name]], errors=errors, warnings=warnings)
         except TypeError:  # the reader before it took warnings
             found = vllm_ascend_version.gather(io, pids=[PIDS[name]], errors=errors)
         out["version"] = found and found["version"]
     except Exception as err:  # pylint: disable=broad-except  # what the task would fail with
         out["raised"] = "%s: %s" % (type(err).__name__, str(err)[:100])
-    out.update(seconds=round(time.monotonic() - started, 3), errors=len(errors),
-               warnings=warnings, rows=errors)
+    out.update(seconds=round(time.monotonic() - started, 3), errors=len(errors), warnings=warnings, rows=errors)
     return out

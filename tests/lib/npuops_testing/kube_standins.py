@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlparse
 
-SYSTEMCTL = r'''#!%(python)s
+SYSTEMCTL = r"""#!%(python)s
 import json, os, sys, time
 base = %(base)r
 state_path = os.path.join(base, "state.json")
@@ -73,7 +73,7 @@ elif verb in ("start", "stop", "restart"):
     sys.exit(rc)
 else:
     sys.exit(1)
-'''
+"""
 
 
 class FakeSystemd(object):
@@ -85,8 +85,7 @@ class FakeSystemd(object):
         with open(path, "w") as handle:
             handle.write(SYSTEMCTL % {"python": sys.executable, "base": self.base})
         os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-        self._write({"unit": unit, "active": active, "fail_start": fail_start, "starts": 0,
-                     "started_at": time.time()})
+        self._write({"unit": unit, "active": active, "fail_start": fail_start, "starts": 0, "started_at": time.time()})
 
     def _write(self, state):
         with open(os.path.join(self.base, "state.json"), "w") as handle:
@@ -184,13 +183,29 @@ def free_port():
     return port
 
 
-DISCOVERY_V1 = {"kind": "APIResourceList", "groupVersion": "v1", "resources": [
-    {"name": "nodes", "singularName": "node", "namespaced": False, "kind": "Node",
-     "verbs": ["get", "list", "patch", "update"]},
-    {"name": "pods", "singularName": "pod", "namespaced": True, "kind": "Pod",
-     "verbs": ["get", "list", "delete"]},
-    {"name": "pods/eviction", "singularName": "", "namespaced": True, "group": "policy",
-     "version": "v1", "kind": "Eviction", "verbs": ["create"]}]}
+DISCOVERY_V1 = {
+    "kind": "APIResourceList",
+    "groupVersion": "v1",
+    "resources": [
+        {
+            "name": "nodes",
+            "singularName": "node",
+            "namespaced": False,
+            "kind": "Node",
+            "verbs": ["get", "list", "patch", "update"],
+        },
+        {"name": "pods", "singularName": "pod", "namespaced": True, "kind": "Pod", "verbs": ["get", "list", "delete"]},
+        {
+            "name": "pods/eviction",
+            "singularName": "",
+            "namespaced": True,
+            "group": "policy",
+            "version": "v1",
+            "kind": "Eviction",
+            "verbs": ["create"],
+        },
+    ],
+}
 
 
 class KubeApi(_Server):
@@ -199,8 +214,7 @@ class KubeApi(_Server):
     ``stuck``: pods whose eviction is accepted but that never go away; ``trickle``: seconds
     to wait between bytes of each answer to an eviction (a server that never finishes)."""
 
-    def __init__(self, kubelet, node, pods=(), unschedulable=False, pdb_refusals=0, stuck=(),
-                 trickle=0):
+    def __init__(self, kubelet, node, pods=(), unschedulable=False, pdb_refusals=0, stuck=(), trickle=0):
         self.kubelet, self.node = kubelet, node
         self.pods = [dict(p) for p in pods]
         self.unschedulable, self.pdb_refusals = unschedulable, pdb_refusals
@@ -223,7 +237,7 @@ class KubeApi(_Server):
                 self.end_headers()
                 if trickle:
                     for i in range(len(body)):
-                        self.wfile.write(body[i:i + 1])
+                        self.wfile.write(body[i : i + 1])
                         self.wfile.flush()
                         time.sleep(trickle)
                 else:
@@ -259,22 +273,37 @@ class KubeApi(_Server):
     def node_doc(self):
         ready = self.kubelet.healthy() and self.kubelet.ready
         beat = self.kubelet.heartbeat() if ready else self.kubelet.heartbeat() - 3600
-        return {"apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": self.node, "resourceVersion": "1"},
-                "spec": {"unschedulable": True} if self.unschedulable else {},
-                "status": {"conditions": [
-                    {"type": "Ready", "status": "True" if ready else "Unknown",
-                     "reason": "KubeletReady" if ready else "NodeStatusUnknown",
-                     "lastHeartbeatTime": _iso(beat), "lastTransitionTime": _iso(beat)}]}}
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": self.node, "resourceVersion": "1"},
+            "spec": {"unschedulable": True} if self.unschedulable else {},
+            "status": {
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True" if ready else "Unknown",
+                        "reason": "KubeletReady" if ready else "NodeStatusUnknown",
+                        "lastHeartbeatTime": _iso(beat),
+                        "lastTransitionTime": _iso(beat),
+                    }
+                ]
+            },
+        }
 
     @staticmethod
     def _pod(pod):
-        doc = {"apiVersion": "v1", "kind": "Pod", "spec": {"nodeName": pod["node"], "containers": []},
-               "metadata": {"namespace": pod["namespace"], "name": pod["name"]},
-               "status": {"phase": pod.get("phase", "Running")}}
+        doc = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "spec": {"nodeName": pod["node"], "containers": []},
+            "metadata": {"namespace": pod["namespace"], "name": pod["name"]},
+            "status": {"phase": pod.get("phase", "Running")},
+        }
         if pod.get("owner"):
-            doc["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": pod["owner"],
-                                                   "name": "x", "uid": "u", "controller": True}]
+            doc["metadata"]["ownerReferences"] = [
+                {"apiVersion": "apps/v1", "kind": pod["owner"], "name": "x", "uid": "u", "controller": True}
+            ]
         if pod.get("mirror"):
             doc["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "abc"}
         if pod.get("emptydir"):
@@ -329,8 +358,13 @@ class KubeApi(_Server):
         if self.pdb_refusals:
             self.pdb_refusals -= 1
             self.log.append("POST eviction %s/%s -> 429" % (namespace, name))
-            return 429, {"kind": "Status", "status": "Failure", "reason": "TooManyRequests", "code": 429,
-                         "message": "Cannot evict pod as it would violate the pod's disruption budget."}
+            return 429, {
+                "kind": "Status",
+                "status": "Failure",
+                "reason": "TooManyRequests",
+                "code": 429,
+                "message": "Cannot evict pod as it would violate the pod's disruption budget.",
+            }
         self.log.append("POST eviction %s/%s" % (namespace, name))
         if name not in self.stuck:
             self.pods = [p for p in self.pods if (p["namespace"], p["name"]) != (namespace, name)]
@@ -338,11 +372,16 @@ class KubeApi(_Server):
 
     def kubeconfig(self, path):
         """A kubeconfig for this stand-in (a token user; the client sends it as a bearer)."""
-        text = json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "standin",
-            "clusters": [{"name": "standin", "cluster": {"server": self.url}}],
-            "contexts": [{"name": "standin", "context": {"cluster": "standin", "user": "u"}}],
-            "users": [{"name": "u", "user": {"token": "t0ken"}}]})
+        text = json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "standin",
+                "clusters": [{"name": "standin", "cluster": {"server": self.url}}],
+                "contexts": [{"name": "standin", "context": {"cluster": "standin", "user": "u"}}],
+                "users": [{"name": "u", "user": {"token": "t0ken"}}],
+            }
+        )
         with open(str(path), "w") as handle:
             handle.write(text)
         return str(path)

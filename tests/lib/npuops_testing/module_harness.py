@@ -31,6 +31,7 @@ def fresh_warnings():
     """Forget the warnings and deprecations of earlier runs: ansible-core keeps them in a
     process-wide table (one process per module run outside tests)."""
     from ansible.module_utils.common import warnings
+
     for name in ("_global_warnings", "_global_deprecations"):
         table = getattr(warnings, name, None)
         if table is not None:
@@ -47,6 +48,7 @@ def run_main(main, args, check=False, diff=False):
     # ansible-core would send the module's deprecations to the controller's display instead of
     # its result (module_utils/common/warnings.deprecate)
     from ansible.module_utils import _internal
+
     was_controller = getattr(_internal, "is_controller", False)
     _internal.is_controller = False
     try:
@@ -67,11 +69,13 @@ def call_module(name, args, check=False, diff=False):
 def facts_of(host):
     from ansible_collections.npuops.fleet.plugins.module_utils.host.hostio import SnapshotHostIO
     from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
+
     return topology.gather(SnapshotHostIO(os.path.join(SNAPSHOTS, host)))
 
 
 def plan_of(host, policy="strict"):
     from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch
+
     return dispatch.make_plan(facts_of(host), policy=policy)
 
 
@@ -83,7 +87,7 @@ def expand(value, tmp):
     if not isinstance(value, str) or not value.startswith("@"):
         return value
     if value.startswith("@tmp/"):
-        return os.path.join(str(tmp), value[len("@tmp/"):])
+        return os.path.join(str(tmp), value[len("@tmp/") :])
     kind, _sep, rest = value[1:].partition(":")
     if kind == "snapshot":
         return os.path.join(SNAPSHOTS, rest)

@@ -7,6 +7,7 @@ cut cpusets, NPUs with or without affinity, instances over them.
 are make_plan keyword arguments, ``truth`` the layout the facts were built from (nodes as CPU
 lists, package per node, the allowed CPUs, isolated CPUs, home per NPU by the rule of the brief).
 """
+
 import random
 
 from hypothesis import strategies as st
@@ -32,10 +33,13 @@ def home_of(npu, nodes):
 def host_case(draw, device_types=("A2", "310P", "unknown", "A3")):
     n_nodes = draw(st.integers(1, 8))
     n_pkgs = draw(st.integers(1, min(4, n_nodes)))
-    node_ids = sorted(draw(st.sets(st.integers(0, 11), min_size=n_nodes, max_size=n_nodes))) \
-        if draw(st.booleans()) else list(range(n_nodes))
+    node_ids = (
+        sorted(draw(st.sets(st.integers(0, 11), min_size=n_nodes, max_size=n_nodes)))
+        if draw(st.booleans())
+        else list(range(n_nodes))
+    )
     package = dict((node, i * n_pkgs // n_nodes) for i, node in enumerate(node_ids))
-    rnd = random.Random(draw(st.integers(0, 2 ** 32)))
+    rnd = random.Random(draw(st.integers(0, 2**32)))
     tpc = draw(st.sampled_from([1, 2]))
     numbering = draw(st.sampled_from(["adjacent", "half"]))
     nodes, start = {}, 0
@@ -48,8 +52,11 @@ def host_case(draw, device_types=("A2", "310P", "unknown", "A3")):
     if tpc == 2:
         for cpus in nodes.values():
             half = len(cpus) // 2
-            pairs = [(cpus[2 * i], cpus[2 * i + 1]) for i in range(half)] if numbering == "adjacent" \
+            pairs = (
+                [(cpus[2 * i], cpus[2 * i + 1]) for i in range(half)]
+                if numbering == "adjacent"
                 else [(cpus[i], cpus[i + half]) for i in range(half)]
+            )
             siblings.extend("%d,%d" % pair for pair in pairs)
     distance = None
     if draw(st.booleans()) or n_nodes == 1:
@@ -82,13 +89,16 @@ def host_case(draw, device_types=("A2", "310P", "unknown", "A3")):
         node = draw(st.sampled_from(node_ids))
         kind = draw(st.sampled_from(["node", "node", "sub", "none"]))
         cpus = nodes[node]
-        aff = {"node": cpulist.format(cpus), "sub": cpulist.format(cpus[:max(1, len(cpus) // 2)]),
-               "none": None}[kind]
-        npus.append({"logic_id": logic, "affinity": aff,
-                     "numa_node": draw(st.sampled_from([None, node]))})
+        aff = {"node": cpulist.format(cpus), "sub": cpulist.format(cpus[: max(1, len(cpus) // 2)]), "none": None}[kind]
+        npus.append({"logic_id": logic, "affinity": aff, "numa_node": draw(st.sampled_from([None, node]))})
     device_type = draw(st.sampled_from(device_types))
-    topo = cpu_hosts.host(npus, dict((n, cpulist.format(c)) for n, c in nodes.items()),
-                          cpulist.format(allowed), device_type=device_type, tpc=tpc)
+    topo = cpu_hosts.host(
+        npus,
+        dict((n, cpulist.format(c)) for n, c in nodes.items()),
+        cpulist.format(allowed),
+        device_type=device_type,
+        tpc=tpc,
+    )
     cpu = topo["cpu"]
     cpu["numa_distance"] = distance
     cpu["packages"] = dict((str(n), p) for n, p in package.items()) if draw(st.booleans()) else None
@@ -107,7 +117,12 @@ def host_case(draw, device_types=("A2", "310P", "unknown", "A3")):
         options["frontend_cpus"] = draw(st.integers(0, 24))
     if draw(st.integers(0, 4)) == 0 and len(allowed) > 4:
         options["reserved_cpus"] = cpulist.format(allowed[:2])
-    truth = {"nodes": nodes, "package": package if cpu["packages"] else None,
-             "allowed": allowed, "isolated": isolated, "siblings": siblings,
-             "homes": dict((n["logic_id"], home_of(n, nodes)) for n in npus)}
+    truth = {
+        "nodes": nodes,
+        "package": package if cpu["packages"] else None,
+        "allowed": allowed,
+        "isolated": isolated,
+        "siblings": siblings,
+        "homes": dict((n["logic_id"], home_of(n, nodes)) for n in npus),
+    }
     return topo, options, truth

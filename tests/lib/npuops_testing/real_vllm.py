@@ -30,9 +30,11 @@ import urllib.request
 
 # VLLM::Worker[_DP<r>][_PP<r>][_PCP<r>][_TP<r>][_DCP<r>][_EP<r>] (vllm/v1/executor/
 # multiproc_executor.py), under $VLLM_PROCESS_NAME_PREFIX (default VLLM)
-WORKER_TITLE = re.compile(r"^(?P<prefix>[A-Za-z0-9_.-]{1,64})::Worker(?:_DP(?P<dp>\d{1,4}))?"
-                          r"(?:_PP(?P<pp>\d{1,4}))?(?:_PCP(?P<pcp>\d{1,4}))?(?:_TP(?P<tp>\d{1,4}))?"
-                          r"(?:_DCP(?P<dcp>\d{1,4}))?(?:_EP(?P<ep>\d{1,4}))?\Z")
+WORKER_TITLE = re.compile(
+    r"^(?P<prefix>[A-Za-z0-9_.-]{1,64})::Worker(?:_DP(?P<dp>\d{1,4}))?"
+    r"(?:_PP(?P<pp>\d{1,4}))?(?:_PCP(?P<pcp>\d{1,4}))?(?:_TP(?P<tp>\d{1,4}))?"
+    r"(?:_DCP(?P<dcp>\d{1,4}))?(?:_EP(?P<ep>\d{1,4}))?\Z"
+)
 ENGINE_TITLE = re.compile(r"^[A-Za-z0-9_.-]{1,64}::EngineCore(?:_DP(?P<dp>\d{1,4}))?\Z")
 
 
@@ -98,12 +100,17 @@ def tree(root):
         for tid in tids:
             mask = allowed(pid, tid)
             if mask is not None:
-                threads.append((tid, (read("/proc/%d/task/%d/comm" % (pid, tid)) or "").strip(),
-                                mask))
+                threads.append((tid, (read("/proc/%d/task/%d/comm" % (pid, tid)) or "").strip(), mask))
         if threads:
-            procs.append({"pid": pid, "ppid": ppid_of(pid), "title": title_of(pid),
-                          "comm": (read("/proc/%d/comm" % pid) or "").strip(),
-                          "threads": threads})
+            procs.append(
+                {
+                    "pid": pid,
+                    "ppid": ppid_of(pid),
+                    "title": title_of(pid),
+                    "comm": (read("/proc/%d/comm" % pid) or "").strip(),
+                    "threads": threads,
+                }
+            )
     return procs
 
 
@@ -153,8 +160,7 @@ class Sampler(threading.Thread):
 
     def children_before(self, parent, when):
         """{pid: title} of the processes seen under ``parent`` up to ``when``."""
-        return dict((p, title) for t, p, title, _mask, ppid in self.samples
-                    if ppid == parent and t <= when)
+        return dict((p, title) for t, p, title, _mask, ppid in self.samples if ppid == parent and t <= when)
 
 
 def kill_session(pid, grace=10.0):
@@ -213,25 +219,39 @@ def mask_counts(threads):
 def table(rows):
     """rows: dicts with process, title, threads, read_back, planned, ok."""
     head = ("process", "title", "threads", "CPUs read back", "planned", "OK")
-    cells = [head] + [(r["process"], r["title"], str(r["threads"]), r["read_back"], r["planned"],
-                       "yes" if r["ok"] else "NO") for r in rows]
+    cells = [head] + [
+        (r["process"], r["title"], str(r["threads"]), r["read_back"], r["planned"], "yes" if r["ok"] else "NO")
+        for r in rows
+    ]
     widths = [max(len(c[i]) for c in cells) for i in range(len(head))]
-    return "\n".join("  ".join(c[i].ljust(widths[i]) for i in range(len(head))).rstrip()
-                     for c in cells)
+    return "\n".join("  ".join(c[i].ljust(widths[i]) for i in range(len(head))).rstrip() for c in cells)
 
 
 def gpu_plan(name, devices, frontend, pools, hostname=None, budget=False):
     """A GPU-mode plan over this host's CPUs: device d on ``pools[d]``, the instance ``name``
     on ``devices`` with its frontend on ``frontend``. ``budget``: with the ``cpu_budget`` a
     GPU plan has (workers = the pools, frontend), which the host CPU partition reads."""
-    plan = {"policy": "strict", "mode": "gpu_numa", "device_type": None, "skipped": False,
-            "hostname": hostname or socket.gethostname(), "numa_nodes": {"0": "0-1"}, "npus": {},
-            "gpus": dict((str(d), {"pool": pools[d], "numa_node": 0}) for d in sorted(pools)),
-            "instances": {name: {"npus": devices, "frontend": frontend, "env": {}}},
-            "env": {}, "log": [], "warnings": []}
+    plan = {
+        "policy": "strict",
+        "mode": "gpu_numa",
+        "device_type": None,
+        "skipped": False,
+        "hostname": hostname or socket.gethostname(),
+        "numa_nodes": {"0": "0-1"},
+        "npus": {},
+        "gpus": dict((str(d), {"pool": pools[d], "numa_node": 0}) for d in sorted(pools)),
+        "instances": {name: {"npus": devices, "frontend": frontend, "env": {}}},
+        "env": {},
+        "log": [],
+        "warnings": [],
+    }
     if budget:
-        plan["cpu_budget"] = {"workers": ",".join(pools[d] for d in sorted(pools)),
-                              "frontend": frontend, "reserved": "", "spare": ""}
+        plan["cpu_budget"] = {
+            "workers": ",".join(pools[d] for d in sorted(pools)),
+            "frontend": frontend,
+            "reserved": "",
+            "spare": "",
+        }
     return plan
 
 
@@ -249,40 +269,70 @@ def venv_vllm_version(venv):
 
 def serve_env(cache, omp=None):
     """vLLM's environment: offline, its caches under ``cache``, ``VLLM_CPU_OMP_THREADS_BIND``."""
-    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "VLLM_CACHE_ROOT": cache, "TORCHINDUCTOR_CACHE_DIR": os.path.join(cache, "inductor"),
-           "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+    env = {
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "VLLM_CACHE_ROOT": cache,
+        "TORCHINDUCTOR_CACHE_DIR": os.path.join(cache, "inductor"),
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+    }
     if omp:
         env["VLLM_CPU_OMP_THREADS_BIND"] = omp
     return env
 
 
 def serve_command(venv, model, port, args=()):
-    return [os.path.join(venv, "bin", "vllm"), "serve", model, "--served-model-name", "tiny",
-            "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "256"] + list(args)
+    return [
+        os.path.join(venv, "bin", "vllm"),
+        "serve",
+        model,
+        "--served-model-name",
+        "tiny",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--max-model-len",
+        "256",
+    ] + list(args)
 
 
 def render_instance(root, name, plan, command, env, venv):
     """``vllm_launch_wrapper`` (through ansible-playbook) renders the instance into ``root``."""
     from npuops_testing.runner import run_module
-    result = run_module("vllm_launch_wrapper", {
-        "name": name, "plan": plan, "command": command, "env": env, "host_root": root,
-        "bind_timeout": 420, "vllm_version": venv_vllm_version(venv)})
+
+    result = run_module(
+        "vllm_launch_wrapper",
+        {
+            "name": name,
+            "plan": plan,
+            "command": command,
+            "env": env,
+            "host_root": root,
+            "bind_timeout": 420,
+            "vllm_version": venv_vllm_version(venv),
+        },
+    )
     assert not result.get("failed"), result
     return result
 
 
 def wrapper_env():
     """The environment the wrapper starts with (as systemd gives a unit)."""
-    return {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            "HOME": os.environ.get("HOME", "/root"), "LANG": "C.UTF-8"}
+    return {
+        "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "HOME": os.environ.get("HOME", "/root"),
+        "LANG": "C.UTF-8",
+    }
 
 
 def binder_argv(root, name, root_pid, follow):
     """The bind unit's ExecStart, on the sandbox ``root``: --root-pid for --unit, --follow
     ``follow`` seconds, the files under the sandbox, ``--json``."""
     unit = read(os.path.join(root, "etc/systemd/system/vllm-%s-bind.service" % name)) or ""
-    execs = [line[len("ExecStart="):] for line in unit.splitlines() if line.startswith("ExecStart=")]
+    execs = [line[len("ExecStart=") :] for line in unit.splitlines() if line.startswith("ExecStart=")]
     assert len(execs) == 1, unit
     argv = shlex.split(execs[0])
     out = [os.path.join(root, argv[0].lstrip("/"))]
@@ -304,8 +354,7 @@ def binder_argv(root, name, root_pid, follow):
 def http(url, body=None, timeout=5.0):
     """(status or None, body text) of a GET, or a JSON POST with ``body``."""
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data,
-                                     headers={"Content-Type": "application/json"} if data else {})
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"} if data else {})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, response.read(1 << 20).decode("utf-8", "replace")

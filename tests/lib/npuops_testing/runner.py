@@ -23,15 +23,17 @@ BIN = os.path.dirname(sys.executable)
 
 def ansible_env(**extra):
     env = dict(os.environ)
-    env.update({
-        "ANSIBLE_COLLECTIONS_PATH": COLLECTIONS,
-        "ANSIBLE_LOCALHOST_WARNING": "False",
-        "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False",
-        "ANSIBLE_NOCOLOR": "1",
-        "ANSIBLE_RETRY_FILES_ENABLED": "False",
-        "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
-        "PATH": BIN + os.pathsep + env.get("PATH", ""),
-    })
+    env.update(
+        {
+            "ANSIBLE_COLLECTIONS_PATH": COLLECTIONS,
+            "ANSIBLE_LOCALHOST_WARNING": "False",
+            "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False",
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_RETRY_FILES_ENABLED": "False",
+            "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
+            "PATH": BIN + os.pathsep + env.get("PATH", ""),
+        }
+    )
     env.update(extra)
     return env
 
@@ -43,28 +45,41 @@ def run_module(name, args, check=False, diff=False, env=None, fqcn=None):
     ignored. The result carries ``failed``/``msg`` on module failure rather than raising.
     """
     action = fqcn or "npuops.fleet." + name
-    play = [{
-        "hosts": "localhost", "gather_facts": False, "connection": "local",
-        "tasks": [{"name": "under test", action: args,
-                   "register": "r", "ignore_errors": True},
-                  {"name": "emit", "ansible.builtin.copy": {
-                      "content": "{{ r | to_json }}", "dest": "{{ out_path }}"}, "check_mode": False,
-                   "diff": False}],
-    }]
+    play = [
+        {
+            "hosts": "localhost",
+            "gather_facts": False,
+            "connection": "local",
+            "tasks": [
+                {"name": "under test", action: args, "register": "r", "ignore_errors": True},
+                {
+                    "name": "emit",
+                    "ansible.builtin.copy": {"content": "{{ r | to_json }}", "dest": "{{ out_path }}"},
+                    "check_mode": False,
+                    "diff": False,
+                },
+            ],
+        }
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         pb = os.path.join(tmp, "play.yml")
         out = os.path.join(tmp, "result.json")
         with open(pb, "w") as handle:
             json.dump(play, handle)
-        cmd = [os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", pb,
-               "-e", json.dumps({"out_path": out})]
+        cmd = [os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", pb, "-e", json.dumps({"out_path": out})]
         if check:
             cmd.append("--check")
         if diff:
             cmd.append("--diff")
-        proc = subprocess.run(cmd, env=ansible_env(**(env or {})), cwd=tmp,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              check=False)
+        proc = subprocess.run(
+            cmd,
+            env=ansible_env(**(env or {})),
+            cwd=tmp,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            check=False,
+        )
         if not os.path.exists(out):
             raise AssertionError("ansible-playbook failed before the module ran:\n" + proc.stdout)
         with open(out) as handle:
@@ -76,6 +91,12 @@ def run_playbook(path, inventory=None, extra_args=(), env=None, cwd=None):
     if inventory:
         cmd[1:1] = ["-i", inventory]
     cmd.extend(extra_args)
-    return subprocess.run(cmd, env=ansible_env(**(env or {})), cwd=cwd or REPO,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          check=False)
+    return subprocess.run(
+        cmd,
+        env=ansible_env(**(env or {})),
+        cwd=cwd or REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        check=False,
+    )

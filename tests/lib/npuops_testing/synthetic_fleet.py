@@ -71,9 +71,10 @@ def plan_entry(facts, banned=True):
     if banned and irqbalance.get("active") and entry["plan_strict"]:
         pinned, dummy = analysis._pinned_irqs(facts, entry["plan_strict"])  # pylint: disable=protected-access
         if pinned:
-            entry["facts"] = dict(facts, irqbalance=dict(
-                irqbalance, config=IRQBALANCE_CONFIG,
-                banned_irqs=sorted(p["irq"] for p in pinned)))
+            entry["facts"] = dict(
+                facts,
+                irqbalance=dict(irqbalance, config=IRQBALANCE_CONFIG, banned_irqs=sorted(p["irq"] for p in pinned)),
+            )
     return entry
 
 

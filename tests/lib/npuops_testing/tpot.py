@@ -45,7 +45,7 @@ def chunk_tokens(line):
     line = line.strip()
     if not line.startswith("data:"):
         return None
-    body = line[len("data:"):].strip()
+    body = line[len("data:") :].strip()
     if body == "[DONE]":
         return None
     try:
@@ -130,16 +130,22 @@ def histogram_delta(before, after):
     if not after:
         return None
     before = before or {"buckets": {}, "sum": 0.0, "count": 0.0}
-    return {"buckets": dict((k, v - before["buckets"].get(k, 0.0)) for k, v in after["buckets"].items()),
-            "sum": after["sum"] - before["sum"], "count": after["count"] - before["count"]}
+    return {
+        "buckets": dict((k, v - before["buckets"].get(k, 0.0)) for k, v in after["buckets"].items()),
+        "sum": after["sum"] - before["sum"],
+        "count": after["count"] - before["count"],
+    }
 
 
 def histogram_add(one, other):
     if not one or not other:
         return one or other
     keys = set(one["buckets"]) | set(other["buckets"])
-    return {"buckets": dict((k, one["buckets"].get(k, 0.0) + other["buckets"].get(k, 0.0)) for k in keys),
-            "sum": one["sum"] + other["sum"], "count": one["count"] + other["count"]}
+    return {
+        "buckets": dict((k, one["buckets"].get(k, 0.0) + other["buckets"].get(k, 0.0)) for k in keys),
+        "sum": one["sum"] + other["sum"],
+        "count": one["count"] + other["count"],
+    }
 
 
 def histogram_quantile(hist, fraction):

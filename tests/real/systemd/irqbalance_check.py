@@ -15,6 +15,7 @@ user's own ``-i N`` ban kept, and ``IRQBALANCE_BANNED_CPULIST=CPUS``.
 ``--oneshot --debug`` output ("Banned CPUs: <mask>", "IRQ <n> was BANNED.", the CPUs of its
 balancing tree), and prints them side by side.
 """
+
 from __future__ import print_function
 
 import os
@@ -41,8 +42,7 @@ def render(root, envfiles_text, cpus):
     # the operator's own ban, in irqbalance's short form, stays
     current += '\nIRQBALANCE_ARGS="-i %d"\n' % user
     warnings = []
-    text = irqbalance.render_irqbalance_config(current, ours, source=path, banned_cpus=cpus,
-                                               warnings=warnings)
+    text = irqbalance.render_irqbalance_config(current, ours, source=path, banned_cpus=cpus, warnings=warnings)
     with open(host_path, "w") as handle:
         handle.write(text)
     for line in warnings:
@@ -63,15 +63,11 @@ def compare(config, output):
     want_cpus = parsed["banned_cpus"]
     want_irqs = [n for n in parsed["banned_irqs"] if n in known]
     print("%-28s %-24s %s" % ("", "parser (parse_config)", "irqbalance --oneshot --debug"))
-    print("%-28s %-24s %s" % ("banned CPUs", "%s (%s)" % (want_cpus, parsed["banned_cpus_from"]),
-                              seen_cpus))
-    print("%-28s %-24s %s" % ("banned IRQs", ",".join(map(str, parsed["banned_irqs"])),
-                              ",".join(map(str, seen_irqs))))
-    print("%-28s %-24s %s" % ("CPUs in its balancing tree", "not " + str(want_cpus),
-                              ",".join(map(str, tree_cpus))))
+    print("%-28s %-24s %s" % ("banned CPUs", "%s (%s)" % (want_cpus, parsed["banned_cpus_from"]), seen_cpus))
+    print("%-28s %-24s %s" % ("banned IRQs", ",".join(map(str, parsed["banned_irqs"])), ",".join(map(str, seen_irqs))))
+    print("%-28s %-24s %s" % ("CPUs in its balancing tree", "not " + str(want_cpus), ",".join(map(str, tree_cpus))))
     banned = set(cpulist.parse(want_cpus, "parser")) if want_cpus else set()
-    ok = (seen_cpus == want_cpus and seen_irqs == want_irqs and tree_cpus
-          and not banned & set(tree_cpus))
+    ok = seen_cpus == want_cpus and seen_irqs == want_irqs and tree_cpus and not banned & set(tree_cpus)
     print("MATCH" if ok else "MISMATCH")
     return 0 if ok else 1
 

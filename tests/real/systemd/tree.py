@@ -5,6 +5,7 @@ the plan gives it, else ``OFF <n>``; exit 0 bound, 1 not (or the tree is not com
 
     python3 tree.py PREFIX PLAN_JSON INSTANCE [MAIN_PID]
 """
+
 import json
 import os
 import sys
@@ -30,32 +31,27 @@ def main(prefix, plan_path, name, main_pid=0):
         dev = plan["npus"][str(npu)]
         pid = worker["pid"]
         rows.append(("NPU%d" % npu, pid, pid, "main", cpus(pid, pid), dev["main"]))
-        roles = {"acl_thread": dev["acl"], "release_thread": dev["release"],
-                 "worker_thread": dev["main"]}
+        roles = {"acl_thread": dev["acl"], "release_thread": dev["release"], "worker_thread": dev["main"]}
         for comm, tid in sorted(worker["threads"].items()):
             rows.append(("NPU%d" % npu, pid, tid, comm, cpus(pid, tid), roles[comm]))
     with open(prefix + ".engine") as handle:
         engine = int(handle.read())
-    rows.append(("frontend", engine, engine, "EngineCore", cpus(engine, engine),
-                 instance["frontend"]))
+    rows.append(("frontend", engine, engine, "EngineCore", cpus(engine, engine), instance["frontend"]))
     if main_pid:  # the service's main process (the API server): every thread on the frontend
         for tid in sorted(int(t) for t in os.listdir("/proc/%d/task" % main_pid)):
-            rows.append(("frontend", main_pid, tid, "APIServer", cpus(main_pid, tid),
-                         instance["frontend"]))
+            rows.append(("frontend", main_pid, tid, "APIServer", cpus(main_pid, tid), instance["frontend"]))
     off = 0
     for who, pid, tid, comm, got, want in rows:
         mark = "ok" if got == want else "OFF"
         off += got != want
-        print("%-8s pid=%-6d tid=%-6d %-14s cpus=%-4s plan=%-4s %s" % (who, pid, tid, comm, got,
-                                                                       want, mark))
+        print("%-8s pid=%-6d tid=%-6d %-14s cpus=%-4s plan=%-4s %s" % (who, pid, tid, comm, got, want, mark))
     print("BOUND" if not off else "OFF %d" % off)
     return 0 if not off else 1
 
 
 if __name__ == "__main__":
     try:
-        sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3],
-                      int(sys.argv[4]) if len(sys.argv) > 4 else 0))
+        sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 0))
     except (OSError, ValueError, KeyError) as err:
         print("INCOMPLETE %s" % err)
         sys.exit(1)

@@ -50,24 +50,35 @@ CACHE = os.environ.get("NPUOPS_REAL_VLLM_CACHE", "/var/cache/npuops/vllm/cache")
 
 FRONTEND, POOLS = "0", {0: "1", 1: "0"}
 FOLLOW_SECONDS = 15
-READY_SECONDS = 600       # cold inductor compile on 2 loaded cores: up to ~200 s measured
-RUN_SECONDS = 900         # hard deadline of one configuration: the watchdog kills the session
-BINDER_AFTER_READY = 90   # the binder settles, migrates and follows within this after /health
+READY_SECONDS = 600  # cold inductor compile on 2 loaded cores: up to ~200 s measured
+RUN_SECONDS = 900  # hard deadline of one configuration: the watchdog kills the session
+BINDER_AFTER_READY = 90  # the binder settles, migrates and follows within this after /health
 # a worker still titled python3 may sit on the frontend this long at a time (3 binder
 # intervals: a binder that re-binds it at once passes)
 GRACE_SECONDS = 6
 
 CONFIGS = {
-    "tp2": {"label": "TP=2", "devices": [0, 1], "sizes": {"tp": 2}, "omp": "0|1",
-            "args": ["--tensor-parallel-size", "2"]},
+    "tp2": {
+        "label": "TP=2",
+        "devices": [0, 1],
+        "sizes": {"tp": 2},
+        "omp": "0|1",
+        "args": ["--tensor-parallel-size", "2"],
+    },
     "tp1": {"label": "TP=1", "devices": [0], "sizes": {"tp": 1}, "omp": None, "args": []},
-    "dp2": {"label": "DP=2", "devices": [0, 1], "sizes": {"dp": 2}, "omp": "0|1",
-            "args": ["--data-parallel-size", "2", "--api-server-count", "2"]},
+    "dp2": {
+        "label": "DP=2",
+        "devices": [0, 1],
+        "sizes": {"dp": 2},
+        "omp": "0|1",
+        "args": ["--data-parallel-size", "2", "--api-server-count", "2"],
+    },
 }
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not {0, 1} <= os.sched_getaffinity(0),
-                                reason="needs root and CPUs 0 and 1 (scripts/real-vllm-tier.sh "
-                                       "says so and fails)")
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not {0, 1} <= os.sched_getaffinity(0),
+    reason="needs root and CPUs 0 and 1 (scripts/real-vllm-tier.sh says so and fails)",
+)
 
 
 def cpuset(text):
@@ -111,8 +122,14 @@ class Run(object):
 
 def render(run, port):
     command = rv.serve_command(VENV, MODEL, port, run.config["args"])
-    return rv.render_instance(run.root, run.name, gpu_plan(run.name, run.config["devices"]),
-                              command, rv.serve_env(CACHE, run.config["omp"]), VENV)
+    return rv.render_instance(
+        run.root,
+        run.name,
+        gpu_plan(run.name, run.config["devices"]),
+        command,
+        rv.serve_env(CACHE, run.config["omp"]),
+        VENV,
+    )
 
 
 def binder_argv(run, root_pid):
@@ -158,12 +175,16 @@ def read_back(run, root_pid):
         role, device, mask = planned[proc["pid"]]
         ok = all(cpuset(m) == cpuset(mask) for _t, _c, m in proc["threads"])
         what = "GPU%d" % device if device is not None else "frontend"
-        rows.append({"process": "%s %d" % (role if role != "worker" else "worker " + what,
-                                           proc["pid"]),
-                     "title": proc["title"] + ("" if proc["title"] == proc["comm"]
-                                               else " (comm %s)" % proc["comm"]),
-                     "threads": len(proc["threads"]), "read_back": rv.mask_counts(proc["threads"]),
-                     "planned": "%s (%s)" % (mask, what), "ok": ok})
+        rows.append(
+            {
+                "process": "%s %d" % (role if role != "worker" else "worker " + what, proc["pid"]),
+                "title": proc["title"] + ("" if proc["title"] == proc["comm"] else " (comm %s)" % proc["comm"]),
+                "threads": len(proc["threads"]),
+                "read_back": rv.mask_counts(proc["threads"]),
+                "planned": "%s (%s)" % (mask, what),
+                "ok": ok,
+            }
+        )
     return procs, rows, workers
 
 
@@ -172,27 +193,34 @@ def pre_title_window(run, sampler, workers):
     (when its pool is elsewhere) for at most GRACE_SECONDS."""
     for pid, device in sorted(workers.items()):
         history = sampler.history(pid)
-        early = [(t, title, mask) for t, title, mask in history
-                 if not rv.WORKER_TITLE.match(title)]
+        early = [(t, title, mask) for t, title, mask in history if not rv.WORKER_TITLE.match(title)]
         if not early:
-            run.lines.append("worker %d (GPU%d): never seen before its VLLM::Worker title"
-                             % (pid, device))
+            run.lines.append("worker %d (GPU%d): never seen before its VLLM::Worker title" % (pid, device))
             continue
         first = history[0][0]
         counts = {}
         for _t, _title, mask in early:
             counts[mask] = counts.get(mask, 0) + 1
         span = early[-1][0] - early[0][0]
-        run.lines.append("worker %d (GPU%d): titled %s for ~%.0f s from t=%.0f s; its masks then: %s"
-                         % (pid, device, "/".join(sorted(set(e[1] for e in early))), span, first,
-                            ", ".join("%s x%d" % kv for kv in sorted(counts.items()))))
+        run.lines.append(
+            "worker %d (GPU%d): titled %s for ~%.0f s from t=%.0f s; its masks then: %s"
+            % (
+                pid,
+                device,
+                "/".join(sorted(set(e[1] for e in early))),
+                span,
+                first,
+                ", ".join("%s x%d" % kv for kv in sorted(counts.items())),
+            )
+        )
         if cpuset(POOLS[device]) == cpuset(FRONTEND):
             continue  # on the frontend is where it belongs anyway: nothing to tell apart
         longest, since = frontend_spell(early)
-        run.check("GPU%d worker not left on the frontend before its title" % device,
-                  longest <= GRACE_SECONDS,
-                  "pid %d on CPU %s for %.0f s from t=%.0f s (first seen at %.0f s)"
-                  % (pid, FRONTEND, longest, since, first))
+        run.check(
+            "GPU%d worker not left on the frontend before its title" % device,
+            longest <= GRACE_SECONDS,
+            "pid %d on CPU %s for %.0f s from t=%.0f s (first seen at %.0f s)" % (pid, FRONTEND, longest, since, first),
+        )
 
 
 def frontend_spell(samples):
@@ -223,14 +251,16 @@ def inherited(run, sampler, procs, root_pid):
     out = ["main process on the frontend from t=%s s" % ("%.0f" % pinned[0] if pinned else "-")]
     if pinned:
         before = sampler.children_before(root_pid, pinned[0])
-        out[0] += " (its children by then: %s)" % (", ".join(
-            "%s %d" % (title, pid) for pid, title in sorted(before.items())) or "none")
+        out[0] += " (its children by then: %s)" % (
+            ", ".join("%s %d" % (title, pid) for pid, title in sorted(before.items())) or "none"
+        )
     for proc in procs:
         if rv.ENGINE_TITLE.match(proc["title"]) or proc["title"].endswith("::DPCoordinator"):
             history = sampler.history(proc["pid"])
             if history:
-                out.append("%s %d first seen at t=%.0f s on %s" % (proc["title"], proc["pid"],
-                                                                   history[0][0], history[0][2]))
+                out.append(
+                    "%s %d first seen at t=%.0f s on %s" % (proc["title"], proc["pid"], history[0][0], history[0][2])
+                )
     run.lines.append("; ".join(out))
 
 
@@ -259,13 +289,16 @@ def binder_report(run, code, stdout, workers):
         run.check("binder --json report", False, "none written (rc=%s)" % code)
         return
     reported = dict((r["pid"], r["device"]) for r in report.get("workers", []))
-    run.lines.append("binder --json: workers %s, missing %s, frontend %d entries"
-                     % (json.dumps(dict((str(k), v) for k, v in sorted(reported.items()))),
-                        report.get("missing"), len(report.get("frontend", []))))
-    run.check("binder --json lists the true workers", reported == workers,
-              "reported %s, true %s" % (reported, workers))
-    run.check("binder --json missing is empty", report.get("missing") == [],
-              "missing %s" % report.get("missing"))
+    run.lines.append(
+        "binder --json: workers %s, missing %s, frontend %d entries"
+        % (
+            json.dumps(dict((str(k), v) for k, v in sorted(reported.items()))),
+            report.get("missing"),
+            len(report.get("frontend", [])),
+        )
+    )
+    run.check("binder --json lists the true workers", reported == workers, "reported %s, true %s" % (reported, workers))
+    run.check("binder --json missing is empty", report.get("missing") == [], "missing %s" % report.get("missing"))
     wrong = [r["pid"] for r in report.get("frontend", []) if r["pid"] in workers]
     run.check("binder --json lists no worker as frontend", not wrong, "pids %s" % wrong)
 
@@ -276,30 +309,35 @@ def facts(run, root_pid, workers):
     state = (clean.get("ansible_facts") or {}).get("npu_binding") or {}
     instance = state.get("instances", {}).get(run.name, {})
     rows = state.get("drift")
-    run.lines.append("vllm_binding_facts: checked=%s drift=%s" % (instance.get("checked"),
-                                                                  json.dumps(rows)))
+    run.lines.append("vllm_binding_facts: checked=%s drift=%s" % (instance.get("checked"), json.dumps(rows)))
     run.check("vllm_binding_facts ran", not clean.get("failed"), clean.get("msg", ""))
     run.check("vllm_binding_facts: as planned (no drift)", rows == [], json.dumps(rows))
     report = instance.get("report") or {}
     reported = dict((r["pid"], r["device"]) for r in report.get("workers", []))
-    run.check("vllm_binding_facts: its report lists the true workers", reported == workers,
-              "reported %s, true %s" % (reported, workers))
+    run.check(
+        "vllm_binding_facts: its report lists the true workers",
+        reported == workers,
+        "reported %s, true %s" % (reported, workers),
+    )
     device = run.config["devices"][0]
     victim = [pid for pid, d in workers.items() if d == device]
     if not victim:
         run.check("a GPU%d worker to move" % device, False, "no worker for it")
         return
     pid = victim[0]
-    subprocess.run(["taskset", "-p", "-c", FRONTEND, str(pid)], check=True,
-                   stdout=subprocess.DEVNULL, timeout=10)
+    subprocess.run(["taskset", "-p", "-c", FRONTEND, str(pid)], check=True, stdout=subprocess.DEVNULL, timeout=10)
     drifted = run_module("vllm_binding_facts", args)
     rows = ((drifted.get("ansible_facts") or {}).get("npu_binding") or {}).get("drift")
-    run.lines.append("after `taskset -p -c %s %d` (the GPU%d worker's main thread): drift=%s"
-                     % (FRONTEND, pid, device, json.dumps(rows)))
+    run.lines.append(
+        "after `taskset -p -c %s %d` (the GPU%d worker's main thread): drift=%s"
+        % (FRONTEND, pid, device, json.dumps(rows))
+    )
     kinds = [(r.get("kind"), r.get("device")) for r in rows or []]
-    run.check("vllm_binding_facts: reports the moved thread",
-              kinds == [("threads_off_plan", "GPU%d" % device)] and
-              "pid %d " % pid in rows[0].get("evidence", ""), json.dumps(rows))
+    run.check(
+        "vllm_binding_facts: reports the moved thread",
+        kinds == [("threads_off_plan", "GPU%d" % device)] and "pid %d " % pid in rows[0].get("evidence", ""),
+        json.dumps(rows),
+    )
 
 
 @pytest.mark.parametrize("key", list(CONFIGS))
@@ -315,13 +353,20 @@ def test_real_vllm_tree_is_bound_as_planned(key):
     wrapper = run.path("/usr/local/lib/npuops/%s-launch" % run.name)
     argv = binder_argv(run, 0)
     ready_url = "http://127.0.0.1:%d/health" % port
-    run.check("the bind unit waits for the real /health", argv[argv.index("--ready-url") + 1]
-              == ready_url, " ".join(argv))
+    run.check(
+        "the bind unit waits for the real /health", argv[argv.index("--ready-url") + 1] == ready_url, " ".join(argv)
+    )
     started = time.time()
     server_log = open(os.path.join(workdir, "server.log"), "wb")
-    server = subprocess.Popen([wrapper], stdin=subprocess.DEVNULL, stdout=server_log,
-                              stderr=subprocess.STDOUT, env=rv.wrapper_env(), start_new_session=True,
-                              cwd=workdir)
+    server = subprocess.Popen(
+        [wrapper],
+        stdin=subprocess.DEVNULL,
+        stdout=server_log,
+        stderr=subprocess.STDOUT,
+        env=rv.wrapper_env(),
+        start_new_session=True,
+        cwd=workdir,
+    )
     with open(os.path.join(OUT, "pgids"), "a") as handle:
         handle.write("%d\n" % server.pid)
     watchdog = threading.Timer(RUN_SECONDS, rv.kill_session, (server.pid,))
@@ -334,19 +379,23 @@ def test_real_vllm_tree_is_bound_as_planned(key):
         binder_log = open(os.path.join(workdir, "binder.log"), "wb")
         binder_out = open(os.path.join(workdir, "binder.json"), "w+b")
         binder_cmd = binder_argv(run, server.pid)
-        binder = subprocess.Popen(binder_cmd, stdin=subprocess.DEVNULL, stdout=binder_out,
-                                  stderr=binder_log, start_new_session=True)
+        binder = subprocess.Popen(
+            binder_cmd, stdin=subprocess.DEVNULL, stdout=binder_out, stderr=binder_log, start_new_session=True
+        )
         run.lines.append("binder: " + " ".join(shlex.quote(a) for a in binder_cmd))
         problem = wait_ready(run, server, ready_url)
         run.times["ready"] = time.time() - started
         if not run.check("/health answers 200", problem is None, problem or ""):
             run.lines.append("vLLM log (last lines):\n" + run.log_tail("server.log"))
             return
-        status, body = http("http://127.0.0.1:%d/v1/completions" % port,
-                            {"model": "tiny", "prompt": "Hello world", "max_tokens": 4,
-                             "temperature": 0}, timeout=180)
-        run.check("a completion answers 200", status == 200 and '"choices"' in body,
-                  "HTTP %s %s" % (status, body[:200]))
+        status, body = http(
+            "http://127.0.0.1:%d/v1/completions" % port,
+            {"model": "tiny", "prompt": "Hello world", "max_tokens": 4, "temperature": 0},
+            timeout=180,
+        )
+        run.check(
+            "a completion answers 200", status == 200 and '"choices"' in body, "HTTP %s %s" % (status, body[:200])
+        )
         deadline = time.time() + BINDER_AFTER_READY
         while binder.poll() is None and time.time() < deadline:
             time.sleep(1.0)
@@ -363,13 +412,15 @@ def test_real_vllm_tree_is_bound_as_planned(key):
         procs, rows, workers = read_back(run, server.pid)
         run.rows = rows
         expected_workers = len(run.config["devices"])
-        run.check("%d worker processes in the tree" % expected_workers,
-                  len(workers) == expected_workers and
-                  sorted(workers.values()) == sorted(run.config["devices"]),
-                  "found %s" % workers)
+        run.check(
+            "%d worker processes in the tree" % expected_workers,
+            len(workers) == expected_workers and sorted(workers.values()) == sorted(run.config["devices"]),
+            "found %s" % workers,
+        )
         bad = [r["process"] for r in rows if not r["ok"]]
-        run.check("every thread of every process on its planned CPUs", rows and not bad,
-                  "off plan: %s" % ", ".join(bad))
+        run.check(
+            "every thread of every process on its planned CPUs", rows and not bad, "off plan: %s" % ", ".join(bad)
+        )
         pre_title_window(run, sampler, workers)
         inherited(run, sampler, procs, server.pid)
         omp_plan(run)
@@ -398,18 +449,31 @@ def finish(run, server, binder, sampler, watchdog, started):
     print("\n" + text)
     failed = [c for c in run.checks if not c[1]]
     assert not failed, "%s: %d check(s) failed:\n%s" % (
-        run.config["label"], len(failed), "\n".join("- %s: %s" % (w, d) for w, _ok, d in failed))
+        run.config["label"],
+        len(failed),
+        "\n".join("- %s: %s" % (w, d) for w, _ok, d in failed),
+    )
 
 
 def summary(run):
     config = run.config
-    out = ["=== %s (%s) on devices %s: frontend CPU %s, %s; ready after %.0f s, run %.0f s"
-           % (config["label"], " ".join(config["args"]) or "no parallel flag", config["devices"],
-              FRONTEND, ", ".join("GPU%d on CPU %s" % (d, POOLS[d]) for d in config["devices"]),
-              run.times.get("ready", -1), run.times.get("total", -1))]
+    out = [
+        "=== %s (%s) on devices %s: frontend CPU %s, %s; ready after %.0f s, run %.0f s"
+        % (
+            config["label"],
+            " ".join(config["args"]) or "no parallel flag",
+            config["devices"],
+            FRONTEND,
+            ", ".join("GPU%d on CPU %s" % (d, POOLS[d]) for d in config["devices"]),
+            run.times.get("ready", -1),
+            run.times.get("total", -1),
+        )
+    ]
     if getattr(run, "rows", None):
         out.append(rv.table(run.rows))
     out.extend(run.lines)
-    out.extend("%s %s%s" % ("PASS" if ok else "FAIL", what, "" if ok or not detail else ": " + detail)
-               for what, ok, detail in run.checks)
+    out.extend(
+        "%s %s%s" % ("PASS" if ok else "FAIL", what, "" if ok or not detail else ": " + detail)
+        for what, ok, detail in run.checks
+    )
     return "\n".join(out) + "\n"

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 """Fuzz: kubelet_cpu_profile on mutated facts and plans of the recorded hosts, and the kubelet
 profile and what-if on them, fail with a message (NpuopsError) or succeed - never a traceback."""
+
 import os
 
 from hypothesis import HealthCheck, given, settings
@@ -20,8 +21,11 @@ PAIRS = {}
 for _host in HOSTS:
     _facts = topology.gather(hostio.SnapshotHostIO(os.path.join(SNAPSHOTS, _host)))
     PAIRS[_host] = (_facts, dispatch.make_plan(_facts))
-SETTINGS = settings(max_examples=fuzz_examples(40), deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(
+    max_examples=fuzz_examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 class FakeModule(object):
@@ -41,11 +45,25 @@ def test_profile_module_on_mutated_inputs(tmp_path_factory, host, data):
     root = tmp_path_factory.mktemp("root")
     (root / "var/lib/kubelet").mkdir(parents=True)
     (root / "var/lib/kubelet/config.yaml").write_text(fixture_text("kubernetes/kubeadm_var-lib-kubelet_config.yaml"))
-    params = dict(plan=plan, topology=facts, mode="auto", config_dir=None, dropin_name="50-npuops.conf",
-                  config_file=None, housekeeping_cpus=None, pod_devices=None, memory_manager=True,
-                  kube_reserved_memory="1Gi", system_reserved_memory=None, eviction_hard_memory=None,
-                  memory_reserved_node=None, strict_cpu_reservation=None, kubelet_version="v1.35.0",
-                  alpha_gates=False, host_root=str(root))
+    params = dict(
+        plan=plan,
+        topology=facts,
+        mode="auto",
+        config_dir=None,
+        dropin_name="50-npuops.conf",
+        config_file=None,
+        housekeeping_cpus=None,
+        pod_devices=None,
+        memory_manager=True,
+        kube_reserved_memory="1Gi",
+        system_reserved_memory=None,
+        eviction_hard_memory=None,
+        memory_reserved_node=None,
+        strict_cpu_reservation=None,
+        kubelet_version="v1.35.0",
+        alpha_gates=False,
+        host_root=str(root),
+    )
     try:
         result = mod.prepare(FakeModule(params))
     except NpuopsError:
@@ -54,17 +72,21 @@ def test_profile_module_on_mutated_inputs(tmp_path_factory, host, data):
 
 
 @SETTINGS
-@given(st.sampled_from(sorted(PAIRS)), st.integers(min_value=0, max_value=400),
-       st.integers(min_value=0, max_value=16),
-       st.sampled_from(["restricted", "single-numa-node", "best-effort"]))
+@given(
+    st.sampled_from(sorted(PAIRS)),
+    st.integers(min_value=0, max_value=400),
+    st.integers(min_value=0, max_value=16),
+    st.sampled_from(["restricted", "single-numa-node", "best-effort"]),
+)
 def test_whatif_never_raises_and_never_hands_out_reserved_cpus(host, cpus, devices, policy):
     facts, plan = PAIRS[host]
     profile = kubelet_profile(facts, plan)
     topo = kubelet_whatif.Topo.from_facts(facts)
     reserved = set(int(c) for c in _ids(profile["reserved_cpus"]))
     nodes = [n.get("numa_node") for n in facts["npus"]] or [g.get("numa_node") for g in facts["gpus"]]
-    got = kubelet_whatif.whatif(topo, reserved, cpus, {"count": devices, "nodes": nodes}, policy=policy,
-                                full_pcpus_only=profile["smt"])
+    got = kubelet_whatif.whatif(
+        topo, reserved, cpus, {"count": devices, "nodes": nodes}, policy=policy, full_pcpus_only=profile["smt"]
+    )
     if got["admitted"]:
         assert reserved.isdisjoint(_ids(got["cpus"])) and len(_ids(got["cpus"])) == cpus
 

@@ -3,6 +3,7 @@
 themselves, replayed through SnapshotHostIO -> topology.gather -> make_plan (both policies) ->
 the CPU map. Every outcome is facts and plans or the collection's own error; nothing outside
 the snapshot directory is ever read; save_snapshot never writes through a planted link."""
+
 import os
 import shutil
 import stat
@@ -56,8 +57,11 @@ def copies(tmp_path_factory):
     return out
 
 
-@settings(max_examples=EXAMPLES, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(st.data())
 def test_mutated_snapshots_replay_or_fail_clearly(copies, data):
     host = data.draw(st.sampled_from(sorted(copies)))
@@ -84,12 +88,21 @@ def test_mutated_snapshots_replay_or_fail_clearly(copies, data):
 def _minimal(tmp_path, commands="", files=None):
     """A small valid snapshot; ``files``: host path -> text."""
     snap = tmp_path / "snap"
-    snapshot.save(str(snap), hostname="h", arch="x86_64", captured_at="2026-01-01T00:00:00Z",
-                  commands={"lscpu": {"rc": 0, "stdout": "Architecture: x86_64\nCPU(s): 4\n"
-                                                         "On-line CPU(s) list: 0-3\n"}},
-                  files=dict({"/proc/self/status": "Cpus_allowed_list:\t0-3\n",
-                              "/sys/devices/system/cpu/online": "0-3\n",
-                              "/sys/devices/system/node/node0/cpulist": "0-3\n"}, **(files or {})))
+    snapshot.save(
+        str(snap),
+        hostname="h",
+        arch="x86_64",
+        captured_at="2026-01-01T00:00:00Z",
+        commands={"lscpu": {"rc": 0, "stdout": "Architecture: x86_64\nCPU(s): 4\nOn-line CPU(s) list: 0-3\n"}},
+        files=dict(
+            {
+                "/proc/self/status": "Cpus_allowed_list:\t0-3\n",
+                "/sys/devices/system/cpu/online": "0-3\n",
+                "/sys/devices/system/node/node0/cpulist": "0-3\n",
+            },
+            **(files or {}),
+        ),
+    )
     if commands:
         with open(str(snap / "snapshot.yml"), "a") as handle:
             handle.write(commands)
@@ -106,9 +119,17 @@ def _read_everything(directory):
     return result, repr(result)
 
 
-@pytest.mark.parametrize("layout", [
-    "cmd file linked outside", "cmd dir linked outside", "fs dir linked outside",
-    "relative ../.. link in fs", "status linked outside", "snapshot.yml linked outside"])
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "cmd file linked outside",
+        "cmd dir linked outside",
+        "fs dir linked outside",
+        "relative ../.. link in fs",
+        "status linked outside",
+        "snapshot.yml linked outside",
+    ],
+)
 def test_no_symlink_leads_outside(tmp_path, layout):
     snap, outside = _minimal(tmp_path)
     shadow = str(outside / "shadow")
@@ -126,8 +147,9 @@ def test_no_symlink_leads_outside(tmp_path, layout):
         os.symlink(str(outside / "fs"), str(snap / "fs"))
     elif layout == "relative ../.. link in fs":
         os.unlink(str(snap / "fs" / "sys" / "devices" / "system" / "cpu" / "online"))
-        os.symlink("../../../../../../outside/shadow",
-                   str(snap / "fs" / "sys" / "devices" / "system" / "cpu" / "online"))
+        os.symlink(
+            "../../../../../../outside/shadow", str(snap / "fs" / "sys" / "devices" / "system" / "cpu" / "online")
+        )
     elif layout == "status linked outside":
         os.unlink(str(snap / "fs" / "proc" / "self" / "status"))
         os.symlink(shadow, str(snap / "fs" / "proc" / "self" / "status"))
@@ -162,12 +184,15 @@ def test_special_files_refused_without_blocking(tmp_path, kind):
     assert isinstance(result, SnapshotError) and "not a regular file" in str(result), result
 
 
-@pytest.mark.parametrize("path, text, words", [
-    # before the read bounds: 100 s / 1.6 GB / MemoryError
-    ("/sys/devices/system/cpu/online", "0-99999999\n", "beyond the kernel's limit"),
-    ("/sys/devices/system/cpu/online", "0-19999999\n", "beyond the kernel's limit"),
-    ("/proc/self/status", "Cpus_allowed_list:\t0-4294967295\n", "CPU id 4294967295"),
-])
+@pytest.mark.parametrize(
+    "path, text, words",
+    [
+        # before the read bounds: 100 s / 1.6 GB / MemoryError
+        ("/sys/devices/system/cpu/online", "0-99999999\n", "beyond the kernel's limit"),
+        ("/sys/devices/system/cpu/online", "0-19999999\n", "beyond the kernel's limit"),
+        ("/proc/self/status", "Cpus_allowed_list:\t0-4294967295\n", "CPU id 4294967295"),
+    ],
+)
 def test_huge_cpulists_are_reported_fast(tmp_path, path, text, words):
     snap, dummy = _minimal(tmp_path, files={path: text})
     start = time.monotonic()
@@ -176,15 +201,18 @@ def test_huge_cpulists_are_reported_fast(tmp_path, path, text, words):
     assert words in repr(result)
 
 
-@pytest.mark.parametrize("yml, words", [
-    ("schema: 1\ncommands:\n  lscpu: {rc: 0, stdout: x, seconds: abc}\n", "seconds must be a number"),
-    ("schema: 1\ncommands:\n  lscpu: {missing: \"no\"}\n", "missing must be true or false"),
-    ("schema: 1\ncommands:\n  lscpu: {rc: 0, timed_out: 1}\n", "timed_out must be true or false"),
-    ("schema: true\n", "unsupported schema True"),
-    ("schema: 1\ncommands:\n  lscpu: {rc: %s}\n" % ("9" * 5000), "rc must be an integer"),
-    ("schema: 1\nenv: " + "[" * 3000 + "]" * 3000 + "\n", "nested deeper than 32"),
-    ("{\n\"schema\": 1, \"hostname\": " + "[" * 5000 + "]" * 5000 + "}", "line 1"),
-])
+@pytest.mark.parametrize(
+    "yml, words",
+    [
+        ("schema: 1\ncommands:\n  lscpu: {rc: 0, stdout: x, seconds: abc}\n", "seconds must be a number"),
+        ('schema: 1\ncommands:\n  lscpu: {missing: "no"}\n', "missing must be true or false"),
+        ("schema: 1\ncommands:\n  lscpu: {rc: 0, timed_out: 1}\n", "timed_out must be true or false"),
+        ("schema: true\n", "unsupported schema True"),
+        ("schema: 1\ncommands:\n  lscpu: {rc: %s}\n" % ("9" * 5000), "rc must be an integer"),
+        ("schema: 1\nenv: " + "[" * 3000 + "]" * 3000 + "\n", "nested deeper than 32"),
+        ('{\n"schema": 1, "hostname": ' + "[" * 5000 + "]" * 5000 + "}", "line 1"),
+    ],
+)
 def test_snapshot_yml_values_are_checked(tmp_path, yml, words):
     (tmp_path / "snapshot.yml").write_text(yml)
     with pytest.raises(SnapshotError, match=words):
@@ -193,6 +221,7 @@ def test_snapshot_yml_values_are_checked(tmp_path, yml, words):
 
 def test_oversize_file_refused(tmp_path, monkeypatch):
     from ansible_collections.npuops.fleet.plugins.module_utils.host import paths
+
     snap, dummy = _minimal(tmp_path, files={"/proc/interrupts": "CPU0\n" + "x" * 5000})
     monkeypatch.setattr(paths, "MAX_FILE_BYTES", 1024)
     monkeypatch.setattr(paths.read_at, "__defaults__", (1024, False))
@@ -221,8 +250,7 @@ def test_save_never_writes_through_a_planted_link(tmp_path):
     assert victim.read_text() == SECRET and stat.S_IMODE(victim.stat().st_mode) == 0o600
     for name in ("snapshot.yml", "fs/proc/self/status"):
         assert not os.path.islink(str(dest / name))
-    assert hostio.SnapshotHostIO(str(dest)).read_text("/proc/self/status") == \
-        "Cpus_allowed_list:\t0-3\n"
+    assert hostio.SnapshotHostIO(str(dest)).read_text("/proc/self/status") == "Cpus_allowed_list:\t0-3\n"
 
 
 @pytest.mark.parametrize("plant", ["cmd", "fs", "fs/proc"])
@@ -258,8 +286,7 @@ def test_saved_paths_hold_no_colon_and_old_layout_still_reads(tmp_path):
     assert io.listdir("/sys/bus/pci/devices") == ["0000:c1:00.0"]
     assert io.read_text("/etc/100%") == "x\n"
     # an old-style (unescaped) tree reads the same
-    os.rename(str(snap / "fs/sys/bus/pci/devices/0000%3Ac1%3A00.0"),
-              str(snap / "fs/sys/bus/pci/devices/0000:c1:00.0"))
+    os.rename(str(snap / "fs/sys/bus/pci/devices/0000%3Ac1%3A00.0"), str(snap / "fs/sys/bus/pci/devices/0000:c1:00.0"))
     io = hostio.SnapshotHostIO(str(snap))
     assert io.read_text("/sys/bus/pci/devices/0000:c1:00.0/numa_node") == "3\n"
     assert io.listdir("/sys/bus/pci/devices") == ["0000:c1:00.0"]

@@ -4,6 +4,7 @@ output pipe, exits leaving a background child, closes its pipes and runs on, pri
 100 MB. Every command returns within its timeout plus a small margin (the only timed
 assertions of the suite: they bound hangs), the process group is killed, and the facts list the
 failure under the command's name."""
+
 import os
 import signal
 import stat
@@ -15,7 +16,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.host import command, 
 from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
 
 TIMEOUT = 0.5
-MARGIN = 1.5   # process start, the group kill and the reap, on a loaded 2-core CI machine
+MARGIN = 1.5  # process start, the group kill and the reap, on a loaded 2-core CI machine
 
 TOOLS = {
     "hang": "exec sleep 30",
@@ -83,8 +84,7 @@ def test_the_whole_group_is_killed(tools, tmp_path):
         raise AssertionError("the background child %d is still running" % bg)
 
 
-@pytest.mark.parametrize("tool", ["hang", "child-holds-pipe", "leave-background", "garbage",
-                                  "flood", "close-and-run"])
+@pytest.mark.parametrize("tool", ["hang", "child-holds-pipe", "leave-background", "garbage", "flood", "close-and-run"])
 def test_gather_with_hostile_tools_is_bounded(tools, tmp_path, monkeypatch, tool):
     """All eight commands of the facts run concurrently, each one the hostile tool under its
     real name; the gather returns in about one timeout and names every failed command."""
@@ -119,8 +119,10 @@ def test_hostile_host_root_reads_stay_inside(tmp_path):
     secret = tmp_path / "secret"
     secret.write_text("Cpus_allowed_list:\t0-999\n")
     os.symlink(str(secret), str(root / "proc" / "self" / "status"))
-    os.symlink("../../../../../../../../" + str(secret).lstrip("/"),
-               str(root / "sys" / "devices" / "system" / "cpu" / "online"))
+    os.symlink(
+        "../../../../../../../../" + str(secret).lstrip("/"),
+        str(root / "sys" / "devices" / "system" / "cpu" / "online"),
+    )
     os.mkfifo(str(root / "proc" / "interrupts"))
     io = hostio.LiveHostIO(str(root))
     assert io.read_text("/proc/self/status") is None

@@ -2,6 +2,7 @@
 """A child that calls ``setsid`` leaves the command's process group: the timeout's group kill
 used to leave it running. Real processes: the command's processes seen while it ran
 and every process holding its output pipes are killed with the group."""
+
 import os
 import stat
 import time
@@ -65,6 +66,7 @@ def _session(pid):
 
 def test_track_family_finds_a_setsid_descendant():
     import subprocess
+
     proc = subprocess.Popen(["sh", "-c", "setsid sleep 60 & wait"], start_new_session=True)
     try:
         family, sessions = {}, set()

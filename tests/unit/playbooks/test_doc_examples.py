@@ -30,8 +30,7 @@ def _entry_points():
 
 
 def _sources():
-    docs = [os.path.join(REPO, "README.md")] + glob.glob(os.path.join(REPO, "docs", "**", "*.md"),
-                                                         recursive=True)
+    docs = [os.path.join(REPO, "README.md")] + glob.glob(os.path.join(REPO, "docs", "**", "*.md"), recursive=True)
     docs += glob.glob(os.path.join(REPO, "roles", "*", "README.md"))
     for path in docs:
         with open(path, encoding="utf-8") as handle:
@@ -54,14 +53,16 @@ def test_every_tasks_from_names_an_entry_point_of_its_role():
                 continue
             seen += 1
             # the role is named on the same line or within the three lines before it
-            near = " ".join(lines[max(0, number - 3):number + 1])
+            near = " ".join(lines[max(0, number - 3) : number + 1])
             roles = ROLE.findall(near)
             assert roles, (where, line)
             value, known = match.group(1), entries.get(roles[-1], set())
             # `plan.yml` for the entry point `plan`: Ansible finds no spec and checks nothing
             # (a task file that is no entry point, such as fleet_audit's dest.yml, has none)
             if value not in known and os.path.splitext(value)[0] in known:
-                wrong.append("%s: %s (entry points of %s: %s)" % (
-                    where, line.strip(), roles[-1], sorted(entries.get(roles[-1], ()))))
+                wrong.append(
+                    "%s: %s (entry points of %s: %s)"
+                    % (where, line.strip(), roles[-1], sorted(entries.get(roles[-1], ())))
+                )
     assert wrong == []
     assert seen >= 6  # site.yml's, audit.yml's and the docs' own

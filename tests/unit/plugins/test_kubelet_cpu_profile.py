@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 """kubelet_cpu_profile's body on sandbox roots holding the kubeadm files (real formats): drop-in
 or merge, check mode inert, second run unchanged, reset_needed from the kubelet's state."""
+
 import os
 
 import pytest
@@ -13,11 +14,22 @@ from ansible_collections.npuops.fleet.plugins.module_utils.plan.dispatch import 
 from ansible_collections.npuops.fleet.plugins.modules import kubelet_cpu_profile as mod
 from npuops_testing import SNAPSHOTS, fixture_text
 
-OPTIONS = dict(mode="auto", config_dir=None, dropin_name="50-npuops.conf", config_file=None,
-               housekeeping_cpus=None, pod_devices=None, memory_manager=False,
-               kube_reserved_memory=None, system_reserved_memory=None, eviction_hard_memory=None,
-               memory_reserved_node=None, strict_cpu_reservation=None, kubelet_version="v1.35.0",
-               alpha_gates=False)
+OPTIONS = dict(
+    mode="auto",
+    config_dir=None,
+    dropin_name="50-npuops.conf",
+    config_file=None,
+    housekeeping_cpus=None,
+    pod_devices=None,
+    memory_manager=False,
+    kube_reserved_memory=None,
+    system_reserved_memory=None,
+    eviction_hard_memory=None,
+    memory_reserved_node=None,
+    strict_cpu_reservation=None,
+    kubelet_version="v1.35.0",
+    alpha_gates=False,
+)
 _FACTS = {}
 
 
@@ -37,14 +49,15 @@ def node(tmp_path, config_dir=False, cpu_state=None):
     root = tmp_path / "host"
     (root / "var/lib/kubelet").mkdir(parents=True)
     (root / "usr/lib/systemd/system/kubelet.service.d").mkdir(parents=True)
-    (root / "var/lib/kubelet/config.yaml").write_text(
-        fixture_text("kubernetes/kubeadm_var-lib-kubelet_config.yaml"))
+    (root / "var/lib/kubelet/config.yaml").write_text(fixture_text("kubernetes/kubeadm_var-lib-kubelet_config.yaml"))
     (root / "usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf").write_text(
-        fixture_text("kubernetes/10-kubeadm.conf"))
+        fixture_text("kubernetes/10-kubeadm.conf")
+    )
     if config_dir:
         (root / "var/lib/kubelet/kubeadm-flags.env").write_text(
             'KUBELET_KUBEADM_ARGS="--config-dir=/etc/kubernetes/kubelet.conf.d '
-            '--container-runtime-endpoint=unix:///var/run/containerd/containerd.sock"\n')
+            '--container-runtime-endpoint=unix:///var/run/containerd/containerd.sock"\n'
+        )
     if cpu_state:
         (root / "var/lib/kubelet/cpu_manager_state").write_text(cpu_state)
     return root
@@ -94,8 +107,8 @@ def test_later_dropin_overriding_is_warned(tmp_path):
     root = node(tmp_path, config_dir=True)
     (root / "etc/kubernetes/kubelet.conf.d").mkdir(parents=True)
     (root / "etc/kubernetes/kubelet.conf.d/90-site.conf").write_text(
-        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
-        "topologyManagerPolicy: best-effort\n")
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ntopologyManagerPolicy: best-effort\n"
+    )
     result = call(root)
     assert any("overrides topologyManagerPolicy" in w for w in result["warnings"])
 
@@ -136,9 +149,12 @@ A2_RESERVED = "0-1,12-13,48-49,60-61,96-97,108-109,144-145,156-157"
 
 def strict_state():
     from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
+
     free = sorted(set(range(192)) - set(cpulist.parse(A2_RESERVED)))
-    return ('{"policyName":"static","defaultCpuSet":"%s","entries":{"p":{"c":"%s"}},"checksum":1}'
-            % (cpulist.format(free[4:]), cpulist.format(free[:4])))
+    return '{"policyName":"static","defaultCpuSet":"%s","entries":{"p":{"c":"%s"}},"checksum":1}' % (
+        cpulist.format(free[4:]),
+        cpulist.format(free[:4]),
+    )
 
 
 @pytest.mark.parametrize("version", ["v1.33.5", "v1.35.0"])
@@ -153,9 +169,17 @@ def test_a_node_already_strict_is_rerun_without_a_reset(tmp_path, version):
     assert second["profile"]["config"]["reservedSystemCPUs"] == A2_RESERVED
 
 
-@pytest.mark.parametrize("version, gates", [("v1.26.15", False), ("v1.30.14", False),
-                                            ("v1.32.9", False), ("v1.32.9", True),
-                                            ("v1.33.5", False), ("v1.35.0", False)])
+@pytest.mark.parametrize(
+    "version, gates",
+    [
+        ("v1.26.15", False),
+        ("v1.30.14", False),
+        ("v1.32.9", False),
+        ("v1.32.9", True),
+        ("v1.33.5", False),
+        ("v1.35.0", False),
+    ],
+)
 def test_second_run_changes_nothing_on_each_version(tmp_path, version, gates):
     for config_dir in (True, False):
         root = node(tmp_path / str(config_dir), config_dir=config_dir)
@@ -170,20 +194,25 @@ def test_start_checks_refuse_before_writing(tmp_path):
     root = node(tmp_path, config_dir=True)
     (root / "etc/kubernetes/kubelet.conf.d").mkdir(parents=True)
     site = root / "etc/kubernetes/kubelet.conf.d/10-site.conf"
-    site.write_text("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
-                    "systemReservedCgroup: /system.slice\n")
+    site.write_text(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nsystemReservedCgroup: /system.slice\n"
+    )
     with pytest.raises(NpuopsError, match="reservedSystemCPUs: cannot be used with systemReservedCgroup"):
         call(root)
     assert not (root / "etc/kubernetes/kubelet.conf.d/50-npuops.conf").exists()
     # the node's own option refused beside the profile's
-    site.write_text("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
-                    "featureGates:\n  CPUManagerPolicyAlphaOptions: true\n"
-                    "cpuManagerPolicyOptions:\n  distribute-cpus-across-cores: \"true\"\n")
+    site.write_text(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+        "featureGates:\n  CPUManagerPolicyAlphaOptions: true\n"
+        'cpuManagerPolicyOptions:\n  distribute-cpus-across-cores: "true"\n'
+    )
     with pytest.raises(NpuopsError, match="full-pcpus-only and distribute-cpus-across-cores"):
         call(root, topology=smt_facts())
     # evictionHard without memory.available: the kubelet counts 0, so does the profile
-    site.write_text("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
-                    "evictionHard:\n  nodefs.available: 10%\n")
+    site.write_text(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+        "evictionHard:\n  nodefs.available: 10%\n"
+    )
     result = call(root, memory_manager=True, kube_reserved_memory="1Gi")
     assert result["profile"]["config"]["reservedMemory"][0]["limits"] == {"memory": "1024Mi"}
     assert call(root, memory_manager=True, kube_reserved_memory="1Gi")["changed"] is False
@@ -196,27 +225,34 @@ def symlinked(path):
 
 def hard_linked(path):
     import os
+
     (path.parent / "other-name").write_text('{"policyName":"static","defaultCpuSet":"0-191","checksum":1}')
     os.link(str(path.parent / "other-name"), str(path))
 
 
 def smt_facts():
     import copy
+
     facts, dummy = a2()
     facts = copy.deepcopy(facts)
     facts["cpu"]["threads_per_core"] = 2
     return facts
 
 
-@pytest.mark.parametrize("name, make", [
-    ("corrupt", lambda p: p.write_text("{")),
-    ("old format", lambda p: p.write_text('{"policyName":"static","defaultCpuSet":"0-3",'
-                                          '"entries":{"c1":"0"},"checksum":1}')),
-    ("oversized", lambda p: p.write_text("x" * (2 << 20))),
-    ("directory", lambda p: p.mkdir()),
-    ("symlink", symlinked),
-    ("hard link", hard_linked),
-])
+@pytest.mark.parametrize(
+    "name, make",
+    [
+        ("corrupt", lambda p: p.write_text("{")),
+        (
+            "old format",
+            lambda p: p.write_text('{"policyName":"static","defaultCpuSet":"0-3","entries":{"c1":"0"},"checksum":1}'),
+        ),
+        ("oversized", lambda p: p.write_text("x" * (2 << 20))),
+        ("directory", lambda p: p.mkdir()),
+        ("symlink", symlinked),
+        ("hard link", hard_linked),
+    ],
+)
 def test_a_state_file_that_cannot_be_read_is_refused_not_taken_as_absent(tmp_path, name, make):
     root = node(tmp_path)
     make(root / "var/lib/kubelet/cpu_manager_state")
@@ -230,8 +266,7 @@ def test_a_symlinked_kubelet_directory_is_read(tmp_path):
     (root / "data").mkdir()
     (root / "var/lib/kubelet").rename(root / "data/kubelet")
     (root / "var/lib/kubelet").symlink_to("../../data/kubelet")
-    (root / "data/kubelet/cpu_manager_state").write_text(
-        '{"policyName":"none","defaultCpuSet":"","checksum":1}')
+    (root / "data/kubelet/cpu_manager_state").write_text('{"policyName":"none","defaultCpuSet":"","checksum":1}')
     result = call(root, check=True)
     assert result["reset_needed"] is True and "none -> static" in result["reset_reasons"][0]
 
@@ -243,6 +278,7 @@ def test_merge_waits_for_the_shared_file_lock(tmp_path):
     import fcntl
     import threading
     import time
+
     root = node(tmp_path)
     config = root / "var/lib/kubelet/config.yaml"
     lock = root / "var/lib/kubelet/.config.yaml.lock"

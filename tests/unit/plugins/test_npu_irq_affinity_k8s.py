@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 """npu_irq_affinity with reserved_cpus (Kubernetes nodes) on the recorded DGX A100 sandbox: NIC
 IRQs land on the kubelet's reserved CPUs of their node, irqbalance is banned from every other CPU."""
+
 import os
 
 import pytest
@@ -30,8 +31,16 @@ def test_dgx_nic_irqs_onto_reserved_and_irqbalance_banned_elsewhere(tmp_path):
     snapshot.copy_host_tree(snap, str(root))
     (root / "etc/default").mkdir(parents=True, exist_ok=True)
     (root / "etc/default/irqbalance").write_text("#IRQBALANCE_ARGS=\n")
-    params = dict(plan=plan, topology=facts, npus=None, irqbalance="ban", irq_state=None,
-                  allow_foreign_plan=True, host_root=str(root), reserved_cpus=reserved)
+    params = dict(
+        plan=plan,
+        topology=facts,
+        npus=None,
+        irqbalance="ban",
+        irq_state=None,
+        allow_foreign_plan=True,
+        host_root=str(root),
+        reserved_cpus=reserved,
+    )
     result = mod.pin_irqs(FakeModule(params))
     assert result["irqs"], result["warnings"]
     reserved_set = set(cpulist.parse(reserved))

@@ -21,8 +21,7 @@ def test_both_pages_say_the_same():
 def test_the_reader_compares_a_report_summary():
     stated = demo_docs.counts(demo_docs.PAGES[0])
     summary = dict((k, stated[k]) for k in demo_docs.KEYS[:5])
-    summary["problems"] = {"error": stated["error"], "warning": stated["warning"],
-                           "info": stated["info"]}
+    summary["problems"] = {"error": stated["error"], "warning": stated["warning"], "info": stated["info"]}
     assert demo_docs.mismatches(demo_docs.PAGES[0], summary) == []
     summary["problems"] = dict(summary["problems"], error=stated["error"] + 1)
     (wrong,) = demo_docs.mismatches(demo_docs.PAGES[0], summary)

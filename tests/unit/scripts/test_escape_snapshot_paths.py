@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 """scripts/escape_snapshot_paths.py: an old-style snapshot (':' in fs/ names) is renamed in
 place to the escaped form, reads the same before and after, and a second run changes nothing."""
+
 import os
 
 import escape_snapshot_paths
@@ -22,10 +23,13 @@ def _old_style(tmp_path):
 
 def _answers(snap):
     io = hostio.SnapshotHostIO(str(snap))
-    return (io.listdir("/sys/bus/pci/devices"),
-            io.listdir("/sys/bus/pci/devices/0000:c1:00.0/msi_irqs"),
-            io.read_text("/sys/bus/pci/devices/0000:c1:00.0/numa_node"),
-            io.read_text("/etc/a:b%c"), io.listdir("/etc"))
+    return (
+        io.listdir("/sys/bus/pci/devices"),
+        io.listdir("/sys/bus/pci/devices/0000:c1:00.0/msi_irqs"),
+        io.read_text("/sys/bus/pci/devices/0000:c1:00.0/numa_node"),
+        io.read_text("/etc/a:b%c"),
+        io.listdir("/etc"),
+    )
 
 
 def test_escape_in_place_reads_the_same_and_is_idempotent(tmp_path, capsys):

@@ -48,23 +48,40 @@ def test_every_role_variable_has_its_spec_and_default():
 def test_memory_reserved_node_is_a_role_variable():
     """The option the role lacked: null (the default) omits it, a node id is passed on."""
     task = _profile_task()
-    assert task["memory_reserved_node"] == ("{{ omit if npuops_k8s_memory_reserved_node is none "
-                                            "else npuops_k8s_memory_reserved_node }}")
+    assert task["memory_reserved_node"] == (
+        "{{ omit if npuops_k8s_memory_reserved_node is none else npuops_k8s_memory_reserved_node }}"
+    )
     assert _yaml("roles", "k8s_node", "defaults", "main.yml")["npuops_k8s_memory_reserved_node"] is None
 
 
 def test_every_public_variable_is_kept():
     """The role's public variable names (product contract) before the generation, all still there."""
     spec = _yaml("roles", "k8s_node", "meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
-    for name in ("npuops_k8s_config_mode", "npuops_k8s_config_dir", "npuops_k8s_dropin_name",
-                 "npuops_k8s_config_file", "npuops_k8s_housekeeping_cpus", "npuops_k8s_pod_devices",
-                 "npuops_k8s_memory_manager", "npuops_k8s_kube_reserved_memory",
-                 "npuops_k8s_system_reserved_memory", "npuops_k8s_eviction_hard_memory",
-                 "npuops_k8s_kubelet_version", "npuops_k8s_alpha_gates", "npuops_k8s_strict_cpu_reservation",
-                 "npuops_k8s_kubeconfig", "npuops_k8s_context", "npuops_k8s_node_name",
-                 "npuops_k8s_drain_timeout", "npuops_k8s_drain_delete_emptydir_data", "npuops_k8s_drain_force",
-                 "npuops_k8s_kubelet_start_timeout", "npuops_k8s_kubelet_service", "npuops_k8s_irq_on_reserved",
-                 "npuops_k8s_restart_kubelet"):
+    for name in (
+        "npuops_k8s_config_mode",
+        "npuops_k8s_config_dir",
+        "npuops_k8s_dropin_name",
+        "npuops_k8s_config_file",
+        "npuops_k8s_housekeeping_cpus",
+        "npuops_k8s_pod_devices",
+        "npuops_k8s_memory_manager",
+        "npuops_k8s_kube_reserved_memory",
+        "npuops_k8s_system_reserved_memory",
+        "npuops_k8s_eviction_hard_memory",
+        "npuops_k8s_kubelet_version",
+        "npuops_k8s_alpha_gates",
+        "npuops_k8s_strict_cpu_reservation",
+        "npuops_k8s_kubeconfig",
+        "npuops_k8s_context",
+        "npuops_k8s_node_name",
+        "npuops_k8s_drain_timeout",
+        "npuops_k8s_drain_delete_emptydir_data",
+        "npuops_k8s_drain_force",
+        "npuops_k8s_kubelet_start_timeout",
+        "npuops_k8s_kubelet_service",
+        "npuops_k8s_irq_on_reserved",
+        "npuops_k8s_restart_kubelet",
+    ):
         assert name in spec, name
 
 
@@ -80,9 +97,12 @@ def _module_copy(tmp_path):
 def test_a_new_module_option_without_a_role_variable_fails(module_copy):
     repo, target = module_copy
     text = target.read_text()
-    target.write_text(text.replace('        host_root=dict(type="path", default="/"),\n',
-                                   '        host_root=dict(type="path", default="/"),\n'
-                                   '        cpu_quota=dict(type="int"),\n'))
+    target.write_text(
+        text.replace(
+            '        host_root=dict(type="path", default="/"),\n',
+            '        host_root=dict(type="path", default="/"),\n        cpu_quota=dict(type="int"),\n',
+        )
+    )
     with pytest.raises(SystemExit, match="option cpu_quota has no role variable"):
         k8s_node_options.rows(str(repo))
 
@@ -98,8 +118,12 @@ def test_a_module_option_gone_fails(module_copy):
 def test_a_module_default_the_role_contradicts_fails(module_copy):
     repo, target = module_copy
     text = target.read_text()
-    target.write_text(text.replace('dropin_name=dict(type="str", default="50-npuops.conf")',
-                                   'dropin_name=dict(type="str", default="60-npuops.conf")'))
+    target.write_text(
+        text.replace(
+            'dropin_name=dict(type="str", default="50-npuops.conf")',
+            'dropin_name=dict(type="str", default="60-npuops.conf")',
+        )
+    )
     with pytest.raises(SystemExit, match="option dropin_name: default '60-npuops.conf'"):
         k8s_node_options.rows(str(repo))
 

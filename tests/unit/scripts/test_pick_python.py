@@ -19,9 +19,14 @@ def _pick(tmp_path, low, high, names, python=None):
     for name in names:
         os.symlink(sys.executable, str(bin_dir / name))
     env = {"PATH": str(bin_dir), "PYTHON": python or ""}
-    proc = subprocess.run(["/bin/bash", "-c", '. "$0"; pick_python "$1" "$2"', LIB, low, high],
-                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          check=False)
+    proc = subprocess.run(
+        ["/bin/bash", "-c", '. "$0"; pick_python "$1" "$2"', LIB, low, high],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
     return proc.returncode, proc.stdout.strip()
 
 

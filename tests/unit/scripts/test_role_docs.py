@@ -21,9 +21,9 @@ def test_every_spec_variable_is_in_its_role_page(role):
         specs = yaml.safe_load(handle)["argument_specs"]
     with open(os.path.join(REPO, "docs", "roles", role + ".md"), encoding="utf-8") as handle:
         page = handle.read()
-    generated = page[page.index(gen_role_docs.BEGIN):page.index(gen_role_docs.END)]
+    generated = page[page.index(gen_role_docs.BEGIN) : page.index(gen_role_docs.END)]
     for entry, spec in specs.items():
-        part = generated[generated.index("### Entry point `%s`" % entry):]
+        part = generated[generated.index("### Entry point `%s`" % entry) :]
         for name in spec.get("options") or {}:
             assert "| `%s` |" % name in part, (role, entry, name)
 
@@ -43,8 +43,11 @@ def test_the_readme_module_table_names_every_module():
     """The README's module table lacked kubelet_state_reset."""
     with open(os.path.join(REPO, "README.md"), encoding="utf-8") as handle:
         readme = handle.read()
-    modules = sorted(n[:-3] for n in os.listdir(os.path.join(REPO, "plugins", "modules"))
-                     if n.endswith(".py") and not n.startswith("_"))
+    modules = sorted(
+        n[:-3]
+        for n in os.listdir(os.path.join(REPO, "plugins", "modules"))
+        if n.endswith(".py") and not n.startswith("_")
+    )
     for name in modules:
         assert "| `npuops.fleet.%s` |" % name in readme, name
         assert "(docs/modules/%s.md)" % name in readme, name

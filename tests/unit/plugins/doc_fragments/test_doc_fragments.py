@@ -13,13 +13,17 @@ import yaml
 from npuops_testing import REPO, module_string
 
 
-@pytest.mark.parametrize("variant, attributes", [
-    ("DOCUMENTATION", {"check_mode", "diff_mode"}),
-    ("FACTS", {"facts"}),
-    ("INFO_MODULE", {"check_mode", "diff_mode"}),
-])
+@pytest.mark.parametrize(
+    "variant, attributes",
+    [
+        ("DOCUMENTATION", {"check_mode", "diff_mode"}),
+        ("FACTS", {"facts"}),
+        ("INFO_MODULE", {"check_mode", "diff_mode"}),
+    ],
+)
 def test_attributes_doc_fragment_variants(variant, attributes):
     from ansible_collections.npuops.fleet.plugins.doc_fragments.attributes import ModuleDocFragment
+
     doc = yaml.safe_load(getattr(ModuleDocFragment, variant))
     assert set(doc["attributes"]) == attributes
     for name, attribute in doc["attributes"].items():
@@ -33,6 +37,7 @@ def test_attributes_doc_fragment_variants(variant, attributes):
 
 def test_host_root_doc_fragment_matches_the_argument_spec():
     from ansible_collections.npuops.fleet.plugins.doc_fragments.host_root import ModuleDocFragment
+
     option = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]["host_root"]
     description = option["description"]
     assert all(line.strip() for line in (description if isinstance(description, list) else [description]))
@@ -43,8 +48,8 @@ def test_host_root_doc_fragment_matches_the_argument_spec():
 
 def test_every_module_takes_its_author_from_the_module_fragment():
     from ansible_collections.npuops.fleet.plugins.doc_fragments.module import ModuleDocFragment
-    assert yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["author"] == [
-        "npuops.fleet contributors (@npuops)"]
+
+    assert yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["author"] == ["npuops.fleet contributors (@npuops)"]
     paths = sorted(glob.glob(os.path.join(REPO, "plugins", "modules", "*.py")))
     assert paths
     for path in paths:

@@ -17,7 +17,11 @@ class _TaggedStr(str):
 
 def test_filters_are_registered():
     assert set(flt.FilterModule().filters()) == {
-        "fleet_report", "fleet_report_markdown", "fleet_report_json", "fleet_report_html"}
+        "fleet_report",
+        "fleet_report_markdown",
+        "fleet_report_json",
+        "fleet_report_html",
+    }
 
 
 def test_fleet_report_returns_plain_json_serialisable_dict():
@@ -41,8 +45,7 @@ def test_renderers_accept_the_report_or_the_hosts_mapping():
     assert "| P1 | error |" in flt.fleet_report_markdown(report)
 
 
-@pytest.mark.parametrize("name", ["fleet_report", "fleet_report_markdown", "fleet_report_json",
-                                  "fleet_report_html"])
+@pytest.mark.parametrize("name", ["fleet_report", "fleet_report_markdown", "fleet_report_json", "fleet_report_html"])
 def test_wrong_input_is_a_filter_error(name):
     with pytest.raises(AnsibleFilterError, match="expects"):
         flt.FilterModule().filters()[name](["not", "a", "mapping"])
@@ -50,8 +53,7 @@ def test_wrong_input_is_a_filter_error(name):
 
 def test_fleet_report_passes_the_rail_check_result():
     fleet = sample_fleet()
-    assert [p["host"] for p in flt.fleet_report(fleet)["problems"]
-            if p["kind"] == "rail_inconsistent"] == ["gpu-c"]
+    assert [p["host"] for p in flt.fleet_report(fleet)["problems"] if p["kind"] == "rail_inconsistent"] == ["gpu-c"]
     quiet = flt.fleet_report(fleet, rails={})
     assert not [p for p in quiet["problems"] if p["kind"] == "rail_inconsistent"]
     with pytest.raises(AnsibleFilterError, match="rails"):

@@ -12,8 +12,7 @@ from npuops_testing.softshare_hosts import JOB, facts
 
 def test_filters_registered():
     names = set(flt.FilterModule().filters())
-    assert {"softshare_place", "softshare_capacity", "softshare_daemonset",
-            "softshare_node_labels"} <= names
+    assert {"softshare_place", "softshare_capacity", "softshare_daemonset", "softshare_node_labels"} <= names
 
 
 def test_place_from_hostvars_shaped_facts():
@@ -25,32 +24,40 @@ def test_place_from_hostvars_shaped_facts():
     assert got["replicas"][1]["score"] == 200 * 16
 
 
-@pytest.mark.parametrize("job,allocations,fragment", [
-    (dict(JOB, aicore_quota=0), [], "not in range [1,100]"),
-    (JOB, [{"host": "n9", "chip": 0, "aicore_quota": 1, "hbm_quota": 1, "policy": "elastic"}],
-     "not in the fleet"),
-    (None, [], "job"),
-])
+@pytest.mark.parametrize(
+    "job,allocations,fragment",
+    [
+        (dict(JOB, aicore_quota=0), [], "not in range [1,100]"),
+        (JOB, [{"host": "n9", "chip": 0, "aicore_quota": 1, "hbm_quota": 1, "policy": "elastic"}], "not in the fleet"),
+        (None, [], "job"),
+    ],
+)
 def test_place_errors_are_filter_errors(job, allocations, fragment):
     with pytest.raises(AnsibleFilterError) as err:
         flt.softshare_place({"n1": facts()}, allocations, job)
     assert fragment in str(err.value) and "softshare_place" in str(err.value)
 
 
-@pytest.mark.parametrize("value,expected", [
-    (facts(), {"chips_total": 8, "chips_healthy": 8, "capacity": 800}),
-    (facts(healths=["OK"] * 7 + ["Critical"]), {"chips_total": 8, "chips_healthy": 7, "capacity": 700}),
-    ({"npu_topology": facts(chips=16, device_type="A3")},
-     {"chips_total": 16, "chips_healthy": 16, "capacity": 1600}),
-    (facts()["npus"][:2], {"chips_total": 2, "chips_healthy": 2, "capacity": 200}),
-])
+@pytest.mark.parametrize(
+    "value,expected",
+    [
+        (facts(), {"chips_total": 8, "chips_healthy": 8, "capacity": 800}),
+        (facts(healths=["OK"] * 7 + ["Critical"]), {"chips_total": 8, "chips_healthy": 7, "capacity": 700}),
+        (
+            {"npu_topology": facts(chips=16, device_type="A3")},
+            {"chips_total": 16, "chips_healthy": 16, "capacity": 1600},
+        ),
+        (facts()["npus"][:2], {"chips_total": 2, "chips_healthy": 2, "capacity": 200}),
+    ],
+)
 def test_capacity_one_host(value, expected):
     assert flt.softshare_capacity(value) == expected
 
 
 def test_capacity_fleet_total():
-    got = flt.softshare_capacity({"a": {"npu_topology": facts()},
-                                  "b": {"npu_topology": facts(healths=["Alarm"] + ["OK"] * 7)}})
+    got = flt.softshare_capacity(
+        {"a": {"npu_topology": facts()}, "b": {"npu_topology": facts(healths=["Alarm"] + ["OK"] * 7)}}
+    )
     assert got["total"] == {"chips_total": 16, "chips_healthy": 15, "capacity": 1500}
     assert got["hosts"]["b"]["capacity"] == 700
 

@@ -39,8 +39,7 @@ LONG_FILE_WARN = 800
 LONG_FILE_FAIL = 1200
 MODULE_UTILS = os.path.join(PLUGINS, "module_utils")
 ROOT = "ansible_collections.npuops.fleet.plugins"
-RANK = {"errors": -1, "cpus": 0, "host": 1, "parse": 2, "model": 3, "plan": 4, "softshare": 4,
-        "render": 5, "apply": 6}
+RANK = {"errors": -1, "cpus": 0, "host": 1, "parse": 2, "model": 3, "plan": 4, "softshare": 4, "render": 5, "apply": 6}
 LAYERS = sorted(RANK) + ["standalone"]
 # the layers the binder zipapp ships beside standalone/ (render/binder_app.SHIPPED_LAYERS)
 STANDALONE_MAY_IMPORT = ("errors", "cpus", "host", "parse", "model")
@@ -78,7 +77,7 @@ def _resolve(rel, module, level):
     base = _package(rel).split(".")
     if level - 1 >= len(base):
         return "<beyond the top>"
-    base = base[:len(base) - (level - 1)]
+    base = base[: len(base) - (level - 1)]
     return ".".join(base + ([module] if module else []))
 
 
@@ -93,12 +92,11 @@ def _string_import(node):
         target = node.args[0].value
         if not target.startswith("."):
             return target
-        package = node.args[1].value if len(node.args) > 1 and \
-            isinstance(node.args[1], ast.Constant) else None
+        package = node.args[1].value if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) else None
         if not isinstance(package, str):
             return None
         level = len(target) - len(target.lstrip("."))
-        base = package.split(".")[:len(package.split(".")) - (level - 1)]
+        base = package.split(".")[: len(package.split(".")) - (level - 1)]
         return ".".join(base + ([target.lstrip(".")] if target.lstrip(".") else []))
     return None
 
@@ -129,7 +127,7 @@ def _target_area(name):
     if name == "ansible_collections" or name.startswith("ansible_collections."):
         if not (name + ".").startswith(ROOT + "."):
             return "<another collection>" if name.count(".") >= 2 else "<outside>"
-        rest = name[len(ROOT) + 1:].split(".")
+        rest = name[len(ROOT) + 1 :].split(".")
         if not rest[0]:
             return "<outside>"
         if rest[0] == "module_utils":
@@ -156,11 +154,9 @@ def _allowed(mine, target):
     if mine == "modules":
         return target.startswith("module_utils/")
     if mine == "plugin_utils":
-        return target.startswith("module_utils/") and target != "module_utils/standalone" \
-            or target == "plugin_utils"
+        return target.startswith("module_utils/") and target != "module_utils/standalone" or target == "plugin_utils"
     if mine == "filter":
-        return (target.startswith("module_utils/") and target != "module_utils/standalone") \
-            or target == "plugin_utils"
+        return (target.startswith("module_utils/") and target != "module_utils/standalone") or target == "plugin_utils"
     return False
 
 
@@ -181,7 +177,7 @@ def _read(rel):
 
 
 def test_every_file_is_in_a_layer_folder():
-    utils = [rel[len("module_utils/"):] for rel in _files() if rel.startswith("module_utils/")]
+    utils = [rel[len("module_utils/") :] for rel in _files() if rel.startswith("module_utils/")]
     stray = [rel for rel in utils if "/" not in rel and rel not in ("errors.py", "__init__.py")]
     assert stray == []
     unknown = sorted(set(rel.split("/")[0] for rel in utils if "/" in rel) - set(LAYERS))
@@ -268,19 +264,20 @@ def test_the_rule_check_itself(rel, source, flagged):
 
 
 def test_relative_imports_resolve_against_the_package():
-    assert imports_of("module_utils/model/x.py", "from ..plan import dispatch\n") == \
-        [(U + ".plan.dispatch", 1)]
-    assert imports_of("module_utils/model/__init__.py", "from . import rules\n") == \
-        [(U + ".model.rules", 1)]
-    assert imports_of("filter/x.py", "from ..plugin_utils.report import analysis\n") == \
-        [(ROOT + ".plugin_utils.report.analysis", 1)]
-    assert imports_of("module_utils/model/x.py", "import_module('..plan.gpu', '%s.model')\n" % U) \
-        == [(U + ".plan.gpu", 1)]
+    assert imports_of("module_utils/model/x.py", "from ..plan import dispatch\n") == [(U + ".plan.dispatch", 1)]
+    assert imports_of("module_utils/model/__init__.py", "from . import rules\n") == [(U + ".model.rules", 1)]
+    assert imports_of("filter/x.py", "from ..plugin_utils.report import analysis\n") == [
+        (ROOT + ".plugin_utils.report.analysis", 1)
+    ]
+    assert imports_of("module_utils/model/x.py", "import_module('..plan.gpu', '%s.model')\n" % U) == [
+        (U + ".plan.gpu", 1)
+    ]
     assert imports_of("module_utils/model/x.py", "import_module('.x')\n") == [("<not a literal>", 1)]
 
 
 def test_exceptions_live_in_errors_and_share_one_base():
     from ansible_collections.npuops.fleet.plugins.module_utils import errors
+
     outside = []
     for rel in _files(MODULE_UTILS):
         tree = ast.parse(_read("module_utils/" + rel), rel)
@@ -288,8 +285,11 @@ def test_exceptions_live_in_errors_and_share_one_base():
             if isinstance(node, ast.ClassDef) and node.name.endswith("Error") and rel != "errors.py":
                 outside.append("%s:%s" % (rel, node.name))
     assert outside == []
-    classes = [obj for obj in vars(errors).values()
-               if isinstance(obj, type) and issubclass(obj, Exception) and obj.__module__ == errors.__name__]
+    classes = [
+        obj
+        for obj in vars(errors).values()
+        if isinstance(obj, type) and issubclass(obj, Exception) and obj.__module__ == errors.__name__
+    ]
     assert len(classes) >= 9
     assert all(issubclass(cls, errors.NpuopsError) for cls in classes)
 
@@ -298,6 +298,8 @@ def test_plugin_file_lengths():
     lengths = [(rel, _read(rel).count("\n")) for rel in _files()]
     long_files = [(rel, n) for rel, n in lengths if n > LONG_FILE_WARN]
     if long_files:
-        warnings.warn("plugins/ files over %d lines (look for a seam): %s"
-                      % (LONG_FILE_WARN, ", ".join("%s (%d)" % item for item in long_files)))
+        warnings.warn(
+            "plugins/ files over %d lines (look for a seam): %s"
+            % (LONG_FILE_WARN, ", ".join("%s (%d)" % item for item in long_files))
+        )
     assert [(rel, n) for rel, n in lengths if n > LONG_FILE_FAIL] == []

@@ -1,4 +1,5 @@
 """Whole-string validators must not accept a trailing newline (Python's ``$`` does)."""
+
 import pytest
 
 from ansible_collections.npuops.fleet.plugins.module_utils.host import snapshot

@@ -65,26 +65,49 @@ def _cpus(text):
 
 
 def test_wrapper_exports_the_rocm_visibility(host):
-    result = call_module("vllm_launch_wrapper", {
-        "name": "left", "plan": host["plan"], "command": ["vllm", "serve", "/models/m"],
-        "host_root": str(host["root"]), "allow_foreign_plan": True})
+    result = call_module(
+        "vllm_launch_wrapper",
+        {
+            "name": "left",
+            "plan": host["plan"],
+            "command": ["vllm", "serve", "/models/m"],
+            "host_root": str(host["root"]),
+            "allow_foreign_plan": True,
+        },
+    )
     assert not result.get("failed"), result.get("msg")
     text = (host["root"] / "usr/local/lib/npuops/left-launch").read_text()
-    assert "export HIP_VISIBLE_DEVICES=0,1,2,3\nexport CUDA_VISIBLE_DEVICES=0,1,2,3\n" \
-        "unset ROCR_VISIBLE_DEVICES\n" in text
+    assert (
+        "export HIP_VISIBLE_DEVICES=0,1,2,3\nexport CUDA_VISIBLE_DEVICES=0,1,2,3\nunset ROCR_VISIBLE_DEVICES\n" in text
+    )
     assert "CUDA_DEVICE_ORDER" not in text and "UCX_NET_DEVICES='mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1'" in text
     doc = json.loads((host["root"] / "usr/local/lib/npuops/left.plan.json").read_text())
     assert doc["npuops_instance"]["vendor"] == "amd" and sorted(doc["gpus"]) == ["0", "1", "2", "3"]
-    refused = call_module("vllm_launch_wrapper", {
-        "name": "left", "plan": host["plan"], "command": ["vllm"], "env": {"ROCR_VISIBLE_DEVICES": "0"},
-        "host_root": str(host["root"]), "allow_foreign_plan": True})
+    refused = call_module(
+        "vllm_launch_wrapper",
+        {
+            "name": "left",
+            "plan": host["plan"],
+            "command": ["vllm"],
+            "env": {"ROCR_VISIBLE_DEVICES": "0"},
+            "host_root": str(host["root"]),
+            "allow_foreign_plan": True,
+        },
+    )
     assert refused["failed"] and "ROCR_VISIBLE_DEVICES would renumber" in refused["msg"]
 
 
 def test_irq_affinity_pins_the_paired_nics(host):
-    result = call_module("npu_irq_affinity", {
-        "plan": host["plan"], "topology": host["facts"], "host_root": str(host["root"]),
-        "irqbalance": "ignore", "allow_foreign_plan": True})
+    result = call_module(
+        "npu_irq_affinity",
+        {
+            "plan": host["plan"],
+            "topology": host["facts"],
+            "host_root": str(host["root"]),
+            "irqbalance": "ignore",
+            "allow_foreign_plan": True,
+        },
+    )
     assert not result.get("failed"), result.get("msg")
     assert result["changed"] is True
     nic0 = [n for n in host["facts"]["nics"] if n["name"] == "mlx5_0"][0]
@@ -93,16 +116,24 @@ def test_irq_affinity_pins_the_paired_nics(host):
     for irq in nic0["irqs"]:
         pinned = (host["root"] / ("proc/irq/%d/smp_affinity_list" % irq)).read_text().strip()
         assert set(_cpus(pinned)) <= spare_or_pool
-    again = call_module("npu_irq_affinity", {
-        "plan": host["plan"], "topology": host["facts"], "host_root": str(host["root"]),
-        "irqbalance": "ignore", "allow_foreign_plan": True})
+    again = call_module(
+        "npu_irq_affinity",
+        {
+            "plan": host["plan"],
+            "topology": host["facts"],
+            "host_root": str(host["root"]),
+            "irqbalance": "ignore",
+            "allow_foreign_plan": True,
+        },
+    )
     assert again["changed"] is False
 
 
 def test_the_audit_knows_the_vendor(host):
     vllm = call_module("npu_cpu_plan", {"topology": host["facts"], "policy": "vllm_ascend"})["plan"]
-    report = analysis.build_report({"mi300x-8gpu": {
-        "facts": host["facts"], "plan_strict": host["plan"], "plan_vllm_ascend": vllm}})
+    report = analysis.build_report(
+        {"mi300x-8gpu": {"facts": host["facts"], "plan_strict": host["plan"], "plan_vllm_ascend": vllm}}
+    )
     (entry,) = report["hosts"]
     assert entry["vendor"] == "amd" and entry["gpus"] == 8
     devices = entry["plans"]["strict"]["devices"]

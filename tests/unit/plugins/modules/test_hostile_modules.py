@@ -50,8 +50,7 @@ def test_save_snapshot_replaces_planted_links_and_reports_changed(tmp_path):
     snap = os.path.join(SNAPSHOTS, "a2-910b3x8")
     refused = call_module("npu_topology_facts", {"snapshot": snap, "save_snapshot": str(dest)})
     assert "exists and is not empty" in _message(refused)
-    res = call_module("npu_topology_facts", {"snapshot": snap, "save_snapshot": str(dest),
-                                             "overwrite_snapshot": True})
+    res = call_module("npu_topology_facts", {"snapshot": snap, "save_snapshot": str(dest), "overwrite_snapshot": True})
     assert res["changed"] is True and not res.get("failed"), res
     _untouched(outside)
     assert not os.path.islink(str(dest / "snapshot.yml"))
@@ -63,8 +62,7 @@ def test_snapshot_linked_outside_is_a_message(tmp_path):
     outside = _outside(tmp_path)
     snap = tmp_path / "snap"
     snap.mkdir()
-    (snap / "snapshot.yml").write_text("schema: 1\ncommands:\n  lscpu: {rc: 0, stdout_file: "
-                                       "cmd/lscpu.txt}\n")
+    (snap / "snapshot.yml").write_text("schema: 1\ncommands:\n  lscpu: {rc: 0, stdout_file: cmd/lscpu.txt}\n")
     (snap / "cmd").mkdir()
     os.symlink(str(outside / "victim"), str(snap / "cmd" / "lscpu.txt"))
     msg = _message(call_module("npu_topology_facts", {"snapshot": str(snap)}))
@@ -72,16 +70,19 @@ def test_snapshot_linked_outside_is_a_message(tmp_path):
 
 
 def test_plan_on_wrong_typed_topology_names_the_field():
-    msg = _message(call_module("npu_cpu_plan", {"topology": {
-        "vendor": "ascend", "npus": [{"logic_id": 0, "numa_node": "x"}]}}))
+    msg = _message(
+        call_module("npu_cpu_plan", {"topology": {"vendor": "ascend", "npus": [{"logic_id": 0, "numa_node": "x"}]}})
+    )
     assert "npus[0].numa_node: expected an integer" in msg
 
 
 WRAPPER_REFUSALS = [
     ({"name": "x" * 240}, "name 'xxx"),
     ({"name": "a@"}, "no '@'"),
-    ({"plan": {"instances": [1], "npus": {"0": {"pool": "0-3", "main": "0-3"}}}},
-     "plan: instances: expected a mapping"),
+    (
+        {"plan": {"instances": [1], "npus": {"0": {"pool": "0-3", "main": "0-3"}}}},
+        "plan: instances: expected a mapping",
+    ),
     ({"plan": {"npus": {"0": {"pool": "0-4294967295", "main": "0-3"}}}}, "CPU id 4294967295"),
     ({"command": ["vllm", "--additional-config", "[" * 100000]}, "not valid JSON"),
     ({"env": {"SHELLOPTS": "x"}}, "bash readonly variable"),
@@ -93,8 +94,12 @@ WRAPPER_REFUSALS = [
 @pytest.mark.parametrize("args, words", WRAPPER_REFUSALS, ids=[w for dummy, w in WRAPPER_REFUSALS])
 def test_launch_wrapper_refusals(tmp_path, args, words):
     """Each used to be a traceback or a unit systemd rejects; nothing is written."""
-    base = {"name": "svc", "plan": {"npus": {"0": {"pool": "0-3", "main": "0-3"}}},
-            "command": ["vllm", "serve"], "host_root": str(tmp_path)}
+    base = {
+        "name": "svc",
+        "plan": {"npus": {"0": {"pool": "0-3", "main": "0-3"}}},
+        "command": ["vllm", "serve"],
+        "host_root": str(tmp_path),
+    }
     base.update(args)
     assert words in _message(call_module("vllm_launch_wrapper", base))
     assert not os.listdir(str(tmp_path))
@@ -115,16 +120,20 @@ def test_irq_affinity_refuses_a_hard_link(tmp_path):
     outside = _outside(tmp_path)
     root = tmp_path / "root"
     bus = "0000:c1:00.0"
-    irq_sandbox(root, "           CPU0 CPU1\n 100: 1 0 ITS-MSI 1 Edge sq_send_trigger_irq\n"
-                      " 102: 1 0 ITS-MSI 2 Edge cq_update_irq\n", {bus: [100, 102]}, "0-1")
+    irq_sandbox(
+        root,
+        "           CPU0 CPU1\n 100: 1 0 ITS-MSI 1 Edge sq_send_trigger_irq\n 102: 1 0 ITS-MSI 2 Edge cq_update_irq\n",
+        {bus: [100, 102]},
+        "0-1",
+    )
     root = str(root)
     target = os.path.join(root, "proc/irq/100/smp_affinity_list")
     os.unlink(target)
     os.link(str(outside / "victim"), target)
-    plan = {"mode": "topo_affinity", "device_type": "A2",
-            "npus": {"0": {"pool": "0-1", "irq": "0-1", "main": "1"}}}
+    plan = {"mode": "topo_affinity", "device_type": "A2", "npus": {"0": {"pool": "0-1", "irq": "0-1", "main": "1"}}}
     topo = {"npus": [{"logic_id": 0, "bus_id": bus}]}
-    msg = _message(call_module("npu_irq_affinity", {"plan": plan, "topology": topo,
-                                                    "irqbalance": "ignore", "host_root": root}))
+    msg = _message(
+        call_module("npu_irq_affinity", {"plan": plan, "topology": topo, "irqbalance": "ignore", "host_root": root})
+    )
     assert "hard links" in msg
     assert (outside / "victim").read_text() == SECRET

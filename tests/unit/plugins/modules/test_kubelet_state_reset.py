@@ -3,6 +3,7 @@
 (a deprecation, not silently ignored), the state files never move while systemctl says the
 kubelet runs (a systemctl stand-in first on PATH), apply -> rollback -> commit through the
 module."""
+
 import os
 
 from npuops_testing.kube_standins import FakeSystemd
@@ -21,8 +22,11 @@ def host(tmp_path):
 
 
 def args(root, **kw):
-    out = {"host_root": str(root), "config_path": "/var/lib/kubelet/config.yaml",
-           "config_content": "kind: KubeletConfiguration\ncpuManagerPolicy: static\n"}
+    out = {
+        "host_root": str(root),
+        "config_path": "/var/lib/kubelet/config.yaml",
+        "config_content": "kind: KubeletConfiguration\ncpuManagerPolicy: static\n",
+    }
     out.update(kw)
     return out
 
@@ -36,13 +40,18 @@ def with_systemd(monkeypatch, tmp_path, active):
 def test_removed_options_are_deprecated_not_silently_ignored(tmp_path, monkeypatch):
     root, kdir = host(tmp_path)
     with_systemd(monkeypatch, tmp_path, "inactive")
-    result = call_module("kubelet_state_reset", args(root, node_name="n1", kubeconfig="/etc/kubernetes/admin.conf",
-                                                     drain_timeout=600), check=True)
+    result = call_module(
+        "kubelet_state_reset",
+        args(root, node_name="n1", kubeconfig="/etc/kubernetes/admin.conf", drain_timeout=600),
+        check=True,
+    )
     assert not result.get("failed"), result
     deprecations = result.get("deprecations", [])
     text = sorted(str((d.get("event") or d).get("msg")) for d in deprecations)
-    assert text == ["Param '%s' is deprecated. See the module docs for more information" % name
-                    for name in ("drain_timeout", "kubeconfig", "node_name")], result
+    assert text == [
+        "Param '%s' is deprecated. See the module docs for more information" % name
+        for name in ("drain_timeout", "kubeconfig", "node_name")
+    ], result
     assert all(d["version"] == "1.0.0" and "npuops.fleet" in str(d) for d in deprecations)
 
 

@@ -12,10 +12,12 @@ from npuops_testing import fixture_text
 from npuops_testing.module_harness import call_module, expand
 from npuops_testing.sandbox import irq_sandbox
 
-CASES = yaml.safe_load(open(os.path.join(os.path.dirname(__file__), "cases",
-                                         "module_contracts.yml")))["cases"]
-MODULES = sorted(n[:-3] for n in os.listdir(os.path.join(
-    os.path.dirname(__file__), "..", "..", "..", "..", "plugins", "modules")) if n.endswith(".py"))
+CASES = yaml.safe_load(open(os.path.join(os.path.dirname(__file__), "cases", "module_contracts.yml")))["cases"]
+MODULES = sorted(
+    n[:-3]
+    for n in os.listdir(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "plugins", "modules"))
+    if n.endswith(".py")
+)
 
 BUS = {"0": "0000:c1:00.0", "1": "0000:01:00.0"}
 INTERRUPTS = """           CPU0       CPU1       CPU2       CPU3
@@ -25,18 +27,28 @@ INTERRUPTS = """           CPU0       CPU1       CPU2       CPU3
  201:          9          0          0          0  ITS-MSI 524289 Edge      cq_update_irq
 """
 NAMED = {
-    "@irq_plan": {"mode": "topo_affinity", "device_type": "A2", "skipped": False,
-                  "npus": {"0": {"pool": "2-3", "numa_nodes": [1], "irq": "2-3", "main": "3"},
-                           "1": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "1"}}},
-    "@irq_topology": {"npus": [{"logic_id": 0, "bus_id": BUS["0"]},
-                               {"logic_id": 1, "bus_id": BUS["1"]}],
-                      "irqbalance": {"installed": True, "active": True}},
+    "@irq_plan": {
+        "mode": "topo_affinity",
+        "device_type": "A2",
+        "skipped": False,
+        "npus": {
+            "0": {"pool": "2-3", "numa_nodes": [1], "irq": "2-3", "main": "3"},
+            "1": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "1"},
+        },
+    },
+    "@irq_topology": {
+        "npus": [{"logic_id": 0, "bus_id": BUS["0"]}, {"logic_id": 1, "bus_id": BUS["1"]}],
+        "irqbalance": {"installed": True, "active": True},
+    },
     "@wrapper_plan": {
-        "policy": "strict", "mode": "topo_affinity", "device_type": "A2", "skipped": False,
+        "policy": "strict",
+        "mode": "topo_affinity",
+        "device_type": "A2",
+        "skipped": False,
         "numa_nodes": {"0": "0-1"},
-        "npus": {"0": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "0", "acl": "1",
-                       "release": "0"}},
-        "instances": {"svc": {"npus": [0], "env": {}}}},
+        "npus": {"0": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "0", "acl": "1", "release": "0"}},
+        "instances": {"svc": {"npus": [0], "env": {}}},
+    },
 }
 
 
@@ -45,7 +57,7 @@ def _setup(kind, tmp_path):
     if kind == "irq_host":
         irq_sandbox(root, INTERRUPTS, {BUS["0"]: [100, 102], BUS["1"]: [200, 201]})
         (root / "etc" / "default").mkdir(parents=True)
-        (root / "etc" / "default" / "irqbalance").write_text("IRQBALANCE_ARGS=\"--journal\"\n")
+        (root / "etc" / "default" / "irqbalance").write_text('IRQBALANCE_ARGS="--journal"\n')
     elif kind == "partition_host":  # the runtime masks a partition writes, all CPUs set
         for rel in ("sys/devices/virtual/workqueue/cpumask", "proc/irq/default_smp_affinity"):
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -55,7 +67,8 @@ def _setup(kind, tmp_path):
     elif kind == "kubelet_host":  # kubeadm's kubelet config and unit drop-in (real formats)
         (root / "var/lib/kubelet").mkdir(parents=True)
         (root / "var/lib/kubelet/config.yaml").write_text(
-            fixture_text("kubernetes/kubeadm_var-lib-kubelet_config.yaml"))
+            fixture_text("kubernetes/kubeadm_var-lib-kubelet_config.yaml")
+        )
         unit_dir = root / "usr/lib/systemd/system/kubelet.service.d"
         unit_dir.mkdir(parents=True)
         (unit_dir / "10-kubeadm.conf").write_text(fixture_text("kubernetes/10-kubeadm.conf"))
@@ -73,8 +86,7 @@ def _tree(path):
 
 
 def _args(case, tmp_path):
-    args = dict((k, NAMED.get(v, v) if isinstance(v, str) else v)
-                for k, v in case["args"].items())
+    args = dict((k, NAMED.get(v, v) if isinstance(v, str) else v) for k, v in case["args"].items())
     return expand(args, tmp_path)
 
 
@@ -83,8 +95,7 @@ def test_module_contract(case, tmp_path):
     _setup(case.get("setup"), tmp_path)
     args = _args(case, tmp_path)
     before = _tree(tmp_path)
-    result = call_module(case["module"], args, check=case.get("check", False),
-                         diff=case.get("diff", False))
+    result = call_module(case["module"], args, check=case.get("check", False), diff=case.get("diff", False))
     want = case["expected"]
     assert bool(result.get("failed")) is want.get("failed", False), result.get("msg")
     if "changed" in want:

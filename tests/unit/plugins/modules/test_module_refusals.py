@@ -13,20 +13,28 @@ import pytest
 from npuops_testing.module_harness import call_module
 
 PLAN = {
-    "policy": "strict", "mode": "topo_affinity", "device_type": "A2", "skipped": False,
+    "policy": "strict",
+    "mode": "topo_affinity",
+    "device_type": "A2",
+    "skipped": False,
     "numa_nodes": {"0": "0-1"},
-    "npus": {"0": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "0", "acl": "1",
-                   "release": "0"},
-             "1": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "1", "acl": "0",
-                   "release": "1"}},
+    "npus": {
+        "0": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "0", "acl": "1", "release": "0"},
+        "1": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "1", "acl": "0", "release": "1"},
+    },
     "instances": {"svc": {"npus": [0, 1], "env": {}}},
 }
 HOSTILE = ["$(touch /tmp/npuops-pwned-mod)", "it's", "a\nb", "`id`", "*", "-x"]
 
 
 def wrapper_args(tmp_path, **extra):
-    base = {"name": "svc", "plan": PLAN, "command": ["vllm", "serve", "/models/m"] + HOSTILE,
-            "env": {"HCCL_X": "1"}, "host_root": str(tmp_path)}
+    base = {
+        "name": "svc",
+        "plan": PLAN,
+        "command": ["vllm", "serve", "/models/m"] + HOSTILE,
+        "env": {"HCCL_X": "1"},
+        "host_root": str(tmp_path),
+    }
     base.update(extra)
     return base
 

@@ -47,8 +47,7 @@ def tree(path):
 
 
 def args(root, host="a2-910b3x8", **extra):
-    base = {"plan": plan_of(host), "topology": facts_of(host), "host_root": str(root),
-            "cgroup": "v2", "tuned": "auto"}
+    base = {"plan": plan_of(host), "topology": facts_of(host), "host_root": str(root), "cgroup": "v2", "tuned": "auto"}
     base.update(extra)
     return base
 
@@ -71,24 +70,22 @@ def test_check_mode_is_inert_then_applied_idempotent_and_reversible(tmp_path, ho
     housekeeping = set(cpulist.parse(applied["housekeeping"]))
     for path in render.RUNTIME_FILES:
         assert set(cpulist.from_mask(read(root, path))) == housekeeping
-    assert read(root, render.unit_dropin("system.slice")).endswith(
-        "AllowedCPUs=%s\n" % applied["housekeeping"])
+    assert read(root, render.unit_dropin("system.slice")).endswith("AllowedCPUs=%s\n" % applied["housekeeping"])
     state = json.loads(read(root, render.STATE_FILE))
     assert state["runtime_before"] == dict((p, ALL_MASK) for p in render.RUNTIME_FILES)
     again = call_module("npu_cpu_partition", a)
     assert again["changed"] is False and again["steps"] == []
     # taken back: check mode inert, then the tree exactly as found
     applied_tree = tree(root)
-    back_check = call_module("npu_cpu_partition", {"state": "absent", "host_root": str(root)},
-                             check=True)
+    back_check = call_module("npu_cpu_partition", {"state": "absent", "host_root": str(root)}, check=True)
     assert back_check["changed"] is True and tree(root) == applied_tree
     back = call_module("npu_cpu_partition", {"state": "absent", "host_root": str(root)})
     assert back["changed"] is True and not back.get("failed"), back.get("msg")
     assert (root / LOCK).read_text() == ""  # the state file's lock stays, empty
-    assert [(p, t.strip() if p.startswith(("proc", "sys")) else t) for p, t in tree(root)] == \
-        [(p, t.strip() if p.startswith(("proc", "sys")) else t) for p, t in found]
-    assert call_module("npu_cpu_partition", {"state": "absent",
-                                             "host_root": str(root)})["changed"] is False
+    assert [(p, t.strip() if p.startswith(("proc", "sys")) else t) for p, t in tree(root)] == [
+        (p, t.strip() if p.startswith(("proc", "sys")) else t) for p, t in found
+    ]
+    assert call_module("npu_cpu_partition", {"state": "absent", "host_root": str(root)})["changed"] is False
 
 
 def test_a_second_run_keeps_the_first_runs_saved_values(tmp_path):
@@ -96,8 +93,7 @@ def test_a_second_run_keeps_the_first_runs_saved_values(tmp_path):
     root = make_root(tmp_path)
     call_module("npu_cpu_partition", args(root))
     other = args(root, min_housekeeping=1)
-    other["plan"] = dict(other["plan"], cpu_budget=dict(other["plan"]["cpu_budget"],
-                                                        frontend="24-47"))
+    other["plan"] = dict(other["plan"], cpu_budget=dict(other["plan"]["cpu_budget"], frontend="24-47"))
     assert call_module("npu_cpu_partition", other)["changed"] is True
     state = json.loads(read(root, render.STATE_FILE))
     assert state["runtime_before"][render.WORKQUEUE_MASK] == ALL_MASK
@@ -144,8 +140,12 @@ def test_failure_rolls_every_step_back(tmp_path):
 
 def test_instances_in_system_slice_are_found(tmp_path):
     root = tmp_path / "root"
-    for name, procs in (("vllm-svc0.service", "1234\n"), ("vllm-svc0-bind.service", "9\n"),
-                        ("vllm-svc1.service", ""), ("sshd.service", "77\n")):
+    for name, procs in (
+        ("vllm-svc0.service", "1234\n"),
+        ("vllm-svc0-bind.service", "9\n"),
+        ("vllm-svc1.service", ""),
+        ("sshd.service", "77\n"),
+    ):
         (root / "sys/fs/cgroup/system.slice" / name).mkdir(parents=True)
         (root / "sys/fs/cgroup/system.slice" / name / "cgroup.procs").write_text(procs)
     assert apply.Partition(str(root)).instances_in_system_slice() == ["vllm-svc0.service"]
@@ -153,11 +153,13 @@ def test_instances_in_system_slice_are_found(tmp_path):
 
 def test_instance_services_move_to_their_slice_and_back(tmp_path):
     from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch
+
     root = make_root(tmp_path)
     found = tree(root)
     facts = facts_of("a2-910b3x8")
-    plan = dispatch.make_plan(facts, "strict", instances=[
-        {"name": "svc0", "npus": [0, 1, 2, 3]}, {"name": "svc1", "npus": [4, 5, 6, 7]}])
+    plan = dispatch.make_plan(
+        facts, "strict", instances=[{"name": "svc0", "npus": [0, 1, 2, 3]}, {"name": "svc1", "npus": [4, 5, 6, 7]}]
+    )
     a = {"plan": plan, "topology": facts, "host_root": str(root), "cgroup": "v2"}
     result = call_module("npu_cpu_partition", a)
     assert not result.get("failed"), result.get("msg")
@@ -175,6 +177,7 @@ def test_cgroup_v1_take_back_reloads_the_manager_on_its_old_affinity(tmp_path):
     systemd tier saw a new service stay on the housekeeping CPU): taking it back rewrites the
     drop-in to the affinity before, reloads, then removes it."""
     from ansible_collections.npuops.fleet.plugins.module_utils.apply import cpu_partition as part_apply
+
     root = make_root(tmp_path)
     found = tree(root)
     applied = call_module("npu_cpu_partition", args(root, "dgx-a100", cgroup="v1"))
@@ -186,6 +189,7 @@ def test_cgroup_v1_take_back_reloads_the_manager_on_its_old_affinity(tmp_path):
     def spy(self, path, text):
         written.append((path, text))
         return real_write(self, path, text)
+
     part_apply.Partition._write = spy
     try:
         back = call_module("npu_cpu_partition", {"state": "absent", "host_root": str(root)})
@@ -205,10 +209,14 @@ def test_kernel_cmdline_is_explicit_and_waits_for_a_reboot(tmp_path):
     assert asked["reboot_pending"] is True and render.GRUB_DROPIN in asked["files"]
     iso = asked["isolated"]
     assert json.loads(read(root, render.STATE_FILE))["kernel_cmdline"] == [
-        "isolcpus=managed_irq,domain,%s" % iso, "nohz_full=%s" % iso, "rcu_nocbs=%s" % iso]
+        "isolcpus=managed_irq,domain,%s" % iso,
+        "nohz_full=%s" % iso,
+        "rcu_nocbs=%s" % iso,
+    ]
     # after the reboot the running kernel has them: nothing pending, nothing to change
-    (root / "proc/cmdline").write_text("ro isolcpus=managed_irq,domain,%s nohz_full=%s rcu_nocbs=%s\n"
-                                       % (iso, iso, iso))
+    (root / "proc/cmdline").write_text(
+        "ro isolcpus=managed_irq,domain,%s nohz_full=%s rcu_nocbs=%s\n" % (iso, iso, iso)
+    )
     again = call_module("npu_cpu_partition", args(root, "dgx-a100", kernel_cmdline=True))
     assert again["changed"] is False and again["reboot_pending"] is False
 
@@ -230,6 +238,7 @@ def test_live_cgroup_v2_refuses_while_an_instance_runs_in_system_slice(tmp_path)
     Refused with the unit named, nothing changed (restart_instances restarts it instead)."""
     from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch
     from ansible_collections.npuops.fleet.plugins.modules import npu_cpu_partition as module_code
+
     root = make_root(tmp_path)
     unit = root / "sys/fs/cgroup/system.slice/vllm-svc0.service"
     unit.mkdir(parents=True)
@@ -240,8 +249,16 @@ def test_live_cgroup_v2_refuses_while_an_instance_runs_in_system_slice(tmp_path)
 
     class Module(object):
         check_mode = False
-        params = {"plan": plan, "topology": facts, "min_housekeeping": 2, "cgroup": "v2",
-                  "tuned": "never", "kernel_cmdline": False, "restart_instances": False}
+        params = {
+            "plan": plan,
+            "topology": facts,
+            "min_housekeeping": 2,
+            "cgroup": "v2",
+            "tuned": "never",
+            "kernel_cmdline": False,
+            "restart_instances": False,
+        }
+
     part = apply.Partition(str(root))
     part.live = True  # a live host's decisions, on the sandbox's files
     with pytest.raises(Exception) as err:
@@ -254,6 +271,7 @@ def test_cgroup_v2_take_back_widens_the_slices_before_removing_them(tmp_path):
     """Removing AllowedCPUs= leaves a running cgroup's cpuset as it was (systemd/systemd#43846):
     taken back, each slice's drop-in is first rewritten to every CPU, reloaded, then removed."""
     from ansible_collections.npuops.fleet.plugins.module_utils.apply import cpu_partition as part_apply
+
     root = make_root(tmp_path)
     (root / "sys/fs/cgroup").mkdir(parents=True)
     (root / "sys/fs/cgroup/cpuset.cpus.effective").write_text("0-191\n")
@@ -266,6 +284,7 @@ def test_cgroup_v2_take_back_widens_the_slices_before_removing_them(tmp_path):
     def spy(self, path, text):
         written.append((path, text))
         return real_write(self, path, text)
+
     part_apply.Partition._write = spy
     try:
         call_module("npu_cpu_partition", {"state": "absent", "host_root": str(root)})
@@ -286,6 +305,7 @@ def test_partition_state_write_waits_for_the_shared_lock(tmp_path, state):
     import fcntl
     import threading
     import time
+
     root = make_root(tmp_path)
     state_file = root / render.STATE_FILE.lstrip("/")
     lock = state_file.parent / (".%s.lock" % state_file.name)

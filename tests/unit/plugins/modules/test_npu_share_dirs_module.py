@@ -11,8 +11,14 @@ import pytest
 
 from npuops_testing.module_harness import call_module
 
-EXPECTED_DIRS = ["share_device", "share_device/0", "share_device/1", "share_device/15",
-                 "etc/enpu", "var/log/mindx-dl/devicePlugin"]
+EXPECTED_DIRS = [
+    "share_device",
+    "share_device/0",
+    "share_device/1",
+    "share_device/15",
+    "etc/enpu",
+    "var/log/mindx-dl/devicePlugin",
+]
 
 
 def sandbox(tmp_path):
@@ -22,8 +28,10 @@ def sandbox(tmp_path):
 
 
 def topology(phys):
-    return {"device_type": "A3", "npus": [{"npu_id": i // 2, "logic_id": i, "phy_id": p,
-                                           "health": "OK"} for i, p in enumerate(phys)]}
+    return {
+        "device_type": "A3",
+        "npus": [{"npu_id": i // 2, "logic_id": i, "phy_id": p, "health": "OK"} for i, p in enumerate(phys)],
+    }
 
 
 def mode_of(path):
@@ -32,8 +40,9 @@ def mode_of(path):
 
 def test_check_mode_creates_nothing(tmp_path):
     host = sandbox(tmp_path)
-    result = call_module("npu_share_dirs", {"root": "/share_device", "chips": [0, 1],
-                                            "host_root": str(host)}, check=True)
+    result = call_module(
+        "npu_share_dirs", {"root": "/share_device", "chips": [0, 1], "host_root": str(host)}, check=True
+    )
     assert result.get("failed") is not True, result
     assert result["changed"] is True
     assert "/share_device/1" in result["created"] and "/etc/vnpu.cfg" in result["created"]
@@ -51,7 +60,7 @@ def test_creates_then_unchanged_and_keeps_vnpu_cfg(tmp_path):
         assert (host / rel).is_dir(), rel
     assert mode_of(host / "share_device" / "15") == 0o750
     assert mode_of(host / "var/log/mindx-dl/devicePlugin") == 0o750
-    assert first["group"] == "root"          # no HwHiAiUser group on the test machine
+    assert first["group"] == "root"  # no HwHiAiUser group on the test machine
     assert "/etc/vnpu.cfg" not in first["created"]
     assert (host / "etc" / "vnpu.cfg").read_text() == "existing vnpu config\n"
     assert any(d.get("after", {}).get("path") == "/share_device/15" for d in first["diff"])
@@ -61,8 +70,7 @@ def test_creates_then_unchanged_and_keeps_vnpu_cfg(tmp_path):
 
 def test_vnpu_cfg_created_empty(tmp_path):
     host = sandbox(tmp_path)
-    result = call_module("npu_share_dirs", {"root": "/share_device", "chips": [3],
-                                            "host_root": str(host)})
+    result = call_module("npu_share_dirs", {"root": "/share_device", "chips": [3], "host_root": str(host)})
     assert result["changed"] is True
     assert (host / "etc" / "vnpu.cfg").read_text() == ""
 
@@ -72,8 +80,9 @@ def test_prune_removes_only_empty_dirs_of_gone_chips(tmp_path):
     for name in ("0", "1", "2", "notes"):
         (host / "share_device" / name).mkdir(parents=True)
     (host / "share_device" / "1" / "die0").write_text("")
-    result = call_module("npu_share_dirs", {"root": "/share_device", "chips": [0], "prune": True,
-                                            "host_root": str(host)})
+    result = call_module(
+        "npu_share_dirs", {"root": "/share_device", "chips": [0], "prune": True, "host_root": str(host)}
+    )
     assert result.get("failed") is not True, result
     assert result["removed"] == ["/share_device/2"]
     assert result["kept"] == ["/share_device/1"]

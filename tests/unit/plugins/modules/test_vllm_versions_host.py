@@ -43,8 +43,9 @@ def _host(tmp, name, site_version):
     snap = str(tmp / name)
     shutil.copytree(SNAP, snap)
     if site_version:
-        _put(snap, "fs/%s/vllm-%s.dist-info/METADATA" % (SITE, site_version),
-             _fixture("METADATA-%s.txt" % site_version))
+        _put(
+            snap, "fs/%s/vllm-%s.dist-info/METADATA" % (SITE, site_version), _fixture("METADATA-%s.txt" % site_version)
+        )
     _put(snap, "fs/%s/vllm-0.19.1.dist-info/METADATA" % OLD_ENV, _fixture("METADATA-0.19.1.txt"))
     root = tmp / (name + "-root")
     snapshot.copy_host_tree(snap, str(root))
@@ -61,44 +62,62 @@ def hosts(tmp_path_factory):
 
 
 def _wrap(host, command, name="all", **extra):
-    args = {"name": name, "plan": host["plan"], "command": command,
-            "host_root": str(host["root"]), "allow_foreign_plan": True}
+    args = {
+        "name": name,
+        "plan": host["plan"],
+        "command": command,
+        "host_root": str(host["root"]),
+        "allow_foreign_plan": True,
+    }
     args.update(extra)
     result = call_module("vllm_launch_wrapper", args)
     assert not result.get("failed"), result.get("msg")
     base = host["root"] / "usr/local/lib/npuops"
-    return result, (base / (name + "-launch")).read_text(), \
-        (host["root"] / ("etc/systemd/system/vllm-%s.service" % name)).read_text()
+    return (
+        result,
+        (base / (name + "-launch")).read_text(),
+        (host["root"] / ("etc/systemd/system/vllm-%s.service" % name)).read_text(),
+    )
 
 
 def test_facts_record_the_hosts_vllm(hosts):
     assert hosts["0.34"]["facts"]["vllm"] == {
-        "version": "0.34.0", "source": "/%s/vllm-0.34.0.dist-info/METADATA" % SITE}
+        "version": "0.34.0",
+        "source": "/%s/vllm-0.34.0.dist-info/METADATA" % SITE,
+    }
     assert hosts["none"]["facts"]["vllm"] is None
     assert hosts["0.34"]["facts"]["vllm_ascend"] is None  # a GPU host: no NPU worker to read
 
 
 def test_vllm_034_gets_no_numa_bind(hosts):
     result, text, unit = _wrap(hosts["0.34"], ["vllm", "serve", "/models/m", "-tp", "8"])
-    assert result["vllm"] == {"version": "0.34.0", "numa_bind": "off (--no-numa-bind)",
-                              "source": "/%s/vllm-0.34.0.dist-info/METADATA" % SITE}
+    assert result["vllm"] == {
+        "version": "0.34.0",
+        "numa_bind": "off (--no-numa-bind)",
+        "source": "/%s/vllm-0.34.0.dist-info/METADATA" % SITE,
+    }
     exec_line = [line for line in text.splitlines() if line.startswith("exec ")][0]
     assert exec_line.endswith("vllm serve /models/m -tp 8 --no-numa-bind")
     assert "# vLLM: 0.34.0 (/%s/vllm-0.34.0.dist-info/METADATA)" % SITE in text
     assert "ExecStart=" in unit and "AllowedCPUs=" in unit
     assert not [w for w in _warnings(result) if "vLLM" in w]
     # a second run changes nothing
-    again = call_module("vllm_launch_wrapper", {
-        "name": "all", "plan": hosts["0.34"]["plan"], "command": ["vllm", "serve", "/models/m",
-                                                                  "-tp", "8"],
-        "host_root": str(hosts["0.34"]["root"]), "allow_foreign_plan": True})
+    again = call_module(
+        "vllm_launch_wrapper",
+        {
+            "name": "all",
+            "plan": hosts["0.34"]["plan"],
+            "command": ["vllm", "serve", "/models/m", "-tp", "8"],
+            "host_root": str(hosts["0.34"]["root"]),
+            "allow_foreign_plan": True,
+        },
+    )
     assert again["changed"] is False
 
 
 def test_the_instances_own_venv_wins_and_an_old_vllm_gets_no_flag(hosts):
     # the command names /opt/vllm-0.19/bin/vllm: its venv holds 0.19.1, before --numa-bind
-    result, text, _unit = _wrap(hosts["0.34"], ["/opt/vllm-0.19/bin/vllm", "serve", "/models/m"],
-                                name="old")
+    result, text, _unit = _wrap(hosts["0.34"], ["/opt/vllm-0.19/bin/vllm", "serve", "/models/m"], name="old")
     assert result["vllm"]["version"] == "0.19.1"
     assert result["vllm"]["source"] == "/%s/vllm-0.19.1.dist-info/METADATA" % OLD_ENV
     assert "numa-bind" not in text
@@ -110,22 +129,19 @@ def test_unknown_vllm_gets_the_safe_form_and_a_warning(hosts, capsys):
     assert result["vllm"]["version"] is None and "numa-bind" not in text
     assert result["vllm"]["numa_bind"] == "unknown (version unknown: no flag passed)"
     # (ansible-core prints a warning it has already returned once in this process instead)
-    warning = [w for w in _warnings(result) + capsys.readouterr().err.splitlines()
-               if "vLLM version unknown" in w]
+    warning = [w for w in _warnings(result) + capsys.readouterr().err.splitlines() if "vLLM version unknown" in w]
     assert warning and "--no-numa-bind left out" in warning[0]
     # the instance owns every GPU and no CPU is reserved: it starts on every CPU, so a 0.34
     # would bind by itself - the warning says so
     assert "every CPU, so it would" in warning[0]
     # the user states the version: the flag follows it
-    stated, text, _unit = _wrap(hosts["none"], ["vllm", "serve", "/models/m"],
-                                vllm_version="0.34.0")
+    stated, text, _unit = _wrap(hosts["none"], ["vllm", "serve", "/models/m"], vllm_version="0.34.0")
     assert "--no-numa-bind" in text and stated["vllm"]["source"] == "option vllm_version"
 
 
 def test_device_ids_put_the_instance_in_rank_order(hosts):
     host = hosts["0.34"]
-    result, text, unit = _wrap(host, ["vllm", "serve", "/models/m", "-tp", "2",
-                                      "--device-ids", "6,3"])
+    result, text, unit = _wrap(host, ["vllm", "serve", "/models/m", "-tp", "2", "--device-ids", "6,3"])
     doc = json.loads((host["root"] / "usr/local/lib/npuops/all.plan.json").read_text())
     # rank 0 on GPU 6, rank 1 on GPU 3: the binder maps local rank r to devices[r]
     assert doc["npuops_instance"]["devices"] == [6, 3]
@@ -141,30 +157,50 @@ def test_device_ids_put_the_instance_in_rank_order(hosts):
 
 def test_device_ids_the_plan_cannot_follow_are_refused_before_writing(hosts):
     host = hosts["0.34"]
-    for bad, words in ((["--device-ids", "8"], "index 8 is out of range"),
-                       (["--device-ids=GPU-1a2b"], "only device indexes"),
-                       (["--device-ids", "1,1"], "lists an index twice"),
-                       (["--device-ids", "1", "--device_ids", "2"], "given 2 times")):
-        result = call_module("vllm_launch_wrapper", {
-            "name": "refused", "plan": host["plan"], "command": ["vllm", "serve"] + bad,
-            "host_root": str(host["root"]), "allow_foreign_plan": True})
+    for bad, words in (
+        (["--device-ids", "8"], "index 8 is out of range"),
+        (["--device-ids=GPU-1a2b"], "only device indexes"),
+        (["--device-ids", "1,1"], "lists an index twice"),
+        (["--device-ids", "1", "--device_ids", "2"], "given 2 times"),
+    ):
+        result = call_module(
+            "vllm_launch_wrapper",
+            {
+                "name": "refused",
+                "plan": host["plan"],
+                "command": ["vllm", "serve"] + bad,
+                "host_root": str(host["root"]),
+                "allow_foreign_plan": True,
+            },
+        )
         assert result.get("failed") and words in result["msg"] and "--device" in result["msg"]
         assert not (host["root"] / "usr/local/lib/npuops/refused-launch").exists()
     # a vLLM without --device-ids (0.19.1 < 0.24.0) would exit on it: refused
-    result = call_module("vllm_launch_wrapper", {
-        "name": "refused", "plan": host["plan"],
-        "command": ["/opt/vllm-0.19/bin/vllm", "serve", "--device-ids", "0"],
-        "host_root": str(host["root"]), "allow_foreign_plan": True})
+    result = call_module(
+        "vllm_launch_wrapper",
+        {
+            "name": "refused",
+            "plan": host["plan"],
+            "command": ["/opt/vllm-0.19/bin/vllm", "serve", "--device-ids", "0"],
+            "host_root": str(host["root"]),
+            "allow_foreign_plan": True,
+        },
+    )
     assert result.get("failed") and "has no --device-ids (vLLM 0.24.0+)" in result["msg"]
 
 
 def test_numa_bind_in_the_command_is_refused_under_host_binding(hosts):
-    result = call_module("vllm_launch_wrapper", {
-        "name": "refused", "plan": hosts["0.34"]["plan"],
-        "command": ["vllm", "serve", "--numa-bind"], "host_root": str(hosts["0.34"]["root"]),
-        "allow_foreign_plan": True})
-    assert result.get("failed") and "--numa-bind: vLLM's own NUMA binding would compete" \
-        in result["msg"]
+    result = call_module(
+        "vllm_launch_wrapper",
+        {
+            "name": "refused",
+            "plan": hosts["0.34"]["plan"],
+            "command": ["vllm", "serve", "--numa-bind"],
+            "host_root": str(hosts["0.34"]["root"]),
+            "allow_foreign_plan": True,
+        },
+    )
+    assert result.get("failed") and "--numa-bind: vLLM's own NUMA binding would compete" in result["msg"]
 
 
 def _warnings(result):

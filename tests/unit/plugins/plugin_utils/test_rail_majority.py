@@ -22,12 +22,14 @@ def test_differences_in_sort_key_order_with_missing_gpus_as_none():
     mapping = {"10": "mlx5_9", "2": "mlx5_1", "0": "mlx5_0"}
     expected = {"0": "mlx5_0", "2": "mlx5_2", "3": "mlx5_3"}
     assert rail_majority.differences(mapping, expected, int) == [
-        ("2", "mlx5_2", "mlx5_1"), ("3", "mlx5_3", None), ("10", None, "mlx5_9")]
+        ("2", "mlx5_2", "mlx5_1"),
+        ("3", "mlx5_3", None),
+        ("10", None, "mlx5_9"),
+    ]
     assert rail_majority.differences(expected, expected, int) == []
 
 
-MAPPING = st.dictionaries(st.sampled_from("0123"), st.sampled_from(["mlx5_0", "mlx5_1", None]),
-                          min_size=1)
+MAPPING = st.dictionaries(st.sampled_from("0123"), st.sampled_from(["mlx5_0", "mlx5_1", None]), min_size=1)
 
 
 @given(st.lists(MAPPING, min_size=1, max_size=8))

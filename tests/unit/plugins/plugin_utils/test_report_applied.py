@@ -39,8 +39,13 @@ def kinds(rep):
     return dict((p["kind"], p) for p in rep["problems"])
 
 
-CONFIG = {"irqbalance": "ban", "irq_enabled": True, "binding": "host", "npus": [],
-          "instances": [{"name": "qwen-a", "npus": [0, 1, 2, 3], "binding": None}]}
+CONFIG = {
+    "irqbalance": "ban",
+    "irq_enabled": True,
+    "binding": "host",
+    "npus": [],
+    "instances": [{"name": "qwen-a", "npus": [0, 1, 2, 3], "binding": None}],
+}
 
 
 def test_without_the_configuration_the_generic_findings_stay(a2):

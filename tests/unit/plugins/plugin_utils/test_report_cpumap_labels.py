@@ -14,8 +14,10 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report import analysi
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import html as report_html
 from npuops_testing import SNAPSHOTS
 
-_LABEL = re.compile(r'<text x="([0-9.]+)" y="14" font-size="10" text-anchor="middle" '
-                    r'fill="#33475b">N(\d+)</text>')
+_LABEL = re.compile(
+    r'<text x="([0-9.]+)" y="14" font-size="10" text-anchor="middle" '
+    r'fill="#33475b">N(\d+)</text>'
+)
 LEFT, WIDTH, RIGHT = 92.0, 660.0, 8.0  # the map's geometry (html._svg_map)
 
 
@@ -23,8 +25,8 @@ def _first_map(host):
     facts = topology.gather(hostio.SnapshotHostIO(os.path.join(SNAPSHOTS, host)))
     report = analysis.build_report({host: {"facts": facts, "plan_strict": dispatch.make_plan(facts)}})
     page = report_html.render_html(report)
-    svg = page[page.index('<svg xmlns'):]
-    return facts, svg[:svg.index("</svg>")]
+    svg = page[page.index("<svg xmlns") :]
+    return facts, svg[: svg.index("</svg>")]
 
 
 def test_every_node_of_the_dgx_is_labelled_over_its_own_cpus():
@@ -48,8 +50,9 @@ def test_interleaved_nodes_are_not_printed_over_each_other():
 
 
 def test_node_labels_rule():
-    labels, unlabelled = report_html.node_labels({0: list(range(0, 16)) + list(range(128, 144)),
-                                                  1: list(range(16, 32))}, 2.0)
+    labels, unlabelled = report_html.node_labels(
+        {0: list(range(0, 16)) + list(range(128, 144)), 1: list(range(16, 32))}, 2.0
+    )
     assert [n for _x, n in labels] == [0, 0, 1] and unlabelled == []
     labels, unlabelled = report_html.node_labels({0: [0, 2, 4], 1: [1, 3, 5]}, 2.0)
     assert labels == [] and unlabelled == [0, 1]

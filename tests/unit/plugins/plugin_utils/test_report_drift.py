@@ -16,13 +16,16 @@ from npuops_testing.report_fleet import a2_facts, a2_strict, a2_vllm
 
 
 def row(kind, evidence, device="NPU0", instance="svc", fix=None):
-    return {"instance": instance, "device": device, "kind": kind, "evidence": evidence,
-            "fix": fix or "fix %s" % kind}
+    return {"instance": instance, "device": device, "kind": kind, "evidence": evidence, "fix": fix or "fix %s" % kind}
 
 
 def facts(rows, instances=("svc",), checked=True):
-    return {"schema_version": 1, "instances": dict((name, {"checked": checked}) for name in instances),
-            "drift": rows, "errors": []}
+    return {
+        "schema_version": 1,
+        "instances": dict((name, {"checked": checked}) for name in instances),
+        "drift": rows,
+        "errors": [],
+    }
 
 
 def entry(binding=None, binding_error=""):
@@ -34,24 +37,39 @@ def entry(binding=None, binding_error=""):
     return out
 
 
-@pytest.mark.parametrize("given, state", [
-    (entry(), "not_read"),
-    (entry(binding_error="vllm_binding_facts failed: boom"), "failed"),
-    (entry(facts([], instances=())), "none"),
-    (entry(facts([], checked=False)), "not_checked"),
-    (entry(facts([])), "ok"),
-    (entry(facts([row("irq_moved", "IRQ 1 on 1, planned 0")])), "drifted"),
-])
+@pytest.mark.parametrize(
+    "given, state",
+    [
+        (entry(), "not_read"),
+        (entry(binding_error="vllm_binding_facts failed: boom"), "failed"),
+        (entry(facts([], instances=())), "none"),
+        (entry(facts([], checked=False)), "not_checked"),
+        (entry(facts([])), "ok"),
+        (entry(facts([row("irq_moved", "IRQ 1 on 1, planned 0")])), "drifted"),
+    ],
+)
 def test_binding_state_of_a_host(given, state):
     assert drift.summarize_binding(given)["state"] == state
 
 
 def test_rows_group_by_kind_and_fix_across_hosts_in_kind_order():
     hosts = {
-        "a2-001": entry(facts([row("threads_off_plan", "pid 1: tid 2 on 1, planned 0"),
-                               row("irq_moved", "IRQ 1024 (sq) on CPUs 1, planned 0")])),
-        "a2-002": entry(facts([row("threads_off_plan", "pid 7: tid 9 on 3, planned 0"),
-                               row("unit_down", "vllm-svc.service is failed", device=None)])),
+        "a2-001": entry(
+            facts(
+                [
+                    row("threads_off_plan", "pid 1: tid 2 on 1, planned 0"),
+                    row("irq_moved", "IRQ 1024 (sq) on CPUs 1, planned 0"),
+                ]
+            )
+        ),
+        "a2-002": entry(
+            facts(
+                [
+                    row("threads_off_plan", "pid 7: tid 9 on 3, planned 0"),
+                    row("unit_down", "vllm-svc.service is failed", device=None),
+                ]
+            )
+        ),
         "a2-003": entry(facts([row("irq_moved", "IRQ 1024 (sq) on CPUs 1, planned 0")])),
         "a2-004": entry(facts([])),
         "a2-005": entry(facts([], checked=False)),
@@ -62,8 +80,10 @@ def test_rows_group_by_kind_and_fix_across_hosts_in_kind_order():
     threads = groups[1]
     assert threads["hosts"] == ["a2-001", "a2-002"] and threads["hosts_text"] == "a2-[001-002]"
     assert threads["evidence"] is None  # different pids: examples, one per row
-    assert threads["examples"] == ["a2-001: svc NPU0: pid 1: tid 2 on 1, planned 0",
-                                   "a2-002: svc NPU0: pid 7: tid 9 on 3, planned 0"]
+    assert threads["examples"] == [
+        "a2-001: svc NPU0: pid 1: tid 2 on 1, planned 0",
+        "a2-002: svc NPU0: pid 7: tid 9 on 3, planned 0",
+    ]
     irq = groups[2]
     assert irq["evidence"] == "IRQ 1024 (sq) on CPUs 1, planned 0" and irq["examples"] == []
     assert irq["host_count"] == 2 and irq["count"] == 2 and irq["fix"] == "fix irq_moved"
@@ -77,8 +97,10 @@ def test_rows_group_by_kind_and_fix_across_hosts_in_kind_order():
 def test_an_instance_named_fix_keeps_its_own_row():
     fix_a = model_binding.FIX_THREADS % instance_files.unit_names("a")
     fix_b = model_binding.FIX_THREADS % instance_files.unit_names("b")
-    hosts = {"h1": entry(facts([row("threads_off_plan", "x", instance="a", fix=fix_a)], ("a",))),
-             "h2": entry(facts([row("threads_off_plan", "x", instance="b", fix=fix_b)], ("b",)))}
+    hosts = {
+        "h1": entry(facts([row("threads_off_plan", "x", instance="a", fix=fix_a)], ("a",))),
+        "h2": entry(facts([row("threads_off_plan", "x", instance="b", fix=fix_b)], ("b",))),
+    }
     groups = analysis.build_report(hosts)["drift"]
     assert [(g["instances"], g["fix"]) for g in groups] == [(["a"], fix_a), (["b"], fix_b)]
 
@@ -96,12 +118,14 @@ def test_examples_are_capped_and_the_rest_counted():
 
 def test_markdown_and_html_show_the_section_tiles_and_escape_host_text():
     hostile = "<script>alert(1)</script> | `rm -rf` [x](y)"
-    report = analysis.build_report({
-        "h1": entry(facts([row("irq_moved", hostile)])),
-        "h2": entry(facts([])),
-    })
+    report = analysis.build_report(
+        {
+            "h1": entry(facts([row("irq_moved", hostile)])),
+            "h2": entry(facts([])),
+        }
+    )
     md = report_markdown.render_markdown(report)
-    section = md[md.index("## Binding drift"):md.index("## Device types")]
+    section = md[md.index("## Binding drift") : md.index("## Device types")]
     assert "Binding read back on 2 hosts; drift on 1 host." in section
     assert "<script>" not in section and "&lt;script&gt;" in section and "\\|" in section
     assert "| DRIFTED (1) |" in md and "| as planned |" not in md
@@ -136,8 +160,11 @@ def test_a_report_from_before_the_drift_section_still_renders():
 
 
 def test_malformed_binding_facts_are_read_as_far_as_they_go():
-    weird = {"instances": ["not", "a", "dict"], "drift": [None, "x", row("memory_remote", 5)],
-             "errors": [{"source": 1, "msg": None}, "x"]}
+    weird = {
+        "instances": ["not", "a", "dict"],
+        "drift": [None, "x", row("memory_remote", 5)],
+        "errors": [{"source": 1, "msg": None}, "x"],
+    }
     summary = drift.summarize_binding(entry(weird))
     assert summary["state"] == "drifted" and summary["instances"] == 0
     assert summary["drift"][0]["evidence"] == "5"

@@ -25,13 +25,17 @@ FIELDS = ("host", "model", "src", "errmsg", "inst", "proc", "unit", "fix", "bind
 
 
 def _drift(instance, evidence, kind, device="NPU0"):
-    return {"instance": instance, "device": device, "kind": kind, "evidence": evidence,
-            "fix": "restart %s" % hostile("fix")}
+    return {
+        "instance": instance,
+        "device": device,
+        "kind": kind,
+        "evidence": evidence,
+        "fix": "restart %s" % hostile("fix"),
+    }
 
 
 def _binding(rows):
-    return {"schema_version": 1, "instances": {hostile("inst"): {"checked": True}},
-            "drift": rows, "errors": []}
+    return {"schema_version": 1, "instances": {hostile("inst"): {"checked": True}}, "drift": rows, "errors": []}
 
 
 def hostile_fleet():
@@ -41,15 +45,22 @@ def hostile_fleet():
     for npu in evil["facts"]["npus"]:
         npu["name"] = hostile("model")
     evil["facts"]["errors"] = [{"source": hostile("src"), "msg": hostile("errmsg")}]
-    evil["binding"] = _binding([
-        _drift(hostile("inst"), "pid 7 (%s): tid 9 on 3, planned 0" % hostile("proc"),
-               "threads_off_plan"),
-        _drift(hostile("inst"), "%s.service is failed" % hostile("unit"), "unit_down", None)])
+    evil["binding"] = _binding(
+        [
+            _drift(hostile("inst"), "pid 7 (%s): tid 9 on 3, planned 0" % hostile("proc"), "threads_off_plan"),
+            _drift(hostile("inst"), "%s.service is failed" % hostile("unit"), "unit_down", None),
+        ]
+    )
     fleet[hostile("host")] = evil
     # a second host with other threads off plan: that drift row lists examples, not one evidence
-    other = {"facts": a2_facts("a2-other"), "plan_strict": a2_strict(), "plan_vllm_ascend": a2_vllm(),
-             "binding": _binding([_drift(hostile("inst"), "pid 8 (%s): tid 1 on 5, planned 0"
-                                         % hostile("proc"), "threads_off_plan")])}
+    other = {
+        "facts": a2_facts("a2-other"),
+        "plan_strict": a2_strict(),
+        "plan_vllm_ascend": a2_vllm(),
+        "binding": _binding(
+            [_drift(hostile("inst"), "pid 8 (%s): tid 1 on 5, planned 0" % hostile("proc"), "threads_off_plan")]
+        ),
+    }
     fleet["a2-other"] = other
     fleet["a2-clean"]["binding_error"] = "vllm_binding_facts failed: %s" % hostile("binderr")
     return fleet

@@ -3,6 +3,7 @@
 (test_report_kubernetes.k8s_snapshot: the profile in effect, two device pods running): per pod
 shape of npuops_vllm_instances and npuops_audit_pod_shapes, admitted or not, which CPUs and NUMA
 nodes, in the report's JSON, markdown and HTML."""
+
 import importlib.util
 import json
 import os
@@ -19,14 +20,18 @@ from npuops_testing import SNAPSHOTS
 
 # the recorded Kubernetes node of the Kubernetes audit's own test, used as it builds it
 _SPEC = importlib.util.spec_from_file_location(
-    "npuops_report_kubernetes_node", os.path.join(os.path.dirname(__file__), "test_report_kubernetes.py"))
+    "npuops_report_kubernetes_node", os.path.join(os.path.dirname(__file__), "test_report_kubernetes.py")
+)
 _NODE = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(_NODE)
 k8s_snapshot, profiled = _NODE.k8s_snapshot, _NODE.profiled
 
 INSTANCES = [{"name": "tp2", "npus": [0, 1]}, {"name": "tp4", "npus": [2, 3, 4, 5]}]
-SHAPES = [{"name": "one-npu", "devices": 1, "cpus": 10}, {"name": "wide", "devices": [0, 2], "cpus": 20},
-          {"name": "odd", "devices": 1, "cpus": 3}]
+SHAPES = [
+    {"name": "one-npu", "devices": 1, "cpus": 10},
+    {"name": "wide", "devices": [0, 2], "cpus": 20},
+    {"name": "odd", "devices": 1, "cpus": 3},
+]
 
 
 @pytest.fixture
@@ -67,9 +72,11 @@ def test_rows_in_json_markdown_and_html(node):
     assert [s["name"] for s in shapes] == ["tp2", "tp4", "one-npu", "wide", "odd"]
     md = render_markdown(report)
     assert "## Kubernetes: what the kubelet does with each pod shape" in md
-    assert ("| a2-k8s | version unknown, cpu static, topology restricted (prefer-closest-numa-nodes) | tp2 | "
-            "2 npus | 20 | REFUSED | - | TopologyAffinityError: the best merged hint (NUMA 0, not preferred) is "
-            "not admitted by restricted | admitted | 146-155,158-167 | 6 |") in md
+    assert (
+        "| a2-k8s | version unknown, cpu static, topology restricted (prefer-closest-numa-nodes) | tp2 | "
+        "2 npus | 20 | REFUSED | - | TopologyAffinityError: the best merged hint (NUMA 0, not preferred) is "
+        "not admitted by restricted | admitted | 146-155,158-167 | 6 |"
+    ) in md
     page = render_html(report)
     assert 'id="kubelet-whatif"' in page and "146-155,158-167" in page
 

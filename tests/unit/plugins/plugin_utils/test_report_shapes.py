@@ -33,15 +33,18 @@ def copies(fleet, times):
     return out
 
 
-@pytest.mark.parametrize("names, text", [
-    ([], ""),
-    (["a2-0001"], "a2-0001"),
-    (["a2-0001", "a2-0002", "a2-0003", "a2-0007", "gpu-x"], "a2-[0001-0003,0007], gpu-x"),
-    (["n9", "n10", "n11"], "n9, n[10-11]"),
-    (["x-01", "y-01", "x-02"], "x-[01-02], y-01"),
-    (["a", "a", "b-1"], "a, b-1"),
-    (["h<1>", "h<2>"], "h<1>, h<2>"),
-])
+@pytest.mark.parametrize(
+    "names, text",
+    [
+        ([], ""),
+        (["a2-0001"], "a2-0001"),
+        (["a2-0001", "a2-0002", "a2-0003", "a2-0007", "gpu-x"], "a2-[0001-0003,0007], gpu-x"),
+        (["n9", "n10", "n11"], "n9, n[10-11]"),
+        (["x-01", "y-01", "x-02"], "x-[01-02], y-01"),
+        (["a", "a", "b-1"], "a, b-1"),
+        (["h<1>", "h<2>"], "h<1>, h<2>"),
+    ],
+)
 def test_compact_hosts(names, text):
     assert shapes.compact_hosts(names) == text
 
@@ -60,8 +63,10 @@ def test_identical_hosts_are_one_shape_and_the_json_keeps_every_host():
     assert report["summary"]["hosts"] == len(fleet) == 18
     assert [h["name"] for h in report["hosts"]] == sorted(fleet)
     for host in report["hosts"]:
-        assert host["hostname"] == fleet[host["name"]]["facts"]["hostname"] or \
-            fleet[host["name"]]["facts"].get("hostname") is None
+        assert (
+            host["hostname"] == fleet[host["name"]]["facts"]["hostname"]
+            or fleet[host["name"]]["facts"].get("hostname") is None
+        )
     # sample_fleet has 5 shapes (gpu-a and gpu-b are alike); copies add none
     assert report["summary"]["shapes"] == len(report["shapes"]) == 5
     by_shape = dict((s["id"], s) for s in report["shapes"])
@@ -103,10 +108,8 @@ def test_variations_are_shapes_of_their_own(demo):
         for index in shape["host_indexes"]:
             host = report["hosts"][index]
             assert shapes.summary_signature(host) == shapes.summary_signature(first)
-            mine = [shapes.problem_signature(p) for p in report["problems"]
-                    if p["host"] == host["name"]]
-            theirs = [shapes.problem_signature(p) for p in report["problems"]
-                      if p["host"] == first["name"]]
+            mine = [shapes.problem_signature(p) for p in report["problems"] if p["host"] == host["name"]]
+            theirs = [shapes.problem_signature(p) for p in report["problems"] if p["host"] == first["name"]]
             assert sorted(mine) == sorted(theirs)
 
 
@@ -120,16 +123,14 @@ def test_problem_groups_by_evidence_and_shape(demo):
         assert group["hosts_text"] == shapes.compact_hosts(group["hosts"])
         assert set(group["shapes"]) == set(shape_of[h] for h in group["hosts"])
         for item in group["evidence_groups"]:
-            assert all(report["problems"][i]["evidence"] == item["evidence"]
-                       for i in item["problems"])
+            assert all(report["problems"][i]["evidence"] == item["evidence"] for i in item["problems"])
             assert item["ids"] == [report["problems"][i]["id"] for i in item["problems"]]
         if group["evidence"] is not None:
             assert len(group["evidence_groups"]) == 1
 
 
 def test_pages_grow_with_shapes_not_hosts(demo):
-    small = fr.build_report(dict((k, dict(v, facts=dict(v["facts"], hostname=k + "-001")))
-                                 for k, v in demo.items()))
+    small = fr.build_report(dict((k, dict(v, facts=dict(v["facts"], hostname=k + "-001"))) for k, v in demo.items()))
     big_fleet, dummy = synthetic_fleet(len(demo) * 40, rate=0.0, base=demo)
     big = fr.build_report(big_fleet)
     assert len(big["shapes"]) == len(small["shapes"])
@@ -143,8 +144,7 @@ def test_pages_grow_with_shapes_not_hosts(demo):
     assert "40 hosts: a2-designdoc-\\[0001-0040\\]" in big_md  # Markdown-escaped brackets
     # the JSON keeps every host: one line each
     text = fr.render_json(big)
-    assert len([line for line in text.splitlines() if line.startswith('    {"name": ')]) == \
-        len(big_fleet)
+    assert len([line for line in text.splitlines() if line.startswith('    {"name": ')]) == len(big_fleet)
 
 
 def test_html_lists_every_host_and_anchors_every_problem(demo):
@@ -156,8 +156,7 @@ def test_html_lists_every_host_and_anchors_every_problem(demo):
     for problem in report["problems"]:
         assert page.count('id="problem-%s"' % problem["id"]) == 1
     for shape in report["shapes"]:
-        assert page.count('<article class="shape" id="shape-%s" data-shape="%s">'
-                          % (shape["id"], shape["id"])) == 1
+        assert page.count('<article class="shape" id="shape-%s" data-shape="%s">' % (shape["id"], shape["id"])) == 1
 
 
 def test_a_report_from_before_shapes_still_renders():

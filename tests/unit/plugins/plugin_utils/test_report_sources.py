@@ -11,14 +11,20 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report import html as
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import markdown as report_markdown
 from npuops_testing.report_fleet import a2_facts, a2_strict, a2_vllm
 
-BINDING = {"schema_version": 1, "instances": {"svc": {"checked": True}}, "errors": [],
-           "drift": [{"instance": "svc", "device": "NPU0", "kind": "irq_moved",
-                      "evidence": "IRQ 1 on 1, planned 0", "fix": "re-run"}]}
+BINDING = {
+    "schema_version": 1,
+    "instances": {"svc": {"checked": True}},
+    "errors": [],
+    "drift": [
+        {"instance": "svc", "device": "NPU0", "kind": "irq_moved", "evidence": "IRQ 1 on 1, planned 0", "fix": "re-run"}
+    ],
+}
 
 
 def _report():
-    return analysis.build_report({"a2-001": {"facts": a2_facts(), "plan_strict": a2_strict(),
-                                             "plan_vllm_ascend": a2_vllm(), "binding": BINDING}})
+    return analysis.build_report(
+        {"a2-001": {"facts": a2_facts(), "plan_strict": a2_strict(), "plan_vllm_ascend": a2_vllm(), "binding": BINDING}}
+    )
 
 
 def test_the_json_labels_each_section_installed_or_what_if():

@@ -3,6 +3,7 @@
 malformed facts, plan or binding read-back give that host its own "facts unusable: <why>" row
 and every other host is reported as before; host text cannot make structure in the Markdown
 or the HTML (line separators of every kind)."""
+
 import copy
 import json
 
@@ -12,13 +13,13 @@ from ansible_collections.npuops.fleet.plugins.filter import report as flt
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import untrusted
 from npuops_testing.report_fleet import sample_fleet
 
-SEPARATORS = ["\r", "\n", "\r\n", "\u2028", "\u2029", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e",
-              "\x85"]
+SEPARATORS = ["\r", "\n", "\r\n", "\u2028", "\u2029", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85"]
 
 
 def _set_first_npu(field, value):
     def edit(entry):
         entry["facts"]["npus"][0][field] = value
+
     return edit
 
 
@@ -28,6 +29,7 @@ def _set(path, value):
         for key in path[:-1]:
             node = node.setdefault(key, {}) if isinstance(node, dict) else node[key]
         node[path[-1]] = value
+
     return edit
 
 
@@ -36,12 +38,24 @@ ATTACKS = [
     ("a2-bad", "vendor: [1]", _set(("facts", "vendor"), [1]), "facts: vendor: expected a string"),
     ("a2-bad", "numa_node: Infinity", _set_first_npu("numa_node", float("inf")), "numa_node"),
     ("a2-bad", "numa_node: NaN", _set_first_npu("numa_node", float("nan")), "numa_node"),
-    ("a2-bad", "tools.migratepages: []", _set(("facts", "tools", "migratepages"), []),
-     "facts: tools['migratepages']: expected true or false"),
-    ("a2-bad", "binding.drift: [{}]", _set(("binding",), {"instances": {"a": {}}, "drift": [{}]}),
-     "binding: drift[0].instance: missing"),
-    ("gpu-a", "plan gpus['0'].nic: [1]", _set(("plan_strict", "gpus", "0", "nic"), [1]),
-     "plan_strict: gpus['0'].nic: expected a string"),
+    (
+        "a2-bad",
+        "tools.migratepages: []",
+        _set(("facts", "tools", "migratepages"), []),
+        "facts: tools['migratepages']: expected true or false",
+    ),
+    (
+        "a2-bad",
+        "binding.drift: [{}]",
+        _set(("binding",), {"instances": {"a": {}}, "drift": [{}]}),
+        "binding: drift[0].instance: missing",
+    ),
+    (
+        "gpu-a",
+        "plan gpus['0'].nic: [1]",
+        _set(("plan_strict", "gpus", "0", "nic"), [1]),
+        "plan_strict: gpus['0'].nic: expected a string",
+    ),
     ("a2-bad", "entry: a list", None, "the host's entry must be a mapping"),
     ("a2-bad", "facts nested 200,000 deep", None, "nested too deep"),
 ]
@@ -97,6 +111,7 @@ def test_the_renderers_screen_a_hosts_mapping_too():
 
 def test_the_screen_passes_every_real_and_sample_host():
     from npuops_testing.report_fleet import real_fleet
+
     for fleet in (sample_fleet(), real_fleet()):
         for name, entry in fleet.items():
             assert untrusted.entry_problem(entry) is None, name
@@ -107,6 +122,7 @@ def test_an_analysis_error_the_screen_missed_is_that_hosts_row():
         if name == "bad" and "facts_error" not in entry:
             raise TypeError("unhashable type: 'list'")
         return {"name": name}
+
     run = untrusted.guarded(analyse, lambda host: [])
     assert run("good", {}) == {"name": "good"}
     assert run("bad", {})[untrusted.UNUSABLE] == "TypeError: unhashable type: 'list'"
@@ -114,6 +130,7 @@ def test_an_analysis_error_the_screen_missed_is_that_hosts_row():
 
 def test_a_forged_report_dict_is_a_filter_error():
     from ansible.errors import AnsibleFilterError
+
     report = flt.fleet_report(sample_fleet())
     report["hosts"][0]["numa_nodes"] = [1]
     with pytest.raises(AnsibleFilterError, match="not the fleet_report dict"):
@@ -137,10 +154,18 @@ def _injected(text):
 
 
 def _binding_with_evidence(comm):
-    return {"instances": {"svc": {"checked": True}},
-            "drift": [{"instance": "svc", "device": "NPU0", "kind": "threads_off_plan",
-                       "evidence": "pid 4242 (%s): 1 of 40 threads off their planned CPUs" % comm,
-                       "fix": "run the reconciler"}]}
+    return {
+        "instances": {"svc": {"checked": True}},
+        "drift": [
+            {
+                "instance": "svc",
+                "device": "NPU0",
+                "kind": "threads_off_plan",
+                "evidence": "pid 4242 (%s): 1 of 40 threads off their planned CPUs" % comm,
+                "fix": "run the reconciler",
+            }
+        ],
+    }
 
 
 @pytest.mark.parametrize("separator", SEPARATORS, ids=[repr(s) for s in SEPARATORS])
@@ -179,8 +204,9 @@ def test_no_host_field_can_make_report_structure():
         report = flt.fleet_report(fleet)
         assert not _injected(flt.fleet_report_markdown(report)), number
         assert not _injected(flt.fleet_report_html(report)), number
-    fleet = dict(("x%s# ALL OK%s%s" % (s, s, host), entry)
-                 for s, (host, entry) in zip(SEPARATORS, sorted(base.items())))
+    fleet = dict(
+        ("x%s# ALL OK%s%s" % (s, s, host), entry) for s, (host, entry) in zip(SEPARATORS, sorted(base.items()))
+    )
     report = flt.fleet_report(fleet)
     assert not _injected(flt.fleet_report_markdown(report))
     assert not _injected(flt.fleet_report_html(report))

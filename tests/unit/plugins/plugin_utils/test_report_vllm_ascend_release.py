@@ -10,8 +10,7 @@ from npuops_testing import cpu_hosts
 
 def report_of(facts, version, **kw):
     plan = dispatch.make_plan(facts, "vllm_ascend", vllm_ascend_version=version, **kw)
-    return fr.build_report({"h": {"facts": facts, "plan_strict": dispatch.make_plan(facts),
-                                  "plan_vllm_ascend": plan}})
+    return fr.build_report({"h": {"facts": facts, "plan_strict": dispatch.make_plan(facts), "plan_vllm_ascend": plan}})
 
 
 def kinds(report):
@@ -23,10 +22,15 @@ def test_release_and_ranks_per_instance():
     facts["vllm_ascend"] = {"version": "0.26.0rc1", "source": "/v/METADATA"}
     report = report_of(facts, None, instances=[{"name": "svc1", "npus": [9, 8]}])
     release = report["hosts"][0]["vllm_ascend_release"]
-    assert (release["version"], release["source"], release["facts_source"]) == \
-        ("0.26.0rc1", "facts: /v/METADATA", "/v/METADATA")
-    assert [(r["rank"], r["npu"], r["outcome"]) for r in release["instances"]["svc1"]] == \
-        [(0, 9, "bound"), (1, 8, "bound")]
+    assert (release["version"], release["source"], release["facts_source"]) == (
+        "0.26.0rc1",
+        "facts: /v/METADATA",
+        "/v/METADATA",
+    )
+    assert [(r["rank"], r["npu"], r["outcome"]) for r in release["instances"]["svc1"]] == [
+        (0, 9, "bound"),
+        (1, 8, "bound"),
+    ]
     assert kinds(report) == {}
     text = report_markdown.render_markdown(report)
     assert "## vllm-ascend release predicted, rank by rank" in text
@@ -43,13 +47,17 @@ def test_unsorted_visible_devices_on_023_bind_another_npu():
 def test_skipped_rank_and_import_failure_and_overlap_findings():
     facts = cpu_hosts.a2(busy=(0, 1, 2))
     skipped = kinds(report_of(facts, "0.26.0rc1", instances=[{"name": "s", "npus": [0, 1, 2, 3]}]))
-    assert "s rank 3 (NPU 3): Bind cpus failed in rank3: 3" in \
-        skipped["vllm_ascend_rank_skipped"]["evidence"]
+    assert "s rank 3 (NPU 3): Bind cpus failed in rank3: 3" in skipped["vllm_ascend_rank_skipped"]["evidence"]
     failed = kinds(report_of(cpu_hosts.a2(), "0.27.1rc1", device_type="910A", npus=[0]))
     assert failed["vllm_ascend_import_failure"]["severity"] == "error"
-    overlap = kinds(report_of(cpu_hosts.a2(), "0.18.0",
-                              instances=[{"name": "a", "npus": [0]}, {"name": "b", "npus": [2]}],
-                              allowed_cpus="144-191"))
+    overlap = kinds(
+        report_of(
+            cpu_hosts.a2(),
+            "0.18.0",
+            instances=[{"name": "a", "npus": [0]}, {"name": "b", "npus": [2]}],
+            allowed_cpus="144-191",
+        )
+    )
     assert "0.19.1rc1 or later" in overlap["vllm_ascend_release_overlap"]["fix"]
     assert "npuops_vllm_binding: host" in overlap["vllm_ascend_release_overlap"]["fix"]
 
@@ -71,7 +79,8 @@ def test_findings_about_an_assumed_release_are_marked_and_never_errors():
     assert failure["title"].startswith("if vllm-ascend ") and " were installed: " in failure["title"]
     assert failure["evidence"].startswith("assumed - no vllm-ascend was found on the host")
     # the same release named by the operator (or found on the host) stays an error
-    named = kinds(report_of(facts, found["vllm_ascend_version_unknown"]["evidence"].split()[-1],
-                            device_type="910A", npus=[0]))
+    named = kinds(
+        report_of(facts, found["vllm_ascend_version_unknown"]["evidence"].split()[-1], device_type="910A", npus=[0])
+    )
     assert named["vllm_ascend_import_failure"]["severity"] == "error"
     assert "assumed" not in named["vllm_ascend_import_failure"]

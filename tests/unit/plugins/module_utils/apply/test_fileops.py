@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 """apply/fileops.py under a host_root: symlinks, hard links and paths swapped for symlinks
 while a write is under way never lead a read or a write outside the sandbox."""
+
 import os
 import stat
 import threading
@@ -62,8 +63,7 @@ def test_symlink_on_the_way_is_refused(tmp_path, where):
 def test_hard_link_is_neither_read_nor_changed(tmp_path):
     root, outside = _sandbox(tmp_path)
     os.link(str(outside / "victim"), os.path.join(root, "etc", "vnpu.cfg"))
-    for kwargs in ({"content": "", "mode": 0o644, "keep_content": True},
-                   {"content": "new\n", "mode": 0o644}):
+    for kwargs in ({"content": "", "mode": 0o644, "keep_content": True}, {"content": "new\n", "mode": 0o644}):
         with pytest.raises(UnsafePathError, match="hard links"):
             fileops.ensure_file(root, "/etc/vnpu.cfg", **kwargs)
     with pytest.raises(UnsafePathError, match="hard links"):
@@ -112,8 +112,7 @@ def test_swap_after_the_directory_was_opened_writes_inside(tmp_path, monkeypatch
     target_dir = os.path.join(root, "usr", "local", "lib", "npuops")
 
     def swapping_open(path, flags, *args, **kwargs):
-        if isinstance(path, str) and path.startswith(paths.TEMP_PREFIX) and \
-                not os.path.islink(target_dir):
+        if isinstance(path, str) and path.startswith(paths.TEMP_PREFIX) and not os.path.islink(target_dir):
             os.rename(target_dir, target_dir + ".real")
             os.symlink(str(outside), target_dir)
         return real_open(path, flags, *args, **kwargs)
@@ -149,8 +148,7 @@ def test_swap_race_against_a_thread(tmp_path):
     try:
         for index in range(100):
             try:
-                fileops.ensure_file(root, "/usr/local/lib/npuops/f%d" % index, "x",
-                                    create_parents=True)
+                fileops.ensure_file(root, "/usr/local/lib/npuops/f%d" % index, "x", create_parents=True)
                 outcomes["written"] += 1
             except (NpuopsError, OSError):
                 outcomes["refused"] += 1

@@ -72,6 +72,7 @@ def test_a_symlinked_lock_file_is_refused(tmp_path):
 
 
 def test_check_mode_takes_no_lock_and_writes_nothing(tmp_path):
-    result = npu_irq_affinity.state_file({"host_root": str(tmp_path), "irq_state": STATE, "npus": [0]},
-                                         [_target(10, 0)], True, [])
+    result = npu_irq_affinity.state_file(
+        {"host_root": str(tmp_path), "irq_state": STATE, "npus": [0]}, [_target(10, 0)], True, []
+    )
     assert result["changed"] and not (tmp_path / "var").exists()

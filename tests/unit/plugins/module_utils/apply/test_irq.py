@@ -32,22 +32,31 @@ NMI:          0          0          0          0   Non-maskable interrupts
 MSI = {NPU0_BUS: [100, 101, 102, 103], NPU1_BUS: [200, 201], NIC_BUS: [300, 301, 302, 303]}
 
 PLAN = {
-    "mode": "topo_affinity", "device_type": "A2", "skipped": False,
+    "mode": "topo_affinity",
+    "device_type": "A2",
+    "skipped": False,
     "numa_nodes": {"0": "0-1", "1": "2-3"},
-    "npus": {"0": {"pool": "2-3", "numa_nodes": [1], "irq": "2-3", "main": "3", "acl": "3",
-                   "release": "3"},
-             "1": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "1", "acl": "1",
-                   "release": "1"}},
+    "npus": {
+        "0": {"pool": "2-3", "numa_nodes": [1], "irq": "2-3", "main": "3", "acl": "3", "release": "3"},
+        "1": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "1", "acl": "1", "release": "1"},
+    },
 }
 TOPOLOGY = {
-    "npus": [{"logic_id": 0, "bus_id": NPU0_BUS, "irqs": {"sq": None, "cq": None}},
-             {"logic_id": 1, "bus_id": NPU1_BUS}],
+    "npus": [
+        {"logic_id": 0, "bus_id": NPU0_BUS, "irqs": {"sq": None, "cq": None}},
+        {"logic_id": 1, "bus_id": NPU1_BUS},
+    ],
     "nics": [{"name": "mlx5_0", "bus_id": NIC_BUS, "numa_node": 0}],
     "irqbalance": {"installed": True, "active": True},
 }
-GPU_PLAN = {"mode": "gpu_numa", "npus": {},
-            "gpus": {"0": {"pool": "0-1", "numa_node": 0, "nic": "mlx5_0", "link": "PIX"},
-                     "1": {"pool": "2-3", "numa_node": 1, "nic": "mlx5_0", "link": "SYS"}}}
+GPU_PLAN = {
+    "mode": "gpu_numa",
+    "npus": {},
+    "gpus": {
+        "0": {"pool": "0-1", "numa_node": 0, "nic": "mlx5_0", "link": "PIX"},
+        "1": {"pool": "2-3", "numa_node": 1, "nic": "mlx5_0", "link": "SYS"},
+    },
+}
 
 
 def make_root(tmp_path, affinity="0-3"):
@@ -79,8 +88,9 @@ def test_facts_irqs_used_without_reading_proc(tmp_path):
 
 
 def test_ascend950_skipped_and_said_so(tmp_path):
-    targets, skipped, _w = irq.plan_targets(dict(PLAN, mode="ascend950", device_type="A5"),
-                                            TOPOLOGY, make_root(tmp_path))
+    targets, skipped, _w = irq.plan_targets(
+        dict(PLAN, mode="ascend950", device_type="A5"), TOPOLOGY, make_root(tmp_path)
+    )
     assert targets == [] and "Ascend 950" in skipped
 
 
@@ -100,8 +110,7 @@ def test_hostile_msi_entry_names_rejected(tmp_path, bad):
         # a name with '/' cannot exist on disk; the facts path is checked instead (the
         # topology's shape, model/schema, before the IRQ rules)
         with pytest.raises(NpuopsError, match="irqs.sq: expected an integer"):
-            irq.plan_targets(PLAN, {"npus": [{"logic_id": 1, "irqs": {"sq": bad}}]}, root,
-                             npus=[1])
+            irq.plan_targets(PLAN, {"npus": [{"logic_id": 1, "irqs": {"sq": bad}}]}, root, npus=[1])
         return
     open(os.path.join(msi, bad), "w").close()
     with pytest.raises(NpuopsError, match="only IRQ numbers"):
@@ -131,8 +140,12 @@ def test_apply_writes_then_unchanged(tmp_path):
     results = irq.apply_targets(targets, root)
     # every completion vector of a device (the driver registers 16), not only the first
     assert [(r["irq"], r["before"], r["after"], r["changed"]) for r in results] == [
-        (100, "0-3", "2", True), (102, "0-3", "3", True), (103, "0-3", "3", True),
-        (200, "0-3", "0", True), (201, "0-3", "1", True)]
+        (100, "0-3", "2", True),
+        (102, "0-3", "3", True),
+        (103, "0-3", "3", True),
+        (200, "0-3", "0", True),
+        (201, "0-3", "1", True),
+    ]
     assert affinity(root, 100) == "2" and affinity(root, 102) == "3" and affinity(root, 103) == "3"
     assert affinity(root, 101) == "0-3"  # not ours
     again = irq.apply_targets(targets, root)
@@ -169,8 +182,7 @@ def test_failed_write_rolls_back(tmp_path, monkeypatch):
         real_write(host_root, path, value)
 
     monkeypatch.setattr(irq, "_write", write)
-    with pytest.raises(NpuopsError, match="IRQ 200.*No space left.*3 IRQs already written "
-                                          "were restored"):
+    with pytest.raises(NpuopsError, match="IRQ 200.*No space left.*3 IRQs already written were restored"):
         irq.apply_targets(targets, root)
     assert [affinity(root, n) for n in (100, 102, 103, 200, 201)] == ["0-3"] * 5
 
@@ -208,13 +220,16 @@ def test_npus_sharing_one_pci_function_keep_the_first_and_warn(tmp_path, npus):
     root = make_root(tmp_path)
     targets, skipped, warnings = irq.plan_targets(PLAN, SHARED_TOPOLOGY, root, npus=npus)
     assert skipped is None
-    assert targets == [{"irq": 200, "device": "NPU0", "role": "sq", "cpus": [2]},
-                       {"irq": 201, "device": "NPU0", "role": "cq", "cpus": [3]}]
+    assert targets == [
+        {"irq": 200, "device": "NPU0", "role": "sq", "cpus": [2]},
+        {"irq": 201, "device": "NPU0", "role": "cq", "cpus": [3]},
+    ]
     assert warnings == [
         "IRQ 200 is shared by NPU0 (sq) and NPU1 (sq): it stays with NPU0 on CPU 2; NPU1's IRQ "
         "CPU 0 is not used for it",
         "IRQ 201 is shared by NPU0 (cq) and NPU1 (cq): it stays with NPU0 on CPU 3; NPU1's IRQ "
-        "CPU 1 is not used for it"]
+        "CPU 1 is not used for it",
+    ]
     results = irq.apply_targets(targets, root)
     assert [(r["irq"], r["after"]) for r in results] == [(200, "2"), (201, "3")]
     assert not any(r["changed"] for r in irq.apply_targets(targets, root))
@@ -264,6 +279,7 @@ def test_atlas300_duo_snapshot_shared_irqs_applied_with_warnings(tmp_path):
     from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio, snapshot
     from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan
     from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
+
     topo = topology.gather(hostio.SnapshotHostIO(DUO_SNAPSHOT))
     assert [n["bus_id"] for n in topo["npus"]] == ["0000:3b:00.0"] * 2 + ["0000:86:00.0"] * 2
     real = plan.make_plan(topo)
@@ -275,8 +291,7 @@ def test_atlas300_duo_snapshot_shared_irqs_applied_with_warnings(tmp_path):
     # each card: one sq and its two cq vectors of the synthesised snapshot
     assert len(targets) == len(set(t["irq"] for t in targets)) == 6
     assert len(warnings) == 6
-    assert all(("by NPU0" in w and "and NPU1" in w) or ("by NPU2" in w and "and NPU3" in w)
-               for w in warnings), warnings
+    assert all(("by NPU0" in w and "and NPU1" in w) or ("by NPU2" in w and "and NPU3" in w) for w in warnings), warnings
     assert all(r["changed"] for r in irq.apply_targets(targets, root))
 
 
@@ -285,6 +300,7 @@ def test_snapshot_host_sandbox(tmp_path):
     from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio, snapshot
     from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan
     from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
+
     topo = topology.gather(hostio.SnapshotHostIO(SNAPSHOT))
     real = plan.make_plan(topo)
     root = str(tmp_path / "fs")
@@ -312,8 +328,10 @@ def test_every_completion_vector_of_the_driver_layout_is_pinned(tmp_path):
     msi = []
     number = 400
     for name in ["sq_send_trigger_irq", "trs-mbox0"] + ["cq_update_irq"] * 16 + ["trs-mbox1"]:
-        rows.append(" %d:          1          0          0          0  ITS-MSI %d Edge      %s"
-                    % (number, 12582912 + number, name))
+        rows.append(
+            " %d:          1          0          0          0  ITS-MSI %d Edge      %s"
+            % (number, 12582912 + number, name)
+        )
         msi.append(number)
         number += 1
     root = str(irq_sandbox(tmp_path / "root", "\n".join(rows) + "\n", {NPU0_BUS: msi}))
@@ -321,15 +339,17 @@ def test_every_completion_vector_of_the_driver_layout_is_pinned(tmp_path):
     targets, dummy, warnings = irq.plan_targets(PLAN, topo, root, npus=[0])
     assert warnings == []
     assert [(t["irq"], t["role"], t["cpus"]) for t in targets][:3] == [
-        (400, "sq", [2]), (402, "cq", [3]), (403, "cq1", [3])]
+        (400, "sq", [2]),
+        (402, "cq", [3]),
+        (403, "cq1", [3]),
+    ]
     assert len(targets) == 17 and {t["irq"] for t in targets} == {400} | set(range(402, 418))
     irq.apply_targets(targets, root)
     assert affinity(root, 417) == "3" and affinity(root, 401) == "0-3"  # mailbox left alone
 
 
 def test_the_file_edited_is_the_one_the_unit_reads(tmp_path):
-    upstream = ("/usr/share/irqbalance/irqbalance.env (ignore_errors=no) "
-                "/etc/default/irqbalance (ignore_errors=yes)\n")
+    upstream = "/usr/share/irqbalance/irqbalance.env (ignore_errors=no) /etc/default/irqbalance (ignore_errors=yes)\n"
     files = irqbalance_conf.unit_environment_files(upstream)
     assert files == ["/usr/share/irqbalance/irqbalance.env", "/etc/default/irqbalance"]
     root = str(tmp_path)
@@ -340,16 +360,21 @@ def test_the_file_edited_is_the_one_the_unit_reads(tmp_path):
     assert irq.irqbalance_config_path(root, files) == "/etc/default/irqbalance"
     rhel = irqbalance_conf.unit_environment_files("/etc/sysconfig/irqbalance (ignore_errors=yes)\n")
     assert irq.irqbalance_config_path(root, rhel) == "/etc/sysconfig/irqbalance"
-    assert irq.irqbalance_config_path(root, ["/usr/share/irqbalance/irqbalance.env"]) == \
-        "/usr/share/irqbalance/irqbalance.env"
+    assert (
+        irq.irqbalance_config_path(root, ["/usr/share/irqbalance/irqbalance.env"])
+        == "/usr/share/irqbalance/irqbalance.env"
+    )
     # without systemd's word (a sandbox): the existing distribution file
     assert irq.irqbalance_config_path(root) == "/etc/sysconfig/irqbalance"
 
 
 def test_nic_completion_irqs_go_to_spare_cpus_of_the_nics_node(tmp_path):
     root = make_root(tmp_path)
-    spare = dict(GPU_PLAN, numa_nodes={"0": "0-1", "1": "2-3"},
-                 cpu_budget={"workers": "0-2", "frontend": "", "reserved": "", "spare": "3"})
+    spare = dict(
+        GPU_PLAN,
+        numa_nodes={"0": "0-1", "1": "2-3"},
+        cpu_budget={"workers": "0-2", "frontend": "", "reserved": "", "spare": "3"},
+    )
     topo = dict(TOPOLOGY, nics=[{"name": "mlx5_0", "bus_id": NIC_BUS, "numa_node": 1}])
     targets, dummy, warnings = irq.plan_targets(spare, topo, root)
     assert [(t["irq"], t["cpus"]) for t in targets] == [(301, [3]), (302, [3]), (303, [3])]
@@ -359,5 +384,4 @@ def test_nic_completion_irqs_go_to_spare_cpus_of_the_nics_node(tmp_path):
     assert [t["cpus"] for t in targets] == [[0], [1], [0]]  # the GPU's pool, with a warning
     assert "no spare CPU" in warnings[0]
     doc = irqbalance.state_document(targets)
-    assert doc["irqs"][0] == {"irq": 301, "device": 0, "label": "GPU0/mlx5_0", "role": "comp0",
-                              "cpus": "0"}
+    assert doc["irqs"][0] == {"irq": 301, "device": 0, "label": "GPU0/mlx5_0", "role": "comp0", "cpus": "0"}

@@ -26,23 +26,36 @@ BUS = ["0000:%02x:00.0" % (0x10 + n) for n in range(NPUS)]
 INTERRUPTS = "           CPU0       CPU1       CPU2       CPU3\n" + "".join(
     " %d:   1   0   0   0  ITS-MSI %d Edge      %s\n" % (irq, irq, name)
     for n in range(NPUS)
-    for irq, name in ((1000 + 10 * n, "sq_send_trigger_irq"), (1001 + 10 * n, "cq_update_irq")))
+    for irq, name in ((1000 + 10 * n, "sq_send_trigger_irq"), (1001 + 10 * n, "cq_update_irq"))
+)
 MSI = dict((BUS[n], [1000 + 10 * n, 1001 + 10 * n]) for n in range(NPUS))
-PLAN = {"mode": "topo_affinity", "device_type": "A2", "skipped": False,
-        "numa_nodes": {"0": "0-1", "1": "2-3"},
-        "npus": dict((str(n), {"pool": "2-3", "numa_nodes": [1], "irq": "2-3", "main": "3"})
-                     for n in range(NPUS))}
-TOPOLOGY = {"npus": [{"logic_id": n, "bus_id": BUS[n]} for n in range(NPUS)],
-            "irqbalance": {"installed": True, "active": True}}
+PLAN = {
+    "mode": "topo_affinity",
+    "device_type": "A2",
+    "skipped": False,
+    "numa_nodes": {"0": "0-1", "1": "2-3"},
+    "npus": dict((str(n), {"pool": "2-3", "numa_nodes": [1], "irq": "2-3", "main": "3"}) for n in range(NPUS)),
+}
+TOPOLOGY = {
+    "npus": [{"logic_id": n, "bus_id": BUS[n]} for n in range(NPUS)],
+    "irqbalance": {"installed": True, "active": True},
+}
 STATE = "/var/lib/npuops/irq-state.json"
 CONFIG = "/etc/default/irqbalance"
 
 
 class FakeModule(object):
     def __init__(self, **params):
-        self.params = dict(plan=PLAN, topology=TOPOLOGY, npus=None, irqbalance="ban",
-                           irq_state=STATE, allow_foreign_plan=True, host_root="/",
-                           reserved_cpus=None)
+        self.params = dict(
+            plan=PLAN,
+            topology=TOPOLOGY,
+            npus=None,
+            irqbalance="ban",
+            irq_state=STATE,
+            allow_foreign_plan=True,
+            host_root="/",
+            reserved_cpus=None,
+        )
         self.params.update(params)
         self.check_mode = False
 

@@ -2,6 +2,7 @@
 """npu_irq_affinity with ``npus:`` (one instance's devices) merges into the IRQ state file
 (several instances on one host): a second instance's call used to replace the file, erasing the first instance's
 IRQs from its reconciler. Real files in a sandbox root, through the module's body."""
+
 import json
 
 from ansible_collections.npuops.fleet.plugins.module_utils.render import irqbalance
@@ -16,19 +17,34 @@ INTERRUPTS = """           CPU0       CPU1       CPU2       CPU3
  201:          9          0          0          0  ITS-MSI 524289 Edge      cq_update_irq
 """
 MSI = {NPU0_BUS: [100, 102], NPU1_BUS: [200, 201]}
-PLAN = {"mode": "topo_affinity", "device_type": "A2", "skipped": False,
-        "numa_nodes": {"0": "0-1", "1": "2-3"},
-        "npus": {"0": {"pool": "2-3", "numa_nodes": [1], "irq": "2-3", "main": "3"},
-                 "1": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "1"}}}
-TOPOLOGY = {"npus": [{"logic_id": 0, "bus_id": NPU0_BUS}, {"logic_id": 1, "bus_id": NPU1_BUS}],
-            "irqbalance": {"installed": False}}
+PLAN = {
+    "mode": "topo_affinity",
+    "device_type": "A2",
+    "skipped": False,
+    "numa_nodes": {"0": "0-1", "1": "2-3"},
+    "npus": {
+        "0": {"pool": "2-3", "numa_nodes": [1], "irq": "2-3", "main": "3"},
+        "1": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "1"},
+    },
+}
+TOPOLOGY = {
+    "npus": [{"logic_id": 0, "bus_id": NPU0_BUS}, {"logic_id": 1, "bus_id": NPU1_BUS}],
+    "irqbalance": {"installed": False},
+}
 STATE = "/var/lib/npuops/irq-state.json"
 
 
 class FakeModule(object):
     def __init__(self, **params):
-        self.params = dict(plan=PLAN, topology=TOPOLOGY, npus=None, irqbalance="ban",
-                           irq_state=STATE, allow_foreign_plan=True, host_root="/")
+        self.params = dict(
+            plan=PLAN,
+            topology=TOPOLOGY,
+            npus=None,
+            irqbalance="ban",
+            irq_state=STATE,
+            allow_foreign_plan=True,
+            host_root="/",
+        )
         self.params.update(params)
         self.check_mode = False
 
@@ -76,12 +92,17 @@ def test_a_file_that_is_not_a_state_file_is_replaced_with_a_warning(tmp_path):
 
 
 def test_merge_state_keeps_rows_of_other_devices_only():
-    doc = {"schema": 1, "irqs": [{"irq": 7, "device": 1, "label": "NPU1", "role": "sq",
-                                  "cpus": "1"}]}
-    current = json.dumps({"schema": 1, "irqs": [
-        {"irq": 5, "device": 0, "label": "NPU0", "role": "sq", "cpus": "0"},
-        {"irq": 7, "device": 3, "label": "NPU3", "role": "sq", "cpus": "3"},
-        {"irq": 9, "device": 1, "label": "NPU1", "role": "cq", "cpus": "1"}]})
+    doc = {"schema": 1, "irqs": [{"irq": 7, "device": 1, "label": "NPU1", "role": "sq", "cpus": "1"}]}
+    current = json.dumps(
+        {
+            "schema": 1,
+            "irqs": [
+                {"irq": 5, "device": 0, "label": "NPU0", "role": "sq", "cpus": "0"},
+                {"irq": 7, "device": 3, "label": "NPU3", "role": "sq", "cpus": "3"},
+                {"irq": 9, "device": 1, "label": "NPU1", "role": "cq", "cpus": "1"},
+            ],
+        }
+    )
     merged, problem = irqbalance.merge_state(doc, current, [1])
     assert problem is None and [r["irq"] for r in merged["irqs"]] == [5, 7]
     assert merged["irqs"][1]["label"] == "NPU1"

@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
 """apply/kubelet_config.py: the merge into the kubelet's own file and the state-reset rule."""
+
 import json
 
 import pytest
@@ -10,13 +11,18 @@ from ansible_collections.npuops.fleet.plugins.module_utils.parse import kubelet 
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import kubelet_state
 from npuops_testing import fixture_text
 
-UPDATES = {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1",
-           "cpuManagerPolicyOptions": {"full-pcpus-only": "true"}}
+UPDATES = {
+    "cpuManagerPolicy": "static",
+    "reservedSystemCPUs": "0-1",
+    "cpuManagerPolicyOptions": {"full-pcpus-only": "true"},
+}
 
 
 def test_yaml_merge_replaces_blocks_keeps_comments_appends_new_keys():
-    text = ("# site comment\nkind: KubeletConfiguration\ncpuManagerPolicyOptions:\n"
-            "  distribute-cpus-across-numa: \"true\"\n# next\ncpuManagerPolicy: none\n")
+    text = (
+        "# site comment\nkind: KubeletConfiguration\ncpuManagerPolicyOptions:\n"
+        '  distribute-cpus-across-numa: "true"\n# next\ncpuManagerPolicy: none\n'
+    )
     out = kc.merge_text(text, UPDATES)
     assert out.startswith("# site comment\nkind: KubeletConfiguration\n")
     assert "# next\n" in out and "distribute-cpus-across-numa" not in out  # the key is ours now
@@ -47,15 +53,26 @@ ONLINE = list(range(64))
 
 # The cases this file held when the module kept a second copy of the reset rule, now asked of
 # the one rule (plan/kubelet_state), on a 64-CPU node at kubelet 1.30 (no strict option).
-@pytest.mark.parametrize("after, cpu, mem, expect", [
-    ({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1"},
-     {"policy": "none", "default_cpus": ""}, None, ["cpu_manager_state"]),
-    ({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1"}, STATIC, None, []),
-    ({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1"},
-     {"policy": "static", "default_cpus": "1-63"}, None, ["reservedSystemCPUs"]),
-    ({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0"}, None, None, []),  # fresh node
-    ({"memoryManagerPolicy": "Static"}, None, {"policy": "None"}, ["memory_manager_state"]),
-])
+@pytest.mark.parametrize(
+    "after, cpu, mem, expect",
+    [
+        (
+            {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1"},
+            {"policy": "none", "default_cpus": ""},
+            None,
+            ["cpu_manager_state"],
+        ),
+        ({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1"}, STATIC, None, []),
+        (
+            {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1"},
+            {"policy": "static", "default_cpus": "1-63"},
+            None,
+            ["reservedSystemCPUs"],
+        ),
+        ({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0"}, None, None, []),  # fresh node
+        ({"memoryManagerPolicy": "Static"}, None, {"policy": "None"}, ["memory_manager_state"]),
+    ],
+)
 def test_reset_reasons_are_the_kubelet_state_rule(after, cpu, mem, expect):
     reasons = kubelet_state.reset_reasons(after, cpu, mem, ONLINE, (1, 30))
     assert len(reasons) == len(expect), reasons

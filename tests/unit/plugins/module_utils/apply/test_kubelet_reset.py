@@ -4,6 +4,7 @@
 kubelet expects it, over what a failed kubelet wrote), commit (copies gone) - and every file the
 kubelet could not have written itself refused before anything moves: a symlinked kubelet
 directory is followed, a symlinked, hard-linked, directory or oversized state file is not."""
+
 import os
 
 import pytest
@@ -44,17 +45,25 @@ def step(root, name, content=None, **kw):
 def test_apply_then_commit(tmp_path):
     root, kdir = sandbox(tmp_path)
     done = step(root, "apply", NEW_TEXT)
-    assert done == ["saved %s as %s.npuops-old" % (CONFIG, CONFIG),
-                    "moved /var/lib/kubelet/cpu_manager_state aside",
-                    "moved /var/lib/kubelet/memory_manager_state aside", "wrote %s" % CONFIG]
-    assert tree(kdir) == {"config.yaml": NEW_TEXT, "config.yaml.npuops-old": OLD_TEXT,
-                          "cpu_manager_state.npuops-old": CPU_STATE,
-                          "memory_manager_state.npuops-old": MEM_STATE}
+    assert done == [
+        "saved %s as %s.npuops-old" % (CONFIG, CONFIG),
+        "moved /var/lib/kubelet/cpu_manager_state aside",
+        "moved /var/lib/kubelet/memory_manager_state aside",
+        "wrote %s" % CONFIG,
+    ]
+    assert tree(kdir) == {
+        "config.yaml": NEW_TEXT,
+        "config.yaml.npuops-old": OLD_TEXT,
+        "cpu_manager_state.npuops-old": CPU_STATE,
+        "memory_manager_state.npuops-old": MEM_STATE,
+    }
     assert oct(os.stat(str(kdir / "config.yaml")).st_mode & 0o777) == "0o600"  # its mode kept
     (kdir / "cpu_manager_state").write_text('{"policyName":"static"}')  # the new kubelet's
-    assert step(root, "commit") == ["removed %s.npuops-old" % CONFIG,
-                                    "removed /var/lib/kubelet/cpu_manager_state.npuops-old",
-                                    "removed /var/lib/kubelet/memory_manager_state.npuops-old"]
+    assert step(root, "commit") == [
+        "removed %s.npuops-old" % CONFIG,
+        "removed /var/lib/kubelet/cpu_manager_state.npuops-old",
+        "removed /var/lib/kubelet/memory_manager_state.npuops-old",
+    ]
     assert tree(kdir) == {"config.yaml": NEW_TEXT, "cpu_manager_state": '{"policyName":"static"}'}
     assert step(root, "commit") == []  # a second run changes nothing
 
@@ -63,11 +72,12 @@ def test_rollback_puts_back_over_what_the_failed_kubelet_wrote(tmp_path):
     root, kdir = sandbox(tmp_path)
     step(root, "apply", NEW_TEXT)
     (kdir / "cpu_manager_state").write_text('{"policyName":"static","defaultCpuSet":"0-7"}')
-    assert step(root, "rollback") == ["put back %s" % CONFIG,
-                                      "put back /var/lib/kubelet/cpu_manager_state",
-                                      "put back /var/lib/kubelet/memory_manager_state"]
-    assert tree(kdir) == {"config.yaml": OLD_TEXT, "cpu_manager_state": CPU_STATE,
-                          "memory_manager_state": MEM_STATE}
+    assert step(root, "rollback") == [
+        "put back %s" % CONFIG,
+        "put back /var/lib/kubelet/cpu_manager_state",
+        "put back /var/lib/kubelet/memory_manager_state",
+    ]
+    assert tree(kdir) == {"config.yaml": OLD_TEXT, "cpu_manager_state": CPU_STATE, "memory_manager_state": MEM_STATE}
     assert step(root, "rollback") == []
 
 
@@ -104,13 +114,15 @@ def test_symlinked_kubelet_directory_followed(tmp_path):
     (root / "var/lib").mkdir(parents=True)
     os.symlink("/data/kubelet", str(root / "var/lib/kubelet"))
     step(root, "apply", NEW_TEXT)
-    assert sorted(os.listdir(str(kdir))) == ["config.yaml", "config.yaml.npuops-old",
-                                             "cpu_manager_state.npuops-old",
-                                             "memory_manager_state.npuops-old"]
+    assert sorted(os.listdir(str(kdir))) == [
+        "config.yaml",
+        "config.yaml.npuops-old",
+        "cpu_manager_state.npuops-old",
+        "memory_manager_state.npuops-old",
+    ]
     assert os.path.islink(str(root / "var/lib/kubelet"))
     step(root, "rollback")
-    assert tree(kdir) == {"config.yaml": OLD_TEXT, "cpu_manager_state": CPU_STATE,
-                          "memory_manager_state": MEM_STATE}
+    assert tree(kdir) == {"config.yaml": OLD_TEXT, "cpu_manager_state": CPU_STATE, "memory_manager_state": MEM_STATE}
 
 
 def _symlinked_state(kdir, tmp_path):
@@ -142,14 +154,17 @@ def _symlinked_config(kdir, tmp_path):
     os.symlink(str(tmp_path / "real.yaml"), str(kdir / "config.yaml"))
 
 
-@pytest.mark.parametrize("trap, match", [
-    (_symlinked_state, "cpu_manager_state is a symlink"),
-    (_hardlinked_state, "cpu_manager_state has 2 hard links"),
-    (_directory_state, "cpu_manager_state is not a regular file"),
-    (_oversized_state, "memory_manager_state is %d bytes" % (kubelet_reset.MAX_STATE_BYTES + 1)),
-    (_leftover_copy, "cpu_manager_state.npuops-old left by a run that did not finish"),
-    (_symlinked_config, "config.yaml is a symlink"),
-])
+@pytest.mark.parametrize(
+    "trap, match",
+    [
+        (_symlinked_state, "cpu_manager_state is a symlink"),
+        (_hardlinked_state, "cpu_manager_state has 2 hard links"),
+        (_directory_state, "cpu_manager_state is not a regular file"),
+        (_oversized_state, "memory_manager_state is %d bytes" % (kubelet_reset.MAX_STATE_BYTES + 1)),
+        (_leftover_copy, "cpu_manager_state.npuops-old left by a run that did not finish"),
+        (_symlinked_config, "config.yaml is a symlink"),
+    ],
+)
 def test_traps_refused_before_anything_moves(tmp_path, trap, match):
     root, kdir = sandbox(tmp_path)
     trap(kdir, tmp_path)

@@ -20,6 +20,7 @@ def test_result_passes_through():
 def test_collection_error_is_a_message_with_the_prefix():
     def body(module):
         raise InputError("npu-smi info", "no chip table")
+
     result = _run(body, prefix="npu_cpu_plan: ")
     assert result["failed"] is True
     assert result["msg"] == "npu_cpu_plan: npu-smi info: no chip table"
@@ -31,26 +32,28 @@ def test_plan_error_hint_reaches_the_message():
         err = PlanError("too few CPUs", npu=3)
         err.add_hint("widen allowed_cpus")
         raise err
+
     assert _run(body)["msg"] == "NPU 3: too few CPUs; widen allowed_cpus"
 
 
 def test_os_error_names_the_path_not_the_errno():
     def body(module):
         raise OSError(13, "Permission denied", "/proc/irq/5/smp_affinity_list")
+
     result = _run(body)
     assert result["msg"] == "/proc/irq/5/smp_affinity_list: Permission denied"
 
 
 def test_os_error_without_a_path():
     assert module_runner.os_error_message(OSError("boom")) == "boom"
-    assert module_runner.os_error_message(OSError(28, "No space left on device")) == \
-        "No space left on device"
+    assert module_runner.os_error_message(OSError(28, "No space left on device")) == "No space left on device"
 
 
 def test_warnings_are_emitted_and_removed_from_the_result(monkeypatch):
     # module.warn itself: where it sends a warning depends on the process (a module's result
     # in a module process; once controller code was imported in the same process, Display)
     from ansible.module_utils.basic import AnsibleModule
+
     emitted = []
     monkeypatch.setattr(AnsibleModule, "warn", lambda self, text: emitted.append(text))
     result = _run(lambda m: {"changed": False, "warnings": ["irqbalance is running"]})
@@ -61,6 +64,7 @@ def test_warnings_are_emitted_and_removed_from_the_result(monkeypatch):
 def test_diff_dropped_outside_diff_mode_kept_in_it():
     def body(module):
         return {"changed": True, "diff": [{"before": "a", "after": "b"}]}
+
     assert "diff" not in _run(body)
     assert _run(body, diff=True)["diff"] == [{"before": "a", "after": "b"}]
 

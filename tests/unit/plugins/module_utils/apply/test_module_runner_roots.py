@@ -5,6 +5,7 @@ runner before its body runs when the root is empty (an unset variable, a lookup 
 nothing), relative, holds ``.``/``..`` (``<sandbox>/root/../../..`` was normalised and written
 three levels above the sandbox) or does not exist; ``/`` only as ``/``. The layers under the
 modules (host I/O, file effects, host paths) refuse the same values."""
+
 import importlib
 import os
 
@@ -23,6 +24,7 @@ class Refused(Exception):
 
 class FakeAnsibleModule(object):
     """AnsibleModule as the runner uses it: params with the spec's defaults; fail_json raises."""
+
     body_ran = False
 
     def __init__(self, argument_spec, **kwargs):
@@ -52,7 +54,9 @@ def _main_of(name, monkeypatch, params):
         def watched(module):
             ran.append(name)
             return body(module)
+
         return original(spec, watched, *args, **kwargs)
+
     monkeypatch.setattr(module, "run", run)
     return module.main, ran
 
@@ -60,11 +64,16 @@ def _main_of(name, monkeypatch, params):
 def _bad_roots(tmp_path):
     sandbox = tmp_path / "sandbox" / "root"
     sandbox.mkdir(parents=True)
-    return [("", "is not a root"), (None, "is not a root"),
-            (str(sandbox) + "/../../..", "'..' components"),
-            (str(sandbox) + "/./x", "'.' and '..'"), ("sandbox/root", "must be absolute"),
-            ("//", "write '/' for the real machine"), (str(sandbox) + "/missing", "not an existing"),
-            (str(sandbox) + "\x00", "NUL")]
+    return [
+        ("", "is not a root"),
+        (None, "is not a root"),
+        (str(sandbox) + "/../../..", "'..' components"),
+        (str(sandbox) + "/./x", "'.' and '..'"),
+        ("sandbox/root", "must be absolute"),
+        ("//", "write '/' for the real machine"),
+        (str(sandbox) + "/missing", "not an existing"),
+        (str(sandbox) + "\x00", "NUL"),
+    ]
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -95,8 +104,9 @@ def test_snapshot_overlay_is_a_root_too(monkeypatch, tmp_path):
 
 
 def test_a_good_root_reaches_the_body(monkeypatch, tmp_path):
-    main, ran = _main_of("vllm_binding_facts", monkeypatch,
-                         {"host_root": str(tmp_path), "dest": "/usr/local/lib/npuops"})
+    main, ran = _main_of(
+        "vllm_binding_facts", monkeypatch, {"host_root": str(tmp_path), "dest": "/usr/local/lib/npuops"}
+    )
     with pytest.raises(Refused, match="exited"):
         main()
     assert ran == ["vllm_binding_facts"]

@@ -12,8 +12,7 @@ from npuops_testing import SNAPSHOTS
 
 
 def _recording(save_dir):
-    rec = snapshot_save.recorder(hostio.SnapshotHostIO(os.path.join(SNAPSHOTS, "a2-910b3x8")),
-                                 save_dir)
+    rec = snapshot_save.recorder(hostio.SnapshotHostIO(os.path.join(SNAPSHOTS, "a2-910b3x8")), save_dir)
     rec.run(["npu-smi", "info"])
     return rec
 

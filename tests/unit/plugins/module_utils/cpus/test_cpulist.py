@@ -5,13 +5,16 @@ from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("0-2, 4, 6-8", [0, 1, 2, 4, 6, 7, 8]),   # vllm-ascend test 16
-    ("0-23,48-71", list(range(24)) + list(range(48, 72))),
-    ("", []),
-    ("5", [5]),
-    ("0-7:2/4", [0, 1, 4, 5]),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("0-2, 4, 6-8", [0, 1, 2, 4, 6, 7, 8]),  # vllm-ascend test 16
+        ("0-23,48-71", list(range(24)) + list(range(48, 72))),
+        ("", []),
+        ("5", [5]),
+        ("0-7:2/4", [0, 1, 4, 5]),
+    ],
+)
 def test_parse_ordered(text, expected):
     assert cpulist.parse_ordered(text) == expected
 
@@ -32,7 +35,7 @@ def test_format_and_masks():
     assert cpulist.format([5, 0, 1, 2, 2]) == "0-2,5"
     assert cpulist.format([]) == ""
     assert cpulist.format_ordered([48, 49, 0, 1]) == "48-49,0-1"
-    assert cpulist.to_mask([3]) == "00000008"          # vllm-ascend test 40
+    assert cpulist.to_mask([3]) == "00000008"  # vllm-ascend test 40
     assert cpulist.to_mask([35]) == "00000008,00000000"
     assert cpulist.to_mask([600]) == "01000000," + ",".join(["00000000"] * 18)
     assert cpulist.from_mask("00000008,00000000") == [35]

@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
 """cpuset.CpuSeq and helpers: every operation checked against the list/set it stands for."""
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -15,13 +16,16 @@ PROPS = settings(deadline=None, max_examples=300, suppress_health_check=[HealthC
 # CPU id lists with runs, gaps, duplicates and any order (what parse_ordered can produce)
 RUN = st.tuples(st.integers(0, 120), st.integers(0, 12)).map(lambda t: list(range(t[0], t[0] + t[1])))
 CPUS = st.lists(st.one_of(RUN, st.lists(st.integers(0, 130), max_size=4)), max_size=6).map(
-    lambda parts: [c for part in parts for c in part])
+    lambda parts: [c for part in parts for c in part]
+)
 ITEM = st.one_of(
     st.integers(0, 200).map(str),
     st.tuples(st.integers(0, 200), st.integers(0, 40)).map(lambda t: "%d-%d" % (t[0], t[0] + t[1])),
     st.tuples(st.integers(0, 200), st.integers(0, 40), st.integers(1, 4), st.integers(1, 4)).map(
-        lambda t: "%d-%d:%d/%d" % (t[0], t[0] + t[1], min(t[2], t[3]), t[3])),
-    st.tuples(st.integers(0, 50), st.integers(0, 9)).map(lambda t: " %d - %d " % (t[0], t[0] + t[1])))
+        lambda t: "%d-%d:%d/%d" % (t[0], t[0] + t[1], min(t[2], t[3]), t[3])
+    ),
+    st.tuples(st.integers(0, 50), st.integers(0, 9)).map(lambda t: " %d - %d " % (t[0], t[0] + t[1])),
+)
 TEXT = st.lists(ITEM, max_size=6).map(",".join)
 
 
@@ -64,13 +68,13 @@ def test_part_and_set_operations_give_canonical_runs(cpus, start, stop):
     def same(got, ids):
         want = seq(ids)
         assert (got.runs, got.size, got.normal) == (want.runs, want.size, want.normal)
+
     start, stop = min(start, len(cpus)), min(max(start, stop), len(cpus))
     same(seq(cpus).part(start, stop), cpus[start:stop])
     ascending = sorted(set(cpus))
     other = cpus[start:stop] + list(range(stop, stop + 3))
     same(cpuset.subtract(seq(ascending), seq(other)), [c for c in ascending if c not in other])
-    same(cpuset.keep(seq(ascending), cpuset.sorted_unique(seq(other))),
-         [c for c in ascending if c in other])
+    same(cpuset.keep(seq(ascending), cpuset.sorted_unique(seq(other))), [c for c in ascending if c in other])
 
 
 @PROPS
@@ -115,8 +119,7 @@ def test_parse_matches_cpulist(text):
 def test_parse_rejects_like_cpulist(bad):
     with pytest.raises(ParseError) as err:
         cpuset.parse(bad, source="/proc/self/status")
-    assert str(err.value) == str(pytest.raises(ParseError, cpulist.parse, bad,
-                                               "/proc/self/status").value)
+    assert str(err.value) == str(pytest.raises(ParseError, cpulist.parse, bad, "/proc/self/status").value)
 
 
 @PROPS
@@ -174,7 +177,11 @@ def test_split_roles_positional(cpus):
         assert dict((k, list(v)) for k, v in roles.items()) == want
         assert cpu_roles.split_roles(list(cpus), reserve_irq) == roles
         assert cpu_roles.npu_entry(seq(cpus), roles, node_map) == {
-            "pool": cpulist.format(cpus), "pool_order": cpulist.format_ordered(cpus),
+            "pool": cpulist.format(cpus),
+            "pool_order": cpulist.format_ordered(cpus),
             "numa_nodes": sorted(set(0 if c < 60 else 1 for c in cpus)),
-            "irq": cpulist.format_ordered(want["irq"]), "main": cpulist.format(want["main"]),
-            "acl": cpulist.format(want["acl"]), "release": cpulist.format(want["release"])}
+            "irq": cpulist.format_ordered(want["irq"]),
+            "main": cpulist.format(want["main"]),
+            "acl": cpulist.format(want["acl"]),
+            "release": cpulist.format(want["release"]),
+        }

@@ -35,9 +35,10 @@ def test_nodes_listed_by_first_cpu():
     assert list(NodeMap({"1": [4, 5], "0": [0, 1]}).node_runs) == ["0", "1"]
 
 
-@given(st.dictionaries(st.sampled_from("0123"), st.lists(st.integers(0, 40), max_size=12),
-                       max_size=4),
-       st.lists(st.integers(0, 45), max_size=15))
+@given(
+    st.dictionaries(st.sampled_from("0123"), st.lists(st.integers(0, 40), max_size=12), max_size=4),
+    st.lists(st.integers(0, 45), max_size=15),
+)
 def test_agrees_with_the_plain_dict(node_cpus, cpus):
     plain = {}
     for node, ids in node_cpus.items():
@@ -63,8 +64,7 @@ def test_agrees_with_the_plain_dict(node_cpus, cpus):
 def test_every_layer_asks_the_one_map():
     """The kubelet profile's IRQ targets, the report (its pools' nodes and a pod's CPU nodes)
     and the binder name the node NodeMap names, on a layout with gaps and unsorted nodes."""
-    from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_profile import (
-        irq_targets_on_reserved)
+    from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_profile import irq_targets_on_reserved
     from ansible_collections.npuops.fleet.plugins.module_utils.standalone import targets
     from ansible_collections.npuops.fleet.plugins.plugin_utils.report import kubernetes, schema
 
@@ -81,8 +81,8 @@ def test_every_layer_asks_the_one_map():
     node_cpus = dict((int(n), kubernetes.cpus(t)) for n, t in text.items())
     reserved = [1, 5, 9, 16]
     moved, warnings = irq_targets_on_reserved(
-        [{"irq": 100 + cpu, "device": "npu0", "cpus": [cpu]} for cpu in (2, 6, 10, 13)],
-        reserved, node_cpus)
+        [{"irq": 100 + cpu, "device": "npu0", "cpus": [cpu]} for cpu in (2, 6, 10, 13)], reserved, node_cpus
+    )
     # each IRQ goes to the reserved CPUs of its CPU's node; CPU 13 is on none
     assert [t["cpus"] for t in moved] == [[1], [5], [9], [13]]
     assert len(warnings) == 1 and "NUMA node None" in warnings[0]

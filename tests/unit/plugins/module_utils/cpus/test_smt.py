@@ -1,12 +1,13 @@
 # -*- coding: utf-8 -*-
 """smt.py: CPU sequences grouped, split and cut in whole SMT cores (siblings from the facts)."""
+
 from hypothesis import given, strategies as st
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import smt
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus.cpuset import CpuSeq
 
-PLUS_HALF = dict((c, c % 4) for c in range(8))       # siblings N and N + 4
-ADJACENT = dict((c, c & ~1) for c in range(8))       # siblings 2k and 2k + 1
+PLUS_HALF = dict((c, c % 4) for c in range(8))  # siblings N and N + 4
+ADJACENT = dict((c, c & ~1) for c in range(8))  # siblings 2k and 2k + 1
 
 
 def test_groups_and_core_order():
@@ -23,8 +24,7 @@ def test_split_take_spread():
     shares = smt.split(seq, ["a", "b", "c"], PLUS_HALF)
     assert [list(shares[k]) for k in "abc"] == [[0, 4, 1, 5], [2, 6], [3, 7]]
     # fewer cores than owners: the cores are split into CPUs
-    assert [list(v) for v in smt.split(CpuSeq.from_cpus([0, 4]), ["a", "b"], PLUS_HALF).values()] == \
-        [[0], [4]]
+    assert [list(v) for v in smt.split(CpuSeq.from_cpus([0, 4]), ["a", "b"], PLUS_HALF).values()] == [[0], [4]]
     assert list(smt.take(seq, 5, PLUS_HALF)) == [0, 4, 1, 5]
     assert list(smt.take(seq, 1, PLUS_HALF)) == [0]
     # ACL / release on two cores: 2, 6 are siblings at the end -> 5 moves to the ACL position

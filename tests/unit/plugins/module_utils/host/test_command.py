@@ -42,6 +42,7 @@ def test_output_over_the_cap_is_refused():
 def test_without_tracking_the_bounds_hold_and_proc_is_not_scanned(monkeypatch):
     """track=False (the binder's runs): the timeout, the group kill and the output cap hold;
     /proc is never scanned (track_family and pipe_holders are not called)."""
+
     def scanned(*args):
         raise AssertionError("/proc scanned")
 
@@ -55,6 +56,8 @@ def test_without_tracking_the_bounds_hold_and_proc_is_not_scanned(monkeypatch):
     res = command.run([sys.executable, "-c", "print('ok')"], track=False)
     assert res.ok and res.stdout == "ok\n"
     # a command that exits while its child holds the pipe: reading stops after LINGER
-    lingering = "import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); print('done')"
+    lingering = (
+        "import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); print('done')"
+    )
     res = command.run([sys.executable, "-c", lingering], timeout=30, track=False)
     assert res.stdout == "done\n" and not res.timed_out

@@ -1,27 +1,32 @@
 # -*- coding: utf-8 -*-
 """hostio.py: LiveHostIO.which, SnapshotHostIO replay, RecordingHostIO record -> save -> replay."""
+
 import os
 import sys
 
 import pytest
 
 from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio, snapshot
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import (
-    NpuopsError, SnapshotError, UnsafePathError)
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, SnapshotError, UnsafePathError
 
 
 def _make_snapshot(tmp_path):
     snapshot.save(
-        str(tmp_path), hostname="node-7", arch="aarch64", captured_at="2026-01-01T00:00:00Z",
+        str(tmp_path),
+        hostname="node-7",
+        arch="aarch64",
+        captured_at="2026-01-01T00:00:00Z",
         env={"ASCEND_RT_VISIBLE_DEVICES": "0,1"},
-        commands={"npu-smi info -m": {"rc": 0, "stdout": "NPU ID  Chip ID\n0 0\n"},
-                  "broken": {"rc": 2, "stdout": "", "stderr": "driver wedged"},
-                  "gone": {"missing": True}},
+        commands={
+            "npu-smi info -m": {"rc": 0, "stdout": "NPU ID  Chip ID\n0 0\n"},
+            "broken": {"rc": 2, "stdout": "", "stderr": "driver wedged"},
+            "gone": {"missing": True},
+        },
         links={"/sys/class/infiniband/mlx5_0/device": "/sys/devices/pci0000:17/0000:18:00.0"},
         tools={"taskset": "/usr/bin/taskset", "migratepages": None},
-        files={"/proc/self/status": "Cpus_allowed_list:\t0-3\n",
-               "/sys/bus/pci/devices/0000:18:00.0/msi_irqs/77": ""},
-        dirs=["/sys/class/empty"])
+        files={"/proc/self/status": "Cpus_allowed_list:\t0-3\n", "/sys/bus/pci/devices/0000:18:00.0/msi_irqs/77": ""},
+        dirs=["/sys/class/empty"],
+    )
     return hostio.SnapshotHostIO(str(tmp_path))
 
 
@@ -35,8 +40,9 @@ def test_snapshot_replay_answers(tmp_path):
     assert io.listdir("/sys/class/none") is None
     assert io.exists("/proc/self/status") and not io.exists("/etc/passwd")
     assert io.realpath("/sys/class/infiniband/mlx5_0/device") == "/sys/devices/pci0000:17/0000:18:00.0"
-    assert io.realpath("/sys/class/infiniband/mlx5_0/device/numa_node") == \
-        "/sys/devices/pci0000:17/0000:18:00.0/numa_node"
+    assert (
+        io.realpath("/sys/class/infiniband/mlx5_0/device/numa_node") == "/sys/devices/pci0000:17/0000:18:00.0/numa_node"
+    )
     assert io.realpath("/proc/self/status") == "/proc/self/status"
     assert io.realpath("/nope") is None
     assert io.getenv("ASCEND_RT_VISIBLE_DEVICES") == "0,1" and io.getenv("X") is None
@@ -88,12 +94,19 @@ def test_recording_replays_identically(tmp_path):
     src = _make_snapshot(tmp_path / "src")
     rec = hostio.RecordingHostIO(src)
     calls = [
-        ("read_text", "/proc/self/status"), ("read_text", "/proc/interrupts"),
-        ("listdir", "/sys/bus/pci/devices/0000:18:00.0/msi_irqs"), ("listdir", "/sys/class/empty"),
-        ("listdir", "/sys/none"), ("exists", "/proc/self/status"), ("exists", "/nope"),
-        ("realpath", "/sys/class/infiniband/mlx5_0/device"), ("realpath", "/proc/self/status"),
-        ("getenv", "ASCEND_RT_VISIBLE_DEVICES"), ("getenv", "UNSET"),
-        ("which", "taskset"), ("which", "migratepages"),
+        ("read_text", "/proc/self/status"),
+        ("read_text", "/proc/interrupts"),
+        ("listdir", "/sys/bus/pci/devices/0000:18:00.0/msi_irqs"),
+        ("listdir", "/sys/class/empty"),
+        ("listdir", "/sys/none"),
+        ("exists", "/proc/self/status"),
+        ("exists", "/nope"),
+        ("realpath", "/sys/class/infiniband/mlx5_0/device"),
+        ("realpath", "/proc/self/status"),
+        ("getenv", "ASCEND_RT_VISIBLE_DEVICES"),
+        ("getenv", "UNSET"),
+        ("which", "taskset"),
+        ("which", "migratepages"),
     ]
     before = [getattr(rec, name)(arg) for name, arg in calls]
     runs = [["npu-smi", "info", "-m"], ["broken"], ["gone"]]
@@ -115,6 +128,7 @@ def test_overlay_reads_what_a_play_wrote_into_the_sandbox_over_the_snapshot(tmp_
     """The demo's closed loop: site.yml writes the irqbalance bans into the sandbox root; the
     facts read through the overlay see them, the rest still comes from the snapshot."""
     from npuops_testing import SNAPSHOTS
+
     snap = hostio.SnapshotHostIO(os.path.join(SNAPSHOTS, "a2-910b3x8"))
     root = tmp_path / "root"
     (root / "etc" / "default").mkdir(parents=True)
@@ -130,7 +144,7 @@ def test_overlay_reads_what_a_play_wrote_into_the_sandbox_over_the_snapshot(tmp_
 def _tree(root):
     """A small host tree: a file, a directory, a link to the directory, a dangling link."""
     (root / "etc" / "conf.d").mkdir(parents=True)
-    (root / "etc" / "hostname").write_text(u"node-9\n")
+    (root / "etc" / "hostname").write_text("node-9\n")
     os.symlink("/etc/conf.d", str(root / "etc" / "linked"))
     os.symlink("/nowhere", str(root / "etc" / "dangling"))
     return root
@@ -141,12 +155,11 @@ def test_live_tree_reads_share_the_rules_of_one_root(tmp_path):
     os.mkfifo(str(tmp_path / "etc" / "fifo"))
     assert io.read_text("/etc/hostname") == "node-9\n"
     # a directory, a FIFO and an absent file read as absent; a listing of a file is absent
-    assert [io.read_text(p) for p in ("/etc", "/etc/conf.d", "/etc/fifo", "/etc/none")] == \
-        [None, None, None, None]
+    assert [io.read_text(p) for p in ("/etc", "/etc/conf.d", "/etc/fifo", "/etc/none")] == [None, None, None, None]
     assert io.listdir("/etc/hostname") is None and io.listdir("/etc/none") is None
     assert io.listdir("/") == ["etc"]
     assert io.listdir("/etc") == ["conf.d", "dangling", "fifo", "hostname", "linked"]
-    assert io.listdir("/etc/linked") == []          # a link to a directory lists it
+    assert io.listdir("/etc/linked") == []  # a link to a directory lists it
     # exists does not follow the last component: a dangling link exists, its target not
     assert io.exists("/etc/dangling") and not io.exists("/nowhere")
     assert io.exists("/") and io.exists("/etc/linked") and not io.exists("/etc/none/x")
@@ -162,5 +175,5 @@ def test_snapshot_tree_reads_refuse_what_live_reads_as_absent(tmp_path):
     os.mkfifo(str(fs_dir / "proc" / "fifo"))
     with pytest.raises(SnapshotError, match="not a regular file"):
         io.read_text("/proc/fifo")
-    (fs_dir / "sys" / "class" / "empty" / "a%3Ab").write_text(u"")   # an escaped name
+    (fs_dir / "sys" / "class" / "empty" / "a%3Ab").write_text("")  # an escaped name
     assert io.listdir("/sys/class/empty") == ["a:b"]

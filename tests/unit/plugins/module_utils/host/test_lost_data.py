@@ -3,6 +3,7 @@
 asked and never writes into the snapshot being replayed; saved snapshots are private (0700 /
 0600); the ``.npuops-*.tmp`` a killed write leaves is removed by a later run's write into that
 directory (old enough, of this user, of the pattern, never through a symlink)."""
+
 import os
 import pwd
 import shutil
@@ -24,8 +25,9 @@ HOST = os.path.join(SNAPSHOTS, "x86-none")
 
 class FakeModule(object):
     def __init__(self, check_mode=False, **params):
-        self.params = dict(snapshot=None, snapshot_overlay=None, save_snapshot=None,
-                           overwrite_snapshot=False, timeout=30)
+        self.params = dict(
+            snapshot=None, snapshot_overlay=None, save_snapshot=None, overwrite_snapshot=False, timeout=30
+        )
         self.params.update(params)
         self.check_mode = check_mode
 
@@ -48,8 +50,7 @@ def test_save_refuses_a_non_empty_directory_unless_asked(tmp_path):
         with pytest.raises(SnapshotError, match="exists and is not empty"):
             npu_topology_facts.gather(FakeModule(check_mode, snapshot=HOST, save_snapshot=str(dest)))
     assert sorted(os.listdir(str(dest))) == ["notes.txt"]
-    result = npu_topology_facts.gather(FakeModule(snapshot=HOST, save_snapshot=str(dest),
-                                                  overwrite_snapshot=True))
+    result = npu_topology_facts.gather(FakeModule(snapshot=HOST, save_snapshot=str(dest), overwrite_snapshot=True))
     assert result["snapshot_saved"] == str(dest) and (dest / "snapshot.yml").is_file()
     # an empty directory or a new one needs no permission
     (tmp_path / "empty").mkdir()
@@ -64,8 +65,9 @@ def test_the_replayed_snapshot_is_never_written(tmp_path):
     os.symlink(str(replayed), str(tmp_path / "alias"))
     for target in (replayed, replayed / "fs", tmp_path, tmp_path / "alias"):
         with pytest.raises(SnapshotError, match="being replayed"):
-            npu_topology_facts.gather(FakeModule(snapshot=str(replayed), save_snapshot=str(target),
-                                                 overwrite_snapshot=True))
+            npu_topology_facts.gather(
+                FakeModule(snapshot=str(replayed), save_snapshot=str(target), overwrite_snapshot=True)
+            )
     assert _tree(str(replayed)) == before  # provenance comments and all
 
 
@@ -74,6 +76,7 @@ def test_saved_snapshots_are_private(tmp_path):
     try:
         recorder = hostio.RecordingHostIO(hostio.SnapshotHostIO(HOST))
         from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
+
         topology.gather(recorder)
         recorder.save(str(tmp_path / "a" / "snap"))
     finally:
@@ -82,8 +85,7 @@ def test_saved_snapshots_are_private(tmp_path):
     assert stat.S_IMODE(os.stat(top).st_mode) == 0o700
     modes = set()
     for dirpath, dirnames, names in os.walk(top):
-        modes.update(stat.S_IMODE(os.lstat(os.path.join(dirpath, d)).st_mode) | 0o40000
-                     for d in dirnames)
+        modes.update(stat.S_IMODE(os.lstat(os.path.join(dirpath, d)).st_mode) | 0o40000 for d in dirnames)
         modes.update(stat.S_IMODE(os.lstat(os.path.join(dirpath, n)).st_mode) for n in names)
     assert modes == {0o40700, 0o600}
 
@@ -100,8 +102,7 @@ paths.write_atomic_at(fd, "vllm-a.service", b"[Unit]\n" * 1000)
 def _killed_write(directory):
     before = set(os.listdir(directory))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    proc = subprocess.run([sys.executable, "-c", KILLED_WRITE, directory], env=env, timeout=60,
-                          check=False)
+    proc = subprocess.run([sys.executable, "-c", KILLED_WRITE, directory], env=env, timeout=60, check=False)
     assert proc.returncode == -9
     (left,) = [n for n in set(os.listdir(directory)) - before if n.startswith(".npuops-")]
     return left
@@ -143,8 +144,7 @@ def test_remove_stale_temps_only_takes_old_files_of_the_pattern(tmp_path):
     fd = os.open(str(tmp_path), os.O_RDONLY | os.O_DIRECTORY)
     try:
         assert paths.remove_stale_temps(fd) == []  # all fresh
-        assert paths.remove_stale_temps(fd, now=time.time() + 7200) == [
-            ".npuops-0123456789abcdef.tmp"]
+        assert paths.remove_stale_temps(fd, now=time.time() + 7200) == [".npuops-0123456789abcdef.tmp"]
     finally:
         os.close(fd)
     assert sorted(os.listdir(str(tmp_path))) == [".npuops-0123456789abcdef.tmp.x", "a.tmp"]

@@ -2,6 +2,7 @@
 """host/paths.py: fd-based walks below a root - no symlink followed (open_dirs), symlinks
 resolved as if the root were / (resolve), bounded regular-file reads, atomic no-follow writes,
 and the verified directory a snapshot is saved into (open_private_dir)."""
+
 import os
 import stat
 
@@ -48,8 +49,7 @@ def test_open_dirs_refuses_a_symlink_anywhere(tmp_path):
         with pytest.raises(FileNotFoundError):
             paths.open_dirs(fd, ["a", "none"], "/a/none/x")
         created = []
-        sub = paths.open_dirs(fd, ["a", "new", "deeper"], "/a/new/deeper/x", create_mode=0o750,
-                              created=created)
+        sub = paths.open_dirs(fd, ["a", "new", "deeper"], "/a/new/deeper/x", create_mode=0o750, created=created)
         os.close(sub)
     finally:
         os.close(fd)
@@ -57,13 +57,13 @@ def test_open_dirs_refuses_a_symlink_anywhere(tmp_path):
     assert stat.S_IMODE(os.stat(str(root / "a" / "new" / "deeper")).st_mode) == 0o750
 
 
-@pytest.mark.parametrize("target", ["/outside/secret", "../../../../../../outside/secret",
-                                    "../../outside/secret"])
+@pytest.mark.parametrize("target", ["/outside/secret", "../../../../../../outside/secret", "../../outside/secret"])
 def test_resolve_keeps_symlinks_below_the_root(tmp_path, target):
     """An absolute target restarts at the root, '..' stops at it: nothing outside is read."""
     root, outside = _root(tmp_path)
-    os.symlink(target.replace("/outside", str(outside)) if target.startswith("/") else target,
-               str(root / "a" / "b" / "l"))
+    os.symlink(
+        target.replace("/outside", str(outside)) if target.startswith("/") else target, str(root / "a" / "b" / "l")
+    )
     data, problem, dummy = _read(root, "/a/b/l")
     assert data is None and problem is None  # resolves to <root>/outside/secret: absent
     (root / "outside").mkdir()

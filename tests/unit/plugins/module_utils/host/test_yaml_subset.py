@@ -22,18 +22,25 @@ notes: |
 empty: ~
 """
 
-SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2 ** 63, 2 ** 63),
-                    st.text(max_size=12), st.sampled_from(["yes", "no", "on", "0-23", "0x1f",
-                                                           "1e3", "~", "- a", "a: b", "#x"]))
-VALUES = st.recursive(SCALARS, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(st.text(min_size=1, max_size=8), inner, max_size=4)),
-    max_leaves=20)
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**63),
+    st.text(max_size=12),
+    st.sampled_from(["yes", "no", "on", "0-23", "0x1f", "1e3", "~", "- a", "a: b", "#x"]),
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(min_size=1, max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
 
 
 def test_reads_the_snapshot_forms():
     data = yaml_subset.loads(SNAPSHOT)
-    assert data["commands"]["npu-smi info"] == {"rc": 0, "stdout_file": "cmd/npu-smi-info.txt",
-                                                "timed_out": False}
+    assert data["commands"]["npu-smi info"] == {"rc": 0, "stdout_file": "cmd/npu-smi-info.txt", "timed_out": False}
     assert data["files"]["/sys/devices/system/node/online"] == "0-7\n"
     assert data["notes"] == "line one\nline two\n" and data["empty"] is None
     assert data == yaml.safe_load(SNAPSHOT)
@@ -47,10 +54,16 @@ def test_round_trip_and_pyyaml_agrees(value, flow):
     assert yaml.safe_load(text) == doc
 
 
-@pytest.mark.parametrize("text,where", [
-    ("a: &anchor 1\n", "line 1"), ("a: !!python/object x\n", "line 1"),
-    ("a:\n  b: 1\n c: 2\n", "line 3"), ("a: [1, 2\n", "line 1"), ("a: 'x\n", "line 1"),
-])
+@pytest.mark.parametrize(
+    "text,where",
+    [
+        ("a: &anchor 1\n", "line 1"),
+        ("a: !!python/object x\n", "line 1"),
+        ("a:\n  b: 1\n c: 2\n", "line 3"),
+        ("a: [1, 2\n", "line 1"),
+        ("a: 'x\n", "line 1"),
+    ],
+)
 def test_outside_the_subset_is_refused_with_the_line(text, where):
     with pytest.raises(SnapshotError) as err:
         yaml_subset.loads(text, source="host1/snapshot.yml")

@@ -14,19 +14,21 @@ from hypothesis import strategies as st
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import SnapshotError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import yaml_subset
 
-LIMIT = 10 ** yaml_subset.MAX_INT_DIGITS - 1
+LIMIT = 10**yaml_subset.MAX_INT_DIGITS - 1
 
 scalars = st.one_of(
-    st.none(), st.booleans(),
+    st.none(),
+    st.booleans(),
     st.integers(min_value=-LIMIT, max_value=LIMIT),
     st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=40))
+    st.text(max_size=40),
+)
 keys = st.text(min_size=1, max_size=20)
 documents = st.recursive(
     scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=4),
-                            st.dictionaries(keys, inner, max_size=4)),
-    max_leaves=12)
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(keys, inner, max_size=4)),
+    max_leaves=12,
+)
 
 
 def _same(left, right):
@@ -44,16 +46,32 @@ def _same(left, right):
     return left == right
 
 
-@pytest.mark.parametrize("value", [
-    1e-05, -1e-05, 1e+16, 1.5e+300, 5e-324, 1e22, float("inf"), float("-inf"), float("nan"),
-    0.0, -0.0, 0.1, 123456789.125, 1.0])
+@pytest.mark.parametrize(
+    "value",
+    [
+        1e-05,
+        -1e-05,
+        1e16,
+        1.5e300,
+        5e-324,
+        1e22,
+        float("inf"),
+        float("-inf"),
+        float("nan"),
+        0.0,
+        -0.0,
+        0.1,
+        123456789.125,
+        1.0,
+    ],
+)
 @pytest.mark.parametrize("flow", [True, False])
 def test_every_float_reads_back_as_that_float(value, flow):
     for doc in (value, [value], {"a": value}, {"m": {"a": value, "b": 1}}):
         assert _same(yaml_subset.loads(yaml_subset.dumps(doc, flow=flow)), doc)
 
 
-@pytest.mark.parametrize("value", [1e-05, 1e+16, -2.5e-07, 0.5, float("inf"), float("-inf")])
+@pytest.mark.parametrize("value", [1e-05, 1e16, -2.5e-07, 0.5, float("inf"), float("-inf")])
 def test_floats_read_back_as_floats_by_pyyaml_too(value):
     assert yaml.safe_load(yaml_subset.dumps({"a": value}))["a"] == value
 

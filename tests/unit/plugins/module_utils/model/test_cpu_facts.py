@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 """Facts schema 2: the CPUs a service gets, NUMA distances, packages, SMT siblings,
 isolated CPUs; a host without CPU data; device type by evidence strength; affinity order."""
+
 import os
 
 import pytest
@@ -22,24 +23,31 @@ def snapshot_facts(host):
 
 
 def two_nodes(**extra):
-    files = cpu_tree({0: "0-3", 1: "4-7"}, online="0-7",
-                     siblings=dict((c, str(c)) for c in range(8)),
-                     packages={0: 0, 3: 0, 4: 1, 7: 1}, distance={0: "10 21", 1: "21 10"})
-    files.update({"/sys/devices/system/cpu/isolated": "\n",
-                  "/sys/devices/system/cpu/nohz_full": "\n"})
+    files = cpu_tree(
+        {0: "0-3", 1: "4-7"},
+        online="0-7",
+        siblings=dict((c, str(c)) for c in range(8)),
+        packages={0: 0, 3: 0, 4: 1, 7: 1},
+        distance={0: "10 21", 1: "21 10"},
+    )
+    files.update({"/sys/devices/system/cpu/isolated": "\n", "/sys/devices/system/cpu/nohz_full": "\n"})
     files.update(extra)
     return files
 
 
 # ---- cpu.allowed: what a systemd service gets ------------------------------------------------
 
-@pytest.mark.parametrize("cgroup, allowed, source", [
-    ({SLICE: "0-7\n", ROOT_V2: "0-7\n"}, "0-7", "system.slice"),
-    ({ROOT_V2: "0-5\n"}, "0-5", "cgroup root"),
-    ({ROOT_V1: "2-7\n"}, "2-7", "cgroup root"),
-    ({SLICE: "\n", ROOT_V2: "0-6\n"}, "0-6", "cgroup root"),   # an empty effective set
-    ({}, "1", "self"),
-])
+
+@pytest.mark.parametrize(
+    "cgroup, allowed, source",
+    [
+        ({SLICE: "0-7\n", ROOT_V2: "0-7\n"}, "0-7", "system.slice"),
+        ({ROOT_V2: "0-5\n"}, "0-5", "cgroup root"),
+        ({ROOT_V1: "2-7\n"}, "2-7", "cgroup root"),
+        ({SLICE: "\n", ROOT_V2: "0-6\n"}, "0-6", "cgroup root"),  # an empty effective set
+        ({}, "1", "self"),
+    ],
+)
 def test_allowed_is_the_service_cpuset_and_allowed_self_the_process(cgroup, allowed, source):
     files = two_nodes(**{"/proc/self/status": STATUS % "1"})
     files.update(cgroup)
@@ -70,6 +78,7 @@ def test_cut_cpuset_diagnosis_keeps_working():
 
 # ---- distances, packages, siblings, isolated -------------------------------------------------
 
+
 def test_distance_packages_siblings_from_sysfs():
     cpu = topology.gather(FakeIO(two_nodes()))["cpu"]
     assert cpu["numa_distance"] == {"0": {"0": 10, "1": 21}, "1": {"0": 21, "1": 10}}
@@ -80,12 +89,10 @@ def test_distance_packages_siblings_from_sysfs():
 def test_real_kunpeng_table_paired_with_the_real_a2_host():
     cpu = snapshot_facts("a2-910b3x8")["cpu"]
     # node 6 (NPU0/1) is 11 from its sibling die 7, 25 from node 5 on another socket
-    assert cpu["numa_distance"]["6"] == {"0": 24, "1": 25, "2": 24, "3": 25, "4": 24,
-                                         "5": 25, "6": 10, "7": 11}
+    assert cpu["numa_distance"]["6"] == {"0": 24, "1": 25, "2": 24, "3": 25, "4": 24, "5": 25, "6": 10, "7": 11}
     assert cpu["packages"] is None  # physical_package_id -1, as its lscpu's "Socket(s): -"
     assert cpu["smt_siblings"] == []
-    assert snapshot_facts("a2i-910b4x8")["cpu"]["packages"] == dict(
-        (str(n), n // 2) for n in range(8))
+    assert snapshot_facts("a2i-910b4x8")["cpu"]["packages"] == dict((str(n), n // 2) for n in range(8))
 
 
 def test_real_siblings_interleaved_and_plus_n():
@@ -95,8 +102,7 @@ def test_real_siblings_interleaved_and_plus_n():
     # adjacent numbering (siblings 0,1): read, never guessed
     files = two_nodes()
     for cpu in range(8):
-        files["/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list" % cpu] = \
-            "%d-%d\n" % (cpu & ~1, cpu | 1)
+        files["/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list" % cpu] = "%d-%d\n" % (cpu & ~1, cpu | 1)
     assert topology.gather(FakeIO(files))["cpu"]["smt_siblings"] == ["0-1", "2-3", "4-5", "6-7"]
 
 
@@ -113,8 +119,7 @@ def test_numactl_fallback_and_missing_sources():
             del files[path]
     got = topology.gather(FakeIO(files))
     cpu = got["cpu"]
-    assert (cpu["numa_distance"], cpu["packages"], cpu["smt_siblings"], cpu["nohz_full"]) == (
-        None, None, None, None)
+    assert (cpu["numa_distance"], cpu["packages"], cpu["smt_siblings"], cpu["nohz_full"]) == (None, None, None, None)
     sources = dict((e["source"], e["msg"]) for e in got["errors"])
     assert sources["cpu.numa_distance"].endswith("numactl -H: not installed")
     assert "physical_package_id: not readable" in sources["cpu.packages"]
@@ -122,9 +127,13 @@ def test_numactl_fallback_and_missing_sources():
 
 
 def test_node_spanning_packages_and_unset_nohz_full():
-    files = two_nodes(**{"/sys/devices/system/cpu/cpu3/topology/physical_package_id": "1\n",
-                         "/sys/devices/system/cpu/nohz_full": "(null)\n",
-                         "/sys/devices/system/cpu/isolated": "2-3\n"})
+    files = two_nodes(
+        **{
+            "/sys/devices/system/cpu/cpu3/topology/physical_package_id": "1\n",
+            "/sys/devices/system/cpu/nohz_full": "(null)\n",
+            "/sys/devices/system/cpu/isolated": "2-3\n",
+        }
+    )
     got = topology.gather(FakeIO(files))
     assert got["cpu"]["packages"] == {"0": 0, "1": 1}
     assert "NUMA node 0 spans packages [0, 1]: taken as package 0" in got["warnings"]
@@ -156,14 +165,15 @@ def test_phy_id_header_over_a2_gives_a2_with_a_warning():
     files["/sys/bus/pci/devices/0000:c1:00.0/device"] = "0xd802\n"
     got = topology.gather(FakeIO(files, {"npu-smi info": text}))
     assert got["device_type"] == "A2"
-    assert "device type A2 from PCI device 19e5:d802 wins over A3 from 'Chip  Phy-ID' column " \
-           "(weaker evidence)" in got["warnings"]
+    assert (
+        "device type A2 from PCI device 19e5:d802 wins over A3 from 'Chip  Phy-ID' column "
+        "(weaker evidence)" in got["warnings"]
+    )
 
 
 def test_board_pci_id_when_sysfs_has_none():
     board = fixture_text("ascend/atlas800-9000-910a_npu-smi-info-i0-t-board.txt")
-    got = topology.gather(FakeIO(two_nodes(), {"npu-smi info": A2_INFO,
-                                               "npu-smi info -t board -i 0": board}))
+    got = topology.gather(FakeIO(two_nodes(), {"npu-smi info": A2_INFO, "npu-smi info -t board -i 0": board}))
     # the board's 0xd801 is stronger than the 910B3 chip name (the board is of another host:
     # the test shows the order of evidence, and the warning names both)
     assert got["device_type"] == "910A"
@@ -172,9 +182,7 @@ def test_board_pci_id_when_sysfs_has_none():
 
 
 def test_affinity_order_kept_for_the_vllm_ascend_policy():
-    topo_text = ("\tNPU0\tNPU1\tCPU Affinity\n"
-                 "NPU0\tX\tHCCS\t48-59,0-11\n"
-                 "NPU1\tHCCS\tX\t0-11,48-59\n")
+    topo_text = "\tNPU0\tNPU1\tCPU Affinity\nNPU0\tX\tHCCS\t48-59,0-11\nNPU1\tHCCS\tX\t0-11,48-59\n"
     info = A2_INFO
     files = cpu_tree({0: "0-47", 1: "48-95"}, online="0-95")
     got = topology.gather(FakeIO(files, {"npu-smi info": info, "npu-smi info -t topo": topo_text}))
@@ -182,8 +190,7 @@ def test_affinity_order_kept_for_the_vllm_ascend_policy():
     plan = dispatch.make_plan(got, "vllm_ascend", npus=[0])
     entry = plan["npus"]["0"]
     # vllm-ascend's positional split of the unsorted multi-NUMA pool: IRQ 48-49, ACL 10, release 11
-    assert (entry["pool_order"], entry["irq"], entry["acl"], entry["release"]) == (
-        "48-59,0-11", "48-49", "10", "11")
+    assert (entry["pool_order"], entry["irq"], entry["acl"], entry["release"]) == ("48-59,0-11", "48-49", "10", "11")
 
 
 def test_device_type_evidence_of_the_real_a2_names_each_source_once():

@@ -47,7 +47,8 @@ def test_scan_names_the_intruders_and_their_units(tmp_path):
     found = cpu_intruders.scan(io, cpu_intruders.isolated_cpus(io))
     assert found == [
         {"pid": 300, "comm": "sshd", "unit": "ssh.service", "cpus": "2-7", "last_cpu": 4},
-        {"pid": 301, "comm": "backup", "unit": "session-3.scope", "cpus": "6", "last_cpu": 6}]
+        {"pid": 301, "comm": "backup", "unit": "session-3.scope", "cpus": "6", "last_cpu": 6},
+    ]
 
 
 def test_drift_rows_of_kind_cpu_intruder(tmp_path):
@@ -56,7 +57,8 @@ def test_drift_rows_of_kind_cpu_intruder(tmp_path):
     rows = [r for r in binding.drift(state) if r["kind"] == drift_kinds.CPU_INTRUDER]
     assert [r["evidence"] for r in rows] == [
         "pid 300 (sshd, ssh.service) may run on worker CPUs 2-7 (last ran on CPU 4)",
-        "pid 301 (backup, session-3.scope) may run on worker CPUs 6 (last ran on CPU 6)"]
+        "pid 301 (backup, session-3.scope) may run on worker CPUs 6 (last ran on CPU 6)",
+    ]
     assert "restart ssh.service" in rows[0]["fix"]
 
 
@@ -72,6 +74,7 @@ def test_the_binders_reader_finds_this_process_on_the_real_proc(tmp_path, monkey
     own reader: this test process, in no vLLM tree, is allowed on its own CPUs."""
     import os
     from ansible_collections.npuops.fleet.plugins.module_utils.standalone import binder
+
     state = tmp_path / "cpu_partition.json"
     mine = sorted(os.sched_getaffinity(0))
     state.write_text(json.dumps({"isolated": ",".join(str(c) for c in mine)}))

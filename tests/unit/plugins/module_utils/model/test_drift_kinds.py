@@ -41,8 +41,15 @@ def test_one_table_one_irqbalance_fix():
 
 
 def test_drift_rows_use_the_fix_texts():
-    state = {"instances": {"svc": {"unit": "vllm-svc.service", "unit_state": "failed", "report": {
-        "irqs": [{"irq": 7, "role": "sq", "device": 0, "drift": True, "before": "0", "after": "3"}]}}}}
+    state = {
+        "instances": {
+            "svc": {
+                "unit": "vllm-svc.service",
+                "unit_state": "failed",
+                "report": {"irqs": [{"irq": 7, "role": "sq", "device": 0, "drift": True, "before": "0", "after": "3"}]},
+            }
+        }
+    }
     rows = binding.drift(state, {"active": True, "banned_irqs": []})
     by_kind = dict((r["kind"], r["fix"]) for r in rows)
     assert by_kind[drift_kinds.UNIT_DOWN] == drift_kinds.FIX_UNIT % instance_files.unit_names("svc")

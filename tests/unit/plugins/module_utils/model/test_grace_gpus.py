@@ -3,6 +3,7 @@
 memory-only nodes) gives each GPU its CPU node, records the memory nodes, and sysfs is the
 truth where it disagrees; the plan of the recorded 4-GPU GB200 host puts each GPU's pool on
 its own Grace socket."""
+
 import os
 import shutil
 
@@ -14,8 +15,10 @@ from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch
 
 HOST = os.path.join(SNAPSHOTS, "gb200-4gpu")
 SOCKETS = {0: set(range(0, 72)), 1: set(range(72, 144))}
-MEMORY = {0: [3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15, 16, 17],
-          1: [19, 20, 21, 22, 23, 24, 25, 27, 28, 29, 30, 31, 32, 33]}
+MEMORY = {
+    0: [3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15, 16, 17],
+    1: [19, 20, 21, 22, 23, 24, 25, 27, 28, 29, 30, 31, 32, 33],
+}
 
 
 def _facts(path=HOST):
@@ -26,8 +29,7 @@ def test_gb200_gpus_get_their_cpu_node_and_memory_nodes():
     facts = _facts()
     assert facts["numa_off"] is False
     assert [g["numa_node"] for g in facts["gpus"]] == [0, 0, 1, 1]
-    assert [g["memory_nodes"] for g in facts["gpus"]] == [MEMORY[0], MEMORY[0],
-                                                          MEMORY[1], MEMORY[1]]
+    assert [g["memory_nodes"] for g in facts["gpus"]] == [MEMORY[0], MEMORY[0], MEMORY[1], MEMORY[1]]
     assert not [w for w in facts["warnings"] if "NUMA" in w]
 
 
@@ -46,8 +48,7 @@ def test_gb200_plan_puts_each_gpu_pool_on_its_socket():
 def test_sysfs_numa_node_wins_where_it_disagrees(tmp_path):
     copy = str(tmp_path / "host")
     shutil.copytree(HOST, copy)
-    node_file = os.path.join(copy, "fs", "sys", "bus", "pci", "devices", "0009%3A01%3A00.0",
-                             "numa_node")
+    node_file = os.path.join(copy, "fs", "sys", "bus", "pci", "devices", "0009%3A01%3A00.0", "numa_node")
     with open(node_file, "w") as handle:
         handle.write("1\n")
     facts = _facts(copy)
@@ -66,8 +67,7 @@ def test_a_list_of_two_cpu_nodes_is_not_read_as_memory_nodes():
 
     warnings = []
     gpu = {"name": "GPU0", "numa_node": 0, "numa_nodes": [0, 1, 5]}
-    node, memory = device_nodes.gpu_node(NoSysfs(), gpu, None, {"0": "0-3", "1": "4-7", "5": ""},
-                                         False, warnings)
+    node, memory = device_nodes.gpu_node(NoSysfs(), gpu, None, {"0": "0-3", "1": "4-7", "5": ""}, False, warnings)
     assert (node, memory) == (0, [5])
     assert warnings == ["GPU0: NUMA Affinity 0,1,5 lists 2 nodes with CPUs: node 0 taken"]
     # no CPU map known: the first listed node, the rest its memory nodes

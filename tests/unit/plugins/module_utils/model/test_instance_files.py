@@ -9,19 +9,23 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model import binding,
 from npuops_testing.module_harness import call_module
 
 PLAN = {
-    "policy": "strict", "mode": "topo_affinity", "device_type": "A2", "skipped": False,
+    "policy": "strict",
+    "mode": "topo_affinity",
+    "device_type": "A2",
+    "skipped": False,
     "numa_nodes": {"0": "0-1"},
-    "npus": {"0": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "0", "acl": "1",
-                   "release": "0"}},
-    "instances": {"svc": {"npus": [0], "env": {}}}}
+    "npus": {"0": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "0", "acl": "1", "release": "0"}},
+    "instances": {"svc": {"npus": [0], "env": {}}},
+}
 
 
 @pytest.fixture()
 def installed(tmp_path):
     root = tmp_path / "root"
     root.mkdir()
-    result = call_module("vllm_launch_wrapper", {"name": "svc", "plan": PLAN, "command": ["vllm", "serve", "/m"],
-                                                 "host_root": str(root)})
+    result = call_module(
+        "vllm_launch_wrapper", {"name": "svc", "plan": PLAN, "command": ["vllm", "serve", "/m"], "host_root": str(root)}
+    )
     assert not result.get("failed"), result.get("msg")
     return root, result
 
@@ -50,15 +54,24 @@ def test_the_read_back_finds_the_instance_the_wrapper_wrote(installed):
 def test_without_host_binding_there_is_no_bind_unit(tmp_path):
     root = tmp_path / "root"
     root.mkdir()
-    result = call_module("vllm_launch_wrapper", {"name": "svc", "plan": PLAN, "command": ["vllm"],
-                                                 "binding": "vllm", "host_root": str(root)})
+    result = call_module(
+        "vllm_launch_wrapper",
+        {"name": "svc", "plan": PLAN, "command": ["vllm"], "binding": "vllm", "host_root": str(root)},
+    )
     assert result["bind_unit"] is None and result["units"] == [instance_files.unit_names("svc")["service"]]
     assert not (root / instance_files.file_paths(instance_files.DEFAULT_DEST, "svc")["binder"].lstrip("/")).exists()
 
 
-@pytest.mark.parametrize("file_name, name", [
-    ("svc.plan.json", "svc"), ("a.b.plan.json", "a.b"), (".plan.json", None), ("svc-launch", None),
-    ("svc.plan.json.tmp", None)])
+@pytest.mark.parametrize(
+    "file_name, name",
+    [
+        ("svc.plan.json", "svc"),
+        ("a.b.plan.json", "a.b"),
+        (".plan.json", None),
+        ("svc-launch", None),
+        ("svc.plan.json.tmp", None),
+    ],
+)
 def test_name_of_plan_file(file_name, name):
     assert instance_files.name_of_plan_file(file_name) == name
 
@@ -68,6 +81,5 @@ def test_fix_texts_name_the_instance_units():
     assert units["reconcile"] in drift_kinds.FIX_THREADS % units
     assert (drift_kinds.FIX_UNIT % units).count(units["service"]) == 2
     assert units["service"] in drift_kinds.FIX_MISSING % units
-    rows = binding.drift({"instances": {"svc": {"unit": units["service"], "unit_state": "failed",
-                                                "report": None}}})
+    rows = binding.drift({"instances": {"svc": {"unit": units["service"], "unit_state": "failed", "report": None}}})
     assert rows[0]["fix"] == drift_kinds.FIX_UNIT % units

@@ -17,8 +17,7 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report import html as
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import markdown as report_markdown
 from npuops_testing import SNAPSHOTS, fixture_text
 
-AMD_FIXTURE = ("amd/mi300x-4gpu-sriov-vf_rocm-smi-showdriverversion-showvbios-showproductname"
-               "_from-a.txt")
+AMD_FIXTURE = "amd/mi300x-4gpu-sriov-vf_rocm-smi-showdriverversion-showvbios-showproductname_from-a.txt"
 CANN_FIXTURE = "ascend/cann-8.3.rc2_ascend_toolkit_install.info.txt"
 
 
@@ -36,9 +35,11 @@ def _record(snap, argv, stdout, name, rc=0):
     (snap / "cmd" / name).write_text(stdout)
     text = (snap / "snapshot.yml").read_text()
     assert "\ncommands:\n" in text
-    (snap / "snapshot.yml").write_text(text.replace(
-        "\ncommands:\n", '\ncommands:\n  "%s": {rc: %d, stdout_file: "cmd/%s"}\n'
-        % (" ".join(argv), rc, name), 1))
+    (snap / "snapshot.yml").write_text(
+        text.replace(
+            "\ncommands:\n", '\ncommands:\n  "%s": {rc: %d, stdout_file: "cmd/%s"}\n' % (" ".join(argv), rc, name), 1
+        )
+    )
 
 
 def _file(snap, path, text):
@@ -75,8 +76,9 @@ def test_recorded_hosts_facts(host, count, expected):
         model = device.get("name") if facts["npus"] else device.get("model")
         memory = device.get("hbm_total_mb") if facts["npus"] else device.get("memory_mb")
         firmware = device.get("firmware") if facts["npus"] else device.get("vbios")
-        assert (model, device["health"], memory, device["driver"], firmware) == \
-            expected[:4] + (_firmware(expected[4], device.get("npu_id")),)
+        assert (model, device["health"], memory, device["driver"], firmware) == expected[:4] + (
+            _firmware(expected[4], device.get("npu_id")),
+        )
     if facts["npus"]:
         assert facts["versions"]["npu_driver"] == expected[3]
         assert facts["versions"]["npu_firmware"] == _firmware(expected[4], 0)
@@ -86,8 +88,7 @@ def test_recorded_hosts_facts(host, count, expected):
     if facts["npus"] and expected[4] is None:
         assert [w for w in facts["warnings"] if "npu-smi info -t board -i <card>" in w]
     if expected[4] == "card0":
-        assert [w for w in facts["warnings"] if w.startswith(
-            "NPU firmware unknown for card 1, 2, 3, 4, 5, 6, 7:")]
+        assert [w for w in facts["warnings"] if w.startswith("NPU firmware unknown for card 1, 2, 3, 4, 5, 6, 7:")]
 
 
 @pytest.mark.parametrize("host, count, expected", RECORDED, ids=[r[0] for r in RECORDED])
@@ -99,8 +100,13 @@ def test_recorded_hosts_report_rows(host, count, expected):
     model, health, memory, driver, firmware = expected
     for row in rows:
         card = int(row["label"].split("card ")[1].split()[0]) if "card" in row["label"] else None
-        assert (row["model"], row["health"], row["memory_mb"], row["driver"], row["firmware"]) \
-            == (model, health or "unknown", memory, driver, _firmware(firmware, card))
+        assert (row["model"], row["health"], row["memory_mb"], row["driver"], row["firmware"]) == (
+            model,
+            health or "unknown",
+            memory,
+            driver,
+            _firmware(firmware, card),
+        )
     assert summary["health"]["unknown"] == (count if health is None else 0)
     assert summary["health"]["healthy"] == (0 if health is None else count)
     md = report_markdown.render_markdown(report)
@@ -146,8 +152,9 @@ def test_amd_model_vbios_and_driver_from_rocm_smi(tmp_path):
 def test_npu_firmware_per_card_and_a_difference_warned(tmp_path):
     snap = _copy(tmp_path, "a910a-9000")
     board = (snap / "cmd" / "npu-smi-info--t-board--i-0.txt").read_text()
-    _record(snap, ["npu-smi", "info", "-t", "board", "-i", "1"],
-            board.replace("7.1.0.7.220", "7.3.0.1.231"), "board-1.txt")
+    _record(
+        snap, ["npu-smi", "info", "-t", "board", "-i", "1"], board.replace("7.1.0.7.220", "7.3.0.1.231"), "board-1.txt"
+    )
     facts = _gather(str(snap))
     by_card = dict((n["npu_id"], n["firmware"]) for n in facts["npus"])
     assert by_card[0] == "7.1.0.7.220" and by_card[1] == "7.3.0.1.231"
@@ -165,6 +172,7 @@ def test_a_failing_board_query_is_an_error_not_a_version(tmp_path):
 
 def test_versions_are_in_the_facts_schema():
     from ansible_collections.npuops.fleet.plugins.module_utils.model import schema
+
     facts = _gather(os.path.join(SNAPSHOTS, "a910a-9000"))
     schema.check_topology(facts)
     assert set(facts["versions"]) == set(inventory.merge())
@@ -178,13 +186,16 @@ def test_a_failed_source_on_a_recording_gets_a_fix_worded_for_a_recording():
     assert "recorded" not in facts  # a replay's facts stay those of the recording
     report = analysis.build_report({"a910a": {"facts": facts, "recorded": snap + "/"}})
     assert report["hosts"][0]["recorded"] == "a910a-9000"
-    failed = [p for p in report["problems"] if p["kind"] == "facts_error"
-              and p["evidence"].startswith("npu-smi info -t topo")]
+    failed = [
+        p for p in report["problems"] if p["kind"] == "facts_error" and p["evidence"].startswith("npu-smi info -t topo")
+    ]
     assert len(failed) == 1
-    assert failed[0]["fix"].startswith("this host's facts are a recording (snapshot a910a-9000): "
-                                       "`npu-smi info -t topo` failed when it was recorded")
+    assert failed[0]["fix"].startswith(
+        "this host's facts are a recording (snapshot a910a-9000): `npu-smi info -t topo` failed when it was recorded"
+    )
     assert "npuops_facts_save_snapshot_dir" in failed[0]["fix"]
     live = analysis.build_report({"a910a": {"facts": facts, "recorded": ""}})
-    fix = [p for p in live["problems"]
-           if p["kind"] == "facts_error" and p["evidence"].startswith("npu-smi info -t topo")][0]
+    fix = [
+        p for p in live["problems"] if p["kind"] == "facts_error" and p["evidence"].startswith("npu-smi info -t topo")
+    ][0]
     assert not fix["fix"].startswith("this host's facts are a recording")

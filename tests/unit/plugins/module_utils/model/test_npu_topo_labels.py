@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 """``npu-smi info -t topo`` of PCIe cards labels its rows by NPU (card) id: the CPU Affinity of
 row NPU<n> belongs to every chip of card n, whose logic ids come from ``npu-smi info -m``."""
+
 import os
 import shutil
 
@@ -29,17 +30,20 @@ def _cards_2_and_5(tmp_path, topo_rows):
     with open(info, "w") as handle:
         handle.write("\n".join(out))
     with open(os.path.join(path, "cmd", "npu-smi-info--m.txt"), "w") as handle:
-        handle.write("NPU ID  Chip ID  Chip Logic ID  Chip Name\n2 0 0 Ascend 310P3\n"
-                     "2 1 1 Ascend 310P3\n5 0 2 Ascend 310P3\n5 1 3 Ascend 310P3\n"
-                     "2 2 - Mcu\n5 2 - Mcu\n")
+        handle.write(
+            "NPU ID  Chip ID  Chip Logic ID  Chip Name\n2 0 0 Ascend 310P3\n"
+            "2 1 1 Ascend 310P3\n5 0 2 Ascend 310P3\n5 1 3 Ascend 310P3\n"
+            "2 2 - Mcu\n5 2 - Mcu\n"
+        )
     with open(os.path.join(path, "cmd", "npu-smi-info--t-topo.txt"), "w") as handle:
         handle.write("\t   NPU2       NPU5       CPU Affinity\n" + "".join(topo_rows))
     return topology.gather(hostio.SnapshotHostIO(path))
 
 
 def test_card_rows_give_every_chip_its_cards_affinity(tmp_path):
-    facts = _cards_2_and_5(tmp_path, ["NPU2       X          SYS        %s\n" % EVEN,
-                                      "NPU5       SYS        X          %s\n" % ODD])
+    facts = _cards_2_and_5(
+        tmp_path, ["NPU2       X          SYS        %s\n" % EVEN, "NPU5       SYS        X          %s\n" % ODD]
+    )
     got = [(n["npu_id"], n["logic_id"], (n["affinity"] or "")[:6]) for n in facts["npus"]]
     assert got == [(2, 0, "0,2,4,"), (2, 1, "0,2,4,"), (5, 2, "1,3,5,"), (5, 3, "1,3,5,")]
     assert any("labels its rows by NPU id (NPU2,NPU5)" in w for w in facts["warnings"])

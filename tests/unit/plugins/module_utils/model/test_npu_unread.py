@@ -3,6 +3,7 @@
 an error naming the table) and the plan fails naming it: never ``vendor: none`` and a skipped
 binding. A host without CPU facts gets a plan error naming what is missing, not options the
 user never gave."""
+
 import copy
 import os
 import shutil
@@ -94,7 +95,11 @@ def test_950_host_with_na_bus_ids_gets_a_binding():
     facts = facts_of("a5-950dt-nabus")
     assert facts["vendor"] == "ascend" and facts["device_type"] == "A5"
     assert [(n["npu_id"], n["logic_id"], n["bus_id"]) for n in facts["npus"]] == [
-        (0, 0, None), (1, 1, None), (6, 6, None), (7, 7, None)]
+        (0, 0, None),
+        (1, 1, None),
+        (6, 6, None),
+        (7, 7, None),
+    ]
     plan = dispatch.make_plan(facts, policy="strict")
     assert not plan.get("skipped") and sorted(plan["npus"], key=int) == ["0", "1", "6", "7"]
     seen = set()

@@ -13,8 +13,9 @@ def test_good_instance_names(name):
     assert schema.instance_name_problem(name) is None
 
 
-@pytest.mark.parametrize("name", ["", "-x", ".x", "a@b", "a/b", "../x", "a b", "a\nb",
-                                  "a" * (schema.MAX_NAME + 1), 3, None])
+@pytest.mark.parametrize(
+    "name", ["", "-x", ".x", "a@b", "a/b", "../x", "a b", "a\nb", "a" * (schema.MAX_NAME + 1), 3, None]
+)
 def test_bad_instance_names(name):
     assert schema.instance_name_problem(name)
 
@@ -37,8 +38,12 @@ def test_plan_not_a_mapping_and_a_wrong_field():
 
 
 def test_a_good_plan_and_facts_pass_unchanged():
-    plan = {"policy": "strict", "mode": "topo_affinity", "skipped": False,
-            "npus": {"0": {"pool": "0-3", "main": "1", "irq": "0"}}}
+    plan = {
+        "policy": "strict",
+        "mode": "topo_affinity",
+        "skipped": False,
+        "npus": {"0": {"pool": "0-3", "main": "1", "irq": "0"}},
+    }
     assert schema.check_plan(plan) is plan
     facts = {"cpu": {"numa_nodes": {"0": "0-3"}, "allowed": "0-3"}, "npus": []}
     assert schema.check_planner_input(facts) is facts

@@ -3,6 +3,7 @@
 gives partial facts with an error entry (it failed the whole gather), and 4,096 repeated NPU
 rows of npu-smi are one NPU with an error entry (they were 4,096 NPUs). Recorded snapshots
 copied and edited; the real files replayed."""
+
 import os
 import re
 import shutil

@@ -56,8 +56,7 @@ def test_the_stale_egg_info_is_named_in_the_warning(images):
 
 def test_a_sparse_metadata_is_read_by_what_is_read_not_its_size(images):
     io = hostio.LiveHostIO(str(images))
-    path = ("/proc/101/root/usr/lib/python3/site-packages/vllm_ascend-0.9.1.dist-info/"
-            "METADATA")
+    path = "/proc/101/root/usr/lib/python3/site-packages/vllm_ascend-0.9.1.dist-info/METADATA"
     with pytest.raises(InputError, match="larger than 64 MiB"):
         io.read_text(path)  # the whole file: refused, as before
     assert io.read_text(path, reader.HEAD_BYTES) == "\0" * reader.HEAD_BYTES
@@ -71,8 +70,7 @@ def test_a_read_that_raises_is_one_error_row_not_a_failed_task():
             return FakeIO.read_text(self, path, limit)
 
     site = "/proc/7/root/usr/lib/python3/site-packages"
-    io = Refusing(files={site + "/vllm_ascend-1.0.dist-info/METADATA": "x",
-                         "/proc/7/cmdline": "/usr/bin/python3\0"})
+    io = Refusing(files={site + "/vllm_ascend-1.0.dist-info/METADATA": "x", "/proc/7/cmdline": "/usr/bin/python3\0"})
     errors = []
     assert reader.gather(io, pids=[7], errors=errors) is None
     assert len(errors) == 1 and "larger than 64 MiB" in errors[0]["msg"]

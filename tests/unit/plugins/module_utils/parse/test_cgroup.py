@@ -11,13 +11,17 @@ from ansible_collections.npuops.fleet.plugins.module_utils.parse import cgroup
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "..", "..", "..", "fixtures", "real", "cgroup")
 
-V2 = ("sysfs /sys sysfs rw,nosuid,nodev,noexec,relatime 0 0\n"
-      "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime,nsdelegate,"
-      "memory_recursiveprot 0 0\n")
-V1 = ("tmpfs /sys/fs/cgroup tmpfs ro,nosuid,nodev,noexec,mode=755 0 0\n"
-      "cgroup /sys/fs/cgroup/systemd cgroup rw,nosuid,nodev,noexec,relatime,xattr,"
-      "name=systemd 0 0\n"
-      "cgroup /sys/fs/cgroup/cpuset cgroup rw,nosuid,nodev,noexec,relatime,cpuset 0 0\n")
+V2 = (
+    "sysfs /sys sysfs rw,nosuid,nodev,noexec,relatime 0 0\n"
+    "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime,nsdelegate,"
+    "memory_recursiveprot 0 0\n"
+)
+V1 = (
+    "tmpfs /sys/fs/cgroup tmpfs ro,nosuid,nodev,noexec,mode=755 0 0\n"
+    "cgroup /sys/fs/cgroup/systemd cgroup rw,nosuid,nodev,noexec,relatime,xattr,"
+    "name=systemd 0 0\n"
+    "cgroup /sys/fs/cgroup/cpuset cgroup rw,nosuid,nodev,noexec,relatime,cpuset 0 0\n"
+)
 
 
 def test_the_hybrid_layout_of_this_machine_kind():
@@ -32,16 +36,19 @@ def test_the_hybrid_layout_of_this_machine_kind():
     assert "reconciler" in note
 
 
-@pytest.mark.parametrize("mounts,controllers,want", [
-    (V2, "cpuset cpu io memory hugetlb pids rdma misc\n", {"version": 2, "cpuset_controller": True}),
-    (V2, "cpu io memory pids\n", {"version": 2, "cpuset_controller": False}),
-    (V2, "", {"version": 2, "cpuset_controller": False}),  # nspawn's unified mode on a v1 host
-    (V2, None, {"version": 2, "cpuset_controller": False}),
-    (V1, None, {"version": 1, "cpuset_controller": False}),
-    ("proc /proc proc rw 0 0\n", None, {"version": None, "cpuset_controller": None}),
-    (None, None, {"version": None, "cpuset_controller": None}),
-    ("garbage\n\n  \ncgroup2\n", None, {"version": None, "cpuset_controller": None}),
-])
+@pytest.mark.parametrize(
+    "mounts,controllers,want",
+    [
+        (V2, "cpuset cpu io memory hugetlb pids rdma misc\n", {"version": 2, "cpuset_controller": True}),
+        (V2, "cpu io memory pids\n", {"version": 2, "cpuset_controller": False}),
+        (V2, "", {"version": 2, "cpuset_controller": False}),  # nspawn's unified mode on a v1 host
+        (V2, None, {"version": 2, "cpuset_controller": False}),
+        (V1, None, {"version": 1, "cpuset_controller": False}),
+        ("proc /proc proc rw 0 0\n", None, {"version": None, "cpuset_controller": None}),
+        (None, None, {"version": None, "cpuset_controller": None}),
+        ("garbage\n\n  \ncgroup2\n", None, {"version": None, "cpuset_controller": None}),
+    ],
+)
 def test_modes(mounts, controllers, want):
     assert cgroup.cgroup_mode(mounts, controllers) == want
 
@@ -50,8 +57,7 @@ def test_only_v2_with_cpuset_confines_and_unknown_says_nothing():
     assert cgroup.confinement_warning({"version": 2, "cpuset_controller": True}) is None
     assert cgroup.confinement_warning({"version": None, "cpuset_controller": None}) is None
     assert cgroup.confinement_warning(None) is None
-    assert "without the cpuset controller" in cgroup.confinement_warning(
-        {"version": 2, "cpuset_controller": False})
+    assert "without the cpuset controller" in cgroup.confinement_warning({"version": 2, "cpuset_controller": False})
     assert "cgroup v1" in cgroup.confinement_warning({"version": 1, "cpuset_controller": False})
 
 

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 """parse/device_type.TABLE: every row complete, detection from the table equal to the rules it
 replaced, and the modules' documented device-type choices equal to the table's names."""
+
 import os
 import re
 
@@ -10,8 +11,9 @@ from hypothesis import given, settings, strategies as st
 
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_type
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.abspath(__file__)))))))
+REPO = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+)
 MODULES = os.path.join(REPO, "plugins", "modules")
 
 # what each field must hold: every field a layer reads is set on every row (no None)
@@ -69,26 +71,62 @@ def test_a_row_is_read_only():
     with pytest.raises(AttributeError):
         row.extra = 1
     with pytest.raises(TypeError):
-        device_type.DeviceType("X", **dict((k, getattr(row, k)) for k in row.__slots__[1:]
-                                           if k != "label"))
+        device_type.DeviceType("X", **dict((k, getattr(row, k)) for k in row.__slots__[1:] if k != "label"))
 
 
-@pytest.mark.parametrize("name, facts", [
-    # the facts the planners read before the table, each was an `if` or a list somewhere
-    ("A2", dict(vllm_mode="topo_affinity", roles="split", vllm_profiled=True, softshare=True,
-                dies_per_npu=1, vllm_950_path=False, process_table="chip")),
-    ("A3", dict(vllm_mode="global_slice", roles="split", vllm_profiled=True, softshare=True,
-                dies_per_npu=2, vllm_950_path=False, process_table="chip")),
-    ("A5", dict(vllm_mode="topo_affinity", roles="cluster", cluster_cores=8, vllm_profiled=True,
-                softshare=False, dies_per_npu=1, vllm_950_path=True, process_table="npu_id",
-                label="Ascend 950")),
-    ("310P", dict(vllm_mode="topo_affinity", roles="split", vllm_profiled=True, softshare=False,
-                  pci_ids=("d500",))),
-    ("910A", dict(vllm_mode="topo_affinity", roles="split", vllm_profiled=False, softshare=False,
-                  pci_ids=("d801",))),
-    ("unknown", dict(vllm_mode="topo_affinity", roles="split", vllm_profiled=False,
-                     softshare=False, pci_ids=())),
-])
+@pytest.mark.parametrize(
+    "name, facts",
+    [
+        # the facts the planners read before the table, each was an `if` or a list somewhere
+        (
+            "A2",
+            dict(
+                vllm_mode="topo_affinity",
+                roles="split",
+                vllm_profiled=True,
+                softshare=True,
+                dies_per_npu=1,
+                vllm_950_path=False,
+                process_table="chip",
+            ),
+        ),
+        (
+            "A3",
+            dict(
+                vllm_mode="global_slice",
+                roles="split",
+                vllm_profiled=True,
+                softshare=True,
+                dies_per_npu=2,
+                vllm_950_path=False,
+                process_table="chip",
+            ),
+        ),
+        (
+            "A5",
+            dict(
+                vllm_mode="topo_affinity",
+                roles="cluster",
+                cluster_cores=8,
+                vllm_profiled=True,
+                softshare=False,
+                dies_per_npu=1,
+                vllm_950_path=True,
+                process_table="npu_id",
+                label="Ascend 950",
+            ),
+        ),
+        (
+            "310P",
+            dict(vllm_mode="topo_affinity", roles="split", vllm_profiled=True, softshare=False, pci_ids=("d500",)),
+        ),
+        (
+            "910A",
+            dict(vllm_mode="topo_affinity", roles="split", vllm_profiled=False, softshare=False, pci_ids=("d801",)),
+        ),
+        ("unknown", dict(vllm_mode="topo_affinity", roles="split", vllm_profiled=False, softshare=False, pci_ids=())),
+    ],
+)
 def test_rows_hold_the_facts_the_layers_had(name, facts):
     row = device_type.row(name)
     for field, value in facts.items():
@@ -97,8 +135,24 @@ def test_rows_hold_the_facts_the_layers_had(name, facts):
 
 # ---- detection from the table equals the rules it replaced (ported here as the oracle) ----
 
-_OLD_A3 = ("910", "910C", "910_9391", "910_9392", "910_9372", "910_9362", "910_9363",
-           "910_9381", "910_9382", "9391", "9392", "9372", "9362", "9363", "9381", "9382")
+_OLD_A3 = (
+    "910",
+    "910C",
+    "910_9391",
+    "910_9392",
+    "910_9372",
+    "910_9362",
+    "910_9363",
+    "910_9381",
+    "910_9382",
+    "9391",
+    "9392",
+    "9372",
+    "9362",
+    "9363",
+    "9381",
+    "9382",
+)
 _OLD_PCI = {"d801": "910A", "d802": "A2", "d803": "A3", "d500": "310P"}
 _OLD_PRIORITY = ("A5", "310P", "A3", "A2", "910A", "unknown")
 
@@ -122,9 +176,34 @@ def _old_type_of_name(name):
     return None
 
 
-_NAME_PARTS = st.sampled_from(["Ascend", "ascend ", "910", "910B", "B", "3", "950", "DT", "310",
-                               "P", "I2", "A2G", "1", "_9391", "_9363", "9392", "C", "A", "Mcu",
-                               "Pro", "x", " ", "-", "_"])
+_NAME_PARTS = st.sampled_from(
+    [
+        "Ascend",
+        "ascend ",
+        "910",
+        "910B",
+        "B",
+        "3",
+        "950",
+        "DT",
+        "310",
+        "P",
+        "I2",
+        "A2G",
+        "1",
+        "_9391",
+        "_9363",
+        "9392",
+        "C",
+        "A",
+        "Mcu",
+        "Pro",
+        "x",
+        " ",
+        "-",
+        "_",
+    ]
+)
 
 
 @settings(max_examples=400, deadline=None)
@@ -133,8 +212,9 @@ def test_type_of_name_as_before(name):
     assert device_type.type_of_name(name) == _old_type_of_name(name)
 
 
-@pytest.mark.parametrize("name", list(_OLD_A3) + ["910B3", "A2G1", "950PR", "310P3", "I21",
-                                                   "310B1", "910ProB", "910PremiumA", "Mcu"])
+@pytest.mark.parametrize(
+    "name", list(_OLD_A3) + ["910B3", "A2G1", "950PR", "310P3", "I21", "310B1", "910ProB", "910PremiumA", "Mcu"]
+)
 def test_type_of_name_as_before_on_known_names(name):
     assert device_type.type_of_name(name) == _old_type_of_name(name)
     assert device_type.type_of_name("Ascend" + name) == _old_type_of_name("Ascend" + name)
@@ -161,6 +241,7 @@ def test_dies_evidence_as_before(chips):
 
 # ---- the modules' documented choices are the table's names ----
 
+
 def _documented_device_type_choices():
     found = {}
     for name in sorted(os.listdir(MODULES)):
@@ -183,9 +264,11 @@ def test_documented_choices_are_the_table_names():
     for module, choices in found.items():
         assert [str(c) for c in choices] == list(device_type.TYPES), (
             "%s: DOCUMENTATION device_type choices differ from parse/device_type.TABLE; run "
-            "scripts/gen_argument_specs.py" % module)
+            "scripts/gen_argument_specs.py" % module
+        )
 
 
 def test_argument_spec_choices_are_the_table_names():
     from ansible_collections.npuops.fleet.plugins.modules import npu_cpu_plan
+
     assert npu_cpu_plan.DEVICE_TYPES is device_type.TYPES

@@ -5,6 +5,7 @@ Case file format and selectors: ``tests/lib/npuops_testing/cases.py``. Parser be
 not a table (bad input, fuzzing, reference samples, invariants over all rows) stays in the
 ``test_<parser>.py`` next to this file.
 """
+
 import os
 
 import pytest

@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
 """interrupts.py: /proc/interrupts parsing, NPU SQ/CQ IRQs by name, mlx5 completion IRQs."""
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -26,8 +27,11 @@ ERR:          0
 
 def test_parse_sample():
     parsed = interrupts.parse_interrupts(SAMPLE)
-    assert parsed[2753] == {"name": "sq_send_trigger_irq",
-                            "desc": "ITS-MSI 524288 Edge sq_send_trigger_irq", "total": 5}
+    assert parsed[2753] == {
+        "name": "sq_send_trigger_irq",
+        "desc": "ITS-MSI 524288 Edge sq_send_trigger_irq",
+        "total": 5,
+    }
     assert parsed[11]["total"] == 5441 and parsed[11]["name"] == "arch_timer"
     assert sorted(parsed) == [1, 11, 90, 91, 92, 93, 2753, 2754, 2755, 2756, 2801, 2802]
 
@@ -38,14 +42,17 @@ def test_reference_test_sample_row():
     assert interrupts.irqs_named(parsed, "sq_send_trigger_irq") == [123]
 
 
-@pytest.mark.parametrize("msi, expected", [
-    # The CQ is found by name: 2754 (SQ+1) is a mailbox IRQ, not the CQ.
-    ([2753, 2754, 2755, 2756], {"sq": 2753, "cq": 2755, "cq_all": [2755, 2756]}),
-    ([2801, 2802], {"sq": 2801, "cq": 2802, "cq_all": [2802]}),
-    ([2754], {"sq": None, "cq": None, "cq_all": []}),
-    ([], {"sq": None, "cq": None, "cq_all": []}),
-    (None, {"sq": None, "cq": None, "cq_all": []}),
-])
+@pytest.mark.parametrize(
+    "msi, expected",
+    [
+        # The CQ is found by name: 2754 (SQ+1) is a mailbox IRQ, not the CQ.
+        ([2753, 2754, 2755, 2756], {"sq": 2753, "cq": 2755, "cq_all": [2755, 2756]}),
+        ([2801, 2802], {"sq": 2801, "cq": 2802, "cq_all": [2802]}),
+        ([2754], {"sq": None, "cq": None, "cq_all": []}),
+        ([], {"sq": None, "cq": None, "cq_all": []}),
+        (None, {"sq": None, "cq": None, "cq_all": []}),
+    ],
+)
 def test_npu_irqs_by_name_within_the_device(msi, expected):
     parsed = interrupts.parse_interrupts(SAMPLE)
     assert interrupts.npu_irqs(parsed, msi) == expected
@@ -56,23 +63,29 @@ def test_msi_irq_numbers_sorts_numerically():
     assert interrupts.msi_irq_numbers(None) == []
 
 
-@pytest.mark.parametrize("bus, msi, expected", [
-    ("0000:18:00.0", None, [91, 92]),
-    ("0000:18:00.0".upper(), None, [91, 92]),
-    ("0000:19:00.0", None, [93]),
-    ("0000:aa:00.0", [91], []),
-    (None, [92, 93], [92, 93]),
-])
+@pytest.mark.parametrize(
+    "bus, msi, expected",
+    [
+        ("0000:18:00.0", None, [91, 92]),
+        ("0000:18:00.0".upper(), None, [91, 92]),
+        ("0000:19:00.0", None, [93]),
+        ("0000:aa:00.0", [91], []),
+        (None, [92, 93], [92, 93]),
+    ],
+)
 def test_nic_irqs(bus, msi, expected):
     parsed = interrupts.parse_interrupts(SAMPLE)
     assert interrupts.nic_irqs(parsed, bus_id=bus, msi_irqs=msi) == expected
 
 
-@pytest.mark.parametrize("text, words", [
-    ("", "empty"),
-    ("garbage\n1: 2 3\n", "header"),
-    ("CPU0 CPU1\n 5: x y name\n", "no per-CPU counts"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("", "empty"),
+        ("garbage\n1: 2 3\n", "header"),
+        ("CPU0 CPU1\n 5: x y name\n", "no per-CPU counts"),
+    ],
+)
 def test_bad_text(text, words):
     with pytest.raises(ParseError) as err:
         interrupts.parse_interrupts(text)

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 """irqbalance_conf.parse_config: the irqbalance environment file as data (text fixtures in
 tests/fixtures/irqbalance/), the same parser render/irqbalance.render_irqbalance_config rewrites with."""
+
 import os
 
 import pytest
@@ -21,8 +22,15 @@ def text(name):
 
 def test_stock_file_bans_nothing():
     got = irqbalance_conf.parse_config(text("stock.env"), "/etc/default/irqbalance")
-    assert got == {"args_line": None, "marker_line": None, "args": [], "ours": [],
-                   "banned_irqs": [], "banned_cpus": None, "banned_cpus_from": None}
+    assert got == {
+        "args_line": None,
+        "marker_line": None,
+        "args": [],
+        "ours": [],
+        "banned_irqs": [],
+        "banned_cpus": None,
+        "banned_cpus_from": None,
+    }
 
 
 def test_our_bans_with_marker_and_user_options_kept():
@@ -38,22 +46,24 @@ def test_hand_written_quoting_forms_and_last_assignment():
     got = irqbalance_conf.parse_config(text("user.env"), "/etc/sysconfig/irqbalance")
     # the later IRQBALANCE_ARGS wins: --banirq=1 is gone; every ban form counts, --banirq=abc not
     assert got["banned_irqs"] == [300, 301, 302]
-    assert got["args"] == ["--hintpolicy=ignore", "-i", "300", "--banirq", "301", "-i302",
-                           "--banirq=abc"]
+    assert got["args"] == ["--hintpolicy=ignore", "-i", "300", "--banirq", "301", "-i302", "--banirq=abc"]
     assert got["ours"] == [] and got["marker_line"] is None and got["args_line"] == 6
     # a non-empty mask wins over the cpulist (irqbalance's setup_banned_cpus, cputree.c)
     assert (got["banned_cpus"], got["banned_cpus_from"]) == ("0-3", "IRQBALANCE_BANNED_CPUS")
 
 
-@pytest.mark.parametrize("body,cpus,source", [
-    ("IRQBALANCE_BANNED_CPUS=\nIRQBALANCE_BANNED_CPULIST=8-9\n", "8-9", "IRQBALANCE_BANNED_CPULIST"),
-    ("IRQBALANCE_BANNED_CPULIST=8-9\nIRQBALANCE_BANNED_CPUS=00000003\n", "0-1", "IRQBALANCE_BANNED_CPUS"),
-    # set but empty: bans nothing, and the kernel's isolated CPUs are not banned either
-    ("IRQBALANCE_BANNED_CPULIST=\n", "", "IRQBALANCE_BANNED_CPULIST"),
-    # a non-empty mask decides even when it is all zeros
-    ("IRQBALANCE_BANNED_CPUS=00000000\nIRQBALANCE_BANNED_CPULIST=4\n", "", "IRQBALANCE_BANNED_CPUS"),
-    ("# nothing set\n", None, None),
-])
+@pytest.mark.parametrize(
+    "body,cpus,source",
+    [
+        ("IRQBALANCE_BANNED_CPUS=\nIRQBALANCE_BANNED_CPULIST=8-9\n", "8-9", "IRQBALANCE_BANNED_CPULIST"),
+        ("IRQBALANCE_BANNED_CPULIST=8-9\nIRQBALANCE_BANNED_CPUS=00000003\n", "0-1", "IRQBALANCE_BANNED_CPUS"),
+        # set but empty: bans nothing, and the kernel's isolated CPUs are not banned either
+        ("IRQBALANCE_BANNED_CPULIST=\n", "", "IRQBALANCE_BANNED_CPULIST"),
+        # a non-empty mask decides even when it is all zeros
+        ("IRQBALANCE_BANNED_CPUS=00000000\nIRQBALANCE_BANNED_CPULIST=4\n", "", "IRQBALANCE_BANNED_CPUS"),
+        ("# nothing set\n", None, None),
+    ],
+)
 def test_banned_cpus_follow_irqbalance_precedence(body, cpus, source):
     got = irqbalance_conf.parse_config(body)
     assert (got["banned_cpus"], got["banned_cpus_from"]) == (cpus, source)
@@ -66,14 +76,17 @@ def test_banned_cpus_from_the_mask_and_skipped_on_request():
     assert irqbalance_conf.parse_config(bad, cpus=False)["banned_cpus"] is None
 
 
-@pytest.mark.parametrize("bad, match", [
-    ('IRQBALANCE_ARGS="--banirq=1\n', "IRQBALANCE_ARGS cannot be parsed"),
-    ("IRQBALANCE_BANNED_CPULIST=0-99999999999\n", "is not a cpulist"),
-    ("IRQBALANCE_BANNED_CPULIST='0-3 8'\n", "is not a cpulist"),
-    ("IRQBALANCE_BANNED_CPULIST=0-3 8\n", "is not one cpulist"),
-    ("IRQBALANCE_BANNED_CPULIST=7-3\n", "descending range"),
-    ("IRQBALANCE_BANNED_CPUS=xyz\n", "is not a CPU mask"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ('IRQBALANCE_ARGS="--banirq=1\n', "IRQBALANCE_ARGS cannot be parsed"),
+        ("IRQBALANCE_BANNED_CPULIST=0-99999999999\n", "is not a cpulist"),
+        ("IRQBALANCE_BANNED_CPULIST='0-3 8'\n", "is not a cpulist"),
+        ("IRQBALANCE_BANNED_CPULIST=0-3 8\n", "is not one cpulist"),
+        ("IRQBALANCE_BANNED_CPULIST=7-3\n", "descending range"),
+        ("IRQBALANCE_BANNED_CPUS=xyz\n", "is not a CPU mask"),
+    ],
+)
 def test_bad_values_name_the_file_and_variable(bad, match):
     with pytest.raises(ParseError, match=match) as err:
         irqbalance_conf.parse_config(bad, "/etc/default/irqbalance")
@@ -94,10 +107,13 @@ def test_render_rewrites_what_parse_reads():
 
 _LINE = st.one_of(
     st.text(max_size=40),
-    st.builds(lambda k, v: "%s=%s" % (k, v),
-              st.sampled_from(["IRQBALANCE_ARGS", "export IRQBALANCE_ARGS",
-                               "IRQBALANCE_BANNED_CPULIST", "IRQBALANCE_BANNED_CPUS"]),
-              st.text(alphabet="\"' -=,0123456789abcdefi#\\banirq\t", max_size=40)),
+    st.builds(
+        lambda k, v: "%s=%s" % (k, v),
+        st.sampled_from(
+            ["IRQBALANCE_ARGS", "export IRQBALANCE_ARGS", "IRQBALANCE_BANNED_CPULIST", "IRQBALANCE_BANNED_CPUS"]
+        ),
+        st.text(alphabet="\"' -=,0123456789abcdefi#\\banirq\t", max_size=40),
+    ),
     st.builds(lambda v: irqbalance_conf.BAN_MARKER + v, st.text(max_size=30)),
 )
 

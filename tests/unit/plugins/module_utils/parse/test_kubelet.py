@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 """parse/kubelet.py beyond the fixture table: the kubelet's own checkpoint cases (ported as
 data in tests/fixtures/kubelet/), merging drop-ins, flags, and bad input that must fail clearly."""
+
 import os
 
 import pytest
@@ -23,8 +24,9 @@ def _outcome(content):
         return "error"
 
 
-@pytest.mark.parametrize("case", [c for c in CPU_CASES if not c.get("checksum")],
-                         ids=[c["id"] for c in CPU_CASES if not c.get("checksum")])
+@pytest.mark.parametrize(
+    "case", [c for c in CPU_CASES if not c.get("checksum")], ids=[c["id"] for c in CPU_CASES if not c.get("checksum")]
+)
 def test_kubelet_checkpoint_case(case):
     got = _outcome(case["content"])
     if case.get("error"):
@@ -44,13 +46,22 @@ def test_kubelet_checkpoint_cases_agreement():
 
 
 def test_merge_dropins_in_name_order_maps_merged_lists_replaced():
-    base = {"kind": "KubeletConfiguration", "evictionHard": {"memory.available": "100Mi",
-                                                             "nodefs.available": "10%"},
-            "clusterDNS": ["10.96.0.10"], "cpuManagerPolicy": "none"}
-    merged = kubelet.merge_configs(base, [
-        ("90-late.conf", {"cpuManagerPolicy": "static"}),
-        ("50-npuops.conf", {"cpuManagerPolicy": "none", "evictionHard": {"memory.available": "500Mi"},
-                            "clusterDNS": ["10.0.0.1"]})])
+    base = {
+        "kind": "KubeletConfiguration",
+        "evictionHard": {"memory.available": "100Mi", "nodefs.available": "10%"},
+        "clusterDNS": ["10.96.0.10"],
+        "cpuManagerPolicy": "none",
+    }
+    merged = kubelet.merge_configs(
+        base,
+        [
+            ("90-late.conf", {"cpuManagerPolicy": "static"}),
+            (
+                "50-npuops.conf",
+                {"cpuManagerPolicy": "none", "evictionHard": {"memory.available": "500Mi"}, "clusterDNS": ["10.0.0.1"]},
+            ),
+        ],
+    )
     assert merged["cpuManagerPolicy"] == "static"
     assert merged["evictionHard"] == {"memory.available": "500Mi", "nodefs.available": "10%"}
     assert merged["clusterDNS"] == ["10.0.0.1"]
@@ -58,43 +69,58 @@ def test_merge_dropins_in_name_order_maps_merged_lists_replaced():
 
 
 def test_flags_config_dir_and_comments():
-    text = ('# KUBELET_KUBEADM_ARGS="--config-dir=/nope"\n'
-            'KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=unix:///run/containerd/containerd.sock '
-            '--config-dir=/etc/kubernetes/kubelet.conf.d/ --pod-infra-container-image=x"\n')
+    text = (
+        '# KUBELET_KUBEADM_ARGS="--config-dir=/nope"\n'
+        'KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=unix:///run/containerd/containerd.sock '
+        '--config-dir=/etc/kubernetes/kubelet.conf.d/ --pod-infra-container-image=x"\n'
+    )
     assert kubelet.parse_flags(text) == {"config": None, "config_dir": "/etc/kubernetes/kubelet.conf.d"}
     assert kubelet.parse_flags("ExecStart=/usr/bin/kubelet --config /etc/k.yaml\n")["config"] == "/etc/k.yaml"
     with pytest.raises(ParseError, match="absolute"):
         kubelet.parse_flags("ARGS=--config-dir=relative/dir\n")
 
 
-@pytest.mark.parametrize("text, match", [
-    ("kind: KubeProxyConfiguration\n", "kind is"),
-    ("- a\n- b\n", "mapping"),
-    ("a: &x 1\n", "line"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("kind: KubeProxyConfiguration\n", "kind is"),
+        ("- a\n- b\n", "mapping"),
+        ("a: &x 1\n", "line"),
+    ],
+)
 def test_config_errors(text, match):
     with pytest.raises(ParseError, match=match):
         kubelet.parse_config(text, "config.yaml")
 
 
 def test_config_json_and_empty():
-    assert kubelet.parse_config('{\n"kind": "KubeletConfiguration", "cpuManagerPolicy": "static"\n}')[
-        "cpuManagerPolicy"] == "static"
+    assert (
+        kubelet.parse_config('{\n"kind": "KubeletConfiguration", "cpuManagerPolicy": "static"\n}')["cpuManagerPolicy"]
+        == "static"
+    )
     assert kubelet.parse_config("---\n") == {}
 
 
-@pytest.mark.parametrize("func, text, match", [
-    (kubelet.parse_device_checkpoint, '{"Data": {"PodDeviceEntries": {}}}', "must be a list"),
-    (kubelet.parse_device_checkpoint, '{"Data": {"PodDeviceEntries": [{"PodUID": 1}]}}', "strings"),
-    (kubelet.parse_device_checkpoint,
-     '{"Data": {"PodDeviceEntries": [{"PodUID": "p", "ResourceName": "r", "DeviceIDs": {"x": []}}]}}',
-     "NUMA node"),
-    (kubelet.parse_memory_manager_state, '{"policyName": "Static", "machineState": {"0": '
-                                         '{"memoryMap": {"memory": {"total": -1}}}}}', "non-negative"),
-    (kubelet.parse_cpu_manager_state, '[]', "object"),
-    (kubelet.parse_cpu_manager_state, '{"defaultCpuSet": "0-3"}', "policyName"),
-    (kubelet.parse_cpu_manager_state, '{"policyName": "static", "defaultCpuSet": 5}', "string"),
-])
+@pytest.mark.parametrize(
+    "func, text, match",
+    [
+        (kubelet.parse_device_checkpoint, '{"Data": {"PodDeviceEntries": {}}}', "must be a list"),
+        (kubelet.parse_device_checkpoint, '{"Data": {"PodDeviceEntries": [{"PodUID": 1}]}}', "strings"),
+        (
+            kubelet.parse_device_checkpoint,
+            '{"Data": {"PodDeviceEntries": [{"PodUID": "p", "ResourceName": "r", "DeviceIDs": {"x": []}}]}}',
+            "NUMA node",
+        ),
+        (
+            kubelet.parse_memory_manager_state,
+            '{"policyName": "Static", "machineState": {"0": {"memoryMap": {"memory": {"total": -1}}}}}',
+            "non-negative",
+        ),
+        (kubelet.parse_cpu_manager_state, "[]", "object"),
+        (kubelet.parse_cpu_manager_state, '{"defaultCpuSet": "0-3"}', "policyName"),
+        (kubelet.parse_cpu_manager_state, '{"policyName": "static", "defaultCpuSet": 5}', "string"),
+    ],
+)
 def test_state_errors(func, text, match):
     with pytest.raises(ParseError, match=match):
         func(text)
@@ -103,8 +129,13 @@ def test_state_errors(func, text, match):
 @settings(max_examples=150, deadline=None)
 @given(st.text(max_size=200))
 def test_any_text_parses_or_fails_clearly(text):
-    for func in (kubelet.parse_config, kubelet.parse_cpu_manager_state, kubelet.parse_device_checkpoint,
-                 kubelet.parse_memory_manager_state, kubelet.parse_flags):
+    for func in (
+        kubelet.parse_config,
+        kubelet.parse_cpu_manager_state,
+        kubelet.parse_device_checkpoint,
+        kubelet.parse_memory_manager_state,
+        kubelet.parse_flags,
+    ):
         try:
             func(text)
         except ParseError:

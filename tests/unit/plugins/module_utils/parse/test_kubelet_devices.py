@@ -2,6 +2,7 @@
 """parse/kubelet_devices.py: the DRA manager checkpoint (the kubelet's own test cases, ported as
 data in tests/fixtures/kubelet/dra_manager_checkpoint.yml), the device plugin's Allocate answer
 the kubelet keeps (protobuf), Ascend device id shapes, and bad input that must fail clearly."""
+
 import base64
 import json
 import os
@@ -26,15 +27,20 @@ def _set(entry):
 
 
 def data_layout(case):
-    body = {"kind": "DRACheckpoint", "apiVersion": "checkpoint.dra.kubelet.k8s.io/v1",
-            "Entries": [_set(e) for e in case["entries"]]}
+    body = {
+        "kind": "DRACheckpoint",
+        "apiVersion": "checkpoint.dra.kubelet.k8s.io/v1",
+        "Entries": [_set(e) for e in case["entries"]],
+    }
     data = json.dumps(body, separators=(",", ":"))
     return json.dumps({"Data": data, "Checksum": case["checksum"]}, separators=(",", ":")), data
 
 
 def entries_layout(case):
-    return json.dumps({"version": "v1", "entries": [_set(e) for e in case["entries"]],
-                       "checksum": case["checksum"]}, separators=(",", ":"))
+    return json.dumps(
+        {"version": "v1", "entries": [_set(e) for e in case["entries"]], "checksum": case["checksum"]},
+        separators=(",", ":"),
+    )
 
 
 def _content(layout, case):
@@ -96,16 +102,19 @@ def test_dra_cases_agreement():
     assert (len(agree), len(CASES)) == (12, 13)
 
 
-@pytest.mark.parametrize("doc, needle", [
-    ({"Data": 5, "Checksum": 1}, "Data must be a JSON string"),
-    ({"Data": "{}", "Checksum": zlib.crc32(b"{}")}, "not DRACheckpoint"),
-    ({"Data": "{}", "Checksum": True}, "not the CRC-32"),
-    ({"version": "v2", "entries": []}, "neither Data nor version v1"),
-    ({"version": "v1", "entries": {}}, "entries must be a list"),
-    ({"version": "v1", "entries": [{"ClaimUID": "u", "PodUIDs": ["a"]}]}, "PodUIDs must be an object"),
-    ({"version": "v1", "entries": [{"ClaimName": "x"}]}, "ClaimUID missing"),
-    ([], "must be a JSON object"),
-])
+@pytest.mark.parametrize(
+    "doc, needle",
+    [
+        ({"Data": 5, "Checksum": 1}, "Data must be a JSON string"),
+        ({"Data": "{}", "Checksum": zlib.crc32(b"{}")}, "not DRACheckpoint"),
+        ({"Data": "{}", "Checksum": True}, "not the CRC-32"),
+        ({"version": "v2", "entries": []}, "neither Data nor version v1"),
+        ({"version": "v1", "entries": {}}, "entries must be a list"),
+        ({"version": "v1", "entries": [{"ClaimUID": "u", "PodUIDs": ["a"]}]}, "PodUIDs must be an object"),
+        ({"version": "v1", "entries": [{"ClaimName": "x"}]}, "ClaimUID missing"),
+        ([], "must be a JSON object"),
+    ],
+)
 def test_dra_bad_input_fails_naming_the_file(doc, needle):
     with pytest.raises(ParseError) as err:
         kd.parse_dra_checkpoint(json.dumps(doc), "/var/lib/kubelet/dra_manager_state")
@@ -113,13 +122,19 @@ def test_dra_bad_input_fails_naming_the_file(doc, needle):
 
 
 def test_dra_device_without_name_is_refused():
-    body = json.dumps({"kind": "DRACheckpoint", "apiVersion": "checkpoint.dra.kubelet.k8s.io/v1",
-                       "Entries": [{"ClaimUID": "u", "DriverState": {"d": {"Devices": [{"PoolName": "p"}]}}}]})
+    body = json.dumps(
+        {
+            "kind": "DRACheckpoint",
+            "apiVersion": "checkpoint.dra.kubelet.k8s.io/v1",
+            "Entries": [{"ClaimUID": "u", "DriverState": {"d": {"Devices": [{"PoolName": "p"}]}}}],
+        }
+    )
     with pytest.raises(ParseError):
         kd.parse_dra_checkpoint(json.dumps({"Data": body, "Checksum": zlib.crc32(body.encode())}))
 
 
 # --- the Allocate answer (protobuf) -------------------------------------------------------------
+
 
 def _varint(n):
     out = b""
@@ -141,28 +156,36 @@ def _b64(raw):
 
 
 def test_alloc_response_fields():
-    raw = (_ld(1, _ld(1, "ASCEND_VISIBLE_DEVICES") + _ld(2, "6,7"))
-           + _ld(2, _ld(1, "/etc/enpu/vcann-rt") + _ld(2, "/etc/enpu/ns.job/5_0") + _varint(3 << 3) + _varint(1))
-           + _ld(3, _ld(1, "/dev/davinci5") + _ld(2, "/dev/davinci5") + _ld(3, "rw"))
-           + _ld(4, _ld(1, "a") + _ld(2, "b")) + _ld(5, _ld(1, "huawei.com/npu=npu-5"))
-           + _varint(9 << 3 | 5) + b"\0\0\0\0")  # an unknown fixed32 field: skipped
+    raw = (
+        _ld(1, _ld(1, "ASCEND_VISIBLE_DEVICES") + _ld(2, "6,7"))
+        + _ld(2, _ld(1, "/etc/enpu/vcann-rt") + _ld(2, "/etc/enpu/ns.job/5_0") + _varint(3 << 3) + _varint(1))
+        + _ld(3, _ld(1, "/dev/davinci5") + _ld(2, "/dev/davinci5") + _ld(3, "rw"))
+        + _ld(4, _ld(1, "a") + _ld(2, "b"))
+        + _ld(5, _ld(1, "huawei.com/npu=npu-5"))
+        + _varint(9 << 3 | 5)
+        + b"\0\0\0\0"
+    )  # an unknown fixed32 field: skipped
     got = kd.parse_alloc_response(_b64(raw))
-    assert got == {"envs": {"ASCEND_VISIBLE_DEVICES": "6,7"},
-                   "mounts": [{"container_path": "/etc/enpu/vcann-rt", "host_path": "/etc/enpu/ns.job/5_0",
-                               "read_only": True}],
-                   "devices": [{"container_path": "/dev/davinci5", "host_path": "/dev/davinci5",
-                                "permissions": "rw"}],
-                   "annotations": {"a": "b"}, "cdi_devices": ["huawei.com/npu=npu-5"]}
+    assert got == {
+        "envs": {"ASCEND_VISIBLE_DEVICES": "6,7"},
+        "mounts": [{"container_path": "/etc/enpu/vcann-rt", "host_path": "/etc/enpu/ns.job/5_0", "read_only": True}],
+        "devices": [{"container_path": "/dev/davinci5", "host_path": "/dev/davinci5", "permissions": "rw"}],
+        "annotations": {"a": "b"},
+        "cdi_devices": ["huawei.com/npu=npu-5"],
+    }
 
 
-@pytest.mark.parametrize("text, needle", [
-    ("not base64!", "not base64"),
-    (_b64(_ld(1, "abc")[:-1]), "runs past the end"),
-    (_b64(b"\x80"), "truncated protobuf varint"),
-    (_b64(b"\x0b"), "wire type 3"),
-    (_b64(_ld(1, _ld(1, b"\xff\xfe"))), "not UTF-8"),
-    (_b64(b"\xff" * 11), "longer than 64 bits"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("not base64!", "not base64"),
+        (_b64(_ld(1, "abc")[:-1]), "runs past the end"),
+        (_b64(b"\x80"), "truncated protobuf varint"),
+        (_b64(b"\x0b"), "wire type 3"),
+        (_b64(_ld(1, _ld(1, b"\xff\xfe"))), "not UTF-8"),
+        (_b64(b"\xff" * 11), "longer than 64 bits"),
+    ],
+)
 def test_alloc_response_bad_bytes(text, needle):
     with pytest.raises(ParseError) as err:
         kd.parse_alloc_response(text, "kubelet_internal_checkpoint PodDeviceEntries[0] AllocResp")
@@ -179,19 +202,37 @@ def test_alloc_response_never_crashes(raw):
 
 
 def test_device_checkpoint_keeps_an_entry_whose_answer_is_unreadable():
-    doc = {"Data": {"PodDeviceEntries": [
-        {"PodUID": "p", "ContainerName": "c", "ResourceName": "huawei.com/npu",
-         "DeviceIDs": {"0": ["npu-0"]}, "AllocResp": _b64(b"\x80")}]}, "Checksum": 1}
+    doc = {
+        "Data": {
+            "PodDeviceEntries": [
+                {
+                    "PodUID": "p",
+                    "ContainerName": "c",
+                    "ResourceName": "huawei.com/npu",
+                    "DeviceIDs": {"0": ["npu-0"]},
+                    "AllocResp": _b64(b"\x80"),
+                }
+            ]
+        },
+        "Checksum": 1,
+    }
     entry = kubelet.parse_device_checkpoint(json.dumps(doc))["entries"][0]
     assert entry["alloc"] is None and "truncated protobuf varint" in entry["alloc_error"]
     assert entry["devices"] == [{"numa_node": 0, "ids": ["npu-0"]}]
 
 
-@pytest.mark.parametrize("device_id, kind, chip, slot", [
-    ("Ascend910-3", "chip", 3, None), ("npu-7", "chip", 7, None), ("Ascend310P-12", "chip", 12, None),
-    ("Ascend910-3-57", "soft_share", 3, 57), ("npu-0-99", "soft_share", 0, 99),
-    ("Ascend910-2c-100-5", "vnpu", 5, None), ("Ascend310P-4c.3cpu-101-1", "vnpu", 1, None),
-])
+@pytest.mark.parametrize(
+    "device_id, kind, chip, slot",
+    [
+        ("Ascend910-3", "chip", 3, None),
+        ("npu-7", "chip", 7, None),
+        ("Ascend310P-12", "chip", 12, None),
+        ("Ascend910-3-57", "soft_share", 3, 57),
+        ("npu-0-99", "soft_share", 0, 99),
+        ("Ascend910-2c-100-5", "vnpu", 5, None),
+        ("Ascend310P-4c.3cpu-101-1", "vnpu", 1, None),
+    ],
+)
 def test_ascend_id_shapes(device_id, kind, chip, slot):
     got = kd.ascend_device_id(device_id)
     assert (got["kind"], got["chip"], got["slot"]) == (kind, chip, slot)
@@ -204,11 +245,27 @@ def test_not_ascend_ids(device_id):
 
 # --- fuzz: the device records raise only ParseError ---------------------------------------------
 
-_KEYS = ["ClaimUID", "ClaimName", "Namespace", "PodUIDs", "DriverState", "Devices", "DeviceName",
-         "PoolName", "RequestNames", "CDIDeviceIDs", "CDIDevices", "DriverName", "npu.huawei.com", "x"]
-_JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=4),
-                     lambda inner: st.lists(inner, max_size=3)
-                     | st.dictionaries(st.sampled_from(_KEYS), inner, max_size=4), max_leaves=24)
+_KEYS = [
+    "ClaimUID",
+    "ClaimName",
+    "Namespace",
+    "PodUIDs",
+    "DriverState",
+    "Devices",
+    "DeviceName",
+    "PoolName",
+    "RequestNames",
+    "CDIDeviceIDs",
+    "CDIDevices",
+    "DriverName",
+    "npu.huawei.com",
+    "x",
+]
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(_KEYS), inner, max_size=4),
+    max_leaves=24,
+)
 
 
 @settings(max_examples=400, deadline=None)
@@ -216,8 +273,9 @@ _JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.text(ma
 def test_dra_checkpoint_fuzz_raises_only_parse_error(entries, new):
     """Any JSON in the entries, past the checksum (a valid CRC-32) to reach every field rule."""
     if new:
-        data = json.dumps({"kind": "DRACheckpoint", "apiVersion": "checkpoint.dra.kubelet.k8s.io/v1",
-                           "Entries": entries})
+        data = json.dumps(
+            {"kind": "DRACheckpoint", "apiVersion": "checkpoint.dra.kubelet.k8s.io/v1", "Entries": entries}
+        )
         text = json.dumps({"Data": data, "Checksum": zlib.crc32(data.encode())})
     else:
         text = json.dumps({"version": "v1", "entries": entries, "checksum": 1})
@@ -231,9 +289,16 @@ def test_dra_checkpoint_fuzz_raises_only_parse_error(entries, new):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.dictionaries(st.sampled_from(["PodUID", "ContainerName", "ResourceName",
-                                                 "DeviceIDs", "AllocResp"]),
-                                _JSON | st.binary(max_size=24).map(_b64), max_size=5), max_size=3))
+@given(
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(["PodUID", "ContainerName", "ResourceName", "DeviceIDs", "AllocResp"]),
+            _JSON | st.binary(max_size=24).map(_b64),
+            max_size=5,
+        ),
+        max_size=3,
+    )
+)
 def test_device_checkpoint_fuzz_raises_only_parse_error(entries):
     try:
         kubelet.parse_device_checkpoint(json.dumps({"Data": {"PodDeviceEntries": entries}}))

@@ -22,23 +22,33 @@ from ansible_collections.npuops.fleet.plugins.plugin_utils.report import analysi
 from npuops_testing import SNAPSHOTS, fixture_text
 
 BUSES = ["07", "0F", "47", "4E", "87", "90", "B7", "BD"]
-QUERY = "".join("%d, NVIDIA A100-SXM4-40GB, 00000000:%s:00.0, 40960, %s, 470.103.01, 92.00.45.00.05\n"
-                % (i, bus, "2" if i == 5 else "0") for i, bus in enumerate(BUSES))
+QUERY = "".join(
+    "%d, NVIDIA A100-SXM4-40GB, 00000000:%s:00.0, 40960, %s, 470.103.01, 92.00.45.00.05\n"
+    % (i, bus, "2" if i == 5 else "0")
+    for i, bus in enumerate(BUSES)
+)
 
 
 def test_parse_model_memory_and_health():
     found = nvidia_query.parse(QUERY)
     assert sorted(found) == list(range(8))
-    assert found[0] == {"model": "NVIDIA A100-SXM4-40GB", "bus_id": "0000:07:00.0",
-                        "memory_mb": 40960, "ecc_uncorrected": 0, "health": "OK",
-                        "driver": "470.103.01", "vbios": "92.00.45.00.05"}
+    assert found[0] == {
+        "model": "NVIDIA A100-SXM4-40GB",
+        "bus_id": "0000:07:00.0",
+        "memory_mb": 40960,
+        "ecc_uncorrected": 0,
+        "health": "OK",
+        "driver": "470.103.01",
+        "vbios": "92.00.45.00.05",
+    }
     assert found[5]["health"] == "Warning"
 
 
 def test_not_reported_values_are_none():
     found = nvidia_query.parse(
         "0, NVIDIA H100 80GB HBM3, 00000000:18:00.0, 81559, [N/A], 550.90.07, [N/A]\n"
-        "1, NVIDIA H100 80GB HBM3, 00000000:2A:00.0, [Not Supported], [N/A], 550.90.07, x\n")
+        "1, NVIDIA H100 80GB HBM3, 00000000:2A:00.0, [Not Supported], [N/A], 550.90.07, x\n"
+    )
     assert found[0]["health"] is None and found[0]["memory_mb"] == 81559
     assert found[1]["memory_mb"] is None
 
@@ -51,20 +61,41 @@ def test_malformed_lines_name_the_source(text):
 
 def test_argv_is_the_documented_query():
     assert nvidia_query.ARGV == [
-        "nvidia-smi", "--query-gpu=index,name,pci.bus_id,memory.total,"
+        "nvidia-smi",
+        "--query-gpu=index,name,pci.bus_id,memory.total,"
         "ecc.errors.uncorrected.volatile.total,driver_version,vbios_version",
-        "--format=csv,noheader,nounits"]
+        "--format=csv,noheader,nounits",
+    ]
 
 
-@pytest.mark.parametrize("rel, expected", [
-    ("nvidia/rtx3080_nvidia-smi-query-gpu-name-driver-vbios-bus-memory_csv-header-units.txt",
-     {"name": "NVIDIA GeForce RTX 3080", "driver_version": "550.90.07",
-      "vbios_version": "94.02.71.40.66", "pci.bus_id": "00000000:05:00.0", "memory.total": "10240"}),
-    ("nvidia/rtx3060_nvidia-smi-query-gpu-12-fields_csv-header-units.txt",
-     {"name": "NVIDIA GeForce RTX 3060", "driver_version": "615.71.09",
-      "vbios_version": "94.06.2F.00.9A", "memory.total": "12288", "power.draw": "41.58",
-      "clocks.current.sm": "1807", "utilization.gpu": "1", "temperature.gpu": "49"}),
-])
+@pytest.mark.parametrize(
+    "rel, expected",
+    [
+        (
+            "nvidia/rtx3080_nvidia-smi-query-gpu-name-driver-vbios-bus-memory_csv-header-units.txt",
+            {
+                "name": "NVIDIA GeForce RTX 3080",
+                "driver_version": "550.90.07",
+                "vbios_version": "94.02.71.40.66",
+                "pci.bus_id": "00000000:05:00.0",
+                "memory.total": "10240",
+            },
+        ),
+        (
+            "nvidia/rtx3060_nvidia-smi-query-gpu-12-fields_csv-header-units.txt",
+            {
+                "name": "NVIDIA GeForce RTX 3060",
+                "driver_version": "615.71.09",
+                "vbios_version": "94.06.2F.00.9A",
+                "memory.total": "12288",
+                "power.draw": "41.58",
+                "clocks.current.sm": "1807",
+                "utilization.gpu": "1",
+                "temperature.gpu": "49",
+            },
+        ),
+    ],
+)
 def test_real_csv_captures_read_with_their_header_and_units(rel, expected):
     rows = nvidia_query.read_csv(fixture_text(rel))
     assert len(rows) == 1
@@ -81,9 +112,11 @@ def dgx_with_query(tmp_path):
     (snap / "cmd" / "query.txt").write_text(QUERY)
     text = (snap / "snapshot.yml").read_text()
     assert "\ncommands:\n" in text
-    (snap / "snapshot.yml").write_text(text.replace(
-        "\ncommands:\n", '\ncommands:\n  "%s": {rc: 0, stdout_file: cmd/query.txt}\n'
-        % nvidia_query.SOURCE, 1))
+    (snap / "snapshot.yml").write_text(
+        text.replace(
+            "\ncommands:\n", '\ncommands:\n  "%s": {rc: 0, stdout_file: cmd/query.txt}\n' % nvidia_query.SOURCE, 1
+        )
+    )
     return str(snap)
 
 

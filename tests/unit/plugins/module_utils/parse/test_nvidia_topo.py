@@ -11,8 +11,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.host.hostio import HostIO
 from npuops_testing import fixture_text
-from npuops_testing.gpu_hosts import (
-    ALL, B200, BREV, DELL_MP, DGXA100, H200, JUWELS, PCIE8, PLI, SNC, TPG7, V17516)
+from npuops_testing.gpu_hosts import ALL, B200, BREV, DELL_MP, DGXA100, H200, JUWELS, PCIE8, PLI, SNC, TPG7, V17516
 
 # The fixture -> expected values table (counts, numa=off, NUMA node per GPU, affinities, matrix
 # cells, first NIC names) is cases/nvidia_topo.yml, run by test_fixture_cases.py.
@@ -54,8 +53,7 @@ def test_nic_legend_maps_names_not_indices():
 
 
 def test_old_format_legend_is_the_rdma_name():
-    assert nvidia_topo.parse(fixture_text(JUWELS))["nics"][0] == {
-        "legend": "mlx5_0", "name": "mlx5_0"}
+    assert nvidia_topo.parse(fixture_text(JUWELS))["nics"][0] == {"legend": "mlx5_0", "name": "mlx5_0"}
 
 
 def test_partial_captures_warn_about_what_is_missing():
@@ -78,8 +76,7 @@ def test_blank_cpu_affinity_is_reported():
 
 
 def test_numa_affinity_na_means_numa_off():
-    text = fixture_text(PCIE8).replace("\t0\t\tN/A", "\tN/A\t\tN/A").replace(
-        "\t1\t\tN/A", "\tN/A\t\tN/A")
+    text = fixture_text(PCIE8).replace("\t0\t\tN/A", "\tN/A\t\tN/A").replace("\t1\t\tN/A", "\tN/A\t\tN/A")
     result = nvidia_topo.parse(text)
     assert result["numa_off"] is True
     assert all(gpu["numa_node"] is None for gpu in result["gpus"])
@@ -90,8 +87,9 @@ def test_gpu_numa_id_is_read_when_numeric():
     assert nvidia_topo.parse(text)["gpus"][0]["gpu_numa_id"] == 4
 
 
-@pytest.mark.parametrize("text", ["", "\n\n", "Legend:\n  X = Self\n", "GPU0 is fine\n",
-                                  "\tGPU0\tGPU1\tCPU Affinity\n"])
+@pytest.mark.parametrize(
+    "text", ["", "\n\n", "Legend:\n  X = Self\n", "GPU0 is fine\n", "\tGPU0\tGPU1\tCPU Affinity\n"]
+)
 def test_nothing_parseable_raises_parse_error_naming_source(text):
     with pytest.raises(ParseError) as err:
         nvidia_topo.parse(text, source="nvidia-smi topo -m")
@@ -104,8 +102,7 @@ def test_truncated_or_corrupted_real_text_only_raises_parse_error(rel, cut, data
     text = fixture_text(rel)[:cut]
     if data.draw(st.booleans()):
         pos = data.draw(st.integers(min_value=0, max_value=max(0, len(text))))
-        text = text[:pos] + data.draw(st.text(alphabet="\t X-,0123456789NVPIXSYODEHB/A\n",
-                                              max_size=12)) + text[pos:]
+        text = text[:pos] + data.draw(st.text(alphabet="\t X-,0123456789NVPIXSYODEHB/A\n", max_size=12)) + text[pos:]
     try:
         result = nvidia_topo.parse(text)
     except ParseError:
@@ -150,22 +147,43 @@ class FakeSysfs(HostIO):
 def test_read_rdma_nics_from_sysfs():
     ib = "/sys/class/infiniband"
     io = FakeSysfs(
-        dirs={ib: ["mlx5_1", "mlx5_0", "mlx5_bond_0"],
-              ib + "/mlx5_0/device/net": ["ibp24s0"],
-              ib + "/mlx5_bond_0/device/net": ["bond0", "eth0"]},
-        files={ib + "/mlx5_0/device/numa_node": "0\n", ib + "/mlx5_1/device/numa_node": "-1\n",
-               ib + "/mlx5_bond_0/device/numa_node": "garbage"},
-        links={ib + "/mlx5_0/device": "/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0",
-               ib + "/mlx5_1/device": "/sys/devices/pci0000:3f/0000:3F:01.0/0000:40:00.1",
-               ib + "/mlx5_bond_0/device": None})
+        dirs={
+            ib: ["mlx5_1", "mlx5_0", "mlx5_bond_0"],
+            ib + "/mlx5_0/device/net": ["ibp24s0"],
+            ib + "/mlx5_bond_0/device/net": ["bond0", "eth0"],
+        },
+        files={
+            ib + "/mlx5_0/device/numa_node": "0\n",
+            ib + "/mlx5_1/device/numa_node": "-1\n",
+            ib + "/mlx5_bond_0/device/numa_node": "garbage",
+        },
+        links={
+            ib + "/mlx5_0/device": "/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0",
+            ib + "/mlx5_1/device": "/sys/devices/pci0000:3f/0000:3F:01.0/0000:40:00.1",
+            ib + "/mlx5_bond_0/device": None,
+        },
+    )
     no_port = {"ports": [], "state": None, "rate": None, "link_layer": None}
     assert topology.read_rdma_nics(io) == [
-        dict(no_port, name="mlx5_0", netdev="ibp24s0", bus_id="0000:18:00.0", numa_node=0,
-             card="0000:18:00", card_nics=["mlx5_0"]),
-        dict(no_port, name="mlx5_1", netdev=None, bus_id="0000:40:00.1", numa_node=None,
-             card="0000:40:00", card_nics=["mlx5_1"]),
-        dict(no_port, name="mlx5_bond_0", netdev="bond0", bus_id=None, numa_node=None,
-             card=None, card_nics=None),
+        dict(
+            no_port,
+            name="mlx5_0",
+            netdev="ibp24s0",
+            bus_id="0000:18:00.0",
+            numa_node=0,
+            card="0000:18:00",
+            card_nics=["mlx5_0"],
+        ),
+        dict(
+            no_port,
+            name="mlx5_1",
+            netdev=None,
+            bus_id="0000:40:00.1",
+            numa_node=None,
+            card="0000:40:00",
+            card_nics=["mlx5_1"],
+        ),
+        dict(no_port, name="mlx5_bond_0", netdev="bond0", bus_id=None, numa_node=None, card=None, card_nics=None),
     ]
 
 
@@ -175,27 +193,37 @@ def test_read_rdma_nics_ports_and_cards():
     ib = "/sys/class/infiniband"
     files = {}
     for name, port, state, rate, layer in (
-            ("mlx5_0", "1", "4: ACTIVE\n", "200 Gb/sec (4X HDR)\n", "InfiniBand\n"),
-            ("mlx5_1", "1", "1: DOWN\n", "2.5 Gb/sec (1X SDR)\n", "Ethernet\n"),
-            ("mlx5_2", "1", "garbage\n", "fast\n", "Ethernet\n")):
+        ("mlx5_0", "1", "4: ACTIVE\n", "200 Gb/sec (4X HDR)\n", "InfiniBand\n"),
+        ("mlx5_1", "1", "1: DOWN\n", "2.5 Gb/sec (1X SDR)\n", "Ethernet\n"),
+        ("mlx5_2", "1", "garbage\n", "fast\n", "Ethernet\n"),
+    ):
         base = "%s/%s/ports/%s/" % (ib, name, port)
         files.update({base + "state": state, base + "rate": rate, base + "link_layer": layer})
     io = FakeSysfs(
-        dirs={ib: ["mlx5_0", "mlx5_1", "mlx5_2"], ib + "/mlx5_0/ports": ["1"],
-              ib + "/mlx5_1/ports": ["1"], ib + "/mlx5_2/ports": ["1"]},
+        dirs={
+            ib: ["mlx5_0", "mlx5_1", "mlx5_2"],
+            ib + "/mlx5_0/ports": ["1"],
+            ib + "/mlx5_1/ports": ["1"],
+            ib + "/mlx5_2/ports": ["1"],
+        },
         files=files,
-        links={ib + "/mlx5_0/device": "/sys/devices/pci0000:e0/0000:e0:01.0/0000:e1:00.0",
-               ib + "/mlx5_1/device": "/sys/devices/pci0000:e0/0000:e0:01.0/0000:e1:00.1",
-               ib + "/mlx5_2/device": "/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0"})
+        links={
+            ib + "/mlx5_0/device": "/sys/devices/pci0000:e0/0000:e0:01.0/0000:e1:00.0",
+            ib + "/mlx5_1/device": "/sys/devices/pci0000:e0/0000:e0:01.0/0000:e1:00.1",
+            ib + "/mlx5_2/device": "/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0",
+        },
+    )
     errors = []
     nics = dict((n["name"], n) for n in topology.read_rdma_nics(io, errors))
     assert (nics["mlx5_0"]["state"], nics["mlx5_0"]["rate"], nics["mlx5_0"]["link_layer"]) == (
-        "ACTIVE", 200, "InfiniBand")
+        "ACTIVE",
+        200,
+        "InfiniBand",
+    )
     assert (nics["mlx5_1"]["state"], nics["mlx5_1"]["rate"]) == ("DOWN", 2.5)
     assert nics["mlx5_0"]["card_nics"] == nics["mlx5_1"]["card_nics"] == ["mlx5_0", "mlx5_1"]
     assert nics["mlx5_2"]["card_nics"] == ["mlx5_2"] and nics["mlx5_2"]["state"] is None
-    assert nics["mlx5_0"]["ports"] == [{"port": 1, "state": "ACTIVE", "rate": 200,
-                                        "link_layer": "InfiniBand"}]
+    assert nics["mlx5_0"]["ports"] == [{"port": 1, "state": "ACTIVE", "rate": 200, "link_layer": "InfiniBand"}]
     assert sorted(e["source"].rsplit("/", 1)[-1] for e in errors) == ["rate", "state"]
 
 
@@ -207,9 +235,9 @@ def _headerless(rel, cut_from=None):
     """A real capture with its header row taken out (and cut from a row on, when given)."""
     lines = fixture_text(rel).split("\n")
     header = [i for i, line in enumerate(lines) if "GPU0" in line and "CPU" in line][0]
-    lines = lines[:header] + lines[header + 1:]
+    lines = lines[:header] + lines[header + 1 :]
     if cut_from is not None:
-        lines = lines[:[i for i, line in enumerate(lines) if line.startswith(cut_from)][0]]
+        lines = lines[: [i for i, line in enumerate(lines) if line.startswith(cut_from)][0]]
     return "\n".join(lines)
 
 
@@ -226,8 +254,7 @@ def test_headerless_cut_gpu_row_makes_no_nic_of_its_column():
 def test_headerless_nvlink_column_is_a_gpu_and_nic_rows_set_the_boundary():
     # DGX A100 without its header and its GPU7 row: the NV12 cells make column 7 GPU7, the
     # NIC rows' X cells put NIC0 at column 8; the 10 NICs keep their legend names.
-    text = "\n".join(line for line in _headerless(DGXA100).split("\n")
-                     if not line.startswith("GPU7"))
+    text = "\n".join(line for line in _headerless(DGXA100).split("\n") if not line.startswith("GPU7"))
     result = nvidia_topo.parse(text)
     assert len(result["gpus"]) == 7 and len(result["nics"]) == 10
     assert result["gpus"][0]["links"]["GPU7"] == "NV12"
@@ -242,9 +269,11 @@ def test_headerless_nvlink_column_is_a_gpu_and_nic_rows_set_the_boundary():
 
 
 def test_grace_node_list_is_read_not_refused():
-    text = ("\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
-            "GPU0\t X \tNV18\t0-71\t0,3-9\t\t2\n"
-            "GPU1\tNV18\t X \t72-143\t1,10-16\t\t10\n")
+    text = (
+        "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+        "GPU0\t X \tNV18\t0-71\t0,3-9\t\t2\n"
+        "GPU1\tNV18\t X \t72-143\t1,10-16\t\t10\n"
+    )
     result = nvidia_topo.parse(text)
     assert [g["numa_node"] for g in result["gpus"]] == [0, 1]
     assert result["gpus"][1]["numa_nodes"] == [1, 10, 11, 12, 13, 14, 15, 16]

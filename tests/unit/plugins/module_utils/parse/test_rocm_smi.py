@@ -19,20 +19,22 @@ def test_no_gpu_is_a_parse_error():
 
 
 def test_cut_capture_keeps_what_it_read():
-    cut = REAL[:REAL.index("Numa Nodes")]
+    cut = REAL[: REAL.index("Numa Nodes")]
     parsed = rocm_smi.parse_showtopo(cut)
     assert len(parsed["gpus"]) == 8 and parsed["gpus"][0]["numa_node"] is None
     assert any("no Numa Nodes block" in w for w in parsed["warnings"])
 
 
 def test_ragged_row_is_a_warning_and_minus_one_is_unknown():
-    text = ("===== Link Type between two GPUs =====\n"
-            "       GPU0         GPU1\n"
-            "GPU0   0            XGMI\n"
-            "GPU1   XGMI\n"
-            "===== Numa Nodes =====\n"
-            "GPU[0]\t\t: (Topology) Numa Node: -1\n"
-            "GPU[1]\t\t: (Topology) Numa Node: 1\n")
+    text = (
+        "===== Link Type between two GPUs =====\n"
+        "       GPU0         GPU1\n"
+        "GPU0   0            XGMI\n"
+        "GPU1   XGMI\n"
+        "===== Numa Nodes =====\n"
+        "GPU[0]\t\t: (Topology) Numa Node: -1\n"
+        "GPU[1]\t\t: (Topology) Numa Node: 1\n"
+    )
     parsed = rocm_smi.parse_showtopo(text)
     assert [g["numa_node"] for g in parsed["gpus"]] == [None, 1]
     assert parsed["gpus"][0]["links"] == {"GPU1": "XGMI"} and parsed["gpus"][1]["links"] == {}
@@ -48,7 +50,7 @@ def test_showbus():
 
 @given(st.integers(0, len(REAL)), st.integers(0, len(REAL)), st.text(max_size=40))
 def test_mutated_text_never_crashes(start, end, junk):
-    text = REAL[:min(start, end)] + junk + REAL[max(start, end):]
+    text = REAL[: min(start, end)] + junk + REAL[max(start, end) :]
     try:
         parsed = rocm_smi.parse_showtopo(text)
     except ParseError as err:
@@ -65,17 +67,19 @@ def test_showpidgpus_parser():
     # printListLog wraps a long list over lines
     wrapped = "=== GPUs Indexed by PID ===\nPID 7 is using 3 DRM device(s):\n0 1 \n2 \n"
     assert rocm_smi.parse_showpidgpus(wrapped) == {7: [0, 1, 2]}
-    assert rocm_smi.parse_showpidgpus("=== GPUs Indexed by PID ===\n"
-                                      "No KFD PIDs currently running\n=====\n") == {}
+    assert rocm_smi.parse_showpidgpus("=== GPUs Indexed by PID ===\nNo KFD PIDs currently running\n=====\n") == {}
 
 
-@pytest.mark.parametrize("text,message", [
-    ("PID 7 is using 2 DRM device(s):\n0 \n", "2 GPUs announced, 1 listed"),
-    ("PID 7 is using 1 DRM device(s):\n0 1 \n", "more GPUs listed"),
-    ("PID 7 is using 1 DRM device(s):\nGPU0 \n", "not a list of GPU indexes"),
-    ("PID 7 is using 1 DRM device(s):\n5000 \n", "not a list of GPU indexes"),
-    ("KFD process information:\nPID PROCESS NAME GPU(s)\n", "no 'GPUs Indexed by PID' block"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("PID 7 is using 2 DRM device(s):\n0 \n", "2 GPUs announced, 1 listed"),
+        ("PID 7 is using 1 DRM device(s):\n0 1 \n", "more GPUs listed"),
+        ("PID 7 is using 1 DRM device(s):\nGPU0 \n", "not a list of GPU indexes"),
+        ("PID 7 is using 1 DRM device(s):\n5000 \n", "not a list of GPU indexes"),
+        ("KFD process information:\nPID PROCESS NAME GPU(s)\n", "no 'GPUs Indexed by PID' block"),
+    ],
+)
 def test_showpidgpus_refuses_what_it_cannot_read(text, message):
     with pytest.raises(ParseError, match=message):
         rocm_smi.parse_showpidgpus(text)

@@ -36,8 +36,7 @@ def test_matches_scipy_on_random_matrices(seed):
         if kind == "ties":
             matrix = [[rng.randint(1, 5) for dummy in range(n_cols)] for dummy in range(n_rows)]
         elif kind == "wide":
-            matrix = [[rng.randint(-1000, 10 ** 6) for dummy in range(n_cols)]
-                      for dummy in range(n_rows)]
+            matrix = [[rng.randint(-1000, 10**6) for dummy in range(n_cols)] for dummy in range(n_rows)]
         else:
             matrix = [[rng.random() * 100 for dummy in range(n_cols)] for dummy in range(n_rows)]
         pairs = assignment.solve(matrix)
@@ -57,17 +56,18 @@ def test_matches_scipy_on_larger_matrices():
 def _brute_force(matrix):
     n_rows, n_cols = len(matrix), len(matrix[0])
     if n_rows <= n_cols:
-        return min(sum(matrix[r][c] for r, c in enumerate(perm))
-                   for perm in itertools.permutations(range(n_cols), n_rows))
-    return min(sum(matrix[r][c] for c, r in enumerate(perm))
-               for perm in itertools.permutations(range(n_rows), n_cols))
+        return min(
+            sum(matrix[r][c] for r, c in enumerate(perm)) for perm in itertools.permutations(range(n_cols), n_rows)
+        )
+    return min(sum(matrix[r][c] for c, r in enumerate(perm)) for perm in itertools.permutations(range(n_rows), n_cols))
 
 
 @settings(max_examples=150, deadline=None)
 @given(st.integers(1, 6), st.integers(1, 6), st.data())
 def test_matches_brute_force_small(n_rows, n_cols, data):
-    matrix = data.draw(st.lists(st.lists(st.integers(-20, 20), min_size=n_cols,
-                                         max_size=n_cols), min_size=n_rows, max_size=n_rows))
+    matrix = data.draw(
+        st.lists(st.lists(st.integers(-20, 20), min_size=n_cols, max_size=n_cols), min_size=n_rows, max_size=n_rows)
+    )
     pairs = assignment.solve(matrix)
     _check_shape(matrix, pairs)
     assert assignment.total_cost(matrix, pairs) == _brute_force(matrix)
@@ -88,10 +88,17 @@ def test_forbidden_cells_are_avoided_or_reported():
     assert "row 0" in str(err.value)
 
 
-@pytest.mark.parametrize("bad,needle", [
-    ("x", "list of rows"), ([[1, 2], [3]], "ragged"), ([[1, "a"]], "not a number"),
-    ([[True]], "not a number"), ([[float("nan")]], "nan"), ([1, 2], "row 0"),
-])
+@pytest.mark.parametrize(
+    "bad,needle",
+    [
+        ("x", "list of rows"),
+        ([[1, 2], [3]], "ragged"),
+        ([[1, "a"]], "not a number"),
+        ([[True]], "not a number"),
+        ([[float("nan")]], "nan"),
+        ([1, 2], "row 0"),
+    ],
+)
 def test_malformed_matrix_is_a_plan_error(bad, needle):
     with pytest.raises(PlanError) as err:
         assignment.solve(bad)
@@ -103,36 +110,46 @@ def test_empty_matrix():
     assert assignment.solve([[], []]) == []
 
 
-@pytest.mark.parametrize("cell,cost", [
-    ("NV18", 1), ("NV3", 1), ("PIX", 1), ("PXB", 2), ("PHB", 3), ("NODE", 4), ("SYS", 5),
-    ("SOC", 5), ("X", 100), ("", 100), (None, 100), ("weird", 100),
-])
+@pytest.mark.parametrize(
+    "cell,cost",
+    [
+        ("NV18", 1),
+        ("NV3", 1),
+        ("PIX", 1),
+        ("PXB", 2),
+        ("PHB", 3),
+        ("NODE", 4),
+        ("SYS", 5),
+        ("SOC", 5),
+        ("X", 100),
+        ("", 100),
+        (None, 100),
+        ("weird", 100),
+    ],
+)
 def test_link_costs(cell, cost):
     assert assignment.link_cost(cell) == cost
 
 
 # --- pair(): the GPU<->NIC layer -------------------------------------------------------
 
+
 def _costs(table, gpus, nics):
-    return dict(((g, n), assignment.link_cost(table[i][j]))
-                for i, g in enumerate(gpus) for j, n in enumerate(nics))
+    return dict(((g, n), assignment.link_cost(table[i][j])) for i, g in enumerate(gpus) for j, n in enumerate(nics))
 
 
 def test_greedy_trap_is_solved_globally():
     # greedy "nearest NIC per GPU, in GPU order" puts GPU0 on a (PIX) and leaves GPU1 with
     # b (SYS): 1 + 5 = 6; the optimum gives GPU0 its PXB NIC: 2 + 1 = 3
-    table = [["PIX", "PXB"],
-             ["PIX", "SYS"]]
+    table = [["PIX", "PXB"], ["PIX", "SYS"]]
     result = assignment.pair(_costs(table, [0, 1], ["a", "b"]), [0, 1], ["a", "b"])
     assert result == {0: "b", 1: "a"}
 
 
 def test_more_nics_than_gpus_uses_only_the_best():
-    table = [["SYS", "PIX", "NODE", "SYS"],
-             ["SYS", "NODE", "PXB", "SYS"]]
+    table = [["SYS", "PIX", "NODE", "SYS"], ["SYS", "NODE", "PXB", "SYS"]]
     nics = ["storage0", "rail0", "rail1", "frontend"]
-    assert assignment.pair(_costs(table, [0, 1], nics), [0, 1], nics) == {
-        0: "rail0", 1: "rail1"}
+    assert assignment.pair(_costs(table, [0, 1], nics), [0, 1], nics) == {0: "rail0", 1: "rail1"}
 
 
 def test_fewer_nics_than_gpus_are_shared_evenly():
@@ -172,8 +189,9 @@ def test_no_nics_gives_empty_pairing():
 @given(st.integers(1, 5), st.integers(1, 5), st.data())
 def test_pair_is_optimal_canonical_and_order_independent(n_gpus, n_nics, data):
     cells = ["PIX", "PXB", "PHB", "NODE", "SYS"]
-    table = data.draw(st.lists(st.lists(st.sampled_from(cells), min_size=n_nics,
-                                        max_size=n_nics), min_size=n_gpus, max_size=n_gpus))
+    table = data.draw(
+        st.lists(st.lists(st.sampled_from(cells), min_size=n_nics, max_size=n_nics), min_size=n_gpus, max_size=n_gpus)
+    )
     gpus = list(range(n_gpus))
     nics = ["mlx5_%d" % k for k in range(n_nics)]
     costs = _costs(table, gpus, nics)
@@ -186,10 +204,12 @@ def test_pair_is_optimal_canonical_and_order_independent(n_gpus, n_nics, data):
     # (link cost, NIC load spread, NIC ranks of GPU0, GPU1, ... lexicographically)
     def key(mapping):
         loads = [list(mapping.values()).count(n) for n in nics]
-        return (sum(costs[(g, mapping[g])] for g in gpus),
-                sum(k * (k - 1) // 2 for k in loads),
-                [nics.index(mapping[g]) for g in gpus])
+        return (
+            sum(costs[(g, mapping[g])] for g in gpus),
+            sum(k * (k - 1) // 2 for k in loads),
+            [nics.index(mapping[g]) for g in gpus],
+        )
+
     candidates = [dict(zip(gpus, combo)) for combo in itertools.product(nics, repeat=n_gpus)]
-    best = min((m for m in candidates
-                if max(list(m.values()).count(n) for n in nics) <= capacity), key=key)
+    best = min((m for m in candidates if max(list(m.values()).count(n) for n in nics) <= capacity), key=key)
     assert result == best

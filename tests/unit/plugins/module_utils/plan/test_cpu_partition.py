@@ -68,8 +68,10 @@ def test_dgx_gpu_pools_isolated_whole():
 
 
 def test_kernel_isolated_cpus_are_not_housekeeping():
-    plan = {"cpu_budget": {"workers": "2-5", "frontend": "0-1", "reserved": "6-7", "spare": ""},
-            "npus": {"0": {"irq": "2-3"}}}
+    plan = {
+        "cpu_budget": {"workers": "2-5", "frontend": "0-1", "reserved": "6-7", "spare": ""},
+        "npus": {"0": {"irq": "2-3"}},
+    }
     part = cpu_partition.partition(plan, {"isolated": "7", "nohz_full": ""})
     assert (part["isolated"], part["irq"], part["housekeeping"]) == ("4-5", "2-3", "0-1,6")
 
@@ -90,6 +92,7 @@ def test_plans_without_budget_or_skipped_refused():
 
 # ---- rendered -------------------------------------------------------------------------------
 
+
 def test_rendered_cgroup_v2_files_and_masks():
     _facts, _plan, part = plan_and_part("a2-910b3x8", TWO)
     files, runtime = render.files(part, 2)
@@ -97,9 +100,11 @@ def test_rendered_cgroup_v2_files_and_masks():
         "/etc/systemd/system/init.scope.d/50-npuops-cpu-partition.conf",
         "/etc/systemd/system/system.slice.d/50-npuops-cpu-partition.conf",
         "/etc/systemd/system/user.slice.d/50-npuops-cpu-partition.conf",
-        "/etc/tmpfiles.d/npuops-cpu-partition.conf"]
+        "/etc/tmpfiles.d/npuops-cpu-partition.conf",
+    ]
     assert files["/etc/systemd/system/init.scope.d/50-npuops-cpu-partition.conf"].endswith(
-        "[Scope]\nAllowedCPUs=24-47,72-95,120-143,168-191\n")
+        "[Scope]\nAllowedCPUs=24-47,72-95,120-143,168-191\n"
+    )
     mask = runtime[render.WORKQUEUE_MASK]
     assert set(cpulist.from_mask(mask)) == ids(part["housekeeping"])
     assert "w /proc/irq/default_smp_affinity - - - - %s\n" % mask in files[render.TMPFILES]
@@ -122,8 +127,10 @@ def test_rendered_tuned_profile_drives_cpu_partitioning():
     blacklist = re.search(r"^cgroup_ps_blacklist=(.*)$", text, re.M).group(1)
     # /proc/PID/cgroup as systemd 252 wrote it in the systemd tier: a dash in a slice name is a
     # level, so the instances' slice sits under npuops.slice
-    for line in ("0::/npuops.slice/npuops-vllm.slice/vllm-standin.service",
-                 "1:name=systemd:/npuops.slice/npuops-vllm.slice/vllm-standin.service"):
+    for line in (
+        "0::/npuops.slice/npuops-vllm.slice/vllm-standin.service",
+        "1:name=systemd:/npuops.slice/npuops-vllm.slice/vllm-standin.service",
+    ):
         assert re.search(blacklist, line), line
     for line in ("0::/system.slice/ssh.service", "0::/user.slice/user-0.slice/session-3.scope"):
         assert not re.search(blacklist, line), line
@@ -138,7 +145,8 @@ def test_rendered_kernel_cmdline_without_tuned():
     iso = part["isolated"]
     assert files[render.GRUB_DROPIN].endswith(
         'GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX isolcpus=managed_irq,domain,%s nohz_full=%s '
-        'rcu_nocbs=%s"\n' % (iso, iso, iso))
+        'rcu_nocbs=%s"\n' % (iso, iso, iso)
+    )
 
 
 # ---- invariants over random budgets ----------------------------------------------------------
@@ -149,15 +157,20 @@ from hypothesis import given, settings, strategies as st  # noqa: E402
 @st.composite
 def budgets(draw):
     cpus = list(range(draw(st.integers(min_value=2, max_value=96))))
-    kind = draw(st.lists(st.sampled_from(["workers", "frontend", "reserved", "spare"]),
-                         min_size=len(cpus), max_size=len(cpus)))
-    budget = dict((k, cpulist.format([c for c, w in zip(cpus, kind) if w == k]))
-                  for k in ("workers", "frontend", "reserved", "spare"))
+    kind = draw(
+        st.lists(st.sampled_from(["workers", "frontend", "reserved", "spare"]), min_size=len(cpus), max_size=len(cpus))
+    )
+    budget = dict(
+        (k, cpulist.format([c for c, w in zip(cpus, kind) if w == k]))
+        for k in ("workers", "frontend", "reserved", "spare")
+    )
     workers = [c for c, w in zip(cpus, kind) if w == "workers"]
     irq = draw(st.lists(st.sampled_from(workers), max_size=4)) if workers else []
     kernel = draw(st.lists(st.sampled_from(cpus), max_size=3))
-    return {"cpu_budget": budget, "npus": {"0": {"irq": cpulist.format(irq)}}}, \
-        {"isolated": cpulist.format(kernel), "nohz_full": ""}
+    return {"cpu_budget": budget, "npus": {"0": {"irq": cpulist.format(irq)}}}, {
+        "isolated": cpulist.format(kernel),
+        "nohz_full": "",
+    }
 
 
 @settings(deadline=None, max_examples=300)

@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
 """make_plan: option validation, instances, dispatch (vendor none, NVIDIA), plan schema."""
+
 import os
 
 import pytest
@@ -10,8 +11,20 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import GpuPlan
 from npuops_testing import SNAPSHOTS, cpu_hosts
 
 
-SCHEMA_KEYS = {"policy", "mode", "device_type", "skipped", "reason", "numa_nodes", "npus",
-               "instances", "gpus", "env", "log", "warnings"}
+SCHEMA_KEYS = {
+    "policy",
+    "mode",
+    "device_type",
+    "skipped",
+    "reason",
+    "numa_nodes",
+    "npus",
+    "instances",
+    "gpus",
+    "env",
+    "log",
+    "warnings",
+}
 ENTRY_KEYS = {"pool", "numa_nodes", "irq", "main", "acl", "release", "pool_order"}
 
 
@@ -27,26 +40,35 @@ def test_schema(policy):
         assert all(isinstance(entry[k], str) for k in ENTRY_KEYS - {"numa_nodes"})
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"policy": "greedy"}, "unknown policy 'greedy'; choose one of strict, vllm_ascend"),
-    ({"device_type": "A9"}, "unknown device_type 'A9'"),
-    ({"npus": [0, 9]}, "NPU 9: unknown NPU id(s) [9]; this host has logic ids [0, 1, 2, 3, 4, 5, 6, 7]"),
-    ({"npus": ["x"]}, "npus must be a list of integers, got item 'x'"),
-    ({"npus": [0, True]}, "npus must be a list of integers, got item True"),
-    ({"instances": [{"name": "a", "npus": [0, False]}]},
-     "instances[0] (a) npus must be a list of integers, got item False"),
-    ({"instances": [{"name": "a", "npus": "0,1"}]},
-     "instances[0] (a) npus must be a list of integers, got '0,1'"),
-    ({"instances": [{"name": "a", "npus": [0]}, {"name": "b", "npus": [0, 1]}]},
-     "NPU 0: NPU 0 is in two instances: a and b"),
-    ({"instances": [{"name": "a", "npus": []}]}, "instance a has no NPUs"),
-    ({"instances": [{"name": "a", "npus": [12]}]}, "NPU 12: instance a: unknown NPU id 12"),
-    ({"instances": [{"name": "a"}]}, "instances[0] must be a dict with 'name' and 'npus'"),
-    ({"instances": [{"name": "a", "npus": [0]}, {"name": "a", "npus": [1]}]}, "name 'a' is already used by another instance"),
-    ({"npus": [0], "instances": [{"name": "a", "npus": [1]}]}, "instance a: unknown NPU id 1"),
-    ({"allowed_cpus": "0-3", "reserved_cpus": "0-3"}, "no allowed CPUs left"),
-    ({"allowed_cpus": "0-x"}, "allowed_cpus: invalid cpulist item"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"policy": "greedy"}, "unknown policy 'greedy'; choose one of strict, vllm_ascend"),
+        ({"device_type": "A9"}, "unknown device_type 'A9'"),
+        ({"npus": [0, 9]}, "NPU 9: unknown NPU id(s) [9]; this host has logic ids [0, 1, 2, 3, 4, 5, 6, 7]"),
+        ({"npus": ["x"]}, "npus must be a list of integers, got item 'x'"),
+        ({"npus": [0, True]}, "npus must be a list of integers, got item True"),
+        (
+            {"instances": [{"name": "a", "npus": [0, False]}]},
+            "instances[0] (a) npus must be a list of integers, got item False",
+        ),
+        ({"instances": [{"name": "a", "npus": "0,1"}]}, "instances[0] (a) npus must be a list of integers, got '0,1'"),
+        (
+            {"instances": [{"name": "a", "npus": [0]}, {"name": "b", "npus": [0, 1]}]},
+            "NPU 0: NPU 0 is in two instances: a and b",
+        ),
+        ({"instances": [{"name": "a", "npus": []}]}, "instance a has no NPUs"),
+        ({"instances": [{"name": "a", "npus": [12]}]}, "NPU 12: instance a: unknown NPU id 12"),
+        ({"instances": [{"name": "a"}]}, "instances[0] must be a dict with 'name' and 'npus'"),
+        (
+            {"instances": [{"name": "a", "npus": [0]}, {"name": "a", "npus": [1]}]},
+            "name 'a' is already used by another instance",
+        ),
+        ({"npus": [0], "instances": [{"name": "a", "npus": [1]}]}, "instance a: unknown NPU id 1"),
+        ({"allowed_cpus": "0-3", "reserved_cpus": "0-3"}, "no allowed CPUs left"),
+        ({"allowed_cpus": "0-x"}, "allowed_cpus: invalid cpulist item"),
+    ],
+)
 def test_bad_options(kwargs, message):
     with pytest.raises(NpuopsError) as err:
         plan_mod.make_plan(cpu_hosts.a2(), **kwargs)
@@ -59,10 +81,15 @@ def test_instances_union_without_visibility_env():
     assert sorted(plan["npus"]) == ["0", "1", "3"]
     # the design document's A2: every node is some NPU's home, so no free CPU is near: the
     # frontend (2 + 2 cores) is carved from the ends of the workers' main CPUs
-    assert plan["instances"]["svc1"] == {"npus": [1, 3], "main": "2-19,26-43",
-                                         "pool": "0-19,22-43,46-47", "numa_nodes": [0],
-                                         "frontend": "20-21,44-45", "frontend_nodes": [0],
-                                         "frontend_source": "carved"}
+    assert plan["instances"]["svc1"] == {
+        "npus": [1, 3],
+        "main": "2-19,26-43",
+        "pool": "0-19,22-43,46-47",
+        "numa_nodes": [0],
+        "frontend": "20-21,44-45",
+        "frontend_nodes": [0],
+        "frontend_source": "carved",
+    }
     # one NPU: 2 + 1 cores carved from the end of its main CPUs
     assert plan["instances"]["svc0"]["main"] == "146-162"
     assert plan["instances"]["svc0"]["frontend"] == "163-165"
@@ -103,13 +130,27 @@ def test_gpu_vendor_without_gpus_names_its_tool(vendor, tool):
 def gpu_host():
     topo = cpu_hosts.host([], {0: "0-23", 1: "24-47"}, "0-47", vendor="nvidia", device_type=None)
     topo["gpus"] = [
-        {"index": 0, "name": "GPU0", "bus_id": "0000:18:00.0", "numa_node": 0, "affinity": "0-23",
-         "links": {"GPU1": "SYS", "mlx5_0": "PIX", "mlx5_1": "SYS"}},
-        {"index": 1, "name": "GPU1", "bus_id": "0000:98:00.0", "numa_node": 1, "affinity": "24-47",
-         "links": {"GPU0": "SYS", "mlx5_0": "SYS", "mlx5_1": "PIX"}}]
+        {
+            "index": 0,
+            "name": "GPU0",
+            "bus_id": "0000:18:00.0",
+            "numa_node": 0,
+            "affinity": "0-23",
+            "links": {"GPU1": "SYS", "mlx5_0": "PIX", "mlx5_1": "SYS"},
+        },
+        {
+            "index": 1,
+            "name": "GPU1",
+            "bus_id": "0000:98:00.0",
+            "numa_node": 1,
+            "affinity": "24-47",
+            "links": {"GPU0": "SYS", "mlx5_0": "SYS", "mlx5_1": "PIX"},
+        },
+    ]
     topo["nics"] = [
         {"name": "mlx5_0", "legend": "NIC0", "netdev": "ib0", "bus_id": "0000:19:00.0", "numa_node": 0},
-        {"name": "mlx5_1", "legend": "NIC1", "netdev": "ib1", "bus_id": "0000:99:00.0", "numa_node": 1}]
+        {"name": "mlx5_1", "legend": "NIC1", "netdev": "ib1", "bus_id": "0000:99:00.0", "numa_node": 1},
+    ]
     return topo
 
 
@@ -133,9 +174,11 @@ def test_a5_strict_plan_has_uvb_and_no_irq():
 
 
 CGROUP_SNAPSHOT = os.path.join(SNAPSHOTS, "h100-cgroup")
-CPUSET_HINT = ("the facts were gathered in a cpuset of 1 CPU (Cpus_allowed_list 1; the host has "
-               "96 online: 0-95): gather the facts outside the job's cgroup, or pass allowed_cpus "
-               "(role variable npuops_cpu_allowed) with the CPUs the service may use")
+CPUSET_HINT = (
+    "the facts were gathered in a cpuset of 1 CPU (Cpus_allowed_list 1; the host has "
+    "96 online: 0-95): gather the facts outside the job's cgroup, or pass allowed_cpus "
+    "(role variable npuops_cpu_allowed) with the CPUs the service may use"
+)
 
 
 def test_plan_failing_in_a_cut_cpuset_says_what_to_do():
@@ -143,6 +186,7 @@ def test_plan_failing_in_a_cut_cpuset_says_what_to_do():
     and both ways out; with allowed_cpus it plans."""
     from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
     from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
+
     topo = topology.gather(hostio.SnapshotHostIO(CGROUP_SNAPSHOT))
     for policy in plan_mod.POLICIES:
         with pytest.raises(PlanError) as err:
@@ -158,8 +202,10 @@ def test_cpuset_hint_only_for_a_cut_cpuset_and_a_cpu_shortage():
     # NPU host in a 0-7 cpuset: too few CPUs -> hint; the same shortage with allowed_cpus -> none
     with pytest.raises(PlanError) as err:
         plan_mod.make_plan(cpu_hosts.a2("0-7"), npus=[1])
-    assert "; the facts were gathered in a cpuset of 8 CPUs (Cpus_allowed_list 0-7; the host " \
-           "has 192 online: 0-191)" in str(err.value)
+    assert (
+        "; the facts were gathered in a cpuset of 8 CPUs (Cpus_allowed_list 0-7; the host "
+        "has 192 online: 0-191)" in str(err.value)
+    )
     with pytest.raises(PlanError) as err:
         plan_mod.make_plan(cpu_hosts.a2(), npus=[1], allowed_cpus="0-7")
     assert err.value.hint is None and "cpuset" not in str(err.value)

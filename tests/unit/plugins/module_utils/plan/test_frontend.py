@@ -4,6 +4,7 @@
 Worked examples pinned on the recorded hosts, and the invariants as hypothesis properties over
 random hosts with random distance tables, packages and SMT numbering.
 """
+
 import os
 
 import pytest
@@ -39,12 +40,13 @@ def assert_partition(plan, allowed):
     """cpu_budget: four disjoint sets whose union is exactly the allowed CPUs."""
     sets = [ids(plan["cpu_budget"][k]) for k in BUDGET]
     for i, first in enumerate(sets):
-        for second in sets[i + 1:]:
+        for second in sets[i + 1 :]:
             assert not first & second
     assert set().union(*sets) == set(allowed)
 
 
 # ---- the worked example: the real A2 host with the 4-socket distance table -----------------
+
 
 def test_real_a2_two_instances_worked_example():
     """a2-910b3x8 (real npu-smi, topo and lscpu; the Kunpeng 4-socket distance table paired):
@@ -61,9 +63,12 @@ def test_real_a2_two_instances_worked_example():
     assert (svc0["frontend"], svc0["frontend_nodes"]) == ("120-143,168-191", [5, 7])
     assert (svc1["frontend"], svc1["frontend_nodes"]) == ("24-47,72-95", [1, 3])
     assert svc0["frontend_source"] == svc1["frontend_source"] == "free"
-    assert plan["cpu_budget"] == {"workers": "0-23,48-71,96-119,144-167",
-                                  "frontend": "24-47,72-95,120-143,168-191",
-                                  "reserved": "", "spare": ""}
+    assert plan["cpu_budget"] == {
+        "workers": "0-23,48-71,96-119,144-167",
+        "frontend": "24-47,72-95,120-143,168-191",
+        "reserved": "",
+        "spare": "",
+    }
     assert_partition(plan, range(192))
     # no CPU in two sets: pools, frontends
     owners = {}
@@ -80,7 +85,7 @@ def test_real_a2_two_instances_worked_example():
 
 def test_real_a2_capped_frontend_leaves_spare():
     plan = dispatch.make_plan(facts("a2-910b3x8"), "strict", instances=TWO, frontend_cpus=8)
-    assert plan["instances"]["svc0"]["frontend"] == "120-127"   # node 5 (11 from node 4) first
+    assert plan["instances"]["svc0"]["frontend"] == "120-127"  # node 5 (11 from node 4) first
     assert plan["instances"]["svc1"]["frontend"] == "24-31"
     assert plan["cpu_budget"]["spare"] == "32-47,72-95,128-143,168-191"
     assert_partition(plan, range(192))
@@ -107,14 +112,14 @@ def test_independent_services_get_disjoint_frontends():
     for inst in TWO:
         alone = dispatch.make_plan(topo, "strict", instances=[inst])
         assert alone["instances"][inst["name"]] == both["instances"][inst["name"]]
-    mixed = dispatch.make_plan(topo, "strict", instances=[{"name": "a", "npus": [0, 4]},
-                                                          {"name": "b", "npus": [1, 5]}])
+    mixed = dispatch.make_plan(topo, "strict", instances=[{"name": "a", "npus": [0, 4]}, {"name": "b", "npus": [1, 5]}])
     # NPU0 and NPU1 share node 6, so each takes half of node 7 (per device, not per instance)
     assert mixed["instances"]["a"]["frontend"] == "24-35,168-179"
     assert mixed["instances"]["b"]["frontend"] == "36-47,180-191"
 
 
 # ---- borrowing by distance ------------------------------------------------------------------
+
 
 def test_borrowing_goes_to_the_sibling_die_not_the_lower_id():
     """Node 6 short of CPUs: the sibling die 7 (distance 11) lends, not node 5 (25, another
@@ -125,8 +130,7 @@ def test_borrowing_goes_to_the_sibling_die_not_the_lower_id():
     assert (npu0["pool"], npu1["pool"]) == ("162-166", "167-171")
     assert npu0["pool_nodes"] == [6] and npu1["pool_nodes"] == [6, 7]
     assert npu0["numa_nodes"] == npu1["numa_nodes"] == [6]
-    assert "NUMA node 6 lacks room for NPU(s) [0, 1]: borrowed 4 unit(s) from node 7" in \
-        plan["warnings"]
+    assert "NUMA node 6 lacks room for NPU(s) [0, 1]: borrowed 4 unit(s) from node 7" in plan["warnings"]
     # without the table: nearest id, ties to the lower id (the old rule, kept for such facts)
     topo["cpu"]["numa_distance"] = None
     old = dispatch.make_plan(topo, "strict", reserved_cpus="144-161")
@@ -134,11 +138,17 @@ def test_borrowing_goes_to_the_sibling_die_not_the_lower_id():
 
 
 def test_borrowing_stays_in_the_package_while_it_has_free_cpus():
-    topo = cpu_hosts.host([{"logic_id": 0, "affinity": "0-3"}, {"logic_id": 1, "affinity": "0-3"}],
-                          {0: "0-7", 1: "8-15", 2: "16-23"}, "0-23")
+    topo = cpu_hosts.host(
+        [{"logic_id": 0, "affinity": "0-3"}, {"logic_id": 1, "affinity": "0-3"}],
+        {0: "0-7", 1: "8-15", 2: "16-23"},
+        "0-23",
+    )
     # node 2 is nearer by the table but on another package: node 1 lends
-    topo["cpu"]["numa_distance"] = {"0": {"0": 10, "1": 30, "2": 20}, "1": {"0": 30, "1": 10, "2": 20},
-                                    "2": {"0": 20, "1": 20, "2": 10}}
+    topo["cpu"]["numa_distance"] = {
+        "0": {"0": 10, "1": 30, "2": 20},
+        "1": {"0": 30, "1": 10, "2": 20},
+        "2": {"0": 20, "1": 20, "2": 10},
+    }
     topo["cpu"]["packages"] = {"0": 0, "1": 0, "2": 1}
     plan = dispatch.make_plan(topo, "strict")
     assert plan["npus"]["1"]["pool"] == "5-9" and plan["npus"]["1"]["pool_nodes"] == [0, 1]
@@ -148,22 +158,23 @@ def test_borrowing_stays_in_the_package_while_it_has_free_cpus():
 
 
 def test_nearness_rule():
-    near = rules.Nearness({0: {0: 10, 1: 11, 2: 20}, 1: {0: 11, 1: 10, 2: 20},
-                           2: {0: 20, 1: 20, 2: 10}}, {0: 0, 1: 1, 2: 0}, [0, 1, 2])
-    assert sorted([1, 2], key=lambda b: near.key(0, b)) == [2, 1]   # same package first
+    near = rules.Nearness(
+        {0: {0: 10, 1: 11, 2: 20}, 1: {0: 11, 1: 10, 2: 20}, 2: {0: 20, 1: 20, 2: 10}}, {0: 0, 1: 1, 2: 0}, [0, 1, 2]
+    )
+    assert sorted([1, 2], key=lambda b: near.key(0, b)) == [2, 1]  # same package first
     assert near.key(0, 1) == (1, 11, 1) and near.same_package(0, 2)
     partial = rules.Nearness({0: {0: 10}}, None, [0, 1])
     assert partial.distance is None and "lacks NUMA node(s) [1]" in partial.warnings[0]
-    assert rules.Nearness().key(6, 5) == (0, 1, 5)                   # no table: by id
+    assert rules.Nearness().key(6, 5) == (0, 1, 5)  # no table: by id
 
 
 # ---- the A3 carve-out -------------------------------------------------------------------------
 
+
 def test_a3_carve_out_worked_example():
     """A3, 640 CPUs / 16 NPUs (no free CPU): one instance of 16 carves 2 + 16 = 18 CPUs (one
     thread per core here), one or two from the end of each worker's main CPUs."""
-    plan = dispatch.make_plan(cpu_hosts.a3(), "strict",
-                              instances=[{"name": "all", "npus": list(range(16))}])
+    plan = dispatch.make_plan(cpu_hosts.a3(), "strict", instances=[{"name": "all", "npus": list(range(16))}])
     inst = plan["instances"]["all"]
     assert inst["frontend_source"] == "carved"
     assert inst["frontend"] == "36-37,76-77," + ",".join(str(40 * i + 37) for i in range(2, 16))
@@ -176,9 +187,11 @@ def test_a3_carve_out_worked_example():
 
 def test_a3_recorded_host_two_instances():
     """The recorded A3 (2 threads per core, SMT numbering unknown): 2 x (2 + 8) CPUs each."""
-    plan = dispatch.make_plan(facts("a3-16die"), "strict",
-                              instances=[{"name": "a", "npus": list(range(8))},
-                                         {"name": "b", "npus": list(range(8, 16))}])
+    plan = dispatch.make_plan(
+        facts("a3-16die"),
+        "strict",
+        instances=[{"name": "a", "npus": list(range(8))}, {"name": "b", "npus": list(range(8, 16))}],
+    )
     for name in ("a", "b"):
         assert len(ids(plan["instances"][name]["frontend"])) == 20
     assert plan["instances"]["a"]["frontend_nodes"] == [0, 1, 2, 3]
@@ -204,6 +217,7 @@ def test_950_carves_whole_clusters():
 
 
 # ---- isolated CPUs, SMT ---------------------------------------------------------------------
+
 
 def test_isolated_cpus_are_never_frontend_or_spare():
     topo = facts("a2-910b3x8")
@@ -241,11 +255,11 @@ def test_smt_split_of_a_node_in_whole_cores():
     shares = frontend.smt.split(seq, ["a", "b"], cores)
     assert (list(shares["a"]), list(shares["b"])) == ([0, 64, 2, 66], [4, 68])
     assert list(frontend.smt.take(seq, 3, cores)) == [0, 64]
-    assert list(frontend.smt.spread_roles(CpuSeq.from_cpus([0, 64, 2, 66, 4, 68]), cores)) == \
-        [0, 64, 2, 4, 66, 68]
+    assert list(frontend.smt.spread_roles(CpuSeq.from_cpus([0, 64, 2, 66, 4, 68]), cores)) == [0, 64, 2, 4, 66, 68]
 
 
 # ---- GPU hosts ---------------------------------------------------------------------------------
+
 
 def test_gpu_frontend_per_package():
     """dgx-a100 (EPYC NPS4 table paired: 16 within a socket, 32 across): GPUs on nodes 3, 1 of
@@ -279,6 +293,7 @@ def test_frontend_cpus_is_validated():
 
 
 # ---- properties -------------------------------------------------------------------------------
+
 
 def _plan(topo, options):
     try:
@@ -332,8 +347,11 @@ def test_placement_invariants(case):
             # borrowing never leaves the package while a node of it has CPUs no worker holds
             crossed = [c for c in pool if pkg[where[c]] != pkg[home]]
             if crossed:
-                assert not [c for c in free | (set(allowed) - workers - reserved_opt)
-                            if pkg[where[c]] == pkg[home] and where[c] not in home_nodes]
+                assert not [
+                    c
+                    for c in free | (set(allowed) - workers - reserved_opt)
+                    if pkg[where[c]] == pkg[home] and where[c] not in home_nodes
+                ]
     for name, inst in plan["instances"].items():
         front = ids(inst["frontend"])
         assert not front & workers
@@ -347,9 +365,11 @@ def test_placement_invariants(case):
         for cpu in front:
             if pkg[where[cpu]] in own:
                 continue
-            assert any(homes[m] is None or not [
-                c for c in free if pkg[where[c]] == pkg[homes[m]] and where[c] not in home_nodes]
-                for m in members)
+            assert any(
+                homes[m] is None
+                or not [c for c in free if pkg[where[c]] == pkg[homes[m]] and where[c] not in home_nodes]
+                for m in members
+            )
 
 
 @PROPS
@@ -374,9 +394,17 @@ def test_gpu_budget_partitions_the_allowed_cpus(case):
     """The same host as a GPU host (a GPU per NPU, on the NPU's node): frontends never take a
     pool's CPU and the budget partitions the allowed CPUs."""
     topo, options, truth = case
-    gpus = [{"index": n["logic_id"], "name": "GPU%d" % n["logic_id"], "bus_id": None,
-             "numa_node": truth["homes"][n["logic_id"]], "affinity": None, "links": {}}
-            for n in topo["npus"]]
+    gpus = [
+        {
+            "index": n["logic_id"],
+            "name": "GPU%d" % n["logic_id"],
+            "bus_id": None,
+            "numa_node": truth["homes"][n["logic_id"]],
+            "affinity": None,
+            "links": {},
+        }
+        for n in topo["npus"]
+    ]
     topo = dict(topo, vendor="nvidia", device_type=None, npus=[], npu_map={}, gpus=gpus)
     try:
         plan = dispatch.make_plan(topo, "strict", **options)

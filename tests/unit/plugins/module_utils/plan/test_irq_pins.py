@@ -53,15 +53,21 @@ def test_no_irq_step_on_ascend_950_and_skipped_plans():
 
 
 def test_malformed_input_pins_nothing_and_never_raises():
-    for plan, facts in [({"npus": "x"}, {}), ({"npus": {"a": {}, "0": "x"}}, {"npus": "x"}),
-                        ({"gpus": {"0": {"nic": "m"}}, "vendor": "amd"}, {"nics": [{"name": "m", "irqs": "x"}]})]:
+    for plan, facts in [
+        ({"npus": "x"}, {}),
+        ({"npus": {"a": {}, "0": "x"}}, {"npus": "x"}),
+        ({"gpus": {"0": {"nic": "m"}}, "vendor": "amd"}, {"nics": [{"name": "m", "irqs": "x"}]}),
+    ]:
         pinned, unknown = irq_pins.pinned_from_facts(plan, facts)
         assert pinned == []
 
 
 def test_scope_instances_keeps_the_devices_instances_use():
-    plan = {"mode": "topo_affinity", "npus": {"0": {"irq": "0-1"}, "1": {"irq": "2-3"}, "2": {"irq": "4-5"}},
-            "instances": {"b": {"npus": [2]}, "a": {"npus": [0, 7]}}}
+    plan = {
+        "mode": "topo_affinity",
+        "npus": {"0": {"irq": "0-1"}, "1": {"irq": "2-3"}, "2": {"irq": "4-5"}},
+        "instances": {"b": {"npus": [2]}, "a": {"npus": [0, 7]}},
+    }
     assert irq_pins.scoped_devices(plan, "all") == ["0", "1", "2"]
     # NPU1 serves no instance; NPU7 is not in the plan
     assert irq_pins.scoped_devices(plan, "instances") == ["0", "2"]
@@ -76,8 +82,12 @@ def test_scope_instances_keeps_the_devices_instances_use():
 
 
 def test_scope_instances_gpu_pins_the_nics_of_used_gpus_only():
-    plan = {"mode": "gpu_numa", "vendor": "nvidia", "instances": {"a": {"npus": [1]}},
-            "gpus": {"0": {"nic": "mlx5_0", "pool": "0-3"}, "1": {"nic": "mlx5_1", "pool": "4-7"}}}
+    plan = {
+        "mode": "gpu_numa",
+        "vendor": "nvidia",
+        "instances": {"a": {"npus": [1]}},
+        "gpus": {"0": {"nic": "mlx5_0", "pool": "0-3"}, "1": {"nic": "mlx5_1", "pool": "4-7"}},
+    }
     facts = {"nics": [{"name": "mlx5_0", "irqs": [50, 51]}, {"name": "mlx5_1", "irqs": [60, 61]}]}
     pinned, _unknown = irq_pins.pinned_from_facts(plan, facts, scope="instances")
     assert pinned == [(60, "GPU1/mlx5_1", "comp0"), (61, "GPU1/mlx5_1", "comp1")]

@@ -13,6 +13,7 @@ Sources (kubernetes/kubernetes):
 - pkg/kubelet/apis/config/validation/validation_test.go (reservedSystemCPUs with a reserved cgroup);
 - pkg/kubelet/cm/topologymanager/topology_manager_test.go TestNewManager ("more than 8 NUMA nodes").
 """
+
 import pytest
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
@@ -71,8 +72,13 @@ COMPATIBILITY = [
 
 @pytest.mark.parametrize("options, policy, refused", COMPATIBILITY)
 def test_policy_options_compatibility(options, policy, refused):
-    config = {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0", "cpuManagerPolicyOptions": options,
-              "topologyManagerPolicy": policy, "featureGates": {"CPUManagerPolicyAlphaOptions": True}}
+    config = {
+        "cpuManagerPolicy": "static",
+        "reservedSystemCPUs": "0",
+        "cpuManagerPolicyOptions": options,
+        "topologyManagerPolicy": policy,
+        "featureGates": {"CPUManagerPolicyAlphaOptions": True},
+    }
     errors = kc.start_errors(config, V134, 2)
     assert bool(errors) is refused, errors
     if refused:
@@ -82,12 +88,12 @@ def test_policy_options_compatibility(options, policy, refused):
 TOPO_DUAL_SOCKET_HT = list(range(12))
 # TestStaticPolicyStart: (reserved, strict, assignments, defaultCpuSet, refused)
 STATIC_START = [
-    ("", False, {"fakePod": {"0": "0"}}, "1-11", False),          # non-corrupted state
-    ("0", False, {}, "", False),                                  # empty cpuset: a fresh state
-    ("0,6", False, {}, "0-1", True),                              # reserved 0,6 not in defaultCpuSet
-    ("0,6", True, {}, "0-1", True),                               # strict: reserved 0 in defaultCpuSet
-    ("", False, {"fakePod": {"0": "0-2"}}, "2-11", True),         # assigned 2 still in defaultCpuSet
-    ("", True, {"fakePod": {"0": "0-2"}}, "2-11", True),          # the same under strict
+    ("", False, {"fakePod": {"0": "0"}}, "1-11", False),  # non-corrupted state
+    ("0", False, {}, "", False),  # empty cpuset: a fresh state
+    ("0,6", False, {}, "0-1", True),  # reserved 0,6 not in defaultCpuSet
+    ("0,6", True, {}, "0-1", True),  # strict: reserved 0 in defaultCpuSet
+    ("", False, {"fakePod": {"0": "0-2"}}, "2-11", True),  # assigned 2 still in defaultCpuSet
+    ("", True, {"fakePod": {"0": "0-2"}}, "2-11", True),  # the same under strict
     ("", False, {"fakePod": {"0": "0-2", "1": "3-4"}}, "5-12", True),  # CPU 12 not on the machine
     ("", False, {"fakePod": {"0": "0-2", "1": "3-4"}}, "5-10", True),  # CPU 11 not in the state
 ]
@@ -109,14 +115,27 @@ RESERVED_MEMORY = [
     ({}, [{"numaNode": 0, "limits": {"memory": "12"}}], "12 of memory"),
     ({"hugepages-2Mi": 5}, [], "0 of hugepages-2Mi"),
     ({"memory": 5}, [{"numaNode": 0, "limits": {"memory": "12"}}], "12 of memory"),
-    ({"memory": 17}, [{"numaNode": 0, "limits": {"memory": "12"}},
-                      {"numaNode": 2, "limits": {"memory": "5"}}], "NUMA node 2 that does not exist"),
-    ({"memory": 17, "hugepages-2Mi": 77, "hugepages-1Gi": 13},
-     [{"numaNode": 0, "limits": {"memory": "12", "hugepages-2Mi": "70", "hugepages-1Gi": "13"}},
-      {"numaNode": 1, "limits": {"memory": "5", "hugepages-2Mi": "7"}}], ""),
-    ({"memory": 17, "hugepages-2Mi": 14, "hugepages-1Gi": 13},
-     [{"numaNode": 0, "limits": {"memory": "12", "hugepages-2Mi": "70", "hugepages-1Gi": "13"}},
-      {"numaNode": 1, "limits": {"memory": "5", "hugepages-2Mi": "7"}}], "77 of hugepages-2Mi"),
+    (
+        {"memory": 17},
+        [{"numaNode": 0, "limits": {"memory": "12"}}, {"numaNode": 2, "limits": {"memory": "5"}}],
+        "NUMA node 2 that does not exist",
+    ),
+    (
+        {"memory": 17, "hugepages-2Mi": 77, "hugepages-1Gi": 13},
+        [
+            {"numaNode": 0, "limits": {"memory": "12", "hugepages-2Mi": "70", "hugepages-1Gi": "13"}},
+            {"numaNode": 1, "limits": {"memory": "5", "hugepages-2Mi": "7"}},
+        ],
+        "",
+    ),
+    (
+        {"memory": 17, "hugepages-2Mi": 14, "hugepages-1Gi": 13},
+        [
+            {"numaNode": 0, "limits": {"memory": "12", "hugepages-2Mi": "70", "hugepages-1Gi": "13"}},
+            {"numaNode": 1, "limits": {"memory": "5", "hugepages-2Mi": "7"}},
+        ],
+        "77 of hugepages-2Mi",
+    ),
 ]
 
 
@@ -143,52 +162,62 @@ def test_reserved_cpus_beside_a_reserved_cgroup(cgroup):
 
 def test_more_than_8_numa_nodes():
     for policy, version, options, refused in [
-            ("best-effort", (1, 30), {}, True), ("none", (1, 30), {}, False),
-            ("restricted", (1, 31), {"max-allowable-numa-nodes": "16"}, False),
-            ("restricted", (1, 31), {"max-allowable-numa-nodes": "9"}, True),
-            ("restricted", (1, 31), {"max-allowable-numa-nodes": "4"}, True),  # below 8
-            ("restricted", (1, 30), {"max-allowable-numa-nodes": "16"}, True)]:  # unknown option
+        ("best-effort", (1, 30), {}, True),
+        ("none", (1, 30), {}, False),
+        ("restricted", (1, 31), {"max-allowable-numa-nodes": "16"}, False),
+        ("restricted", (1, 31), {"max-allowable-numa-nodes": "9"}, True),
+        ("restricted", (1, 31), {"max-allowable-numa-nodes": "4"}, True),  # below 8
+        ("restricted", (1, 30), {"max-allowable-numa-nodes": "16"}, True),
+    ]:  # unknown option
         config = {"topologyManagerPolicy": policy, "topologyManagerPolicyOptions": options}
         assert bool(kc.start_errors(config, version, 16)) is refused, (policy, version, options)
 
 
 # --- the version table's own rows ------------------------------------------------------
 
+
 def test_every_row_cites_its_kubelet_file_and_steps_rise():
     for (field, option), row in ko.OPTIONS.items():
         assert row["source"].startswith("kubernetes/kubernetes pkg/kubelet/cm/")
         versions = [step[0] for step in row["steps"]]
         assert versions == sorted(versions) and len(set(versions)) == len(versions)
-        assert [s[1] for s in row["steps"]] == sorted([s[1] for s in row["steps"]],
-                                                      key=[ko.ALPHA, ko.BETA, ko.GA].index)
+        assert [s[1] for s in row["steps"]] == sorted(
+            [s[1] for s in row["steps"]], key=[ko.ALPHA, ko.BETA, ko.GA].index
+        )
     for gate, steps in ko.GATES.items():
         assert [s[0] for s in steps] == sorted(s[0] for s in steps)
 
 
-@pytest.mark.parametrize("option, version, gates_off", [
-    ("strict-cpu-reservation", (1, 31), None),
-    ("strict-cpu-reservation", (1, 32), ["CPUManagerPolicyAlphaOptions"]),
-    ("strict-cpu-reservation", (1, 33), []),
-    ("strict-cpu-reservation", (1, 35), []),
-    ("full-pcpus-only", (1, 26), []),
-    ("distribute-cpus-across-numa", (1, 32), ["CPUManagerPolicyAlphaOptions"]),
-    ("distribute-cpus-across-numa", (1, 33), []),
-    ("distribute-cpus-across-cores", (1, 30), None),
-    ("align-by-socket", (1, 35), ["CPUManagerPolicyAlphaOptions"]),
-])
+@pytest.mark.parametrize(
+    "option, version, gates_off",
+    [
+        ("strict-cpu-reservation", (1, 31), None),
+        ("strict-cpu-reservation", (1, 32), ["CPUManagerPolicyAlphaOptions"]),
+        ("strict-cpu-reservation", (1, 33), []),
+        ("strict-cpu-reservation", (1, 35), []),
+        ("full-pcpus-only", (1, 26), []),
+        ("distribute-cpus-across-numa", (1, 32), ["CPUManagerPolicyAlphaOptions"]),
+        ("distribute-cpus-across-numa", (1, 33), []),
+        ("distribute-cpus-across-cores", (1, 30), None),
+        ("align-by-socket", (1, 35), ["CPUManagerPolicyAlphaOptions"]),
+    ],
+)
 def test_cpu_option_rows(option, version, gates_off):
     assert ko.missing_gates(CPU, option, version, {}) == gates_off
 
 
-@pytest.mark.parametrize("option, version, gates_off", [
-    ("prefer-closest-numa-nodes", (1, 26), ["TopologyManagerPolicyOptions", "TopologyManagerPolicyAlphaOptions"]),
-    ("prefer-closest-numa-nodes", (1, 27), ["TopologyManagerPolicyOptions", "TopologyManagerPolicyAlphaOptions"]),
-    ("prefer-closest-numa-nodes", (1, 28), []),
-    ("prefer-closest-numa-nodes", (1, 32), []),
-    ("max-allowable-numa-nodes", (1, 30), None),
-    ("max-allowable-numa-nodes", (1, 31), []),
-    ("max-allowable-numa-nodes", (1, 35), []),
-])
+@pytest.mark.parametrize(
+    "option, version, gates_off",
+    [
+        ("prefer-closest-numa-nodes", (1, 26), ["TopologyManagerPolicyOptions", "TopologyManagerPolicyAlphaOptions"]),
+        ("prefer-closest-numa-nodes", (1, 27), ["TopologyManagerPolicyOptions", "TopologyManagerPolicyAlphaOptions"]),
+        ("prefer-closest-numa-nodes", (1, 28), []),
+        ("prefer-closest-numa-nodes", (1, 32), []),
+        ("max-allowable-numa-nodes", (1, 30), None),
+        ("max-allowable-numa-nodes", (1, 31), []),
+        ("max-allowable-numa-nodes", (1, 35), []),
+    ],
+)
 def test_topology_option_rows(option, version, gates_off):
     assert ko.missing_gates(ko.TOPOLOGY_OPTIONS, option, version, {}) == gates_off
 
@@ -200,16 +229,32 @@ def test_conservative_set_and_versions():
     assert ko.OLDEST == (1, 26) and ko.NEWEST >= (1, 35)
 
 
-@pytest.mark.parametrize("config, version, memory", [
-    ({}, (1, 30), 100 * 2 ** 20),                                           # defaulted
-    ({"evictionHard": {"nodefs.available": "10%"}}, (1, 30), 0),           # set without memory
-    ({"evictionHard": {"nodefs.available": "10%"}, "mergeDefaultEvictionSettings": True},
-     (1, 33), 100 * 2 ** 20),                                               # merged in (1.33+)
-    ({"evictionHard": {"nodefs.available": "10%"}, "mergeDefaultEvictionSettings": True},
-     (1, 32), 0),                                                           # a field 1.32 lacks
-    ({"evictionHard": {"memory.available": "1Gi"}, "kubeReserved": {"memory": "1Gi"},
-      "systemReserved": {"memory": "512Mi", "hugepages-2Mi": "4Mi"}}, (1, 35), (2 << 30) + (512 << 20)),
-])
+@pytest.mark.parametrize(
+    "config, version, memory",
+    [
+        ({}, (1, 30), 100 * 2**20),  # defaulted
+        ({"evictionHard": {"nodefs.available": "10%"}}, (1, 30), 0),  # set without memory
+        (
+            {"evictionHard": {"nodefs.available": "10%"}, "mergeDefaultEvictionSettings": True},
+            (1, 33),
+            100 * 2**20,
+        ),  # merged in (1.33+)
+        (
+            {"evictionHard": {"nodefs.available": "10%"}, "mergeDefaultEvictionSettings": True},
+            (1, 32),
+            0,
+        ),  # a field 1.32 lacks
+        (
+            {
+                "evictionHard": {"memory.available": "1Gi"},
+                "kubeReserved": {"memory": "1Gi"},
+                "systemReserved": {"memory": "512Mi", "hugepages-2Mi": "4Mi"},
+            },
+            (1, 35),
+            (2 << 30) + (512 << 20),
+        ),
+    ],
+)
 def test_reservation_counts_eviction_as_the_kubelet_defaults_it(config, version, memory):
     total, dummy = kc.reservation(config, version)
     assert total["memory"] == memory

@@ -2,6 +2,7 @@
 """plan/kubelet_merge.py against the kubelet's own Topology Manager test tables
 (tests/fixtures/kubelet/topology_policy_merge.yml, ported as data): k of N per Go test function,
 and the version row that changed between kubelets."""
+
 import os
 
 import pytest
@@ -51,8 +52,13 @@ MERGE_CASES = _merge_cases()
 def merged(spec, case, rule=None):
     numa = DATA["numa_infos"][spec["numa"]]
     mask, preferred, admit = m.merge_provider_maps(
-        spec["policy"], case["providers"], numa["nodes"], distances=_distances(numa),
-        closest_numa=spec.get("closest_numa", False), rule=rule)
+        spec["policy"],
+        case["providers"],
+        numa["nodes"],
+        distances=_distances(numa),
+        closest_numa=spec.get("closest_numa", False),
+        rule=rule,
+    )
     return [sorted(mask) if mask is not None else None, preferred], admit
 
 
@@ -69,8 +75,9 @@ def agrees(spec, case):
     return got == expected_of(spec, case)
 
 
-@pytest.mark.parametrize("name,spec,group,case", MERGE_CASES,
-                         ids=["%s/%s/%s" % (n, g, c["id"]) for n, s, g, c in MERGE_CASES])
+@pytest.mark.parametrize(
+    "name,spec,group,case", MERGE_CASES, ids=["%s/%s/%s" % (n, g, c["id"]) for n, s, g, c in MERGE_CASES]
+)
 def test_merge_case(name, spec, group, case):
     assert merged(spec, case)[0] == expected_of(spec, case)
 
@@ -81,6 +88,7 @@ def _compare(case):
 
     def hint(raw):
         return None if raw is None else (frozenset(raw[0]), raw[1])
+
     current, candidate = hint(case["current"]), hint(case["candidate"])
     return "candidate" if merger.better(current, candidate) else "current"
 
@@ -110,13 +118,23 @@ def tally():
     tables = (
         ("CanAdmitPodResult (4 functions)", DATA["can_admit"], _can_admit),
         ("TestCompareHintsNarrowest", DATA["compare"], lambda c: _compare(c) == c["expected"]),
-        ("TestMaxOfMinAffinityCounts", DATA["max_of_min"],
-         lambda c: m.max_of_min_counts([[(frozenset(h), True) for h in p] for p in c["hints"]]) == c["expected"]),
+        (
+            "TestMaxOfMinAffinityCounts",
+            DATA["max_of_min"],
+            lambda c: m.max_of_min_counts([[(frozenset(h), True) for h in p] for p in c["hints"]]) == c["expected"],
+        ),
         ("TestPolicySingleNumaNodeFilterHints", DATA["filter_single_numa"], _filtered),
         ("TestClosest", DATA["closest"], lambda c: _closest(c) == c["expected"]),
-        ("TestCalculateAvgDistanceFor", DATA["average_distance"],
-         lambda c: m.average_distance(dict((i, dict(enumerate(r))) for i, r in enumerate(c["distances"])),
-                                      frozenset(c["mask"])) == c["expected"]),
+        (
+            "TestCalculateAvgDistanceFor",
+            DATA["average_distance"],
+            lambda c: (
+                m.average_distance(
+                    dict((i, dict(enumerate(r))) for i, r in enumerate(c["distances"])), frozenset(c["mask"])
+                )
+                == c["expected"]
+            ),
+        ),
     )
     for name, cases, check in tables:
         out[name] = (sum(1 for c in cases if check(c)), len(cases))
@@ -141,13 +159,20 @@ def test_the_pre_1_24_rule_disagrees_where_the_kubelet_changed():
     """The same tables under the all-preferred row (kubelets before 1.24): the cases PR #108052
     and #108154 changed come out differently - the version row is what decides them."""
     spec = DATA["merge_functions"]["TestPolicyBestEffortMerge"]
-    differ = sorted(case["id"] for name, s, group, case in MERGE_CASES if name == "TestPolicyBestEffortMerge"
-                    and merged(s, case, rule="all-preferred")[0] != expected_of(s, case))
-    assert differ == ["Two providers, 1 hint each, 1 wider mask, both preferred 1/2",
-                      "Two providers, 1 hint each, 1 wider mask, both preferred 2/2",
-                      "Two providers, 2 hints each, same mask (some with different bits), same preferred",
-                      "bestNonPreferredAffinityCount (2)", "bestNonPreferredAffinityCount (3)",
-                      "bestNonPreferredAffinityCount (5)", "bestNonPreferredAffinityCount (6)"]
+    differ = sorted(
+        case["id"]
+        for name, s, group, case in MERGE_CASES
+        if name == "TestPolicyBestEffortMerge" and merged(s, case, rule="all-preferred")[0] != expected_of(s, case)
+    )
+    assert differ == [
+        "Two providers, 1 hint each, 1 wider mask, both preferred 1/2",
+        "Two providers, 1 hint each, 1 wider mask, both preferred 2/2",
+        "Two providers, 2 hints each, same mask (some with different bits), same preferred",
+        "bestNonPreferredAffinityCount (2)",
+        "bestNonPreferredAffinityCount (3)",
+        "bestNonPreferredAffinityCount (5)",
+        "bestNonPreferredAffinityCount (6)",
+    ]
     assert spec["policy"] == "best-effort"
 
 

@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
 """plan/kubelet_profile.py on the recorded A2, A3 and DGX snapshots and on small hosts."""
+
 import copy
 import os
 
@@ -10,8 +11,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import PlanErr
 from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
 from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
 from ansible_collections.npuops.fleet.plugins.module_utils.plan.dispatch import make_plan
-from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_profile import (
-    kubelet_profile, parse_quantity)
+from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_profile import kubelet_profile, parse_quantity
 from npuops_testing import SNAPSHOTS, cpu_hosts
 
 _CACHE = {}
@@ -122,19 +122,18 @@ def test_housekeeping_cpus_added_and_outside_refused():
 def test_memory_manager_reserved_memory_sums_kube_system_and_eviction():
     facts, plan = recorded("a2-910b3x8")
     current = {"kubeReserved": {"memory": "2Gi"}, "evictionHard": {"memory.available": "500Mi"}}
-    prof = kubelet_profile(facts, plan, memory_manager=True, current=current,
-                           memory={"system_reserved_memory": "1Gi"})
+    prof = kubelet_profile(facts, plan, memory_manager=True, current=current, memory={"system_reserved_memory": "1Gi"})
     cfg = prof["config"]
     assert cfg["memoryManagerPolicy"] == "Static"
     assert cfg["reservedMemory"] == [{"numaNode": 0, "limits": {"memory": "3572Mi"}}]  # 2048+1024+500
     assert cfg["systemReserved"] == {"memory": "1Gi"} and "kubeReserved" not in cfg
     with pytest.raises(PlanError, match="percentage"):
-        kubelet_profile(facts, plan, memory_manager=True,
-                        current={"evictionHard": {"memory.available": "5%"}})
+        kubelet_profile(facts, plan, memory_manager=True, current={"evictionHard": {"memory.available": "5%"}})
 
 
-@pytest.mark.parametrize("text, value", [("1Gi", 2 ** 30), ("500M", 500 * 10 ** 6), ("1.5Gi", 3 * 2 ** 29),
-                                         ("1024", 1024), ("100Mi", 100 * 2 ** 20)])
+@pytest.mark.parametrize(
+    "text, value", [("1Gi", 2**30), ("500M", 500 * 10**6), ("1.5Gi", 3 * 2**29), ("1024", 1024), ("100Mi", 100 * 2**20)]
+)
 def test_quantities(text, value):
     assert parse_quantity(text, "q") == value
 
@@ -164,12 +163,15 @@ def test_many_nodes_get_max_allowable_numa_nodes_and_skipped_plan_refused():
 
 def test_irq_targets_moved_onto_the_reserved_cpus_of_their_node():
     from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_profile import irq_targets_on_reserved
+
     nodes = {0: [0, 1, 2, 3], 1: [4, 5, 6, 7]}
-    targets = [{"irq": 10, "device": "GPU0/mlx5_0", "role": "comp0", "cpus": [2]},
-               {"irq": 11, "device": "GPU0/mlx5_0", "role": "comp1", "cpus": [3]},
-               {"irq": 12, "device": "GPU0/mlx5_0", "role": "comp2", "cpus": [1]},
-               {"irq": 20, "device": "NPU1", "role": "sq", "cpus": [4]},
-               {"irq": 30, "device": "GPU1/mlx5_1", "role": "comp0", "cpus": [6]}]
+    targets = [
+        {"irq": 10, "device": "GPU0/mlx5_0", "role": "comp0", "cpus": [2]},
+        {"irq": 11, "device": "GPU0/mlx5_0", "role": "comp1", "cpus": [3]},
+        {"irq": 12, "device": "GPU0/mlx5_0", "role": "comp2", "cpus": [1]},
+        {"irq": 20, "device": "NPU1", "role": "sq", "cpus": [4]},
+        {"irq": 30, "device": "GPU1/mlx5_1", "role": "comp0", "cpus": [6]},
+    ]
     out, warnings = irq_targets_on_reserved(targets, [0, 1, 4], nodes)
     assert [t["cpus"] for t in out] == [[0], [1], [1], [4], [4]]
     assert warnings == []
@@ -192,6 +194,7 @@ def test_a_cpu_budget_that_is_no_mapping_is_named(budget):
     """Found by the kubelet fuzz: a plan whose cpu_budget is not a mapping is a PlanError naming
     the field, never an AttributeError."""
     from npuops_testing.module_harness import facts_of, plan_of
+
     plan = dict(plan_of("dgx-a100"), cpu_budget=budget)
     with pytest.raises(PlanError, match="plan cpu_budget"):
         kubelet_profile(facts_of("dgx-a100"), plan)

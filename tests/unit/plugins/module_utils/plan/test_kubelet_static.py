@@ -2,6 +2,7 @@
 """plan/kubelet_whatif.py against policy_static_test.go and topology_hints_test.go, ported as data
 (tests/fixtures/kubelet/policy_static.yml): k of N per Go test function; a case the what-if cannot
 express is in the data with its reason and counted as not agreeing, never skipped."""
+
 import os
 
 import pytest
@@ -24,7 +25,7 @@ EXPECTED_K_OF_N = {
     "TestStaticPolicyAdd": (21, 36),
     "TestStaticPolicyAddWithResvList": (3, 3),
     "TestTopologyAwareAllocateCPUs": (5, 5),
-    "TestGetTopologyHints": (6, 11),       # 5 regenerate-from-own-allocation cases
+    "TestGetTopologyHints": (6, 11),  # 5 regenerate-from-own-allocation cases
     "TestGetPodTopologyHints": (6, 11),
     "TestGetPodTopologyHintsWithPolicyOptions": (1, 3),  # 2 align-by-socket cases
 }
@@ -35,8 +36,7 @@ def topo_of(name):
     offset = spec.pop("smt_offset", None)
     if offset:
         spec["smt_siblings"] = ["%d,%d" % (i, i + offset) for i in range(offset)]
-    return w.Topo.from_spec(spec["numa_nodes"], spec.get("smt_siblings"), spec.get("packages"),
-                            spec.get("sockets"))
+    return w.Topo.from_spec(spec["numa_nodes"], spec.get("smt_siblings"), spec.get("packages"), spec.get("sockets"))
 
 
 def _runs(case):
@@ -53,8 +53,7 @@ def static_add(case, full):
         reserved, dummy = w.take_by_topology(topo, topo.cpus, case["num_reserved"])
     assigned = topo.cpus - set(cpulist.parse(case["default"]))
     if case.get("hint") is None:
-        got = w.whatif(topo, reserved, case["cpus"], None, policy="none", full_pcpus_only=full,
-                       assigned=assigned)
+        got = w.whatif(topo, reserved, case["cpus"], None, policy="none", full_pcpus_only=full, assigned=assigned)
         if not got["admitted"]:
             return ("error", got["reason"].replace("SMTAlignmentError: ", "SMT Alignment Error: "))
         return ("cpus", got["cpus"])
@@ -101,6 +100,7 @@ def tally():
     def add(name, ok):
         k, n = out.get(name, (0, 0))
         out[name] = (k + (1 if ok else 0), n + 1)
+
     for case in DATA["static_add"]:
         for full in _runs(case):
             add(case["function"], static_agrees(case, full))
@@ -122,8 +122,9 @@ def test_k_of_n_per_go_test_function():
 EXPRESSIBLE = [(c, full) for c in DATA["static_add"] if "not_expressible" not in c for full in _runs(c)]
 
 
-@pytest.mark.parametrize("case,full", EXPRESSIBLE,
-                         ids=["%s%s" % (c["id"], " +full-pcpus-only" if f else "") for c, f in EXPRESSIBLE])
+@pytest.mark.parametrize(
+    "case,full", EXPRESSIBLE, ids=["%s%s" % (c["id"], " +full-pcpus-only" if f else "") for c, f in EXPRESSIBLE]
+)
 def test_static_add_case(case, full):
     assert static_agrees(case, full), static_add(case, full)
 

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 """plan/kubelet_whatif.py against the kubelet's own table-driven cases (tests/fixtures/kubelet/, ported
 as data) and on the recorded A2 with its kubelet profile."""
+
 import os
 
 import pytest
@@ -24,8 +25,7 @@ def topo_of(name):
     offset = spec.pop("smt_offset", None)
     if offset:
         spec["smt_siblings"] = ["%d,%d" % (i, i + offset) for i in range(offset)]
-    return w.Topo.from_spec(spec["numa_nodes"], spec.get("smt_siblings"), spec.get("packages"),
-                            spec.get("sockets"))
+    return w.Topo.from_spec(spec["numa_nodes"], spec.get("smt_siblings"), spec.get("packages"), spec.get("sockets"))
 
 
 def outcome(case):
@@ -54,8 +54,9 @@ COMMON = 13  # the first 13 take_by_topology cases are commonTakeByTopologyTestC
 
 
 def distributed(case):
-    got, err = w.take_distributed(topo_of(case["topo"]), cpulist.parse(case["available"]), case["cpus"],
-                                  case.get("group", 1))
+    got, err = w.take_distributed(
+        topo_of(case["topo"]), cpulist.parse(case["available"]), case["cpus"], case.get("group", 1)
+    )
     return ("error", err) if err else ("cpus", sorted(got))
 
 
@@ -72,9 +73,13 @@ def free_units(case):
 
     def free(level):
         units = {"numa": acc.numas, "socket": acc.sockets, "core": acc.cores}[level]()
-        size = {"numa": lambda u: len(topo.cpus_in(topo.cpus, "numa", u)),
-                "socket": lambda u: topo.cpus_per_socket, "core": lambda u: topo.cpus_per_core}[level]
+        size = {
+            "numa": lambda u: len(topo.cpus_in(topo.cpus, "numa", u)),
+            "socket": lambda u: topo.cpus_per_socket,
+            "core": lambda u: topo.cpus_per_core,
+        }[level]
         return [u for u in units if len(topo.cpus_in(acc.free, level, u)) == size(u)]
+
     if case["level"] == "both":
         return [free("socket"), free("numa")]
     got = free(case["level"])
@@ -91,10 +96,10 @@ def accumulator(case):
 # k of N per Go test function of cpu_assignment_test.go; a case the what-if cannot express is in
 # the data with its reason and counted as not agreeing (never skipped)
 EXPECTED_K_OF_N = {
-    "TestTakeByTopologyNUMAPacked": (16, 24),          # 8 prefer-align-cpus-by-uncorecache cases
+    "TestTakeByTopologyNUMAPacked": (16, 24),  # 8 prefer-align-cpus-by-uncorecache cases
     "TestTakeByTopologyWithSpreadPhysicalCPUsPreferredOption": (0, 8),  # distribute-cpus-across-cores
     "TestTakeByTopologyNUMADistributed": (30, 30),
-    "TestCPUAccumulatorFreeCPUs": (5, 6),              # topoTripleSocketHT not ported
+    "TestCPUAccumulatorFreeCPUs": (5, 6),  # topoTripleSocketHT not ported
     "TestCPUAccumulatorFreeSockets": (13, 13),
     "TestCPUAccumulatorFreeNUMANodes": (13, 13),
     "TestCPUAccumulatorFreeSocketsAndNUMANodes": (4, 4),
@@ -109,6 +114,7 @@ def tally():
     def add(name, ok):
         k, n = out.get(name, (0, 0))
         out[name] = (k + (1 if ok else 0), n + 1)
+
     for case in DATA["take_by_topology"]:
         add("TestTakeByTopologyNUMAPacked", agrees(case))
     for case in DATA["packed_options"]:
@@ -118,8 +124,10 @@ def tally():
     for case in DATA["take_by_topology"][:COMMON] + DATA["distributed"]:
         add("TestTakeByTopologyNUMADistributed", agrees_distributed(case))
     for case in DATA["free_cpus"]:
-        add("TestCPUAccumulatorFreeCPUs",
-            w.free_cpus(topo_of(case["topo"]), cpulist.parse(case["available"])) == case["expected"])
+        add(
+            "TestCPUAccumulatorFreeCPUs",
+            w.free_cpus(topo_of(case["topo"]), cpulist.parse(case["available"])) == case["expected"],
+        )
     for case in DATA["free_cpus_not_ported"]:
         add("TestCPUAccumulatorFreeCPUs", False)
     for case in DATA["free_units"]:
@@ -138,14 +146,18 @@ def test_cases_not_expressible_say_why():
         assert "not modelled" in case["not_expressible"] or "not ported" in case["not_expressible"]
 
 
-@pytest.mark.parametrize("case", DATA["take_by_topology"][:COMMON] + DATA["distributed"],
-                         ids=[c["id"] for c in DATA["take_by_topology"][:COMMON] + DATA["distributed"]])
+@pytest.mark.parametrize(
+    "case",
+    DATA["take_by_topology"][:COMMON] + DATA["distributed"],
+    ids=[c["id"] for c in DATA["take_by_topology"][:COMMON] + DATA["distributed"]],
+)
 def test_take_distributed_case(case):
     assert agrees_distributed(case), distributed(case)
 
 
-@pytest.mark.parametrize("case", DATA["free_units"],
-                         ids=["%s-%d" % (c["function"], i) for i, c in enumerate(DATA["free_units"])])
+@pytest.mark.parametrize(
+    "case", DATA["free_units"], ids=["%s-%d" % (c["function"], i) for i, c in enumerate(DATA["free_units"])]
+)
 def test_free_units_case(case):
     assert free_units(case) == case["expected"]
 
@@ -158,8 +170,11 @@ def test_hint_merge_rules():
     assert w.merge_hints("single-numa-node", [two_only], nodes)[2] is False
     assert w.merge_hints("restricted", [two_only], nodes) == (frozenset([0, 1]), True, True)
     # CPUs fit node 1 only, the devices node 0 only: nothing preferred is left
-    mask, preferred, admit = w.merge_hints("restricted", [[(frozenset([1]), True), (frozenset([0, 1]), False)],
-                                                          [(frozenset([0]), True), (frozenset([0, 1]), False)]], nodes)
+    mask, preferred, admit = w.merge_hints(
+        "restricted",
+        [[(frozenset([1]), True), (frozenset([0, 1]), False)], [(frozenset([0]), True), (frozenset([0, 1]), False)]],
+        nodes,
+    )
     assert (mask, preferred, admit) == (frozenset([0]), False, False)  # narrowest, not preferred
     assert w.merge_hints("best-effort", [[(frozenset([1]), True)], [(frozenset([0]), True)]], nodes)[2] is True
 
@@ -188,8 +203,7 @@ def test_a2_pod_with_two_npus_lands_on_their_node():
     assert whole["admitted"] and whole["numa_nodes"] == [0, 2, 4, 6]
     assert whole["hint"] == {"numa_nodes": [0, 2, 4, 6], "preferred": True}
     # before 1.24 a merge of {0,1,3,5} and {0,2,4,6} was "preferred" too: {0}, the narrowest
-    legacy = w.whatif(topo, reserved, 80, {"count": 8, "nodes": npu_nodes}, policy="restricted",
-                      version="v1.23.0")
+    legacy = w.whatif(topo, reserved, 80, {"count": 8, "nodes": npu_nodes}, policy="restricted", version="v1.23.0")
     assert legacy["hint"] == {"numa_nodes": [0], "preferred": True}
     assert legacy["numa_nodes"] == [0, 1, 2, 3]
 
@@ -221,8 +235,10 @@ def test_smt_alignment_error_for_lack_of_physical_cpus():
     topo = topo_of("topoDualSocketHT")
     got = w.whatif(topo, [1, 6], 10, None, policy="best-effort", full_pcpus_only=True)
     assert not got["admitted"]
-    assert got["reason"] == ("SMTAlignmentError: not enough free physical CPUs: available physical CPUs = 8, "
-                             "requested CPUs = 10, CPUs per core = 2")
+    assert got["reason"] == (
+        "SMTAlignmentError: not enough free physical CPUs: available physical CPUs = 8, "
+        "requested CPUs = 10, CPUs per core = 2"
+    )
 
 
 def test_full_pcpus_only_refuses_odd_requests():

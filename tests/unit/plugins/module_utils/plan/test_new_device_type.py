@@ -6,6 +6,7 @@ the facts (a recorded snapshot whose npu-smi names and PCI ids are the new chip'
 policies, the IRQ step and the soft-share rules. A row that copies an existing type's facts
 gives that type's plans; a field that differs changes what it governs.
 """
+
 import os
 import shutil
 
@@ -20,8 +21,13 @@ from ansible_collections.npuops.fleet.plugins.module_utils.parse import device_t
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch
 from ansible_collections.npuops.fleet.plugins.module_utils.softshare import plugin_config
 
-SNAPSHOTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))), "tests", "snapshots")
+SNAPSHOTS = os.path.join(
+    os.path.dirname(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    ),
+    "tests",
+    "snapshots",
+)
 
 
 def _like(name, new_name, **changes):
@@ -65,10 +71,8 @@ def _facts(snapshot):
 def _same_but_type(plan, other):
     """``plan`` equals ``other`` but for the device type named in it."""
     assert plan["device_type"] != other["device_type"]
-    left = dict(plan, device_type=None, warnings=[w.replace(plan["device_type"], "?")
-                                                  for w in plan["warnings"]])
-    right = dict(other, device_type=None, warnings=[w.replace(other["device_type"], "?")
-                                                    for w in other["warnings"]])
+    left = dict(plan, device_type=None, warnings=[w.replace(plan["device_type"], "?") for w in plan["warnings"]])
+    right = dict(other, device_type=None, warnings=[w.replace(other["device_type"], "?") for w in other["warnings"]])
     assert left == right
 
 
@@ -95,13 +99,15 @@ def test_a_split_chip_like_a2_plans_like_a2(tmp_path, monkeypatch):
 
 
 def test_each_field_of_a_split_chip_governs(tmp_path, monkeypatch):
-    _add_rows(monkeypatch, _like("A2", vllm_mode="global_slice", vllm_profiled=False,
-                                 softshare=False, dies_per_npu=2, **X9))
+    _add_rows(
+        monkeypatch, _like("A2", vllm_mode="global_slice", vllm_profiled=False, softshare=False, dies_per_npu=2, **X9)
+    )
     facts = _host(tmp_path, "a2-910b3x8", [("910B3", "X9B3"), ("0xd802", "0xd8f2")])
     assert facts["device_type"] == "X9"
     # two dies per NPU: without single-die mode a package is one chip
-    assert rules.softshare_capacity(facts["npus"], "X9", single_die_mode=False) == \
-        rules.softshare_capacity(facts["npus"], "A3", single_die_mode=False)
+    assert rules.softshare_capacity(facts["npus"], "X9", single_die_mode=False) == rules.softshare_capacity(
+        facts["npus"], "A3", single_die_mode=False
+    )
     # vllm-ascend's mode for the type (A3's global slices), before the releases with profiles
     plan = dispatch.make_plan(facts, policy="vllm_ascend", vllm_ascend_version="0.26.0rc1")
     assert plan["mode"] == "global_slice"

@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
 """The strict policy: worked examples pinned, and each invariant of the brief as a property."""
+
 import random
 
 import pytest
@@ -24,6 +25,7 @@ def pools(plan):
 
 # ---- worked examples --------------------------------------------------------------------
 
+
 def test_a3_640cpu_16npu_table():
     plan = plan_mod.make_plan(cpu_hosts.a3(), "strict")
     assert plan["mode"] == "global_slice"
@@ -31,8 +33,12 @@ def test_a3_640cpu_16npu_table():
         base = 40 * i
         entry = plan["npus"][str(i)]
         assert (entry["pool"], entry["irq"], entry["main"], entry["acl"], entry["release"]) == (
-            "%d-%d" % (base, base + 39), "%d-%d" % (base, base + 1),
-            "%d-%d" % (base + 2, base + 37), str(base + 38), str(base + 39))
+            "%d-%d" % (base, base + 39),
+            "%d-%d" % (base, base + 1),
+            "%d-%d" % (base + 2, base + 37),
+            str(base + 38),
+            str(base + 39),
+        )
         assert entry["numa_nodes"] == [i // 2]
 
 
@@ -50,8 +56,16 @@ def test_a2_hidden_npu_two_independent_services():
 
 def test_a2_full_host_no_overlap_and_numa_local():
     plan = plan_mod.make_plan(cpu_hosts.a2(), "strict")
-    assert pools(plan) == {0: "144-167", 1: "0-23", 2: "168-191", 3: "24-47",
-                           4: "96-119", 5: "48-71", 6: "120-143", 7: "72-95"}
+    assert pools(plan) == {
+        0: "144-167",
+        1: "0-23",
+        2: "168-191",
+        3: "24-47",
+        4: "96-119",
+        5: "48-71",
+        6: "120-143",
+        7: "72-95",
+    }
     homes = {0: 3, 1: 0, 2: 3, 3: 0, 4: 2, 5: 1, 6: 2, 7: 1}
     for npu, node in homes.items():
         assert plan["npus"][str(npu)]["numa_nodes"] == [node]
@@ -73,8 +87,11 @@ def test_reserved_cpus_stay_out():
 
 
 def test_lacking_node_borrows_from_unowned_node():
-    topo = cpu_hosts.host([{"logic_id": 0, "affinity": "0-3"}, {"logic_id": 1, "affinity": "0-3"}],
-                          {0: "0-7", 1: "8-15", 2: "16-23"}, "0-23")
+    topo = cpu_hosts.host(
+        [{"logic_id": 0, "affinity": "0-3"}, {"logic_id": 1, "affinity": "0-3"}],
+        {0: "0-7", 1: "8-15", 2: "16-23"},
+        "0-23",
+    )
     topo["npus"].append({"logic_id": 2, "affinity": "16-23", "processes": []})
     plan = plan_mod.make_plan(topo, "strict")
     assert pools(plan) == {0: "0-4", 1: "5-9", 2: "16-23"}
@@ -86,14 +103,19 @@ def test_lacking_node_borrows_from_unowned_node():
 
 
 def test_lacking_node_fails_naming_the_npu():
-    topo = cpu_hosts.host([{"logic_id": 3, "affinity": "0-3"}, {"logic_id": 4, "affinity": "0-3"},
-                           {"logic_id": 5, "affinity": "8-15"}], {0: "0-7", 1: "8-15"}, "0-15")
+    topo = cpu_hosts.host(
+        [{"logic_id": 3, "affinity": "0-3"}, {"logic_id": 4, "affinity": "0-3"}, {"logic_id": 5, "affinity": "8-15"}],
+        {0: "0-7", 1: "8-15"},
+        "0-15",
+    )
     with pytest.raises(PlanError) as err:
         plan_mod.make_plan(topo, "strict")
     assert err.value.npu == 3
-    assert str(err.value) == ("NPU 3: NUMA node 0 has 8 allowed CPUs (at least 5 per NPU) for 2 "
-                              "NPU(s) [3, 4] that need 5 each (10 in all), and nodes no NPU calls "
-                              "home have only 0 spare")
+    assert str(err.value) == (
+        "NPU 3: NUMA node 0 has 8 allowed CPUs (at least 5 per NPU) for 2 "
+        "NPU(s) [3, 4] that need 5 each (10 in all), and nodes no NPU calls "
+        "home have only 0 spare"
+    )
 
 
 def test_requested_npu_outside_cpuset_fails():
@@ -107,17 +129,23 @@ def test_works_on_x86_64():
 
 
 def test_homeless_npu_joins_node_with_room():
-    topo = cpu_hosts.host([{"logic_id": 0, "affinity": "0-3"}, {"logic_id": 1},
-                           {"logic_id": 2, "affinity": "16-19"}], {0: "0-15", 1: "16-23"}, "0-23")
+    topo = cpu_hosts.host(
+        [{"logic_id": 0, "affinity": "0-3"}, {"logic_id": 1}, {"logic_id": 2, "affinity": "16-19"}],
+        {0: "0-15", 1: "16-23"},
+        "0-23",
+    )
     plan = plan_mod.make_plan(topo, "strict")
     assert pools(plan) == {0: "0-7", 1: "8-15", 2: "16-23"}
     assert "NPU 1 has no NUMA locality: placed on NUMA node 0" in plan["warnings"]
 
 
-@pytest.mark.parametrize("nodes, allowed, expected", [
-    ({0: "0-5", 1: "6-18"}, "0-18", {0: "0-5", 1: "6-12", 2: "13-18"}),   # node-local slices
-    ({0: "0-3", 1: "4-14"}, "0-14", {0: "0-4", 1: "5-9", 2: "10-14"}),    # counts do not allow
-])
+@pytest.mark.parametrize(
+    "nodes, allowed, expected",
+    [
+        ({0: "0-5", 1: "6-18"}, "0-18", {0: "0-5", 1: "6-12", 2: "13-18"}),  # node-local slices
+        ({0: "0-3", 1: "4-14"}, "0-14", {0: "0-4", 1: "5-9", 2: "10-14"}),  # counts do not allow
+    ],
+)
 def test_homeless_slices_inside_nodes_where_counts_allow(nodes, allowed, expected):
     topo = cpu_hosts.host([{"logic_id": i} for i in range(3)], nodes, allowed)
     plan = plan_mod.make_plan(topo, "strict")
@@ -130,19 +158,23 @@ def test_no_numa_layout():
     assert pools(plan) == {0: "0-9", 1: "10-19"} and plan["npus"]["0"]["numa_nodes"] == []
 
 
-@pytest.mark.parametrize("affinity, pci, expected", [
-    ([0, 1, 2, 8], None, (0, "affinity")),
-    ([0, 1, 8, 9], 1, (1, "numa_node")),   # no strict majority -> PCI node
-    ([0, 1, 8, 9], None, (None, None)),
-    (None, 5, (None, None)),                # unknown node
-    ([100], None, (None, None)),            # CPUs on no node
-])
+@pytest.mark.parametrize(
+    "affinity, pci, expected",
+    [
+        ([0, 1, 2, 8], None, (0, "affinity")),
+        ([0, 1, 8, 9], 1, (1, "numa_node")),  # no strict majority -> PCI node
+        ([0, 1, 8, 9], None, (None, None)),
+        (None, 5, (None, None)),  # unknown node
+        ([100], None, (None, None)),  # CPUs on no node
+    ],
+)
 def test_npu_home(affinity, pci, expected):
     cpu_node = NodeMap({0: range(0, 8), 1: range(8, 16)})
     assert ps.npu_home(affinity, pci, cpu_node, {0, 1}) == expected
 
 
 # ---- Ascend 950 ---------------------------------------------------------------------------
+
 
 def test_950_clusters_no_starvation_of_numa0():
     topo = cpu_hosts.a5(tpc=1, node_of={0: 0, 1: 1, 2: 1, 3: 1, 4: 2, 5: 2, 6: 3, 7: 3})
@@ -177,12 +209,16 @@ def test_950_needs_threads_per_core():
 
 # ---- properties -----------------------------------------------------------------------------
 
+
 @st.composite
 def random_host(draw):
     n_nodes = draw(st.integers(1, 8))
     contiguous = draw(st.booleans())
-    node_ids = list(range(n_nodes)) if contiguous else sorted(
-        draw(st.sets(st.integers(0, 15), min_size=n_nodes, max_size=n_nodes)))
+    node_ids = (
+        list(range(n_nodes))
+        if contiguous
+        else sorted(draw(st.sets(st.integers(0, 15), min_size=n_nodes, max_size=n_nodes)))
+    )
     sizes = [draw(st.sampled_from([4, 8, 16, 24, 32, 48])) for dummy in node_ids]
     nodes, start = {}, 0
     for node, size in zip(node_ids, sizes):
@@ -197,7 +233,7 @@ def random_host(draw):
         hi = draw(st.integers(lo, total - 1))
         allowed = list(range(lo, hi + 1))
     else:
-        rnd = random.Random(draw(st.integers(0, 2 ** 32)))
+        rnd = random.Random(draw(st.integers(0, 2**32)))
         allowed = sorted(c for c in range(total) if rnd.random() < 0.8) or [0]
     n_npus = draw(st.integers(1, 16))
     npus = []
@@ -206,7 +242,7 @@ def random_host(draw):
         node = draw(st.sampled_from(node_ids))
         cpus = nodes[node]
         if kind == "sub":
-            aff = cpulist.format(cpus[:max(1, len(cpus) // 2)])
+            aff = cpulist.format(cpus[: max(1, len(cpus) // 2)])
         elif kind == "node":
             aff = cpulist.format(cpus)
         elif kind == "span":
@@ -217,8 +253,13 @@ def random_host(draw):
         npus.append({"logic_id": logic, "affinity": aff, "numa_node": pci})
     device_type = draw(st.sampled_from(["A2", "A3", "A5", "310P", "unknown"]))
     tpc = draw(st.sampled_from([1, 2]))
-    topo = cpu_hosts.host(npus, dict((n, cpulist.format(c)) for n, c in nodes.items()),
-                          cpulist.format(allowed), device_type=device_type, tpc=tpc)
+    topo = cpu_hosts.host(
+        npus,
+        dict((n, cpulist.format(c)) for n, c in nodes.items()),
+        cpulist.format(allowed),
+        device_type=device_type,
+        tpc=tpc,
+    )
     return topo, nodes, allowed
 
 
@@ -298,8 +339,7 @@ def test_strict_deterministic_and_independent_of_request(case, rnd):
         return
     subset = [int(k) for k in keys if rnd.random() < 0.5] or [int(keys[0])]
     rest = [int(k) for k in keys if int(k) not in subset]
-    insts = [{"name": "b", "npus": rest}, {"name": "a", "npus": subset}] if rest else \
-        [{"name": "a", "npus": subset}]
+    insts = [{"name": "b", "npus": rest}, {"name": "a", "npus": subset}] if rest else [{"name": "a", "npus": subset}]
     again = plan_mod.make_plan(shuffled, "strict", instances=insts)
     owner = dict((str(n), i["name"]) for i in insts for n in i["npus"])
     for key in keys:

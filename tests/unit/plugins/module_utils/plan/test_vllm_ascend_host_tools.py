@@ -51,8 +51,7 @@ def with_workers(info, npus, chip_column=True):
             else:
                 line = "| %-26d| %-14d| %-25s| %-24d|" % (npu, 3000 + npu, "python3", 3000)
         if not chip_column and line.startswith("| NPU") and "Process id" in line:
-            line = ("| NPU                       | Process id    | Process name             "
-                    "| Process memory(MB)      |")
+            line = "| NPU                       | Process id    | Process name             | Process memory(MB)      |"
         out.append(line)
     return "\n".join(out) + "\n"
 
@@ -62,13 +61,14 @@ def by_card(info, cards):
     lines = info.splitlines()
     head = [i for i, line in enumerate(lines) if line.startswith("| NPU") and "Process id" in line]
     rule = lines[head[0] + 1]
-    out = lines[:head[0]] + ["| NPU                       | Process id    | Process name         "
-                             "    | Process memory(MB)      |", rule]
+    out = lines[: head[0]] + [
+        "| NPU                       | Process id    | Process name             | Process memory(MB)      |",
+        rule,
+    ]
     for card in range(8):
         pids = cards.get(card)
         if pids:
-            out.extend("| %-26d| %-14d| %-25s| %-24d|" % (card, pid, "python3", 3000)
-                       for pid in pids)
+            out.extend("| %-26d| %-14d| %-25s| %-24d|" % (card, pid, "python3", 3000) for pid in pids)
         else:
             out.append("| No running processes found in NPU %d%s|" % (card, " " * 61))
         out.append(rule)
@@ -83,8 +83,11 @@ def state_facts(tmp_path, name):
     with open(os.path.join(cmd, "npu-smi-info.txt")) as handle:
         info = handle.read()
     with open(os.path.join(cmd, "npu-smi-info.txt"), "w") as handle:
-        handle.write(by_card(info, state["cards"]) if "cards" in state else
-                     with_workers(info, state["npus"], state.get("chip_column", True)))
+        handle.write(
+            by_card(info, state["cards"])
+            if "cards" in state
+            else with_workers(info, state["npus"], state.get("chip_column", True))
+        )
     if "map_text" in state:
         with open(os.path.join(cmd, "npu-smi-info--m.txt"), "w") as handle:
             handle.write(state["map_text"])
@@ -92,8 +95,7 @@ def state_facts(tmp_path, name):
         path = os.path.join(snap, "snapshot.yml")
         with open(path) as handle:
             text = handle.read()
-        text = re.sub(r'("npu-smi info[^"]*"): \{rc: 0, stdout_file: "[^"]*"\}',
-                      r'\1: {missing: true}', text)
+        text = re.sub(r'("npu-smi info[^"]*"): \{rc: 0, stdout_file: "[^"]*"\}', r"\1: {missing: true}", text)
         text = text.replace('  npu-smi: "/usr/local/bin/npu-smi"\n', "")
         with open(path, "w") as handle:
             handle.write(text)
@@ -133,6 +135,7 @@ def facts_of(tmp_path_factory):
         if name not in cache:
             cache[name] = state_facts(tmp_path_factory.mktemp(name), name)
         return cache[name]
+
     return get
 
 
@@ -165,13 +168,18 @@ def test_no_npu_smi_every_rank_is_an_error_naming_it(facts_of):
     assert plan["skipped"] is True
     assert "No such file or directory: 'npu-smi'" in plan["reason"]
     assert [(r["rank"], r["outcome"], r["own_npu"]) for r in plan["vllm_ascend"]["ranks"]] == [
-        (0, "error", 0), (1, "error", 1)]
+        (0, "error", 0),
+        (1, "error", 1),
+    ]
 
 
-@pytest.mark.parametrize("version, words", [
-    ("0.21.0rc1", "Failed to get correct chip_logic_id from command 'npu-smi info -m'"),
-    ("0.22.1rc1", "IndexError: list index out of range"),
-])
+@pytest.mark.parametrize(
+    "version, words",
+    [
+        ("0.21.0rc1", "Failed to get correct chip_logic_id from command 'npu-smi info -m'"),
+        ("0.22.1rc1", "IndexError: list index out of range"),
+    ],
+)
 def test_an_empty_map_fails_by_the_releases_parser(facts_of, version, words):
     plan = predict(facts_of("map_empty"), "map_empty", version)
     assert words in plan["reason"]
@@ -183,8 +191,7 @@ def test_a_running_subset_without_visible_devices_from_026(facts_of):
     NPUs 0 and 1 run nothing, so both ranks are skipped; 0.25 binds the running list."""
     facts = facts_of("subset_no_visible")
     new = predict(facts, "subset_no_visible", "0.26.0rc1")["vllm_ascend"]["ranks"]
-    assert [(r["rank"], r["outcome"], r["own_npu"]) for r in new] == [
-        (0, "skipped", 2), (1, "skipped", 3)]
+    assert [(r["rank"], r["outcome"], r["own_npu"]) for r in new] == [(0, "skipped", 2), (1, "skipped", 3)]
     assert new[0]["reason"] == "Bind cpus failed in rank0: 0 Skip binding cpu."
     old = predict(facts, "subset_no_visible", "0.25.1rc1")["vllm_ascend"]["ranks"]
     assert [(r["rank"], r["npu"], r["outcome"]) for r in old] == [(0, 2, "bound"), (1, 3, "bound")]

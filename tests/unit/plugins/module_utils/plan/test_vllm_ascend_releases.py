@@ -25,11 +25,20 @@ def ranks(result, *keys):
 
 # --- versions -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("lower, higher", [
-    ("0.23.0rc1", "0.23.0"), ("0.23.0", "0.23.0.post1"), ("0.23.0.post1", "0.24.0rc1"),
-    ("0.26.1.dev3+gabc", "0.26.1"), ("0.9.1", "0.18.0rc1"), ("0.30.0rc1", "0.30.0rc2"),
-    ("1.0.dev1", "1.0a1"), ("0.26.0rc1", "0.26.0"),
-])
+
+@pytest.mark.parametrize(
+    "lower, higher",
+    [
+        ("0.23.0rc1", "0.23.0"),
+        ("0.23.0", "0.23.0.post1"),
+        ("0.23.0.post1", "0.24.0rc1"),
+        ("0.26.1.dev3+gabc", "0.26.1"),
+        ("0.9.1", "0.18.0rc1"),
+        ("0.30.0rc1", "0.30.0rc2"),
+        ("1.0.dev1", "1.0a1"),
+        ("0.26.0rc1", "0.26.0"),
+    ],
+)
 def test_version_order(lower, higher):
     assert rel.parse_version(lower) < rel.parse_version(higher)
 
@@ -40,12 +49,21 @@ def test_malformed_version(text):
         rel.select(text)
 
 
-@pytest.mark.parametrize("version, group", [
-    ("0.18.0rc1", "0.18.x"), ("0.18.0", "0.18.x"), ("0.19.1rc1", "0.19.1rc1-0.21.0rc1"),
-    ("0.21.0rc1", "0.19.1rc1-0.21.0rc1"), ("0.22.1rc1", "0.22.1rc1"),
-    ("0.23.0.post1", "0.23.0rc1-0.25.1rc1"), ("v0.25.1RC1", "0.23.0rc1-0.25.1rc1"),
-    ("0.26.0rc1", "0.26.0rc1"), ("0.29.0rc1", "0.27.1rc1+"), ("0.30.0rc2", "0.30.0rc1+"),
-])
+@pytest.mark.parametrize(
+    "version, group",
+    [
+        ("0.18.0rc1", "0.18.x"),
+        ("0.18.0", "0.18.x"),
+        ("0.19.1rc1", "0.19.1rc1-0.21.0rc1"),
+        ("0.21.0rc1", "0.19.1rc1-0.21.0rc1"),
+        ("0.22.1rc1", "0.22.1rc1"),
+        ("0.23.0.post1", "0.23.0rc1-0.25.1rc1"),
+        ("v0.25.1RC1", "0.23.0rc1-0.25.1rc1"),
+        ("0.26.0rc1", "0.26.0rc1"),
+        ("0.29.0rc1", "0.27.1rc1+"),
+        ("0.30.0rc2", "0.30.0rc1+"),
+    ],
+)
 def test_known_release_groups(version, group):
     found = rel.select(version)
     assert found["group"] == group and found["warnings"] == []
@@ -69,12 +87,12 @@ def test_version_from_facts_then_option():
     topo = cpu_hosts.a3()
     topo["vllm_ascend"] = {"version": "0.26.0rc1", "source": "/x/METADATA"}
     block = plan_mod.make_plan(topo, "vllm_ascend")["vllm_ascend"]
-    assert (block["version"], block["source"], block["warnings"]) == \
-        ("0.26.0rc1", "facts: /x/METADATA", [])
+    assert (block["version"], block["source"], block["warnings"]) == ("0.26.0rc1", "facts: /x/METADATA", [])
     assert plan(topo, "0.23.0.post1")["vllm_ascend"]["source"] == "option"
 
 
 # --- rule: hidden NPUs (0.19.1rc1, PR #8792) ----------------------------------------------
+
 
 def test_hidden_npus_from_019():
     # two single-NPU services in one cpuset 144-191 (vllm-project/vllm-ascend#8600); released code: 0.18.0
@@ -87,6 +105,7 @@ def test_hidden_npus_from_019():
 
 
 # --- rule: texts (0.21 wording, 0.22 slice error) -----------------------------------------
+
 
 def test_release_texts():
     topo = cpu_hosts.a2()
@@ -101,11 +120,14 @@ def test_release_texts():
         plan(small, "0.21.0rc1")
     with pytest.raises(PlanError, match="CPU role reservations"):
         plan(cpu_hosts.a3(allowed="0-40"), "0.22.1rc1")
-    assert plan(cpu_hosts.a2(arch="mips64"), "0.18.0")["reason"] == \
-        "Unknown CPU architecture 'mips64', CPU binding will be disabled."
+    assert (
+        plan(cpu_hosts.a2(arch="mips64"), "0.18.0")["reason"]
+        == "Unknown CPU architecture 'mips64', CPU binding will be disabled."
+    )
 
 
 # --- rule: positional parsers (up to 0.21.0rc1) -------------------------------------------
+
 
 def test_positional_topo_parser_crashes_without_affinity_column():
     topo = cpu_hosts.a2()
@@ -113,14 +135,16 @@ def test_positional_topo_parser_crashes_without_affinity_column():
         npu["affinity"] = None
     failed = plan(topo, "0.21.0rc1", npus=[0, 1])
     assert failed["skipped"] is True and failed["npus"] == {}
-    assert failed["reason"].startswith("vllm-ascend 0.21.0rc1 will fail to bind here, because "
-                                       "DeviceInfo.parse_topo_affinity")
+    assert failed["reason"].startswith(
+        "vllm-ascend 0.21.0rc1 will fail to bind here, because DeviceInfo.parse_topo_affinity"
+    )
     assert ranks(failed) == [(0, None, "error"), (1, None, "error")]
     header = plan(topo, "0.22.1rc1", npus=[0, 1])
     assert header["mode"] == "global_slice" and ranks(header) == [(0, 0, "bound"), (1, 1, "bound")]
 
 
 # --- rule: the Ascend 950 builder (generic / global / cluster) ----------------------------
+
 
 def test_ascend950_builder_per_release():
     # released code on this host: 0.21 IndexError; 0.22.1rc1 NPU2 96-143, main 96-141 (no
@@ -160,8 +184,10 @@ def test_026_skips_an_npu_without_pool_025_fails_the_rank():
     insts = [{"name": "svc0", "npus": [0, 1, 2, 3]}]
     old = plan(topo, "0.25.1rc1", instances=insts)
     assert ranks(old)[3] == (3, None, "error")
-    assert old["vllm_ascend"]["ranks"][3]["reason"] == \
-        "Bind cpus failed in rank3: list index out of range Skip binding cpu."
+    assert (
+        old["vllm_ascend"]["ranks"][3]["reason"]
+        == "Bind cpus failed in rank3: list index out of range Skip binding cpu."
+    )
     new = plan(topo, "0.26.0rc1", instances=insts)
     assert ranks(new) == [(0, 0, "bound"), (1, 1, "bound"), (2, 2, "bound"), (3, None, "skipped")]
     assert new["vllm_ascend"]["ranks"][3]["reason"] == "Bind cpus failed in rank3: 3 Skip binding cpu."
@@ -180,6 +206,7 @@ def test_026_without_visible_devices_binds_local_rank():
 
 # --- rule: hardware_profile (0.27.1rc1) ---------------------------------------------------
 
+
 def test_027_unknown_device_type_fails_at_import():
     topo = cpu_hosts.a2()
     failed = plan(topo, "0.27.1rc1", device_type="910A", npus=[0])
@@ -193,15 +220,22 @@ def test_027_unknown_device_type_fails_at_import():
 
 # --- rule: memory migration ---------------------------------------------------------------
 
-@pytest.mark.parametrize("version, migration", [
-    ("0.18.0", "thread"), ("0.19.1rc1", "process"), ("0.29.0rc1", "process"),
-    ("0.30.0rc1", "process_or_off"),
-])
+
+@pytest.mark.parametrize(
+    "version, migration",
+    [
+        ("0.18.0", "thread"),
+        ("0.19.1rc1", "process"),
+        ("0.29.0rc1", "process"),
+        ("0.30.0rc1", "process_or_off"),
+    ],
+)
 def test_migration(version, migration):
     assert plan(cpu_hosts.a3(), version)["vllm_ascend"]["migration"] == migration
 
 
 # --- host situations where every release fails -------------------------------------------
+
 
 def test_status_without_cpus_allowed_list_is_an_error_prediction():
     topo = cpu_hosts.a3()
@@ -213,8 +247,7 @@ def test_status_without_cpus_allowed_list_is_an_error_prediction():
 
 def test_lscpu_without_numa_ids_is_an_error_prediction():
     topo = cpu_hosts.a3()
-    topo["errors"] = [{"source": "lscpu -e=CPU,NODE", "msg": "line 2: expected 'CPU NODE' "
-                       "integers, got '0 -'"}]
+    topo["errors"] = [{"source": "lscpu -e=CPU,NODE", "msg": "line 2: expected 'CPU NODE' integers, got '0 -'"}]
     result = plan(topo, "0.30.0rc2")
     assert "CpuAlloc.build_cpu_node_map" in result["reason"] and result["npus"] == {}
 

@@ -24,12 +24,22 @@ def test_layout_and_determinism():
     two = dict(SOURCES, **{U + ".errors": b"X = 1\n"})
     assert binder_app.render(two) == binder_app.render(dict(reversed(list(two.items()))))
     archive = zipfile.ZipFile(io.BytesIO(data.split(b"\n", 1)[1]))
-    packages = ["ansible_collections", "ansible_collections/npuops", "ansible_collections/npuops/fleet",
-                "ansible_collections/npuops/fleet/plugins", P, P + "/standalone"]
+    packages = [
+        "ansible_collections",
+        "ansible_collections/npuops",
+        "ansible_collections/npuops/fleet",
+        "ansible_collections/npuops/fleet/plugins",
+        P,
+        P + "/standalone",
+    ]
     # each module with its unchecked hash-based .pyc (zipimport cannot cache what it compiles)
     expected = ["__main__.py"] + sorted(
-        [name + suffix for name in [p + "/__init__.py" for p in packages] + [P + "/standalone/binder.py"]
-         for suffix in ("", "c")])
+        [
+            name + suffix
+            for name in [p + "/__init__.py" for p in packages] + [P + "/standalone/binder.py"]
+            for suffix in ("", "c")
+        ]
+    )
     assert archive.namelist() == expected
     plain = zipfile.ZipFile(io.BytesIO(binder_app.render(SOURCES, bytecode=False).split(b"\n", 1)[1]))
     assert plain.namelist() == [n for n in expected if not n.endswith(".pyc")]
@@ -57,15 +67,22 @@ def test_bytecode_does_not_depend_on_the_rendering_process():
     import pathlib
     from ansible_collections.npuops.fleet.plugins.module_utils.model import topology  # noqa: F401
     from ansible_collections.npuops.fleet.plugins.modules import vllm_launch_wrapper  # noqa: F401
+
     here = os.path.dirname(os.path.dirname(os.path.abspath(binder_app.__file__)))
     pattern = os.path.join(here, "*", "*.py")
     collections = here
     for dummy in range(5):  # module_utils, plugins, fleet, npuops, ansible_collections
         collections = os.path.dirname(collections)
-    bare = subprocess.run([sys.executable, "-I", "-S", "-c", _COMPILE_ALL % ([collections], pattern)],
-                          check=True, stdout=subprocess.PIPE, universal_newlines=True).stdout
-    ours = "".join("%s %s\n" % (path, hashlib.sha1(binder_app.compiled(
-        path, pathlib.Path(path).read_bytes())).hexdigest()) for path in sorted(glob.glob(pattern)))
+    bare = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", _COMPILE_ALL % ([collections], pattern)],
+        check=True,
+        stdout=subprocess.PIPE,
+        universal_newlines=True,
+    ).stdout
+    ours = "".join(
+        "%s %s\n" % (path, hashlib.sha1(binder_app.compiled(path, pathlib.Path(path).read_bytes())).hexdigest())
+        for path in sorted(glob.glob(pattern))
+    )
     assert len(ours.splitlines()) > 50 and bare == ours
 
 
@@ -91,42 +108,62 @@ def test_source_names_are_module_utils_modules(name):
 def test_closure_of_the_real_binder():
     """The binder's closure: all of standalone/ and exactly the lower-layer files it imports."""
     names = set(binder_app.closure(read_module))
-    lower = set(n[len(U) + 1:] for n in names if not n.startswith(U + ".standalone."))
-    assert lower == {"errors", "cpus.cpulist", "cpus.cpuset", "cpus.nodemap", "host.command", "host.locks", "host.paths",
-                     "model.cpu_intruders", "model.vendors", "model.vllm_flags", "model.worker_start",
-                     "parse.npu_smi", "parse.pci", "parse.rocm_smi"}
+    lower = set(n[len(U) + 1 :] for n in names if not n.startswith(U + ".standalone."))
+    assert lower == {
+        "errors",
+        "cpus.cpulist",
+        "cpus.cpuset",
+        "cpus.nodemap",
+        "host.command",
+        "host.locks",
+        "host.paths",
+        "model.cpu_intruders",
+        "model.vendors",
+        "model.vllm_flags",
+        "model.worker_start",
+        "parse.npu_smi",
+        "parse.pci",
+        "parse.rocm_smi",
+    }
     assert all(n.split(".")[0] in binder_app.SHIPPED_LAYERS for n in lower)
 
 
 def _reader(extra):
     def read(name):
         return extra[name] if name in extra else read_module(name)
+
     return read
 
 
-@pytest.mark.parametrize("source,message", [
-    # a layer above the binder's: plan/, render/, apply/ and the modules are never shipped
-    ("from %s.plan import dispatch\n" % U, "does not ship"),
-    ("from ..apply import fileops\n", "does not ship"),
-    ("from %s.render.launch import check_name\n" % U, "does not ship"),
-    ("from ansible_collections.npuops.fleet.plugins.modules import vllm_launch_wrapper\n", "does not ship"),
-    ("from ansible.module_utils.basic import AnsibleModule\n", "not in the standard library"),
-    ("import yaml\n", "not in the standard library"),
-    ("def f():\n    import requests\n", "not in the standard library"),
-    ("import importlib\nimportlib.import_module('json')\n", "computed import"),
-])
+@pytest.mark.parametrize(
+    "source,message",
+    [
+        # a layer above the binder's: plan/, render/, apply/ and the modules are never shipped
+        ("from %s.plan import dispatch\n" % U, "does not ship"),
+        ("from ..apply import fileops\n", "does not ship"),
+        ("from %s.render.launch import check_name\n" % U, "does not ship"),
+        ("from ansible_collections.npuops.fleet.plugins.modules import vllm_launch_wrapper\n", "does not ship"),
+        ("from ansible.module_utils.basic import AnsibleModule\n", "not in the standard library"),
+        ("import yaml\n", "not in the standard library"),
+        ("def f():\n    import requests\n", "not in the standard library"),
+        ("import importlib\nimportlib.import_module('json')\n", "computed import"),
+    ],
+)
 def test_closure_refuses_what_cannot_ship(source, message):
     entry = {binder_app.ENTRY: b"from . import extra\n", U + ".standalone.extra": source.encode()}
     with pytest.raises(WrapperError, match=message):
         binder_app.closure(_reader(entry))
 
 
-@pytest.mark.parametrize("source,reached", [
-    ("from %s.cpus import cpulist\n" % U, U + ".cpus.cpulist"),
-    ("from ..parse.pci import normalise_bus_id\n", U + ".parse.pci"),
-    ("from .. import errors\n", U + ".errors"),
-    ("def f():\n    import json\n    from %s.model import vendors\n" % U, U + ".model.vendors"),
-])
+@pytest.mark.parametrize(
+    "source,reached",
+    [
+        ("from %s.cpus import cpulist\n" % U, U + ".cpus.cpulist"),
+        ("from ..parse.pci import normalise_bus_id\n", U + ".parse.pci"),
+        ("from .. import errors\n", U + ".errors"),
+        ("def f():\n    import json\n    from %s.model import vendors\n" % U, U + ".model.vendors"),
+    ],
+)
 def test_closure_follows_every_legal_form(source, reached):
     entry = {binder_app.ENTRY: b"from . import extra\n", U + ".standalone.extra": source.encode()}
     assert reached in binder_app.closure(_reader(entry))

@@ -42,9 +42,22 @@ def test_skipped_plan():
 
 
 def test_without_topology_or_numa():
-    plan = {"policy": "strict", "mode": "global_slice", "numa_nodes": {},
-            "npus": {"0": {"pool": "0-4", "pool_order": "0-4", "irq": "0-1", "main": "2",
-                           "acl": "3", "release": "4", "numa_nodes": []}}}
+    plan = {
+        "policy": "strict",
+        "mode": "global_slice",
+        "numa_nodes": {},
+        "npus": {
+            "0": {
+                "pool": "0-4",
+                "pool_order": "0-4",
+                "irq": "0-1",
+                "main": "2",
+                "acl": "3",
+                "release": "4",
+                "numa_nodes": [],
+            }
+        },
+    }
     text = cpumap.render_text(plan)
     assert rows(text, "node -")[0].endswith(" IIMAR")
     assert rows(text, "NPU0")[0].split()[-2:] == ["-", "IIMAR"]
@@ -52,11 +65,15 @@ def test_without_topology_or_numa():
 
 def test_frontend_spare_and_reserved():
     """Strict plans carry a cpu_budget: F frontend, r reserved, '.' spare, a row per instance."""
-    topo = cpu_hosts.host([{"logic_id": 0, "affinity": "0-7"}, {"logic_id": 1, "affinity": "0-7"}],
-                          {0: "0-7", 1: "8-15", 2: "16-23"}, "0-23")
+    topo = cpu_hosts.host(
+        [{"logic_id": 0, "affinity": "0-7"}, {"logic_id": 1, "affinity": "0-7"}],
+        {0: "0-7", 1: "8-15", 2: "16-23"},
+        "0-23",
+    )
     topo["cpu"]["isolated"] = "22-23"
-    plan = plan_mod.make_plan(topo, "strict", instances=[{"name": "svc", "npus": [0, 1]}],
-                              frontend_cpus=4, reserved_cpus="20-21")
+    plan = plan_mod.make_plan(
+        topo, "strict", instances=[{"name": "svc", "npus": [0, 1]}], frontend_cpus=4, reserved_cpus="20-21"
+    )
     text = cpumap.render_text(plan, topo)
     assert cpumap.LEGEND_BUDGET in text
     # node 0 lends NPU1 two CPUs of node 1 (nearest by id); the rest of node 1 is the

@@ -34,15 +34,29 @@ def test_binder_follows_device_ids(tmp_path):
     with stand_in_tree(tmp_path, workers=2) as tree:
         wait_final(tree)  # Worker_TP0, Worker_TP1: ranked titles
         proc = subprocess.run(
-            [BINDER_APP, "--json", "--plan", str(path), "--once", "--timeout", "20",
-             "--interval", "0.2", "--no-migrate"], stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, universal_newlines=True, timeout=60, check=False,
-            env=dict(os.environ, PATH=str(bindir), MAINPID=str(tree.main)))
+            [
+                BINDER_APP,
+                "--json",
+                "--plan",
+                str(path),
+                "--once",
+                "--timeout",
+                "20",
+                "--interval",
+                "0.2",
+                "--no-migrate",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+            timeout=60,
+            check=False,
+            env=dict(os.environ, PATH=str(bindir), MAINPID=str(tree.main)),
+        )
         assert proc.returncode == 0, proc.stderr
         result = json.loads(proc.stdout)
         ranks = dict((w.pid, rank) for rank, w in enumerate(tree.workers))
-        assert sorted((ranks[w["pid"]], w["device"]) for w in result["workers"]) == \
-            [(0, 1), (1, 0)]
+        assert sorted((ranks[w["pid"]], w["device"]) for w in result["workers"]) == [(0, 1), (1, 0)]
         rank0, rank1 = tree.workers
         assert allowed(rank0.pid, rank0.threads["worker_thread"]) == "1"
         assert allowed(rank1.pid, rank1.threads["worker_thread"]) == "0"

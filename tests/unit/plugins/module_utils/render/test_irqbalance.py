@@ -19,14 +19,12 @@ DEBIAN_DEFAULT = """# irqbalance is a daemon process that distributes interrupts
 def test_irqbalance_ban_added_keeping_lines():
     text = irqbalance.render_irqbalance_config(DEBIAN_DEFAULT, [102, 100])
     assert text.startswith(DEBIAN_DEFAULT)
-    assert text.endswith("# npuops.fleet banned IRQs: 100 102\n"
-                         'IRQBALANCE_ARGS="--banirq=100 --banirq=102"\n')
+    assert text.endswith('# npuops.fleet banned IRQs: 100 102\nIRQBALANCE_ARGS="--banirq=100 --banirq=102"\n')
     assert irqbalance.render_irqbalance_config(text, [100, 102]) == text
 
 
 def test_irqbalance_keeps_user_options_and_unbans_stale():
-    current = ('IRQBALANCE_ONESHOT=0\nIRQBALANCE_ARGS="--policyscript=/x.sh --banirq=5"\n'
-               "OTHER=1\n")
+    current = 'IRQBALANCE_ONESHOT=0\nIRQBALANCE_ARGS="--policyscript=/x.sh --banirq=5"\nOTHER=1\n'
     first = irqbalance.render_irqbalance_config(current, [100])
     assert ('IRQBALANCE_ARGS="--policyscript=/x.sh --banirq=5 --banirq=100"') in first
     assert "IRQBALANCE_ONESHOT=0\n" in first and "OTHER=1\n" in first
@@ -46,8 +44,7 @@ def test_irqbalance_unsafe_user_args_refused():
 
 def test_worker_cpus_are_banned_for_other_irqs_honouring_irqbalance_precedence():
     warnings = []
-    text = irqbalance.render_irqbalance_config(DEBIAN_DEFAULT, [100, 102], banned_cpus="0-23,48-71",
-                                               warnings=warnings)
+    text = irqbalance.render_irqbalance_config(DEBIAN_DEFAULT, [100, 102], banned_cpus="0-23,48-71", warnings=warnings)
     assert text.endswith(irqbalance.CPU_MARKER + "\nIRQBALANCE_BANNED_CPULIST=0-23,48-71\n")
     assert warnings == []
     # idempotent, and a new plan replaces our own line
@@ -63,6 +60,7 @@ def test_worker_cpus_are_banned_for_other_irqs_honouring_irqbalance_precedence()
     assert "user's own" in warnings[0]
     # a non-empty mask wins in irqbalance: our list would be ignored, so it is not written
     warnings = []
-    masked = irqbalance.render_irqbalance_config("IRQBALANCE_BANNED_CPUS=0000000f\n", [100],
-                                                 banned_cpus="8-9", warnings=warnings)
+    masked = irqbalance.render_irqbalance_config(
+        "IRQBALANCE_BANNED_CPUS=0000000f\n", [100], banned_cpus="8-9", warnings=warnings
+    )
     assert "BANNED_CPULIST" not in masked and "IRQBALANCE_BANNED_CPUS is set" in warnings[0]

@@ -16,37 +16,78 @@ from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsE
 from npuops_testing import SNAPSHOTS
 
 A2_PLAN = {
-    "policy": "strict", "mode": "topo_affinity", "device_type": "A2", "skipped": False,
+    "policy": "strict",
+    "mode": "topo_affinity",
+    "device_type": "A2",
+    "skipped": False,
     "numa_nodes": {"0": "0-47", "1": "48-95", "2": "96-143", "3": "144-191"},
     "npus": {
-        "0": {"pool": "144-167", "numa_nodes": [3], "irq": "144-145", "main": "146-165",
-              "acl": "166", "release": "167"},
-        "1": {"pool": "0-23", "numa_nodes": [0], "irq": "0-1", "main": "2-21",
-              "acl": "22", "release": "23"},
-        "2": {"pool": "168-191", "numa_nodes": [3], "irq": "168-169", "main": "170-189",
-              "acl": "190", "release": "191"},
+        "0": {
+            "pool": "144-167",
+            "numa_nodes": [3],
+            "irq": "144-145",
+            "main": "146-165",
+            "acl": "166",
+            "release": "167",
+        },
+        "1": {"pool": "0-23", "numa_nodes": [0], "irq": "0-1", "main": "2-21", "acl": "22", "release": "23"},
+        "2": {
+            "pool": "168-191",
+            "numa_nodes": [3],
+            "irq": "168-169",
+            "main": "170-189",
+            "acl": "190",
+            "release": "191",
+        },
     },
-    "instances": {"svc0": {"npus": [0, 1], "main": "2-21,146-165", "pool": "0-23,144-167",
-                           "numa_nodes": [0, 3], "env": {}}},
-    "log": [], "warnings": [],
+    "instances": {
+        "svc0": {"npus": [0, 1], "main": "2-21,146-165", "pool": "0-23,144-167", "numa_nodes": [0, 3], "env": {}}
+    },
+    "log": [],
+    "warnings": [],
 }
 
 GPU_PLAN = {
-    "policy": "strict", "mode": "gpu_numa", "device_type": None, "skipped": False,
+    "policy": "strict",
+    "mode": "gpu_numa",
+    "device_type": None,
+    "skipped": False,
     "numa_nodes": {"0": "0-47", "1": "48-95"},
     "npus": {},
-    "gpus": {"0": {"pool": "0-23", "numa_node": 0, "nic": "mlx5_0", "link": "PIX"},
-             "1": {"pool": "24-47", "numa_node": 0, "nic": "mlx5_1", "link": "PIX"},
-             "2": {"pool": "48-71", "numa_node": 1, "nic": "mlx5_2", "link": "PIX"}},
+    "gpus": {
+        "0": {"pool": "0-23", "numa_node": 0, "nic": "mlx5_0", "link": "PIX"},
+        "1": {"pool": "24-47", "numa_node": 0, "nic": "mlx5_1", "link": "PIX"},
+        "2": {"pool": "48-71", "numa_node": 1, "nic": "mlx5_2", "link": "PIX"},
+    },
     "instances": {"g": {"npus": [0, 1], "env": {"NCCL_IB_HCA": "=mlx5_0,=mlx5_1"}}},
     "env": {"NCCL_SOCKET_IFNAME": "ens1f0np0", "NCCL_IB_HCA": "=mlx5_0,=mlx5_1,=mlx5_2"},
-    "log": [], "warnings": [],
+    "log": [],
+    "warnings": [],
 }
 
 HOSTILE = [
-    "it's", 'say "hi"', "$(touch /tmp/npuops-pwned)", "`touch /tmp/npuops-pwned`",
-    "line1\nline2", "*", "?[a]", "-rf", "--", "a b\tc", "\\", "${HOME}", ";", "&& echo x",
-    "|", "'", "", "é ünïcode", "--additional-config-ish", "!!", "~root", "#notacomment",
+    "it's",
+    'say "hi"',
+    "$(touch /tmp/npuops-pwned)",
+    "`touch /tmp/npuops-pwned`",
+    "line1\nline2",
+    "*",
+    "?[a]",
+    "-rf",
+    "--",
+    "a b\tc",
+    "\\",
+    "${HOME}",
+    ";",
+    "&& echo x",
+    "|",
+    "'",
+    "",
+    "é ünïcode",
+    "--additional-config-ish",
+    "!!",
+    "~root",
+    "#notacomment",
 ]
 
 
@@ -69,8 +110,9 @@ def test_instance_view_npus_override_and_default_all():
     assert view(name="other")["devices"] == [0, 1, 2]
 
 
-@pytest.mark.parametrize("npus, needle", [([7], "NPU 7 is not in the plan"), ([0, 0], "twice"),
-                                          ([], "no devices"), (["x"], "not a list")])
+@pytest.mark.parametrize(
+    "npus, needle", [([7], "NPU 7 is not in the plan"), ([0, 0], "twice"), ([], "no devices"), (["x"], "not a list")]
+)
 def test_instance_view_bad_npus(npus, needle):
     with pytest.raises(NpuopsError, match=needle):
         view(name="other", npus=npus)
@@ -82,9 +124,19 @@ def test_instance_view_bad_npus(npus, needle):
 def test_instance_view_takes_the_plan_instances_cpus():
     """The plan instance's CPUs are the instance's: a union of its devices' entries (what the
     wrapper computed before) would give 2-21,146-165; the plan says otherwise and wins."""
-    plan = dict(A2_PLAN, instances={"svc0": {
-        "npus": [0, 1], "main": "4-21,146-163", "pool": "0-23,144-167", "numa_nodes": [3],
-        "frontend": "2-3,164-165", "env": {}}})
+    plan = dict(
+        A2_PLAN,
+        instances={
+            "svc0": {
+                "npus": [0, 1],
+                "main": "4-21,146-163",
+                "pool": "0-23,144-167",
+                "numa_nodes": [3],
+                "frontend": "2-3,164-165",
+                "env": {},
+            }
+        },
+    )
     v = view(plan)
     assert cpulist.format(v["main"]) == "4-21,146-163"
     assert v["numa_nodes"] == [3] and cpulist.format(v["frontend"]) == "2-3,164-165"
@@ -112,8 +164,9 @@ def test_wrapper_text_host_binding():
     assert "export ASCEND_RT_VISIBLE_DEVICES=0,1\n" in text
     assert "export A='1'\n" in text
     last = text.strip().splitlines()[-1]
-    assert last == ("exec taskset -c 2-21,146-165 vllm serve /models/qwen "
-                    "--additional-config '{\"enable_cpu_binding\":false}'")
+    assert last == (
+        "exec taskset -c 2-21,146-165 vllm serve /models/qwen --additional-config '{\"enable_cpu_binding\":false}'"
+    )
 
 
 def test_wrapper_vllm_binding_has_no_taskset_and_keeps_config():
@@ -140,9 +193,18 @@ def test_visibility_var_in_user_env_must_agree():
     assert text.count("ASCEND_RT_VISIBLE_DEVICES") == 1
 
 
-PLANNED_ENV_PLAN = dict(A2_PLAN, instances={"svc0": {
-    "npus": [0, 1], "main": "2-21,146-165", "pool": "0-23,144-167", "numa_nodes": [0, 3],
-    "env": {"ASCEND_RT_VISIBLE_DEVICES": "0,1", "HCCL_X": "1"}}})
+PLANNED_ENV_PLAN = dict(
+    A2_PLAN,
+    instances={
+        "svc0": {
+            "npus": [0, 1],
+            "main": "2-21,146-165",
+            "pool": "0-23,144-167",
+            "numa_nodes": [0, 3],
+            "env": {"ASCEND_RT_VISIBLE_DEVICES": "0,1", "HCCL_X": "1"},
+        }
+    },
+)
 
 
 def test_plan_instance_visibility_equal_to_devices_is_accepted():
@@ -159,22 +221,31 @@ def test_plan_instance_visibility_equal_to_devices_is_accepted():
 
 def test_plan_instance_visibility_contradicting_npus_is_refused():
     """npus naming other devices than the plan instance would export a stale visibility value."""
-    with pytest.raises(NpuopsError, match=r"npus: 2 are not the devices of plan instance svc0 "
-                                          r"\(0,1\)"):
+    with pytest.raises(
+        NpuopsError,
+        match=r"npus: 2 are not the devices of plan instance svc0 "
+        r"\(0,1\)",
+    ):
         view(PLANNED_ENV_PLAN, npus=[2])
     with pytest.raises(NpuopsError, match=r"npus: 1,0 are not"):
         view(PLANNED_ENV_PLAN, npus=[1, 0])
     # an earlier release's plan instance env naming other devices than its npus
-    stale = dict(A2_PLAN, instances={"svc0": dict(PLANNED_ENV_PLAN["instances"]["svc0"],
-                                                  env={"ASCEND_RT_VISIBLE_DEVICES": "2"})})
-    with pytest.raises(NpuopsError, match=r"plan instance svc0 env: ASCEND_RT_VISIBLE_DEVICES=2 "
-                                          r"contradicts the instance's devices \(0,1\)"):
+    stale = dict(
+        A2_PLAN, instances={"svc0": dict(PLANNED_ENV_PLAN["instances"]["svc0"], env={"ASCEND_RT_VISIBLE_DEVICES": "2"})}
+    )
+    with pytest.raises(
+        NpuopsError,
+        match=r"plan instance svc0 env: ASCEND_RT_VISIBLE_DEVICES=2 "
+        r"contradicts the instance's devices \(0,1\)",
+    ):
         view(stale)
 
 
 def test_gpu_plan_instance_visibility_accepted_and_checked():
-    gpu = dict(GPU_PLAN, instances={"g": {"npus": [0, 1], "env": {
-        "CUDA_VISIBLE_DEVICES": "0,1", "NCCL_IB_HCA": "=mlx5_0,=mlx5_1"}}})
+    gpu = dict(
+        GPU_PLAN,
+        instances={"g": {"npus": [0, 1], "env": {"CUDA_VISIBLE_DEVICES": "0,1", "NCCL_IB_HCA": "=mlx5_0,=mlx5_1"}}},
+    )
     text = wrapper.render_wrapper(view(gpu, "g"), ["vllm"])
     assert text.count("CUDA_VISIBLE_DEVICES") == 1 and "export CUDA_VISIBLE_DEVICES=0,1\n" in text
     with pytest.raises(NpuopsError, match="npus: 2 are not the devices of plan instance g"):
@@ -191,6 +262,7 @@ def test_real_plan_from_snapshot(tmp_path):
     from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
     from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan
     from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
+
     topo = topology.gather(hostio.SnapshotHostIO(SNAPSHOT))
     real = plan.make_plan(topo, instances=[{"name": "svc", "npus": [0, 2]}])
     v = wrapper.instance_view(real, "svc")
@@ -226,21 +298,23 @@ def test_bad_command_rejected(command):
 
 # --additional-config merge -------------------------------------------------------------
 
+
 def test_merge_equals_form_keeps_user_keys():
     argv, over = wrapper.merge_additional_config(
         ["vllm", "serve", "m", '--additional-config={"torchair_graph_config": {"enabled": true}}'],
-        {"enable_cpu_binding": False})
+        {"enable_cpu_binding": False},
+    )
     assert over == []
     flag, value = argv[3].split("=", 1)
     assert flag == "--additional-config"
-    assert json.loads(value) == {"torchair_graph_config": {"enabled": True},
-                                 "enable_cpu_binding": False}
+    assert json.loads(value) == {"torchair_graph_config": {"enabled": True}, "enable_cpu_binding": False}
 
 
 def test_merge_separate_form_and_override():
     argv, over = wrapper.merge_additional_config(
         ["vllm", "--additional_config", '{"enable_cpu_binding": true, "x": 1}', "--port", "8000"],
-        {"enable_cpu_binding": False})
+        {"enable_cpu_binding": False},
+    )
     assert over == ["enable_cpu_binding"]
     assert argv[1] == "--additional_config"
     assert json.loads(argv[2]) == {"enable_cpu_binding": False, "x": 1}
@@ -253,28 +327,30 @@ def test_merge_absent_appends():
 
 
 def test_merge_ignores_program_name_and_values_that_only_look_alike():
-    argv, dummy = wrapper.merge_additional_config(
-        ["vllm", "--served-model-name", "--additional-config-ish"], {"k": 1})
+    argv, dummy = wrapper.merge_additional_config(["vllm", "--served-model-name", "--additional-config-ish"], {"k": 1})
     assert argv[-2:] == ["--additional-config", '{"k":1}']
 
 
-@pytest.mark.parametrize("command, needle", [
-    (["vllm", "--additional-config", "{not json"], "not valid JSON"),
-    (["vllm", "--additional-config=[1]"], "must be a JSON object"),
-    (["vllm", "--additional-config"], "has no value"),
-])
+@pytest.mark.parametrize(
+    "command, needle",
+    [
+        (["vllm", "--additional-config", "{not json"], "not valid JSON"),
+        (["vllm", "--additional-config=[1]"], "must be a JSON object"),
+        (["vllm", "--additional-config"], "has no value"),
+    ],
+)
 def test_merge_bad_json(command, needle):
     with pytest.raises(NpuopsError, match=needle):
         wrapper.render_wrapper(view(), command)
 
 
 def test_host_binding_override_warns():
-    _argv, warnings = wrapper.launch_argv(
-        view(), ["vllm", '--additional-config={"enable_cpu_binding":true}'])
+    _argv, warnings = wrapper.launch_argv(view(), ["vllm", '--additional-config={"enable_cpu_binding":true}'])
     assert warnings and "enable_cpu_binding" in warnings[0]
 
 
 # syntax and shellcheck ------------------------------------------------------------------
+
 
 def _write(tmp_path, text, name="w.sh"):
     path = tmp_path / name
@@ -285,22 +361,31 @@ def _write(tmp_path, text, name="w.sh"):
 
 @pytest.mark.parametrize("binding", ["host", "vllm"])
 def test_bash_n(tmp_path, binding):
-    path = _write(tmp_path, wrapper.render_wrapper(view(), ["vllm"] + HOSTILE,
-                                                   env={"X": HOSTILE[2]}, binding=binding))
-    proc = subprocess.run(["bash", "-n", str(path)], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    path = _write(tmp_path, wrapper.render_wrapper(view(), ["vllm"] + HOSTILE, env={"X": HOSTILE[2]}, binding=binding))
+    proc = subprocess.run(
+        ["bash", "-n", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout
 
 
-@pytest.mark.skipif(shutil.which("shellcheck") is None,
-                    reason="shellcheck not installed (Debian package 'shellcheck'; make deps)")
+@pytest.mark.skipif(
+    shutil.which("shellcheck") is None, reason="shellcheck not installed (Debian package 'shellcheck'; make deps)"
+)
 @pytest.mark.parametrize("plan, name", [(A2_PLAN, "svc0"), (GPU_PLAN, "g")])
 def test_shellcheck(tmp_path, plan, name):
-    text = wrapper.render_wrapper(view(plan, name), ["vllm", "serve"] + HOSTILE,
-                                  env={"Y": "a'b$(c)`d`"})
+    text = wrapper.render_wrapper(view(plan, name), ["vllm", "serve"] + HOSTILE, env={"Y": "a'b$(c)`d`"})
     path = _write(tmp_path, text)
-    proc = subprocess.run(["shellcheck", "-s", "bash", str(path)], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    proc = subprocess.run(
+        ["shellcheck", "-s", "bash", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout
 
 
@@ -330,15 +415,27 @@ def stand_ins(tmp_path):
     _write(bindir, STAND_IN_VLLM % sys.executable, "vllm")
     _write(bindir, STAND_IN_TASKSET, "taskset")
     canary = tmp_path / "pwned"
-    env = {"PATH": "%s:/usr/bin:/bin" % bindir, "VLLM_ARGV_OUT": str(tmp_path / "argv"),
-           "TASKSET_OUT": str(tmp_path / "taskset"), "HOME": str(tmp_path)}
+    env = {
+        "PATH": "%s:/usr/bin:/bin" % bindir,
+        "VLLM_ARGV_OUT": str(tmp_path / "argv"),
+        "TASKSET_OUT": str(tmp_path / "taskset"),
+        "HOME": str(tmp_path),
+    }
     return tmp_path, env, canary
 
 
 def _run_wrapper(tmp_path, env, text):
     path = _write(tmp_path, text, "launch")
-    proc = subprocess.run([str(path)], env=env, cwd=str(tmp_path), stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=30, check=False)
+    proc = subprocess.run(
+        [str(path)],
+        env=env,
+        cwd=str(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+        timeout=30,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout
     with open(env["VLLM_ARGV_OUT"], "rb") as handle:
         argv = handle.read().split(b"\0")
@@ -351,8 +448,9 @@ def test_hostile_arguments_reach_vllm_verbatim(stand_ins):
     tmp_path, env, canary = stand_ins
     hostile = [h.replace("/tmp/npuops-pwned", str(canary)) for h in HOSTILE]
     (tmp_path / "decoy-glob-target").write_text("")
-    text = wrapper.render_wrapper(view(), ["vllm", "serve"] + hostile,
-                                  env={"EVIL": "$(touch %s)`touch %s`" % (canary, canary)})
+    text = wrapper.render_wrapper(
+        view(), ["vllm", "serve"] + hostile, env={"EVIL": "$(touch %s)`touch %s`" % (canary, canary)}
+    )
     argv, seen_env = _run_wrapper(tmp_path, env, text)
     expected = ["serve"] + hostile + ["--additional-config", '{"enable_cpu_binding":false}']
     assert argv == [os.fsencode(a) for a in expected]
@@ -364,7 +462,7 @@ def test_hostile_arguments_reach_vllm_verbatim(stand_ins):
 
 def test_hostile_additional_config_values_survive_merge(stand_ins):
     tmp_path, env, canary = stand_ins
-    user = {"note": "$(touch %s) `x` it's \"q\"\n*" % canary, "enable_cpu_binding": True}
+    user = {"note": '$(touch %s) `x` it\'s "q"\n*' % canary, "enable_cpu_binding": True}
     text = wrapper.render_wrapper(view(), ["vllm", "--additional-config", json.dumps(user)])
     argv, dummy = _run_wrapper(tmp_path, env, text)
     assert argv[0] == b"--additional-config"
@@ -382,6 +480,7 @@ def test_vllm_binding_runs_without_taskset(stand_ins):
 
 # systemd unit and plan JSON -------------------------------------------------------------
 
+
 @pytest.mark.parametrize("sub", ["", "opt+x,y:z=w@v~u-t_s.r"])
 def test_systemd_analyze_verify_accepts_units_under_any_allowed_dest(tmp_path, sub):
     """Every character check_dir lets into dest ('$', '"' and '\\' made units that
@@ -397,10 +496,15 @@ def test_systemd_analyze_verify_accepts_units_under_any_allowed_dest(tmp_path, s
         _write(base, "#!/bin/sh\n", name)
     (tmp_path / "vllm-svc0.service").write_text(units.service_unit(view(), str(base / "svc0-launch")))
     (tmp_path / "vllm-svc0-bind.service").write_text(
-        units.bind_unit(view(), str(base / "svc0-bind"), str(base / "p.json")))
-    proc = subprocess.run([analyze, "verify", str(tmp_path / "vllm-svc0.service"),
-                           str(tmp_path / "vllm-svc0-bind.service")], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+        units.bind_unit(view(), str(base / "svc0-bind"), str(base / "p.json"))
+    )
+    proc = subprocess.run(
+        [analyze, "verify", str(tmp_path / "vllm-svc0.service"), str(tmp_path / "vllm-svc0-bind.service")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+        check=False,
+    )
     bad = [l for l in proc.stdout.splitlines() if "vllm-svc0" in l and "network-online" not in l]
     assert not bad, proc.stdout
 
@@ -409,12 +513,19 @@ def test_plan_json_carries_instance_block():
     """Schema 2 (docs/plan-json.md): the instance's devices only, each with the fields the
     binder reads, and each device's NUMA node in the instance block."""
     doc = json.loads(wrapper.render_plan_json(A2_PLAN, view(), "host"))
-    assert doc["npus"] == {"0": {"main": "146-165", "acl": "166", "release": "167", "numa_nodes": [3]},
-                           "1": {"main": "2-21", "acl": "22", "release": "23", "numa_nodes": [0]}}
+    assert doc["npus"] == {
+        "0": {"main": "146-165", "acl": "166", "release": "167", "numa_nodes": [3]},
+        "1": {"main": "2-21", "acl": "22", "release": "23", "numa_nodes": [0]},
+    }
     assert sorted(doc) == ["npuops_instance", "npus", "numa_nodes"]
-    assert doc["npuops_instance"] == {"schema": 2, "name": "svc0", "vendor": "ascend",
-                                      "devices": [0, 1], "binding": "host",
-                                      "device_nodes": {"0": 3, "1": 0}}
+    assert doc["npuops_instance"] == {
+        "schema": 2,
+        "name": "svc0",
+        "vendor": "ascend",
+        "devices": [0, 1],
+        "binding": "host",
+        "device_nodes": {"0": 3, "1": 0},
+    }
     with_frontend = json.loads(wrapper.render_plan_json(A2_PLAN, dict(view(), frontend=[120, 121])))
     assert with_frontend["npuops_instance"]["frontend"] == "120-121"
     # deterministic
@@ -428,6 +539,7 @@ def test_wrapper_is_executable_text_without_trailing_junk():
 
 # the whole tree, GPU launch settings, UX --------------------------------------------------
 
+
 def test_a_command_given_as_one_string_is_refused():
     with pytest.raises(NpuopsError, match="list of arguments"):
         wrapper.check_command(["vllm serve /models/m --port 8000"])
@@ -436,10 +548,14 @@ def test_a_command_given_as_one_string_is_refused():
 
 
 GPU_PLAN_FRONTEND = {
-    "policy": "strict", "mode": "gpu_numa", "hostname": "dgx",
-    "gpus": {"0": {"pool": "0-11", "numa_node": 3, "nic": "mlx5_0", "link": "PXB"},
-             "1": {"pool": "12-23", "numa_node": 3, "nic": "mlx5_1", "link": "PXB"},
-             "2": {"pool": "48-59", "numa_node": 1, "nic": "mlx5_2", "link": "PXB"}},
+    "policy": "strict",
+    "mode": "gpu_numa",
+    "hostname": "dgx",
+    "gpus": {
+        "0": {"pool": "0-11", "numa_node": 3, "nic": "mlx5_0", "link": "PXB"},
+        "1": {"pool": "12-23", "numa_node": 3, "nic": "mlx5_1", "link": "PXB"},
+        "2": {"pool": "48-59", "numa_node": 1, "nic": "mlx5_2", "link": "PXB"},
+    },
     "instances": {"svc": {"npus": [0, 1], "frontend": "24-27"}},
     "env": {"NCCL_IB_HCA": "=mlx5_0,mlx5_1,mlx5_2"},
 }
@@ -461,10 +577,27 @@ def test_gpu_wrapper_gets_pci_order_ucx_nics_and_the_frontend():
 
 def test_gpu_vllm_binding_passes_the_plan_to_vllms_numa_bind():
     view = wrapper.instance_view(GPU_PLAN_FRONTEND, "svc")
-    argv, warnings = wrapper.launch_argv(view, ["vllm", "serve", "/m", "-tp", "2"], "vllm",
-                                         {"version": "0.32.0", "source": "test"})
-    assert argv == ["vllm", "serve", "/m", "-tp", "2", "--numa-bind", "--numa-bind-nodes", "3",
-                    "3", "--numa-bind-cpus", "0-11", "12-23"] and warnings == []
+    argv, warnings = wrapper.launch_argv(
+        view, ["vllm", "serve", "/m", "-tp", "2"], "vllm", {"version": "0.32.0", "source": "test"}
+    )
+    assert (
+        argv
+        == [
+            "vllm",
+            "serve",
+            "/m",
+            "-tp",
+            "2",
+            "--numa-bind",
+            "--numa-bind-nodes",
+            "3",
+            "3",
+            "--numa-bind-cpus",
+            "0-11",
+            "12-23",
+        ]
+        and warnings == []
+    )
     argv, warnings = wrapper.launch_argv(view, ["vllm", "serve", "--numa-bind"], "vllm")
     assert argv == ["vllm", "serve", "--numa-bind"] and "already" not in warnings[0] and warnings
     off = dict(GPU_PLAN_FRONTEND, gpus=dict((k, dict(v, numa_node=None)) for k, v in GPU_PLAN_FRONTEND["gpus"].items()))
@@ -474,19 +607,22 @@ def test_gpu_vllm_binding_passes_the_plan_to_vllms_numa_bind():
     assert "--numa-bind" not in argv
 
 
-@pytest.mark.parametrize("vendor_host, var", [("a2", "ASCEND_RT_VISIBLE_DEVICES"),
-                                              ("gpu", "CUDA_VISIBLE_DEVICES")])
+@pytest.mark.parametrize("vendor_host, var", [("a2", "ASCEND_RT_VISIBLE_DEVICES"), ("gpu", "CUDA_VISIBLE_DEVICES")])
 def test_the_visibility_variable_is_written_once_from_plan_to_unit(vendor_host, var):
     """npu_cpu_plan -> wrapper, plan JSON, service unit: the variable is written in one place,
     the wrapper's export (the plan and the plan JSON no longer carry it)."""
     from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch as plan_mod
     from npuops_testing import cpu_hosts
     from npuops_testing.report_fleet import gpu_facts
+
     topo = cpu_hosts.a2() if vendor_host == "a2" else gpu_facts("g1")
     real = plan_mod.make_plan(topo, instances=[{"name": "svc", "npus": [0, 1]}])
     assert var not in json.dumps(real)
     v = wrapper.instance_view(real, "svc")
-    texts = [wrapper.render_wrapper(v, ["vllm", "serve", "m"]), wrapper.render_plan_json(real, v),
-             units.service_unit(v, "/usr/local/lib/npuops/svc-launch")]
+    texts = [
+        wrapper.render_wrapper(v, ["vllm", "serve", "m"]),
+        wrapper.render_plan_json(real, v),
+        units.service_unit(v, "/usr/local/lib/npuops/svc-launch"),
+    ]
     assert sum(text.count(var) for text in texts) == 1
     assert "export %s=0,1\n" % var in texts[0]

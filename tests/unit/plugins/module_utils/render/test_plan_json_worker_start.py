@@ -2,6 +2,7 @@
 """The plan JSON's worker_start follows the instance's own vLLM (the version the wrapper read
 from the environment its command names), so the binder places still-untitled workers by spawn
 order where that vLLM starts them in rank order, even when the host's own vLLM is unknown."""
+
 import json
 
 import pytest
@@ -14,8 +15,7 @@ VIEW = {"name": "svc", "vendor": "nvidia", "devices": [0, 1], "main": [1, 2], "p
 @pytest.mark.parametrize("version, order", [("0.32.0", "rank"), ("0.34.0", "concurrent")])
 def test_the_instance_s_vllm_decides(version, order):
     plan = {"worker_start": {"engine": "vllm", "version": None, "order": "unknown"}}
-    doc = json.loads(launch.render_plan_json(plan, VIEW, "host", {"version": version,
-                                                                  "source": "/venv/x"}))
+    doc = json.loads(launch.render_plan_json(plan, VIEW, "host", {"version": version, "source": "/venv/x"}))
     assert doc["worker_start"]["order"] == order and doc["worker_start"]["source"] == "/venv/x"
 
 

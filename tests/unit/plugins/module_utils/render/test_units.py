@@ -10,10 +10,20 @@ import pytest
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.module_utils.render import units
 
-VIEW = {"name": "svc0", "vendor": "ascend", "devices": [0, 1], "main": list(range(2, 22)),
-        "pool": list(range(0, 24)), "frontend": list(range(120, 128)), "env": {}}
-BINDER, PLAN, WRAPPER = "/usr/local/lib/npuops/svc0-bind", "/usr/local/lib/npuops/svc0.plan.json", \
-    "/usr/local/lib/npuops/svc0-launch"
+VIEW = {
+    "name": "svc0",
+    "vendor": "ascend",
+    "devices": [0, 1],
+    "main": list(range(2, 22)),
+    "pool": list(range(0, 24)),
+    "frontend": list(range(120, 128)),
+    "env": {},
+}
+BINDER, PLAN, WRAPPER = (
+    "/usr/local/lib/npuops/svc0-bind",
+    "/usr/local/lib/npuops/svc0.plan.json",
+    "/usr/local/lib/npuops/svc0-launch",
+)
 
 
 def test_service_is_confined_to_frontend_and_pools_and_pulls_in_the_binder():
@@ -27,10 +37,8 @@ def test_service_is_confined_to_frontend_and_pools_and_pulls_in_the_binder():
     # with a reconciler, the service starts its timer too (the timer no longer runs on its own
     # schedule from boot, whatever the service does)
     wants = units.service_unit(VIEW, WRAPPER, reconcile=True).splitlines()
-    assert ("Wants=network-online.target vllm-svc0-bind.service vllm-svc0-reconcile.timer"
-            in wants)
-    assert "reconcile.timer" not in units.service_unit(VIEW, WRAPPER, binding="vllm",
-                                                       reconcile=True)
+    assert "Wants=network-online.target vllm-svc0-bind.service vllm-svc0-reconcile.timer" in wants
+    assert "reconcile.timer" not in units.service_unit(VIEW, WRAPPER, binding="vllm", reconcile=True)
 
 
 def _setting(text, key):
@@ -55,22 +63,24 @@ def test_a_crash_loop_reaches_the_start_limit():
 
 
 def test_bind_unit_runs_outside_the_start_path_and_waits_for_readiness():
-    lines = units.bind_unit(VIEW, BINDER, PLAN, 600, "http://127.0.0.1:8001/health",
-                            irq_state="/var/lib/npuops/irq-state.json").splitlines()
+    lines = units.bind_unit(
+        VIEW, BINDER, PLAN, 600, "http://127.0.0.1:8001/health", irq_state="/var/lib/npuops/irq-state.json"
+    ).splitlines()
     assert "BindsTo=vllm-svc0.service" in lines and "After=vllm-svc0.service" in lines
     assert "WantedBy=vllm-svc0.service" in lines
     (exec_line,) = [l for l in lines if l.startswith("ExecStart=")]
-    assert exec_line == ("ExecStart=/usr/local/lib/npuops/svc0-bind --plan "
-                         "/usr/local/lib/npuops/svc0.plan.json --instance svc0 --unit "
-                         "vllm-svc0.service --irq-state /var/lib/npuops/irq-state.json "
-                         "--timeout 600 --follow 600 --ready-url http://127.0.0.1:8001/health")
+    assert exec_line == (
+        "ExecStart=/usr/local/lib/npuops/svc0-bind --plan "
+        "/usr/local/lib/npuops/svc0.plan.json --instance svc0 --unit "
+        "vllm-svc0.service --irq-state /var/lib/npuops/irq-state.json "
+        "--timeout 600 --follow 600 --ready-url http://127.0.0.1:8001/health"
+    )
     no_migrate = units.bind_unit(VIEW, BINDER, PLAN, migrate=False, ready_url="http://x:1/health")
     assert "--no-migrate" in no_migrate and "--ready-url" not in no_migrate
 
 
 def test_reconciler_never_restarts_and_writes_metrics():
-    service, timer = units.reconcile_units(VIEW, BINDER, PLAN, "2min",
-                                           metrics_dir="/var/lib/prometheus/node-exporter")
+    service, timer = units.reconcile_units(VIEW, BINDER, PLAN, "2min", metrics_dir="/var/lib/prometheus/node-exporter")
     assert "Type=oneshot" in service and "--once --no-migrate" in service
     assert "--metrics-dir /var/lib/prometheus/node-exporter" in service
     assert "Restart" not in service
@@ -92,15 +102,18 @@ def test_reconciler_neither_fails_nor_runs_before_the_instance_had_time_to_start
             units.reconcile_units(VIEW, BINDER, PLAN, bad)
 
 
-@pytest.mark.parametrize("argv,url", [
-    (["vllm", "serve", "/m"], "http://127.0.0.1:8000/health"),
-    (["vllm", "serve", "/m", "--port", "8001"], "http://127.0.0.1:8001/health"),
-    (["vllm", "serve", "/m", "--port=9000", "--host", "10.1.2.3"], "http://10.1.2.3:9000/health"),
-    (["vllm", "serve", "/m", "--host", "0.0.0.0"], "http://127.0.0.1:8000/health"),
-    (["vllm", "serve", "/m", "--host", "::1"], "http://[::1]:8000/health"),
-    (["vllm", "serve", "/m", "--host", "$(id)", "--port", "x"], "http://127.0.0.1:8000/health"),
-    (["vllm", "serve", "/m", "--uds", "/run/v.sock"], None),
-])
+@pytest.mark.parametrize(
+    "argv,url",
+    [
+        (["vllm", "serve", "/m"], "http://127.0.0.1:8000/health"),
+        (["vllm", "serve", "/m", "--port", "8001"], "http://127.0.0.1:8001/health"),
+        (["vllm", "serve", "/m", "--port=9000", "--host", "10.1.2.3"], "http://10.1.2.3:9000/health"),
+        (["vllm", "serve", "/m", "--host", "0.0.0.0"], "http://127.0.0.1:8000/health"),
+        (["vllm", "serve", "/m", "--host", "::1"], "http://[::1]:8000/health"),
+        (["vllm", "serve", "/m", "--host", "$(id)", "--port", "x"], "http://127.0.0.1:8000/health"),
+        (["vllm", "serve", "/m", "--uds", "/run/v.sock"], None),
+    ],
+)
 def test_ready_url_from_the_command(argv, url):
     assert units.ready_url(argv) == url
 
@@ -125,15 +138,23 @@ def test_systemd_analyze_verify_accepts_every_unit(tmp_path):
     plan = str(tmp_path / "p.json")
     names = units.unit_names("svc0")
     service, timer = units.reconcile_units(VIEW, binder, plan, "5min", metrics_dir=str(tmp_path))
-    texts = {names["service"]: units.service_unit(VIEW, wrapper),
-             names["bind"]: units.bind_unit(VIEW, binder, plan, ready_url="http://127.0.0.1:8000/health"),
-             names["reconcile"]: service, names["timer"]: timer}
+    texts = {
+        names["service"]: units.service_unit(VIEW, wrapper),
+        names["bind"]: units.bind_unit(VIEW, binder, plan, ready_url="http://127.0.0.1:8000/health"),
+        names["reconcile"]: service,
+        names["timer"]: timer,
+    }
     paths = []
     for name, text in texts.items():
         (tmp_path / name).write_text(text)
         paths.append(str(tmp_path / name))
-    proc = subprocess.run([analyze, "verify"] + paths, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True, check=False,
-                          cwd=str(tmp_path))
+    proc = subprocess.run(
+        [analyze, "verify"] + paths,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+        check=False,
+        cwd=str(tmp_path),
+    )
     bad = [l for l in proc.stdout.splitlines() if "vllm-svc0" in l and "network-online" not in l]
     assert not bad, proc.stdout

@@ -24,15 +24,22 @@ def test_chip_ids_from_the_option_or_the_topology():
             host_dirs.chip_ids(chips=bad)
 
 
-@pytest.mark.parametrize("text,want", [("0750", 0o750), ("750", 0o750), ("1777", 0o1777),
-                                       ("00750", 0o750)])
+@pytest.mark.parametrize("text,want", [("0750", 0o750), ("750", 0o750), ("1777", 0o1777), ("00750", 0o750)])
 def test_parse_mode(text, want):
     assert host_dirs.parse_mode(text) == want
 
 
-@pytest.mark.parametrize("text,problem", [("75", "not an octal mode"), ("0789", "not an octal"),
-                                          (750, "not an octal"), ("4750", "setuid"),
-                                          ("2750", "setgid"), ("0777", "world-writable")])
+@pytest.mark.parametrize(
+    "text,problem",
+    [
+        ("75", "not an octal mode"),
+        ("0789", "not an octal"),
+        (750, "not an octal"),
+        ("4750", "setuid"),
+        ("2750", "setgid"),
+        ("0777", "world-writable"),
+    ],
+)
 def test_parse_mode_refuses(text, problem):
     with pytest.raises(NpuopsError, match=problem):
         host_dirs.parse_mode(text)
@@ -44,7 +51,10 @@ def test_world_writable_when_allowed():
 
 def test_layout_order():
     rows = host_dirs.layout("/share", [0, 2], 0o750, "svc", "grp")
-    assert rows[:3] == [("dir", "/share", 0o750, "svc", "grp"), ("dir", "/share/0", 0o750, "svc", "grp"),
-                        ("dir", "/share/2", 0o750, "svc", "grp")]
+    assert rows[:3] == [
+        ("dir", "/share", 0o750, "svc", "grp"),
+        ("dir", "/share/0", 0o750, "svc", "grp"),
+        ("dir", "/share/2", 0o750, "svc", "grp"),
+    ]
     assert ("file", host_dirs.VNPU_CFG, 0o644, "root", "root") in rows
     assert [r[1] for r in rows].index("/etc/enpu") < [r[1] for r in rows].index(host_dirs.VNPU_CFG)

@@ -22,12 +22,10 @@ def _args(docs):
 
 @pytest.mark.parametrize("device_type,single_die", [("A2", False), ("A3", True)])
 def test_daemonset_flags(device_type, single_die):
-    docs = list(yaml.safe_load_all(manifests.render_daemonset("/share_device/", device_type,
-                                                              "26.0.0")))
+    docs = list(yaml.safe_load_all(manifests.render_daemonset("/share_device/", device_type, "26.0.0")))
     ds, args = _args(docs)
     assert args[0] == "device-plugin"
-    for flag in ("-volcanoType=true", "-shareDevCount=100",
-                 "-softShareDevConfigDir=/share_device/"):
+    for flag in ("-volcanoType=true", "-shareDevCount=100", "-softShareDevConfigDir=/share_device/"):
         assert flag in args
     assert ("-useSingleDieMode=true" in args) is single_die
     assert not any(a.startswith("-useAscendDocker") for a in args)
@@ -35,8 +33,7 @@ def test_daemonset_flags(device_type, single_die):
 
 
 def test_daemonset_keeps_everything_of_the_shipped_manifest():
-    shipped = list(yaml.safe_load_all(
-        fixture_text("ascend/ascend-device-plugin_ascendplugin-volcano.yaml.txt")))
+    shipped = list(yaml.safe_load_all(fixture_text("ascend/ascend-device-plugin_ascendplugin-volcano.yaml.txt")))
     ours = list(yaml.safe_load_all(manifests.render_daemonset("/share_device", "A2", "26.0.0")))
     assert [d["kind"] for d in ours] == [d["kind"] for d in shipped]
     assert ours[1]["rules"] == shipped[1]["rules"]
@@ -61,8 +58,7 @@ CONFIG_CASES = [
     # (source, kwargs, error fragment) - all from the shipped plugin/docs unless noted
     ("shipped: shareDevCount must be 100", {"share_dev_count": 50}, "shareDevCount must be 100"),
     ("shipped: volcanoType required", {"volcano_type": False}, "volcanoType must be true"),
-    ("shipped: dynamic vNPU excludes soft share", {"preset_virtual_device": False},
-     "presetVirtualDevice"),
+    ("shipped: dynamic vNPU excludes soft share", {"preset_virtual_device": False}, "presetVirtualDevice"),
     ("shipped: root absolute", {"root": "share_device"}, "must be absolute"),
     ("shipped: root without ..", {"root": "/a/../share"}, "'..'"),
     ("shipped: root not /", {"root": "/"}, "must not be /"),
@@ -70,12 +66,13 @@ CONFIG_CASES = [
     ("docs: soft share from 26.0.0", {"version": "6.0.0"}, "predates soft share"),
     ("docs: A2/A3 only", {"device_type": "310P"}, "A2 and A3"),
     ("shipped: single-die mode is A3 only", {"single_die_mode": True}, "A3 only"),
-    ("docs: A3 needs single-die mode", {"device_type": "A3", "single_die_mode": False},
-     "useSingleDieMode=true"),
-    ("shipped: -useAscendDocker is not a 26.x flag", {"extra_args": ["-useAscendDocker=true"]},
-     "flag provided but not defined"),
-    ("shipped: 310P mixed insert incompatible", {"extra_args": ["-use310PMixedInsert=true"]},
-     "incompatible"),
+    ("docs: A3 needs single-die mode", {"device_type": "A3", "single_die_mode": False}, "useSingleDieMode=true"),
+    (
+        "shipped: -useAscendDocker is not a 26.x flag",
+        {"extra_args": ["-useAscendDocker=true"]},
+        "flag provided but not defined",
+    ),
+    ("shipped: 310P mixed insert incompatible", {"extra_args": ["-use310PMixedInsert=true"]}, "incompatible"),
     ("ours: managed flags not repeated", {"extra_args": ["-shareDevCount=100"]}, "set by npuops"),
     ("ours: extra args are single flags", {"extra_args": ["-a=1 -b=2"]}, "single -flag"),
     ("shipped: logLevel -1..3", {"log_level": 7}, "logLevel"),
@@ -99,25 +96,28 @@ def test_validate_plugin_config_lists_every_problem():
 
 
 def test_extra_args_are_appended():
-    docs = list(yaml.safe_load_all(manifests.render_daemonset(
-        "/share_device", "A2", "v26.0.RC1", extra_args=["-listWatchPeriod=10"])))
+    docs = list(
+        yaml.safe_load_all(
+            manifests.render_daemonset("/share_device", "A2", "v26.0.RC1", extra_args=["-listWatchPeriod=10"])
+        )
+    )
     assert _args(docs)[1][-1] == "-listWatchPeriod=10"
 
 
 def test_node_labels():
-    assert plugin_config.node_labels() == {scheduler.LABEL_ENABLE: "true",
-                                           "workerselector": "dls-worker-node"}
+    assert plugin_config.node_labels() == {scheduler.LABEL_ENABLE: "true", "workerselector": "dls-worker-node"}
     assert plugin_config.node_labels(enable=False)[scheduler.LABEL_ENABLE] == "false"
     patch = yaml.safe_load(manifests.render_node_labels("n1", plugin_config.node_labels()))
     assert patch == {"metadata": {"name": "n1", "labels": plugin_config.node_labels()}}
 
 
 # integers as a manifest holds them (64-bit)
-plain = st.one_of(st.none(), st.booleans(), st.integers(min_value=-2 ** 63, max_value=2 ** 64 - 1),
-                  st.text(max_size=12))
-tree = st.recursive(plain, lambda kids: st.one_of(
-    st.lists(kids, max_size=4), st.dictionaries(st.text(max_size=8), kids, max_size=4)),
-    max_leaves=12)
+plain = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**63), max_value=2**64 - 1), st.text(max_size=12))
+tree = st.recursive(
+    plain,
+    lambda kids: st.one_of(st.lists(kids, max_size=4), st.dictionaries(st.text(max_size=8), kids, max_size=4)),
+    max_leaves=12,
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -132,13 +132,22 @@ def test_manifest_layout_is_kubectls():
     text = manifests.render_daemonset("/share_device", "A3", "26.0.0", extra_args=["-x=" + "y" * 200])
     assert "&id" not in text and "*id" not in text
     lines = text.split("\n")
-    assert lines[:3] == ["# Ascend device plugin, soft-share (chip1-softShareDev) variant for A3 hosts.",
-                         "# Rendered by npuops.fleet from the shipped ascendplugin-volcano.yaml.", "---"]
-    assert lines[3:8] == ["apiVersion: v1", "kind: ServiceAccount", "metadata:",
-                          "  name: ascend-device-plugin-sa", "  namespace: kube-system"]
+    assert lines[:3] == [
+        "# Ascend device plugin, soft-share (chip1-softShareDev) variant for A3 hosts.",
+        "# Rendered by npuops.fleet from the shipped ascendplugin-volcano.yaml.",
+        "---",
+    ]
+    assert lines[3:8] == [
+        "apiVersion: v1",
+        "kind: ServiceAccount",
+        "metadata:",
+        "  name: ascend-device-plugin-sa",
+        "  namespace: kube-system",
+    ]
     rules = lines.index("rules:")
-    assert lines[rules + 1:rules + 3] == ["  - apiGroups:", "      - ''"]
+    assert lines[rules + 1 : rules + 3] == ["  - apiGroups:", "      - ''"]
     args = [line for line in lines if "device-plugin -volcanoType=true" in line]
     assert len(args) == 1 and args[0].endswith("-x=" + "y" * 200)
     assert manifests.render_node_labels("n1", {"b": "true", "a": "x"}) == (
-        "metadata:\n  name: n1\n  labels:\n    b: 'true'\n    a: x\n")
+        "metadata:\n  name: n1\n  labels:\n    b: 'true'\n    a: x\n"
+    )

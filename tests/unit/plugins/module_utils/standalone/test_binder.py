@@ -15,12 +15,13 @@ from hypothesis import given, settings, strategies as st
 from ansible_collections.npuops.fleet.plugins.module_utils.standalone import rules, smi, targets
 from npuops_testing.binder import BINDER_APP as BINDER, allowed, gpu_plan
 from npuops_testing.gpu_hosts import SHOWPIDGPUS
+
 HAVE_TWO_CPUS = {0, 1} <= set(os.sched_getaffinity(0))
 needs_two_cpus = pytest.mark.skipif(not HAVE_TWO_CPUS, reason="needs CPUs 0 and 1 allowed")
 
 # Stand-in vLLM: spawns one worker per NPU; each worker runs threads named like the real
 # ones (comm set through prctl(PR_SET_NAME)), writes its pid and tids, then waits.
-STAND_IN_VLLM = r'''
+STAND_IN_VLLM = r"""
 import ctypes, json, os, subprocess, sys, threading, time
 PR_SET_NAME = 15
 libc = ctypes.CDLL(None, use_errno=True)
@@ -54,16 +55,25 @@ else:
              for i in range(int(sys.argv[3]))]
     for p in procs:
         p.wait()
-'''
+"""
 
 PLAN = {
-    "mode": "topo_affinity", "device_type": "A2", "numa_nodes": {"0": "0-1"},
-    "npus": {"0": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "0", "acl": "1",
-                   "release": "0"},
-             "1": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "1", "acl": "0",
-                   "release": "1"}},
-    "npuops_instance": {"schema": 1, "name": "svc", "vendor": "ascend", "devices": [0, 1],
-                        "main": "0-1", "pool": "0-1", "binding": "host"},
+    "mode": "topo_affinity",
+    "device_type": "A2",
+    "numa_nodes": {"0": "0-1"},
+    "npus": {
+        "0": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "0", "acl": "1", "release": "0"},
+        "1": {"pool": "0-1", "numa_nodes": [0], "irq": "0-1", "main": "1", "acl": "0", "release": "1"},
+    },
+    "npuops_instance": {
+        "schema": 1,
+        "name": "svc",
+        "vendor": "ascend",
+        "devices": [0, 1],
+        "main": "0-1",
+        "pool": "0-1",
+        "binding": "host",
+    },
 }
 
 
@@ -110,58 +120,74 @@ def write_plan(tmp_path, plan=None):
 def run_binder(args, env=None):
     full_env = dict(os.environ)
     full_env.update(env or {})
-    proc = subprocess.run([BINDER, "--json"] + args, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, env=full_env,
-                          timeout=60, check=False)
+    proc = subprocess.run(
+        [BINDER, "--json"] + args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        env=full_env,
+        timeout=60,
+        check=False,
+    )
     return proc.returncode, json.loads(proc.stdout), proc.stderr
 
 
 # pure parsers ----------------------------------------------------------------------------
 
+
 def test_parse_npu_processes_reference_samples():
-    chip = ("| NPU     Chip              | Process id    | Process name             |\n"
-            "| 0       0                 | 3428811       | python3.10               |\n"
-            "| 1       0                 | 3428818       | python3.10               |\n")
+    chip = (
+        "| NPU     Chip              | Process id    | Process name             |\n"
+        "| 0       0                 | 3428811       | python3.10               |\n"
+        "| 1       0                 | 3428818       | python3.10               |\n"
+    )
     assert smi.parse_npu_processes(chip) == [(0, 0, 3428811, 0), (1, 0, 3428818, 0)]
-    npu_only = ("| NPU ID                    | Process id    | Process name   |\n"
-                "| 0                          | 2018733       | VLLMWorker_TP  |\n")
+    npu_only = (
+        "| NPU ID                    | Process id    | Process name   |\n"
+        "| 0                          | 2018733       | VLLMWorker_TP  |\n"
+    )
     assert smi.parse_npu_processes(npu_only) == [(0, None, 2018733, 0)]
-    messy = ("ignored before header\n| NPU Chip | Process id |\n| malformed |\n"
-             "| xx yy | 1001 | vllm |\n| 0 0 | 1234 | vllm |\n+====+\n"
-             "| No running processes found in NPU 3 |\n")
+    messy = (
+        "ignored before header\n| NPU Chip | Process id |\n| malformed |\n"
+        "| xx yy | 1001 | vllm |\n| 0 0 | 1234 | vllm |\n+====+\n"
+        "| No running processes found in NPU 3 |\n"
+    )
     assert smi.parse_npu_processes(messy) == [(0, 0, 1234, 0)]
 
 
 def test_real_a3_table_each_worker_belongs_to_its_big_allocation():
     """Real A3 host: workers also hold a 126 MB context on chip 2/0; home = most memory."""
     from npuops_testing import fixture_text
+
     rows = smi.parse_npu_processes(fixture_text("ascend/a3-16die_npu-smi-info_v25.3.rc1.txt"))
     assert (2, 0, 2268928, 126) in rows and (3, 1, 2268928, 58953) in rows
     npu_map = {n: {0: 2 * n, 1: 2 * n + 1} for n in range(8)}  # A3: two dies per card
     logic = [(smi.resolve_logic(npu_map, n, c), pid, mem) for n, c, pid, mem in rows]
     homes = smi.home_devices(logic)
-    assert homes == {2268921: 4, 2268924: 5, 2268925: 6, 2268928: 7,
-                     2905025: 8, 2906560: 9, 2907938: 10, 2909355: 11}
+    assert homes == {2268921: 4, 2268924: 5, 2268925: 6, 2268928: 7, 2905025: 8, 2906560: 9, 2907938: 10, 2909355: 11}
 
 
-@pytest.mark.parametrize("rel", [
-    "ascend/a2-910b3x8_npu-smi-info_v23.0.7.txt",
-    "ascend/a3-softshare-container_npu-smi-info.txt",
-    "ascend/atlas800i-a2-910b4x8_npu-smi-info_v25.0.rc1.1.txt"])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "ascend/a2-910b3x8_npu-smi-info_v23.0.7.txt",
+        "ascend/a3-softshare-container_npu-smi-info.txt",
+        "ascend/atlas800i-a2-910b4x8_npu-smi-info_v25.0.rc1.1.txt",
+    ],
+)
 def test_real_idle_tables_show_no_workers(rel):
     """Real idle hosts: the device table above the process header is never read as workers."""
     from npuops_testing import fixture_text
+
     text = fixture_text(rel)
     assert "No running processes found" in text
     assert smi.parse_npu_processes(text) == []
     # the same table with one worker row appended is read
-    assert smi.parse_npu_processes(text + "| 3       0                 | 4242 | python3 | 1 |\n") \
-        == [(3, 0, 4242, 1)]
+    assert smi.parse_npu_processes(text + "| 3       0                 | 4242 | python3 | 1 |\n") == [(3, 0, 4242, 1)]
 
 
 def test_parse_npu_map_and_resolve():
-    a3 = ("NPU ID  Chip ID  Chip Logic ID  Chip Phy-ID Chip Name\n"
-          "0 0 0 0 Ascend\n0 1 1 1 Ascend\n0 2 - - Mcu\n")
+    a3 = "NPU ID  Chip ID  Chip Logic ID  Chip Phy-ID Chip Name\n0 0 0 0 Ascend\n0 1 1 1 Ascend\n0 2 - - Mcu\n"
     npu_map = smi.parse_npu_map(a3)
     assert npu_map == {0: {0: 0, 1: 1}}
     assert smi.resolve_logic(npu_map, 0, 1) == 1
@@ -174,10 +200,8 @@ def test_parse_npu_map_and_resolve():
 
 
 def test_gpu_queries():
-    assert smi.parse_gpu_bus_ids("0, 00000000:18:00.0\n1, 00000000:2A:00.0\n") == {
-        "0000:18:00.0": 0, "0000:2a:00.0": 1}
-    assert smi.parse_compute_apps("4242, 00000000:2A:00.0, 1024\nbad\n") == [
-        (4242, "0000:2a:00.0", 1024)]
+    assert smi.parse_gpu_bus_ids("0, 00000000:18:00.0\n1, 00000000:2A:00.0\n") == {"0000:18:00.0": 0, "0000:2a:00.0": 1}
+    assert smi.parse_compute_apps("4242, 00000000:2A:00.0, 1024\nbad\n") == [(4242, "0000:2a:00.0", 1024)]
     assert smi.home_devices([(0, 7, 300), (1, 7, 70000), (1, 8, 5)]) == {7: 1, 8: 1}
 
 
@@ -202,12 +226,14 @@ def test_plan_errors_are_messages(tmp_path):
     code, result, err = run_binder(["--plan", str(bad), "--pid", "1", "--npu", "0"])
     assert code == 1 and "not valid JSON" in result["failed"]
     assert "Traceback" not in err
-    code, result, dummy = run_binder(["--plan", write_plan(tmp_path), "--instance", "other",
-                                      "--pid", "1", "--npu", "0"])
+    code, result, dummy = run_binder(
+        ["--plan", write_plan(tmp_path), "--instance", "other", "--pid", "1", "--npu", "0"]
+    )
     assert code == 1 and "not 'other'" in result["failed"]
 
 
 # real processes --------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 @needs_two_cpus
@@ -215,8 +241,20 @@ def test_binds_real_workers_and_second_run_is_unchanged(tmp_path, workers):
     _proc, infos = workers
     plan = write_plan(tmp_path)
     w0, w1 = infos
-    args = ["--plan", plan, "--instance", "svc", "--pid", str(w0["pid"]), "--npu", "0",
-            "--pid", str(w1["pid"]), "--npu", "1"]
+    args = [
+        "--plan",
+        plan,
+        "--instance",
+        "svc",
+        "--pid",
+        str(w0["pid"]),
+        "--npu",
+        "0",
+        "--pid",
+        str(w1["pid"]),
+        "--npu",
+        "1",
+    ]
     code, result, log = run_binder(args)
     assert code == 0, log
     assert result["changed"] is True
@@ -253,8 +291,7 @@ def test_check_mode_changes_nothing(tmp_path, workers):
     _proc, infos = workers
     w0 = infos[0]
     before = allowed(w0["pid"], w0["threads"]["acl_thread"])
-    code, result, dummy = run_binder(["--plan", write_plan(tmp_path), "--check",
-                                      "--pid", str(w0["pid"]), "--npu", "0"])
+    code, result, dummy = run_binder(["--plan", write_plan(tmp_path), "--check", "--pid", str(w0["pid"]), "--npu", "0"])
     assert code == 0 and result["changed"] is True
     assert allowed(w0["pid"], w0["threads"]["acl_thread"]) == before
 
@@ -265,19 +302,24 @@ def test_discovers_workers_through_npu_smi_and_warns_without_migratepages(tmp_pa
     proc, infos = workers
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    table = ("+----+\n| NPU   Chip  | Process id | Process name | Process memory(MB) |\n"
-             "+====+\n| 0  0  | %d | python3 | 100 |\n| 1  0  | %d | python3 | 100 |\n"
-             "| 1  0  | 1 | init-not-ours | 1 |\n" % (infos[0]["pid"], infos[1]["pid"]))
+    table = (
+        "+----+\n| NPU   Chip  | Process id | Process name | Process memory(MB) |\n"
+        "+====+\n| 0  0  | %d | python3 | 100 |\n| 1  0  | %d | python3 | 100 |\n"
+        "| 1  0  | 1 | init-not-ours | 1 |\n" % (infos[0]["pid"], infos[1]["pid"])
+    )
     npu_map = "NPU ID  Chip ID  Chip Logic ID  Chip Name\n0 0 0 Ascend\n1 0 1 Ascend\n"
     (bindir / "table.txt").write_text(table)
     (bindir / "map.txt").write_text(npu_map)
     smi = bindir / "npu-smi"
-    smi.write_text('#!/bin/sh\nif [ "$2" = "-m" ]; then /bin/cat "%s"; else /bin/cat "%s"; fi\n'
-                   % (bindir / "map.txt", bindir / "table.txt"))
+    smi.write_text(
+        '#!/bin/sh\nif [ "$2" = "-m" ]; then /bin/cat "%s"; else /bin/cat "%s"; fi\n'
+        % (bindir / "map.txt", bindir / "table.txt")
+    )
     smi.chmod(0o755)
     code, result, log = run_binder(
         ["--plan", write_plan(tmp_path), "--timeout", "10", "--interval", "0.2"],
-        env={"PATH": str(bindir), "MAINPID": str(proc.pid)})
+        env={"PATH": str(bindir), "MAINPID": str(proc.pid)},
+    )
     assert code == 0, log
     # pid 1 is on NPU1 but not a descendant of MAINPID: left alone
     assert sorted(w["pid"] for w in result["workers"]) == sorted(i["pid"] for i in infos)
@@ -295,18 +337,20 @@ def test_an_amd_instance_is_bound_from_rocm_smi(tmp_path, workers):
     proc, infos = workers
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    (bindir / "out.txt").write_text(SHOWPIDGPUS % {"w0": infos[0]["pid"], "w1": infos[1]["pid"],
-                                                   "both": proc.pid, "idle": 1})
+    (bindir / "out.txt").write_text(
+        SHOWPIDGPUS % {"w0": infos[0]["pid"], "w1": infos[1]["pid"], "both": proc.pid, "idle": 1}
+    )
     tool = bindir / "rocm-smi"
-    tool.write_text('#!/bin/sh\n[ "$1" = "--showpidgpus" ] && exec /bin/cat "%s"\nexit 2\n'
-                    % (bindir / "out.txt"))
+    tool.write_text('#!/bin/sh\n[ "$1" = "--showpidgpus" ] && exec /bin/cat "%s"\nexit 2\n' % (bindir / "out.txt"))
     tool.chmod(0o755)
     code, result, log = run_binder(
-        ["--plan", write_plan(tmp_path, gpu_plan("amd")), "--timeout", "10", "--interval", "0.2",
-         "--no-migrate"], env={"PATH": str(bindir), "MAINPID": str(proc.pid)})
+        ["--plan", write_plan(tmp_path, gpu_plan("amd")), "--timeout", "10", "--interval", "0.2", "--no-migrate"],
+        env={"PATH": str(bindir), "MAINPID": str(proc.pid)},
+    )
     assert code == 0, log
     assert sorted((w["pid"], w["device"]) for w in result["workers"]) == sorted(
-        [(infos[0]["pid"], 1), (infos[1]["pid"], 0)])
+        [(infos[0]["pid"], 1), (infos[1]["pid"], 0)]
+    )
     for name in ("acl_thread", "release_thread", "worker_thread"):
         assert allowed(infos[0]["pid"], infos[0]["threads"][name]) == "1"
         assert allowed(infos[1]["pid"], infos[1]["threads"][name]) == "0"
@@ -321,8 +365,9 @@ def test_missing_worker_times_out_bounded(tmp_path):
     smi.write_text("#!/bin/sh\necho '| NPU Chip | Process id |'\n")
     smi.chmod(0o755)
     start = time.time()
-    code, result, log = run_binder(["--plan", write_plan(tmp_path), "--timeout", "1",
-                                    "--interval", "0.2"], env={"PATH": str(bindir)})
+    code, result, log = run_binder(
+        ["--plan", write_plan(tmp_path), "--timeout", "1", "--interval", "0.2"], env={"PATH": str(bindir)}
+    )
     assert time.time() - start < 15
     assert code == 2
     assert result["missing"] == [0, 1]
@@ -333,8 +378,7 @@ def test_missing_worker_times_out_bounded(tmp_path):
 def test_gone_process_is_a_clear_error(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
-    code, result, log = run_binder(["--plan", write_plan(tmp_path), "--pid", str(proc.pid),
-                                    "--npu", "0"])
+    code, result, log = run_binder(["--plan", write_plan(tmp_path), "--pid", str(proc.pid), "--npu", "0"])
     assert code == 1
     assert "process %d not found" % proc.pid in result["failed"]
     assert "Traceback" not in log

@@ -38,8 +38,7 @@ BAD_PLANS = {
     "numa_nodes a list": (_plan_with(numa_nodes=["0-1"]), "numa_nodes"),
     "numa_nodes a string": (_plan_with(numa_nodes="0-1"), "numa_nodes"),
     "numa_nodes key not a node": (_plan_with(numa_nodes={"zero": "0-1"}), "numa_nodes"),
-    "numa_nodes cpus not a cpulist": (
-        _plan_with(numa_nodes={"0": "0-x"}, npu0={"numa_nodes": None}), "numa"),
+    "numa_nodes cpus not a cpulist": (_plan_with(numa_nodes={"0": "0-x"}, npu0={"numa_nodes": None}), "numa"),
     "npu numa_nodes not a node": (_plan_with(npu0={"numa_nodes": ["a"]}), "numa_nodes"),
     "npu numa_nodes a dict": (_plan_with(npu0={"numa_nodes": {"0": 1}}), "numa_nodes"),
     "devices not a list": (_plan_with(instance={"devices": "01"}), "devices"),
@@ -58,9 +57,15 @@ def _metrics(directory, name="svc"):
 
 
 def _run(args, timeout=60, env=None):
-    proc = subprocess.run([BINDER_APP, "--json"] + args, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout,
-                          env=dict(os.environ, PATH="/nonexistent", **(env or {})), check=False)
+    proc = subprocess.run(
+        [BINDER_APP, "--json"] + args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        timeout=timeout,
+        env=dict(os.environ, PATH="/nonexistent", **(env or {})),
+        check=False,
+    )
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -77,8 +82,19 @@ def test_a_bad_plan_is_an_error_with_report_and_metrics(tmp_path, case, sleeper)
     plan, word = BAD_PLANS[case]
     path = tmp_path / "svc.plan.json"
     path.write_text(json.dumps(plan))
-    code, out, log = _run(["--plan", str(path), "--root-pid", str(sleeper.pid), "--once",
-                           "--instance", "svc", "--metrics-dir", str(tmp_path)])
+    code, out, log = _run(
+        [
+            "--plan",
+            str(path),
+            "--root-pid",
+            str(sleeper.pid),
+            "--once",
+            "--instance",
+            "svc",
+            "--metrics-dir",
+            str(tmp_path),
+        ]
+    )
     assert "Traceback" not in log, log
     assert code == binder.EXIT_ERROR
     result = json.loads(out)
@@ -90,11 +106,28 @@ def test_a_follow_run_keeps_its_plan_when_the_plan_is_rewritten_badly(tmp_path, 
     path = tmp_path / "svc.plan.json"
     path.write_text(json.dumps(PLAN))
     proc = subprocess.Popen(
-        [BINDER_APP, "--json", "--plan", str(path), "--root-pid", str(sleeper.pid),
-         "--interval", "0.1", "--timeout", "1.5", "--follow", "1.5", "--no-migrate",
-         "--metrics-dir", str(tmp_path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-        env=dict(os.environ, PATH="/nonexistent"))
+        [
+            BINDER_APP,
+            "--json",
+            "--plan",
+            str(path),
+            "--root-pid",
+            str(sleeper.pid),
+            "--interval",
+            "0.1",
+            "--timeout",
+            "1.5",
+            "--follow",
+            "1.5",
+            "--no-migrate",
+            "--metrics-dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        env=dict(os.environ, PATH="/nonexistent"),
+    )
     time.sleep(0.6)
     path.write_text(json.dumps(_plan_with(numa_nodes={"zero": "0-1"})))
     out, log = proc.communicate(timeout=60)
@@ -107,8 +140,7 @@ def test_a_follow_run_keeps_its_plan_when_the_plan_is_rewritten_badly(tmp_path, 
     assert 'npuops_instance_workers_missing{instance="svc"} 2' in _metrics(tmp_path)
 
 
-def test_a_crashed_run_still_writes_its_report_and_failed_metrics(tmp_path, sleeper, monkeypatch,
-                                                                  capsys):
+def test_a_crashed_run_still_writes_its_report_and_failed_metrics(tmp_path, sleeper, monkeypatch, capsys):
     path = tmp_path / "svc.plan.json"
     path.write_text(json.dumps(PLAN))
     # a success exported by the run before
@@ -118,8 +150,9 @@ def test_a_crashed_run_still_writes_its_report_and_failed_metrics(tmp_path, slee
         raise KeyError("an unexpected bug")
 
     monkeypatch.setattr(binder.Binder, "run", crash)
-    code = binder.main(["--json", "--plan", str(path), "--root-pid", str(sleeper.pid), "--once",
-                        "--metrics-dir", str(tmp_path)])
+    code = binder.main(
+        ["--json", "--plan", str(path), "--root-pid", str(sleeper.pid), "--once", "--metrics-dir", str(tmp_path)]
+    )
     captured = capsys.readouterr()
     assert code == binder.EXIT_ERROR
     result = json.loads(captured.out)
@@ -131,8 +164,7 @@ def test_a_crashed_run_still_writes_its_report_and_failed_metrics(tmp_path, slee
 def test_a_plan_that_cannot_be_read_still_says_failed_in_the_metrics(tmp_path):
     path = tmp_path / "svc.plan.json"
     path.write_text("{not json")
-    code, out, log = _run(["--plan", str(path), "--instance", "svc", "--once",
-                           "--metrics-dir", str(tmp_path)])
+    code, out, log = _run(["--plan", str(path), "--instance", "svc", "--once", "--metrics-dir", str(tmp_path)])
     assert code == binder.EXIT_ERROR and "not valid JSON" in json.loads(out)["failed"]
     assert 'npuops_binder_last_run_success{instance="svc"} 0' in _metrics(tmp_path)
 
@@ -154,8 +186,7 @@ def test_the_main_process_listed_on_a_gpu_is_never_a_worker(monkeypatch):
     worker the engine has so far on GPU1: the main process is not bound as GPU0's worker."""
     titles = {101: "VLLM::EngineCore"}
     parents = {100: None, 101: 100, 102: 101}
-    one = _discovery(monkeypatch, gpu_plan("amd"), titles, parents,
-                     rows=[(1, 100, 0), (0, 102, 0)])
+    one = _discovery(monkeypatch, gpu_plan("amd"), titles, parents, rows=[(1, 100, 0), (0, 102, 0)])
     assert 100 not in one.workers
     assert one.workers == {102: 0}
 
@@ -165,15 +196,13 @@ def test_a_tool_listed_process_outside_the_engines_is_no_worker(monkeypatch):
     workers alone are workers once an engine exists."""
     titles = {101: "VLLM::EngineCore"}
     parents = {100: None, 101: 100, 102: 101, 103: 100}
-    one = _discovery(monkeypatch, gpu_plan("amd"), titles, parents,
-                     rows=[(0, 102, 0), (1, 103, 0)])
+    one = _discovery(monkeypatch, gpu_plan("amd"), titles, parents, rows=[(0, 102, 0), (1, 103, 0)])
     assert one.workers == {102: 0}
 
 
 def test_without_an_engine_tool_listed_children_still_are_workers(monkeypatch):
     parents = {100: None, 102: 100, 103: 100}
-    one = _discovery(monkeypatch, gpu_plan("amd"), {}, parents,
-                     rows=[(0, 100, 0), (0, 102, 0), (1, 103, 0)])
+    one = _discovery(monkeypatch, gpu_plan("amd"), {}, parents, rows=[(0, 100, 0), (0, 102, 0), (1, 103, 0)])
     assert one.workers == {102: 0, 103: 1}
 
 
@@ -183,8 +212,7 @@ def test_one_process_reader_per_tool_and_no_name_defined_twice():
             continue
         with open(os.path.join(STANDALONE, name)) as handle:
             tree = ast.parse(handle.read())
-        names = [node.name for node in tree.body
-                 if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+        names = [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
         assert len(names) == len(set(names)), (name, sorted(n for n in names if names.count(n) > 1))
     assert sorted(smi.READERS) == sorted(set(row.tool for row in vendors.VENDORS.values()))
 
@@ -201,8 +229,9 @@ def test_a_name_that_is_not_a_string_is_no_metrics_typeerror(tmp_path, sleeper):
         metrics.write(str(tmp_path), 7, [])
     path = tmp_path / "svc.plan.json"
     path.write_text(json.dumps(_plan_with(instance={"name": 7})))
-    code, out, log = _run(["--plan", str(path), "--root-pid", str(sleeper.pid), "--once",
-                           "--metrics-dir", str(tmp_path)])
+    code, out, log = _run(
+        ["--plan", str(path), "--root-pid", str(sleeper.pid), "--once", "--metrics-dir", str(tmp_path)]
+    )
     assert "Traceback" not in log and code == binder.EXIT_ERROR
     assert "npuops_instance.name 7 is not a name" in json.loads(out)["failed"]
     assert "metrics: no instance name (give --instance)" in log

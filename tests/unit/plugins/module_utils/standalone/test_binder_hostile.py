@@ -19,9 +19,15 @@ SAMPLES = [("npuops_instance_up", [("instance", "svc")], 1)]
 
 
 def _run(args, timeout=60):
-    proc = subprocess.run([BINDER, "--json"] + args, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout,
-                          env=dict(os.environ, PATH="/nonexistent"), check=False)
+    proc = subprocess.run(
+        [BINDER, "--json"] + args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        timeout=timeout,
+        env=dict(os.environ, PATH="/nonexistent"),
+        check=False,
+    )
     return proc.returncode, json.loads(proc.stdout), proc.stderr
 
 
@@ -85,9 +91,25 @@ def test_the_binder_with_a_trickling_ready_url_ends_by_its_deadlines(tmp_path, t
     worker = subprocess.Popen(["sleep", "60"])
     try:
         start = time.time()
-        code, result, log = _run(["--plan", str(plan), "--pid", str(worker.pid), "--npu", "0",
-                                  "--ready-url", trickle, "--ready-timeout", "2",
-                                  "--thread-wait", "0", "--interval", "0.2", "--check"])
+        code, result, log = _run(
+            [
+                "--plan",
+                str(plan),
+                "--pid",
+                str(worker.pid),
+                "--npu",
+                "0",
+                "--ready-url",
+                trickle,
+                "--ready-timeout",
+                "2",
+                "--thread-wait",
+                "0",
+                "--interval",
+                "0.2",
+                "--check",
+            ]
+        )
         assert time.time() - start < 20, log
         assert code == 0 and "did not answer" in log, log
     finally:
@@ -117,18 +139,26 @@ def test_metrics_dir_writable_by_another_uid_cannot_make_root_chmod_a_file(tmp_p
     secret.write_text("root only\n")
     os.chmod(str(secret), 0o600)
     racer = subprocess.Popen(
-        ["python3", "-c", (
-            "import os, sys, time\n"
-            "os.setgid(65534); os.setuid(65534)\n"
-            "d, target, end = sys.argv[1], sys.argv[2], time.time() + 20\n"
-            "while time.time() < end:\n"
-            "    for name in os.listdir(d):\n"
-            "        if name.endswith('.tmp'):\n"
-            "            try:\n"
-            "                os.unlink(os.path.join(d, name))\n"
-            "                os.symlink(target, os.path.join(d, name))\n"
-            "            except OSError:\n"
-            "                pass\n"), str(textfiles), str(secret)])
+        [
+            "python3",
+            "-c",
+            (
+                "import os, sys, time\n"
+                "os.setgid(65534); os.setuid(65534)\n"
+                "d, target, end = sys.argv[1], sys.argv[2], time.time() + 20\n"
+                "while time.time() < end:\n"
+                "    for name in os.listdir(d):\n"
+                "        if name.endswith('.tmp'):\n"
+                "            try:\n"
+                "                os.unlink(os.path.join(d, name))\n"
+                "                os.symlink(target, os.path.join(d, name))\n"
+                "            except OSError:\n"
+                "                pass\n"
+            ),
+            str(textfiles),
+            str(secret),
+        ]
+    )
     try:
         time.sleep(0.3)
         for dummy in range(200):
@@ -152,8 +182,17 @@ def test_files_nested_200000_deep_are_clean_errors(tmp_path, which):
     deep.write_text("[" * 200000 + "]" * 200000)
     plan = tmp_path / "svc.plan.json"
     plan.write_text(json.dumps(PLAN))
-    args = ["--plan", str(deep if which == "plan" else plan), "--once", "--pid", str(os.getpid()),
-            "--npu", "0", "--check", "--no-migrate"]
+    args = [
+        "--plan",
+        str(deep if which == "plan" else plan),
+        "--once",
+        "--pid",
+        str(os.getpid()),
+        "--npu",
+        "0",
+        "--check",
+        "--no-migrate",
+    ]
     if which == "irq-state":
         args += ["--irq-state", str(deep)]
     code, result, log = _run(args)
@@ -166,8 +205,19 @@ def test_the_missing_message_prints_the_time_really_waited(tmp_path):
     plan.write_text(json.dumps(PLAN))
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
-        code, result, log = _run(["--plan", str(plan), "--root-pid", str(sleeper.pid), "--once",
-                                  "--check", "--no-migrate", "--timeout", "900"])
+        code, result, log = _run(
+            [
+                "--plan",
+                str(plan),
+                "--root-pid",
+                str(sleeper.pid),
+                "--once",
+                "--check",
+                "--no-migrate",
+                "--timeout",
+                "900",
+            ]
+        )
     finally:
         sleeper.kill()
         sleeper.wait()

@@ -14,20 +14,29 @@ import time
 
 import pytest
 
-from npuops_testing.binder import (PLAN, allowed, binder_at_engine_start, build_binder,
-                                   stand_in_tree, wait_final)
+from npuops_testing.binder import PLAN, allowed, binder_at_engine_start, build_binder, stand_in_tree, wait_final
 
 HAVE_TWO_CPUS = {0, 1} <= set(os.sched_getaffinity(0))
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not HAVE_TWO_CPUS, reason="needs CPUs 0 and 1 allowed")]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not HAVE_TWO_CPUS, reason="needs CPUs 0 and 1 allowed")]
 # frontend CPU 0; NPU0 main 1 / acl 0 / release 1; NPU1 main 0 / acl 1 / release 0 (PLAN)
-WANT = {0: {"acl_thread": "0", "release_thread": "1", "worker_thread": "1"},
-        1: {"acl_thread": "1", "release_thread": "0", "worker_thread": "0"}}
+WANT = {
+    0: {"acl_thread": "0", "release_thread": "1", "worker_thread": "1"},
+    1: {"acl_thread": "1", "release_thread": "0", "worker_thread": "0"},
+}
 GPU_PLAN = {
-    "mode": "gpu_numa", "numa_nodes": {"0": "0-1"},
+    "mode": "gpu_numa",
+    "numa_nodes": {"0": "0-1"},
     "gpus": {"0": {"pool": "1", "numa_node": 0}},
-    "npuops_instance": {"schema": 1, "name": "svc", "vendor": "nvidia", "devices": [0],
-                        "main": "1", "pool": "1", "frontend": "0", "binding": "host"},
+    "npuops_instance": {
+        "schema": 1,
+        "name": "svc",
+        "vendor": "nvidia",
+        "devices": [0],
+        "main": "1",
+        "pool": "1",
+        "frontend": "0",
+        "binding": "host",
+    },
 }
 
 
@@ -49,9 +58,15 @@ def _env(tmp_path, path=None):
 
 
 def _run(binder, args, env, timeout=90):
-    proc = subprocess.run([binder, "--json"] + args, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, env=env,
-                          timeout=timeout, check=False)
+    proc = subprocess.run(
+        [binder, "--json"] + args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
     return proc.returncode, json.loads(proc.stdout), proc.stderr
 
 
@@ -71,9 +86,21 @@ def test_title_timeline_workers_bound_from_spawn_and_report_ends_true(tmp_path, 
     end with the final titles as workers."""
     env = {"STAND_IN_TITLES": "1,1"}
     with stand_in_tree(tmp_path, workers=2, env=env) as tree:
-        code, result, log = _run(binder, ["--plan", _plan(tmp_path), "--root-pid",
-                                          str(tree.main), "--interval", "0.2", "--follow", "3",
-                                          "--no-migrate"], _env(tmp_path))
+        code, result, log = _run(
+            binder,
+            [
+                "--plan",
+                _plan(tmp_path),
+                "--root-pid",
+                str(tree.main),
+                "--interval",
+                "0.2",
+                "--follow",
+                "3",
+                "--no-migrate",
+            ],
+            _env(tmp_path),
+        )
         assert code == 0, log
         wait_final(tree)
         _assert_workers_bound(tree)
@@ -81,8 +108,7 @@ def test_title_timeline_workers_bound_from_spawn_and_report_ends_true(tmp_path, 
         assert "frontend pid=%d " % tree.workers[1].pid not in log
         by_pid = dict((r["pid"], r) for r in result["workers"])
         assert sorted(by_pid) == sorted(w.pid for w in tree.workers)
-        assert [by_pid[w.pid]["title"] for w in tree.workers] == [
-            "VLLM::Worker_TP0", "VLLM::Worker_TP1"]
+        assert [by_pid[w.pid]["title"] for w in tree.workers] == ["VLLM::Worker_TP0", "VLLM::Worker_TP1"]
         assert [by_pid[w.pid]["device"] for w in tree.workers] == [0, 1]
         assert all(r["role"] == "frontend" for r in result["frontend"])
         assert set(r["pid"] for r in result["frontend"]) == {tree.main, tree.engine}
@@ -100,8 +126,11 @@ def test_main_process_mask_does_not_leak_into_workers_spawned_later(tmp_path, bi
     delayed.mkdir()
 
     def bind(main_pid):
-        return _run(binder, ["--plan", plan, "--root-pid", str(main_pid), "--interval", "0.2",
-                             "--follow", "2", "--no-migrate"], env)
+        return _run(
+            binder,
+            ["--plan", plan, "--root-pid", str(main_pid), "--interval", "0.2", "--follow", "2", "--no-migrate"],
+            env,
+        )
 
     with binder_at_engine_start(delayed, bind, env={"STAND_IN_SPAWN_DELAY": "2"}) as (tree, run):
         code, _result, log = run
@@ -115,12 +144,22 @@ def test_main_process_mask_does_not_leak_into_workers_spawned_later(tmp_path, bi
 
 def test_tp1_worker_titled_vllm_worker_is_device_0s(tmp_path, binder):
     with stand_in_tree(tmp_path, workers=1) as tree:
-        code, result, log = _run(binder, ["--plan", _plan(tmp_path, dict(
-            PLAN, npuops_instance=dict(PLAN["npuops_instance"], devices=[0]))),
-            "--root-pid", str(tree.main), "--once", "--no-migrate"], _env(tmp_path))
+        code, result, log = _run(
+            binder,
+            [
+                "--plan",
+                _plan(tmp_path, dict(PLAN, npuops_instance=dict(PLAN["npuops_instance"], devices=[0]))),
+                "--root-pid",
+                str(tree.main),
+                "--once",
+                "--no-migrate",
+            ],
+            _env(tmp_path),
+        )
         assert code == 0, log
         assert [(r["pid"], r["title"], r["device"]) for r in result["workers"]] == [
-            (tree.workers[0].pid, "VLLM::Worker", 0)]
+            (tree.workers[0].pid, "VLLM::Worker", 0)
+        ]
         _assert_workers_bound(tree, devices=(0,))
         assert result["missing"] == []
 
@@ -129,14 +168,27 @@ def test_dp2_engines_each_with_one_vllm_worker(tmp_path, binder):
     """DP=2 (dense model): EngineCore_DP0 and _DP1, each with one ``VLLM::Worker``: DP rank r
     serves the r-th device."""
     with stand_in_tree(tmp_path, workers=1, dp=2, env={"STAND_IN_TITLES": "0.5,0.5"}) as tree:
-        code, result, log = _run(binder, ["--plan", _plan(tmp_path), "--root-pid",
-                                          str(tree.main), "--interval", "0.2", "--follow", "2",
-                                          "--no-migrate"], _env(tmp_path))
+        code, result, log = _run(
+            binder,
+            [
+                "--plan",
+                _plan(tmp_path),
+                "--root-pid",
+                str(tree.main),
+                "--interval",
+                "0.2",
+                "--follow",
+                "2",
+                "--no-migrate",
+            ],
+            _env(tmp_path),
+        )
         assert code == 0, log
         wait_final(tree)
         _assert_workers_bound(tree)
         assert sorted((r["pid"], r["device"], r["title"]) for r in result["workers"]) == sorted(
-            [(tree.workers[0].pid, 0, "VLLM::Worker"), (tree.workers[1].pid, 1, "VLLM::Worker")])
+            [(tree.workers[0].pid, 0, "VLLM::Worker"), (tree.workers[1].pid, 1, "VLLM::Worker")]
+        )
         for engine in tree.engines:
             assert set(_all_threads(engine).values()) == {"0"}
 
@@ -146,24 +198,62 @@ def test_uniproc_engine_is_device_0s_worker_once_no_worker_can_come(tmp_path, bi
     worker child it is GPU0's worker; before that it is left alone, never pinned as frontend."""
     plan = _plan(tmp_path, GPU_PLAN)
     with stand_in_tree(tmp_path, workers=1, env={"STAND_IN_UNIPROC": "1"}) as tree:
-        code, early, log = _run(binder, ["--plan", plan, "--root-pid", str(tree.main),
-                                         "--once", "--check", "--no-migrate",
-                                         "--uniproc-after", "3600"], _env(tmp_path))
+        code, early, log = _run(
+            binder,
+            [
+                "--plan",
+                plan,
+                "--root-pid",
+                str(tree.main),
+                "--once",
+                "--check",
+                "--no-migrate",
+                "--uniproc-after",
+                "3600",
+            ],
+            _env(tmp_path),
+        )
         assert code == 2 and early["missing"] == [0], log
         assert tree.engine not in [r["pid"] for r in early["frontend"]]
-        code, result, log = _run(binder, ["--plan", plan, "--root-pid", str(tree.main),
-                                          "--interval", "0.2", "--follow", "1", "--no-migrate",
-                                          "--uniproc-after", "1"], _env(tmp_path))
+        code, result, log = _run(
+            binder,
+            [
+                "--plan",
+                plan,
+                "--root-pid",
+                str(tree.main),
+                "--interval",
+                "0.2",
+                "--follow",
+                "1",
+                "--no-migrate",
+                "--uniproc-after",
+                "1",
+            ],
+            _env(tmp_path),
+        )
         assert code == 0, log
         assert [(r["pid"], r["device"]) for r in result["workers"]] == [(tree.engine, 0)]
         assert set(_all_threads(tree.engine).values()) == {"1"}
         assert set(_all_threads(tree.main).values()) == {"0"}
         prom_dir = tmp_path / "prom"
         prom_dir.mkdir()
-        code, _again, log = _run(binder, ["--plan", plan, "--root-pid", str(tree.main), "--once",
-                                          "--no-migrate", "--metrics-dir", str(prom_dir),
-                                          "--uniproc-after", "1"],
-                                 _env(tmp_path))
+        code, _again, log = _run(
+            binder,
+            [
+                "--plan",
+                plan,
+                "--root-pid",
+                str(tree.main),
+                "--once",
+                "--no-migrate",
+                "--metrics-dir",
+                str(prom_dir),
+                "--uniproc-after",
+                "1",
+            ],
+            _env(tmp_path),
+        )
         assert code == 0, log
         prom = (prom_dir / "npuops_svc.prom").read_text()
         assert 'npuops_binding_drift_threads{instance="svc",device="GPU0",role="main"} 0' in prom
@@ -173,12 +263,11 @@ def test_custom_title_prefix_from_the_instance_environment(tmp_path, binder):
     env = {"VLLM_PROCESS_NAME_PREFIX": "ACME", "STAND_IN_TITLES": "0.3,0.3"}
     with stand_in_tree(tmp_path, workers=2, env=env) as tree:
         wait_final(tree)
-        code, result, log = _run(binder, ["--plan", _plan(tmp_path), "--root-pid",
-                                          str(tree.main), "--once", "--no-migrate"],
-                                 _env(tmp_path))
+        code, result, log = _run(
+            binder, ["--plan", _plan(tmp_path), "--root-pid", str(tree.main), "--once", "--no-migrate"], _env(tmp_path)
+        )
         assert code == 0, log
-        assert sorted(r["title"] for r in result["workers"]) == ["ACME::Worker_TP0",
-                                                                 "ACME::Worker_TP1"]
+        assert sorted(r["title"] for r in result["workers"]) == ["ACME::Worker_TP0", "ACME::Worker_TP1"]
         _assert_workers_bound(tree)
 
 
@@ -188,13 +277,14 @@ def test_decoys_titled_like_workers_are_no_workers_and_get_no_memory_move(tmp_pa
     calls = tmp_path / "bin" / "calls"
     env = _env(tmp_path)
     tool = tmp_path / "bin" / "migratepages"
-    tool.write_text("#!/bin/sh\necho \"$1\" >> %s\n" % calls)
+    tool.write_text('#!/bin/sh\necho "$1" >> %s\n' % calls)
     tool.chmod(0o755)
     with stand_in_tree(tmp_path, workers=2, decoys=4) as tree:
-        code, result, log = _run(binder, ["--plan", _plan(tmp_path), "--root-pid",
-                                          str(tree.main), "--interval", "0.2",
-                                          "--thread-wait", "0"], dict(env, PATH=env["PATH"] +
-                                                                      ":/usr/bin:/bin"))
+        code, result, log = _run(
+            binder,
+            ["--plan", _plan(tmp_path), "--root-pid", str(tree.main), "--interval", "0.2", "--thread-wait", "0"],
+            dict(env, PATH=env["PATH"] + ":/usr/bin:/bin"),
+        )
         assert code == 0, log
         assert sorted(r["pid"] for r in result["workers"]) == sorted(w.pid for w in tree.workers)
         frontend = dict((r["pid"], r) for r in result["frontend"])
@@ -210,14 +300,13 @@ def test_decoys_titled_like_workers_are_no_workers_and_get_no_memory_move(tmp_pa
 def test_a_worker_title_of_4300_digits_is_bounded(tmp_path, binder):
     """A worker retitles itself ``VLLM::Worker_TP<4,300 digits>``: no int() of it, no crash;
     the rank comes from the spawn order."""
-    env = {"STAND_IN_TITLES": "0,0", "STAND_IN_FINAL": "Worker_TP" + "9" * 4300,
-           "STAND_IN_PAD": "4400"}
+    env = {"STAND_IN_TITLES": "0,0", "STAND_IN_FINAL": "Worker_TP" + "9" * 4300, "STAND_IN_PAD": "4400"}
     with stand_in_tree(tmp_path, workers=2, env=env) as tree:
         wait_final(tree)
         start = time.time()
-        code, result, log = _run(binder, ["--plan", _plan(tmp_path), "--root-pid",
-                                          str(tree.main), "--once", "--no-migrate"],
-                                 _env(tmp_path))
+        code, result, log = _run(
+            binder, ["--plan", _plan(tmp_path), "--root-pid", str(tree.main), "--once", "--no-migrate"], _env(tmp_path)
+        )
         assert code == 0, log
         assert time.time() - start < 30
         assert sorted(r["device"] for r in result["workers"]) == [0, 1]
@@ -233,17 +322,30 @@ def test_down_instance_exits_3_and_still_writes_metrics(tmp_path, binder):
     prom_dir = tmp_path / "prom"
     prom_dir.mkdir()
     for how in (["--root-pid", str(gone.pid)], ["--unit", "vllm-svc.service"]):
-        code, result, log = _run(binder, ["--plan", _plan(tmp_path), "--once", "--no-migrate",
-                                          "--metrics-dir", str(prom_dir)] + how,
-                                 _env(tmp_path))
+        code, result, log = _run(
+            binder,
+            ["--plan", _plan(tmp_path), "--once", "--no-migrate", "--metrics-dir", str(prom_dir)] + how,
+            _env(tmp_path),
+        )
         assert code == 3 and result["unit_running"] is False, log
         prom = (prom_dir / "npuops_svc.prom").read_text()
         assert 'npuops_instance_up{instance="svc"} 0' in prom
         assert 'npuops_instance_workers_missing{instance="svc"} 2' in prom
     with stand_in_tree(tmp_path, workers=2) as tree:
-        code, _result, log = _run(binder, ["--plan", _plan(tmp_path), "--once", "--no-migrate",
-                                           "--root-pid", str(tree.main),
-                                           "--metrics-dir", str(prom_dir)], _env(tmp_path))
+        code, _result, log = _run(
+            binder,
+            [
+                "--plan",
+                _plan(tmp_path),
+                "--once",
+                "--no-migrate",
+                "--root-pid",
+                str(tree.main),
+                "--metrics-dir",
+                str(prom_dir),
+            ],
+            _env(tmp_path),
+        )
         assert code == 0, log
         prom = (prom_dir / "npuops_svc.prom").read_text()
         assert 'npuops_instance_up{instance="svc"} 1' in prom
@@ -258,10 +360,25 @@ def test_follow_binds_to_a_changed_plan_and_keeps_it_over_a_bad_one(tmp_path, bi
     swapped = json.loads(json.dumps(PLAN))
     swapped["npus"]["0"], swapped["npus"]["1"] = PLAN["npus"]["1"], PLAN["npus"]["0"]
     with stand_in_tree(tmp_path, workers=2) as tree:
-        proc = subprocess.Popen([binder, "--json", "--plan", plan, "--root-pid", str(tree.main),
-                                 "--interval", "0.2", "--follow", "4", "--no-migrate"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                universal_newlines=True, env=_env(tmp_path))
+        proc = subprocess.Popen(
+            [
+                binder,
+                "--json",
+                "--plan",
+                plan,
+                "--root-pid",
+                str(tree.main),
+                "--interval",
+                "0.2",
+                "--follow",
+                "4",
+                "--no-migrate",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+            env=_env(tmp_path),
+        )
         try:
             deadline = time.time() + 20
             w0 = tree.workers[0]
@@ -288,13 +405,13 @@ def test_follow_binds_to_a_changed_plan_and_keeps_it_over_a_bad_one(tmp_path, bi
         assert json.loads(out)["missing"] == []
 
 
-def test_a_slow_engine_is_left_alone_past_uniproc_after_while_the_ready_url_is_silent(
-        tmp_path, binder):
+def test_a_slow_engine_is_left_alone_past_uniproc_after_while_the_ready_url_is_silent(tmp_path, binder):
     """The real vLLM tier on a loaded host: EngineCore spawned its workers long after the
     binder's --uniproc-after clock. With a ready URL that does not answer yet, the clock alone
     does not settle the engine: it stays unpinned until its workers exist, so they inherit the
     instance's mask (0-1), not the frontend's (0)."""
     import socket
+
     closed = socket.socket()
     closed.bind(("127.0.0.1", 0))
     port = closed.getsockname()[1]
@@ -305,10 +422,27 @@ def test_a_slow_engine_is_left_alone_past_uniproc_after_while_the_ready_url_is_s
     delayed.mkdir()
 
     def bind(main_pid):
-        return _run(binder, ["--plan", plan, "--root-pid", str(main_pid), "--interval", "0.2",
-                             "--follow", "2", "--no-migrate", "--uniproc-after", "0.5",
-                             "--ready-timeout", "3",
-                             "--ready-url", "http://127.0.0.1:%d/health" % port], env)
+        return _run(
+            binder,
+            [
+                "--plan",
+                plan,
+                "--root-pid",
+                str(main_pid),
+                "--interval",
+                "0.2",
+                "--follow",
+                "2",
+                "--no-migrate",
+                "--uniproc-after",
+                "0.5",
+                "--ready-timeout",
+                "3",
+                "--ready-url",
+                "http://127.0.0.1:%d/health" % port,
+            ],
+            env,
+        )
 
     with binder_at_engine_start(delayed, bind, env={"STAND_IN_SPAWN_DELAY": "4"}) as (tree, run):
         _code, _result, log = run

@@ -60,9 +60,14 @@ def test_a_device_the_plan_gives_no_node_falls_back():
     assert [one.device_targets[d]["node"] for d in (0, 1)] == [2, 1]
 
 
-@pytest.mark.parametrize("nodes, words", [([2], "device_nodes is a list"),
-                                          ({"0": "x"}, "device_nodes 0: 'x' is not a NUMA node id"),
-                                          ({"0": True}, "is not a NUMA node id")])
+@pytest.mark.parametrize(
+    "nodes, words",
+    [
+        ([2], "device_nodes is a list"),
+        ({"0": "x"}, "device_nodes 0: 'x' is not a NUMA node id"),
+        ({"0": True}, "is not a NUMA node id"),
+    ],
+)
 def test_bad_device_nodes_are_refused_naming_the_field(nodes, words):
     doc = json.loads(OLD_PLAN_JSON)
     doc["npuops_instance"]["device_nodes"] = nodes

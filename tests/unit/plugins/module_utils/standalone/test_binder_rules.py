@@ -24,8 +24,11 @@ from npuops_testing.binder import BINDER_APP, read_module
 
 # every real npu-smi capture: `npu-smi info` tables and `npu-smi info -m` maps
 _REAL = os.path.join(REPO, "tests", "fixtures", "real")
-INFO_TABLES = sorted(os.path.relpath(p, _REAL) for pattern in ("*npu-smi-info_*", "*npu-smi-info.txt")
-                     for p in glob.glob(os.path.join(_REAL, "*", pattern)))
+INFO_TABLES = sorted(
+    os.path.relpath(p, _REAL)
+    for pattern in ("*npu-smi-info_*", "*npu-smi-info.txt")
+    for p in glob.glob(os.path.join(_REAL, "*", pattern))
+)
 MAPS = sorted(os.path.relpath(p, _REAL) for p in glob.glob(os.path.join(_REAL, "*", "*npu-smi-info-m.txt")))
 
 
@@ -75,15 +78,33 @@ def test_the_zipapp_s_bound_is_the_checkout_s(tmp_path):
     collection's message), and takes the last one."""
     import json
     from npuops_testing.binder import PLAN
+
     for cpu, code in ((cpulist.MAX_CPUS - 1, None), (cpulist.MAX_CPUS, 1)):
         plan = json.loads(json.dumps(PLAN))
         plan["npus"]["0"]["main"] = str(cpu)
         path = tmp_path / ("plan%d.json" % cpu)
         path.write_text(json.dumps(plan))
-        proc = subprocess.run([sys.executable, BINDER_APP, "--json", "--plan", str(path),
-                               "--once", "--check", "--no-migrate", "--pid", "1", "--npu", "0"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              universal_newlines=True, timeout=60, check=False)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                BINDER_APP,
+                "--json",
+                "--plan",
+                str(path),
+                "--once",
+                "--check",
+                "--no-migrate",
+                "--pid",
+                "1",
+                "--npu",
+                "0",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+            timeout=60,
+            check=False,
+        )
         failed = json.loads(proc.stdout).get("failed") or ""
         if code == 1:
             assert proc.returncode == 1 and "beyond the kernel's limit (%d)" % (cpu - 1) in failed
@@ -94,15 +115,21 @@ def test_the_zipapp_s_bound_is_the_checkout_s(tmp_path):
 @pytest.mark.parametrize("rel", INFO_TABLES)
 def test_every_real_npu_smi_table_reads_as_the_collection_reads_it(rel):
     text = fixture_text(rel)
-    expected = [(p["npu_id"], p["chip_id"], p["pid"], p["memory_mb"] or 0)
-                for p in npu_smi.parse_info(text)["processes"]]
+    expected = [
+        (p["npu_id"], p["chip_id"], p["pid"], p["memory_mb"] or 0) for p in npu_smi.parse_info(text)["processes"]
+    ]
     assert smi.parse_npu_processes(text) == expected
     # and every process row of the table is one of them (pid column read back by hand): the
     # first cell holds "NPU Chip" (910B, A3) or the NPU ID alone (950's own column)
-    pids = set(int(line.split("|")[2]) for line in text.splitlines()
-               if line.startswith("| ") and line.count("|") >= 4 and
-               line.split("|")[2].strip().isdigit() and len(line.split("|")[1].split()) in (1, 2)
-               and line.split("|")[1].split()[0].isdigit())
+    pids = set(
+        int(line.split("|")[2])
+        for line in text.splitlines()
+        if line.startswith("| ")
+        and line.count("|") >= 4
+        and line.split("|")[2].strip().isdigit()
+        and len(line.split("|")[1].split()) in (1, 2)
+        and line.split("|")[1].split()[0].isdigit()
+    )
     assert set(row[2] for row in expected) == pids
 
 
@@ -111,5 +138,6 @@ def test_every_real_npu_smi_map_reads_as_the_collection_reads_it(rel):
     text = fixture_text(rel)
     raw = npu_smi.parse_map(text)["map"]
     assert smi.parse_npu_map(text) == dict(
-        (int(n), dict((int(c), int(l)) for c, l in chips.items())) for n, chips in raw.items())
+        (int(n), dict((int(c), int(l)) for c, l in chips.items())) for n, chips in raw.items()
+    )
     assert len(smi.parse_npu_map(text)) == 8

@@ -17,8 +17,7 @@ import pytest
 from npuops_testing.binder import BINDER_APP, allowed, gpu_plan, stand_in_tree
 
 HAVE_TWO_CPUS = {0, 1} <= set(os.sched_getaffinity(0))
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not HAVE_TWO_CPUS, reason="needs CPUs 0 and 1 allowed")]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not HAVE_TWO_CPUS, reason="needs CPUs 0 and 1 allowed")]
 BUS = {0: "00000000:18:00.0", 1: "00000000:3B:00.0"}
 NAMES = ("acl_thread", "release_thread", "worker_thread")
 
@@ -27,8 +26,12 @@ def _plan(tmp_path, version, engine="vllm"):
     plan = copy.deepcopy(gpu_plan("nvidia"))  # GPU0 pool CPU 0, GPU1 pool CPU 1
     plan["npuops_instance"]["frontend"] = "0-1"
     if version is not None:
-        plan["worker_start"] = {"engine": engine, "version": version, "order": "rank",
-                                "source": "/usr/lib/python3/site-packages/vllm-x.dist-info"}
+        plan["worker_start"] = {
+            "engine": engine,
+            "version": version,
+            "order": "rank",
+            "source": "/usr/lib/python3/site-packages/vllm-x.dist-info",
+        }
     path = tmp_path / "svc.plan.json"
     path.write_text(json.dumps(plan))
     return str(path)
@@ -39,12 +42,12 @@ def _nvidia_smi(tmp_path, apps):
     bindir = tmp_path / "bin"
     bindir.mkdir(exist_ok=True)
     (bindir / "gpus.csv").write_text("".join("%d, %s\n" % (i, BUS[i]) for i in sorted(BUS)))
-    (bindir / "apps.csv").write_text("".join("%d, %s, 900 MiB\n" % (pid, BUS[gpu])
-                                             for pid, gpu in apps))
+    (bindir / "apps.csv").write_text("".join("%d, %s, 900 MiB\n" % (pid, BUS[gpu]) for pid, gpu in apps))
     tool = bindir / "nvidia-smi"
-    tool.write_text('#!/bin/sh\ncase "$1" in\n  --query-gpu=*) exec /bin/cat "%s" ;;\n'
-                    '  --query-compute-apps=*) exec /bin/cat "%s" ;;\nesac\nexit 2\n'
-                    % (bindir / "gpus.csv", bindir / "apps.csv"))
+    tool.write_text(
+        '#!/bin/sh\ncase "$1" in\n  --query-gpu=*) exec /bin/cat "%s" ;;\n'
+        '  --query-compute-apps=*) exec /bin/cat "%s" ;;\nesac\nexit 2\n' % (bindir / "gpus.csv", bindir / "apps.csv")
+    )
     tool.chmod(0o755)
     return dict(os.environ, PATH=str(bindir))
 
@@ -56,9 +59,15 @@ def _no_tools(tmp_path):
 
 
 def _run(args, env, timeout=60):
-    proc = subprocess.run([BINDER_APP, "--json"] + args, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, env=env,
-                          timeout=timeout, check=False)
+    proc = subprocess.run(
+        [BINDER_APP, "--json"] + args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
     return proc.returncode, json.loads(proc.stdout), proc.stderr
 
 
@@ -76,15 +85,15 @@ def test_out_of_order_start_is_placed_by_nvidia_smi(tmp_path):
         rank0, rank1 = tree.workers
         assert rank1.pid < rank0.pid  # rank 1 really started first
         env = _nvidia_smi(tmp_path, [(rank1.pid, 1), (rank0.pid, 0)])
-        code, result, log = _run(["--plan", _plan(tmp_path, "0.34.0"), "--root-pid",
-                                  str(tree.main), "--once", "--no-migrate"], env)
+        code, result, log = _run(
+            ["--plan", _plan(tmp_path, "0.34.0"), "--root-pid", str(tree.main), "--once", "--no-migrate"], env
+        )
         assert code == 0, log
         assert _placed(result) == sorted([(rank0.pid, 0), (rank1.pid, 1)])
         for name in NAMES:
             assert allowed(rank0.pid, rank0.threads[name]) == "0"
             assert allowed(rank1.pid, rank1.threads[name]) == "1"
-        assert result["worker_start"] == {"engine": "vllm", "version": "0.34.0",
-                                          "order": "concurrent"}
+        assert result["worker_start"] == {"engine": "vllm", "version": "0.34.0", "order": "concurrent"}
         assert "workers start in concurrent order (vllm 0.34.0" in log
 
 
@@ -92,8 +101,10 @@ def test_out_of_order_start_without_tools_waits_for_titles(tmp_path):
     """No device tool answers: the unranked workers are left alone (pending, their inherited
     CPUs kept), never bound by spawn order; the devices are reported missing."""
     with stand_in_tree(tmp_path, workers=2, env=OUT_OF_ORDER) as tree:
-        code, result, log = _run(["--plan", _plan(tmp_path, "0.33.1"), "--root-pid",
-                                  str(tree.main), "--once", "--no-migrate"], _no_tools(tmp_path))
+        code, result, log = _run(
+            ["--plan", _plan(tmp_path, "0.33.1"), "--root-pid", str(tree.main), "--once", "--no-migrate"],
+            _no_tools(tmp_path),
+        )
         assert code == 2, log
         assert result["workers"] == [] and sorted(result["missing"]) == [0, 1]
         for worker in tree.workers:
@@ -118,25 +129,37 @@ def test_out_of_order_start_is_placed_once_titles_carry_ranks(tmp_path):
     env = {"STAND_IN_START_ORDER": "1,0", "STAND_IN_TITLES": "0.5,0.5"}
     with stand_in_tree(tmp_path, workers=2, env=env) as tree:
         rank0, rank1 = tree.workers
-        code, result, log = _run(["--plan", _plan(tmp_path, "0.34.0"), "--root-pid",
-                                  str(tree.main), "--timeout", "20", "--interval", "0.2",
-                                  "--no-migrate"], _no_tools(tmp_path))
+        code, result, log = _run(
+            [
+                "--plan",
+                _plan(tmp_path, "0.34.0"),
+                "--root-pid",
+                str(tree.main),
+                "--timeout",
+                "20",
+                "--interval",
+                "0.2",
+                "--no-migrate",
+            ],
+            _no_tools(tmp_path),
+        )
         assert code == 0, log
         assert _placed(result) == sorted([(rank0.pid, 0), (rank1.pid, 1)])
         assert allowed(rank0.pid, rank0.threads["acl_thread"]) == "0"
         assert allowed(rank1.pid, rank1.threads["acl_thread"]) == "1"
 
 
-@pytest.mark.parametrize("version, environ", [("0.32.0", {}), ("0.34.0", {
-    "VLLM_WORKER_MULTIPROC_METHOD": "fork"})])
+@pytest.mark.parametrize("version, environ", [("0.32.0", {}), ("0.34.0", {"VLLM_WORKER_MULTIPROC_METHOD": "fork"})])
 def test_engines_that_start_in_rank_order_are_placed_by_spawn_order(tmp_path, version, environ):
     """vLLM 0.32 (one by one) and vLLM 0.34 under the fork start method: spawn order is rank
     order, so unranked workers are placed from the first pass without any tool."""
     env = dict({"STAND_IN_TITLES": "60,60"}, **environ)
     with stand_in_tree(tmp_path, workers=2, env=env) as tree:
         rank0, rank1 = tree.workers
-        code, result, log = _run(["--plan", _plan(tmp_path, version), "--root-pid",
-                                  str(tree.main), "--once", "--no-migrate"], _no_tools(tmp_path))
+        code, result, log = _run(
+            ["--plan", _plan(tmp_path, version), "--root-pid", str(tree.main), "--once", "--no-migrate"],
+            _no_tools(tmp_path),
+        )
         assert code == 0, log
         assert _placed(result) == sorted([(rank0.pid, 0), (rank1.pid, 1)])
         assert result["worker_start"]["order"] == "rank"
@@ -148,8 +171,9 @@ def test_a_plan_without_worker_start_on_a_gpu_host_trusts_no_spawn_order(tmp_pat
     with stand_in_tree(tmp_path, workers=2, env=OUT_OF_ORDER) as tree:
         rank0, rank1 = tree.workers
         env = _nvidia_smi(tmp_path, [(rank0.pid, 0), (rank1.pid, 1)])
-        code, result, log = _run(["--plan", _plan(tmp_path, None), "--root-pid",
-                                  str(tree.main), "--once", "--no-migrate"], env)
+        code, result, log = _run(
+            ["--plan", _plan(tmp_path, None), "--root-pid", str(tree.main), "--once", "--no-migrate"], env
+        )
         assert code == 0, log
         assert _placed(result) == sorted([(rank0.pid, 0), (rank1.pid, 1)])
         assert result["worker_start"] == {"engine": "vllm", "version": None, "order": "unknown"}
@@ -160,7 +184,8 @@ def test_a_bad_worker_start_block_is_a_plan_error(tmp_path):
     plan = gpu_plan("nvidia")
     plan["worker_start"] = ["vllm", "0.34.0"]
     path.write_text(json.dumps(plan))
-    code, result, log = _run(["--plan", str(path), "--root-pid", str(os.getpid()), "--once",
-                              "--check"], _no_tools(tmp_path))
+    code, result, log = _run(
+        ["--plan", str(path), "--root-pid", str(os.getpid()), "--once", "--check"], _no_tools(tmp_path)
+    )
     assert code == 1
     assert "worker_start is a list, not a mapping" in result["failed"]

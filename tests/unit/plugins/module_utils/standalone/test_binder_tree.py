@@ -19,8 +19,7 @@ from ansible_collections.npuops.fleet.plugins.module_utils.render import binder_
 from npuops_testing.binder import BINDER_APP, PLAN, allowed, build_binder, read_module, stand_in_tree
 
 HAVE_TWO_CPUS = {0, 1} <= set(os.sched_getaffinity(0))
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not HAVE_TWO_CPUS, reason="needs CPUs 0 and 1 allowed")]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not HAVE_TWO_CPUS, reason="needs CPUs 0 and 1 allowed")]
 
 
 def _plan(tmp_path, plan=None):
@@ -30,9 +29,15 @@ def _plan(tmp_path, plan=None):
 
 
 def _run(binder, args, env, timeout=60):
-    proc = subprocess.run([binder, "--json"] + args, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, env=env,
-                          timeout=timeout, check=False)
+    proc = subprocess.run(
+        [binder, "--json"] + args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
     return proc.returncode, json.loads(proc.stdout), proc.stderr
 
 
@@ -47,9 +52,21 @@ def test_whole_tree_lands_on_its_planned_cpus_and_late_threads_are_bound(tmp_pat
     bindir = tmp_path / "bin"
     bindir.mkdir()
     with stand_in_tree(tmp_path, workers=2, late_thread_after=1.5) as tree:
-        code, result, log = _run(binder, ["--plan", _plan(tmp_path), "--root-pid",
-                                          str(tree.main), "--interval", "0.2",
-                                          "--follow", "4", "--no-migrate"], _env(bindir))
+        code, result, log = _run(
+            binder,
+            [
+                "--plan",
+                _plan(tmp_path),
+                "--root-pid",
+                str(tree.main),
+                "--interval",
+                "0.2",
+                "--follow",
+                "4",
+                "--no-migrate",
+            ],
+            _env(bindir),
+        )
         assert code == 0, log
         # frontend: the main process, EngineCore and every thread in them
         for pid in (tree.main, tree.engine):
@@ -71,8 +88,9 @@ def test_whole_tree_lands_on_its_planned_cpus_and_late_threads_are_bound(tmp_pat
         assert roles[w0.pid] == "worker" and roles[w1.pid] == "worker"
         assert sorted(r["device"] for r in result["workers"]) == [0, 1]
         # a second, one-pass run (the reconciler) finds nothing to change
-        code, again, log = _run(binder, ["--plan", _plan(tmp_path), "--root-pid",
-                                         str(tree.main), "--once", "--no-migrate"], _env(bindir))
+        code, again, log = _run(
+            binder, ["--plan", _plan(tmp_path), "--root-pid", str(tree.main), "--once", "--no-migrate"], _env(bindir)
+        )
         assert code == 0 and again["changed"] is False, log
 
 
@@ -95,8 +113,7 @@ def test_memory_moves_only_after_the_server_is_ready_and_only_private_pages(tmp_
     calls = tmp_path / "migratepages.log"
     tool = bindir / "migratepages"
     # records when it ran and its capability bounding set (CAP_SYS_NICE is bit 23)
-    tool.write_text("#!/bin/sh\necho \"$1 $(date +%%s.%%N) $(grep CapBnd /proc/self/status)\" "
-                    ">> %s\n" % calls)
+    tool.write_text('#!/bin/sh\necho "$1 $(date +%%s.%%N) $(grep CapBnd /proc/self/status)" >> %s\n' % calls)
     tool.chmod(0o755)
     server = http.server.HTTPServer(("127.0.0.1", 0), _Health)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -104,14 +121,25 @@ def test_memory_moves_only_after_the_server_is_ready_and_only_private_pages(tmp_
     try:
         with stand_in_tree(tmp_path, workers=2) as tree:
             _Health.ready_at = time.time() + 2.0
-            code, result, log = _run(binder, ["--plan", _plan(tmp_path), "--root-pid",
-                                              str(tree.main), "--interval", "0.2",
-                                              "--ready-url", url, "--thread-wait", "1"],
-                                     dict(_env(bindir), PATH=str(bindir) + ":/usr/bin:/bin"))
+            code, result, log = _run(
+                binder,
+                [
+                    "--plan",
+                    _plan(tmp_path),
+                    "--root-pid",
+                    str(tree.main),
+                    "--interval",
+                    "0.2",
+                    "--ready-url",
+                    url,
+                    "--thread-wait",
+                    "1",
+                ],
+                dict(_env(bindir), PATH=str(bindir) + ":/usr/bin:/bin"),
+            )
             assert code == 0, log
             lines = calls.read_text().splitlines()
-            assert sorted(int(line.split()[0]) for line in lines) == sorted(
-                w.pid for w in tree.workers)
+            assert sorted(int(line.split()[0]) for line in lines) == sorted(w.pid for w in tree.workers)
             for line in lines:
                 ran_at = float(line.split()[1])
                 assert ran_at >= _Health.ready_at - 0.05, (ran_at, _Health.ready_at)
@@ -132,9 +160,12 @@ def test_a_hanging_tool_is_bounded(tmp_path):
     smi.write_text("#!/bin/sh\n/bin/sleep 300 &\n/bin/sleep 300\n")
     smi.chmod(0o755)
     start = time.time()
-    code, result, log = _run(binder, ["--plan", _plan(tmp_path), "--timeout", "1",
-                                      "--tool-timeout", "1", "--interval", "0.2"],
-                             _env(bindir), timeout=30)
+    code, result, log = _run(
+        binder,
+        ["--plan", _plan(tmp_path), "--timeout", "1", "--tool-timeout", "1", "--interval", "0.2"],
+        _env(bindir),
+        timeout=30,
+    )
     assert time.time() - start < 10, log
     assert code == 2 and result["missing"] == [0, 1]
 
@@ -146,8 +177,9 @@ def test_binder_app_is_one_reproducible_file(tmp_path):
         assert one.read() == two.read()
     with open(BINDER_APP, "rb") as handle:
         assert handle.read(2) == b"#!"
-    out = subprocess.run([sys.executable, first, "--help"], stdout=subprocess.PIPE,
-                         universal_newlines=True, check=False)
+    out = subprocess.run(
+        [sys.executable, first, "--help"], stdout=subprocess.PIPE, universal_newlines=True, check=False
+    )
     assert out.returncode == 0 and "npuops-bind" in out.stdout
 
 
@@ -158,13 +190,15 @@ def test_the_module_imports_exactly_what_the_zipapp_holds():
     lists but the binder never imports would be shipped for nothing. Every file of
     standalone/ is reached."""
     from ansible_collections.npuops.fleet.plugins.modules import vllm_launch_wrapper
+
     imported = set(m.__name__ for m in vllm_launch_wrapper.BINDER_MODULES)
     needed = set(binder_app.closure(read_module))
     assert imported == needed
     here = os.path.dirname(vllm_launch_wrapper.binder.__file__)
     package = vllm_launch_wrapper.binder.__name__.rsplit(".", 1)[0]
-    assert set("%s.%s" % (package, n[:-3]) for n in os.listdir(here)
-               if n.endswith(".py") and n != "__init__.py") <= needed
+    assert (
+        set("%s.%s" % (package, n[:-3]) for n in os.listdir(here) if n.endswith(".py") and n != "__init__.py") <= needed
+    )
     # the module's own reader (pkgutil, as under AnsiballZ) gives the same bytes
     read = binder_app.reader(vllm_launch_wrapper.BINDER_MODULES)
     assert binder_app.closure(read) == binder_app.closure(read_module)
@@ -174,6 +208,7 @@ def test_the_module_imports_exactly_what_the_zipapp_holds():
 
 def test_the_installed_binder_is_the_module_s_own_zipapp():
     from ansible_collections.npuops.fleet.plugins.modules import vllm_launch_wrapper
+
     data = vllm_launch_wrapper.binder_script()
     with open(BINDER_APP, "rb") as handle:
         ours = handle.read()

@@ -15,9 +15,14 @@ from npuops_testing.gpu_hosts import SHOWPIDGPUS
 def test_every_vendor_row_has_a_process_reader_and_its_table(name):
     row = vendors.VENDORS[name]
     assert row.tool in smi.READERS and row.process_query[0] == row.tool
-    plan = gpu_plan(name) if row.is_gpu else {
-        "npus": {"0": {"main": "1", "acl": "0", "release": "1", "numa_nodes": [0]}},
-        "npuops_instance": {"vendor": name, "devices": [0]}}
+    plan = (
+        gpu_plan(name)
+        if row.is_gpu
+        else {
+            "npus": {"0": {"main": "1", "acl": "0", "release": "1", "numa_nodes": [0]}},
+            "npuops_instance": {"vendor": name, "devices": [0]},
+        }
+    )
     target = targets.device_target(plan, 0)
     assert target["label"] == "%s0" % row.device_word
     assert target["main"] == ([0] if row.is_gpu else [1])
@@ -26,12 +31,17 @@ def test_every_vendor_row_has_a_process_reader_and_its_table(name):
 def test_an_amd_plan_is_agpu_plan():
     plan = gpu_plan("amd")
     assert targets.vendor_of(plan) is vendors.VENDORS["amd"]
-    assert targets.device_target(plan, 1) == {"label": "GPU1", "device": 1, "main": [1],
-                                              "acl": [], "release": [], "node": 0}
+    assert targets.device_target(plan, 1) == {
+        "label": "GPU1",
+        "device": 1,
+        "main": [1],
+        "acl": [],
+        "release": [],
+        "node": 0,
+    }
     # read as Ascend (the old branch on "nvidia"), the plan has no npus table: refused
     with pytest.raises(rules.BindError, match="not in the plan"):
-        targets.device_target(dict(plan, npuops_instance=dict(plan["npuops_instance"],
-                                                              vendor="ascend")), 1)
+        targets.device_target(dict(plan, npuops_instance=dict(plan["npuops_instance"], vendor="ascend")), 1)
 
 
 def test_an_unknown_vendor_is_refused_and_an_old_plan_is_ascend():

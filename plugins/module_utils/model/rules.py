@@ -160,7 +160,7 @@ def numa_distance(topology):
             if len(row) != len(raw):
                 return None
             distances = [row[other] for other in raw]
-            if any(type(value) is not int or value <= 0 for value in distances):
+            if any(value.__class__ is not int or value <= 0 for value in distances):
                 return None
             table[int(key)] = dict(zip(map(int, raw), distances))
     except (AttributeError, KeyError, TypeError, ValueError):

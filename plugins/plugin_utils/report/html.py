@@ -285,7 +285,7 @@ def svg_map(host, plan, index, policy):
     def x(cpu):
         return left + cpu * scale
 
-    def bar(first, last, least=0.0, **more):
+    def cpu_span(first, last, least=0.0, **more):
         more.update(x="%.2f" % x(first), w="%.2f" % max((last - first + 1) * scale, least))
         return more
 
@@ -300,12 +300,12 @@ def svg_map(host, plan, index, policy):
         "host": host["name"],
         "rows": [],
         "nodes": [
-            bar(first, last, fill=shades[pos % 2], title="NUMA node %d: %s" % (node, cpulist.format(cpus)))
+            cpu_span(first, last, fill=shades[pos % 2], title="NUMA node %d: %s" % (node, cpulist.format(cpus)))
             for pos, (node, cpus) in enumerate(sorted(numa.items()))
             for first, last in _runs(cpus)
         ],
-        "denied": [bar(f, la) for f, la in _runs(set(online) - allowed if allowed else [])],
-        "allowed": [bar(f, la) for f, la in _runs(allowed)],
+        "denied": [cpu_span(f, la) for f, la in _runs(set(online) - allowed if allowed else [])],
+        "allowed": [cpu_span(f, la) for f, la in _runs(allowed)],
     }
     labels, out["unlabelled"] = node_labels(numa, scale)
     out["labels"] = [("%.2f" % (left + centre), node) for centre, node in labels]
@@ -318,7 +318,7 @@ def svg_map(host, plan, index, policy):
             "bold": False,
             "label": label + (" \u26a0" if dev["cross_numa"] else ""),
             "runs": [],
-            "home": [bar(f, la) for node in dev["home_nodes"] for f, la in _runs(numa.get(node, []))],
+            "home": [cpu_span(f, la) for node in dev["home_nodes"] for f, la in _runs(numa.get(node, []))],
         }
         parts = [(r, cpu_ids(dev["roles"][r])) for r in ROLES]
         pool = cpu_ids(dev["pool"])
@@ -327,7 +327,7 @@ def svg_map(host, plan, index, policy):
         for role, cpus in parts:
             for first, last in _runs(cpus):
                 row["runs"].append(
-                    bar(
+                    cpu_span(
                         first,
                         last,
                         0.8,
@@ -335,7 +335,7 @@ def svg_map(host, plan, index, policy):
                         title="%s %s: %s" % (dev["label"], role, cpulist.format(range(first, last + 1))),
                     )
                 )
-        row["overlap"] = [bar(f, la, 1) for f, la in _runs(overlap.intersection(pool))]
+        row["overlap"] = [cpu_span(f, la, 1) for f, la in _runs(overlap.intersection(pool))]
         out["rows"].append(row)
         y += row_h + gap
     for name, cpus in budget_rows:
@@ -348,7 +348,7 @@ def svg_map(host, plan, index, policy):
                 "home": [],
                 "overlap": [],
                 "runs": [
-                    bar(
+                    cpu_span(
                         f, la, 0.8, fill=BUDGET_COLOURS[name], title="%s: %s" % (name, cpulist.format(range(f, la + 1)))
                     )
                     for f, la in _runs(cpus)
@@ -366,7 +366,7 @@ def svg_map(host, plan, index, policy):
                 "home": [],
                 "overlap": [],
                 "runs": [
-                    bar(f, la, 1, fill=OVERLAP_COLOUR, title="shared: %s" % cpulist.format(range(f, la + 1)))
+                    cpu_span(f, la, 1, fill=OVERLAP_COLOUR, title="shared: %s" % cpulist.format(range(f, la + 1)))
                     for f, la in _runs(overlap)
                 ],
             }

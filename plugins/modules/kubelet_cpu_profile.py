@@ -195,19 +195,19 @@ kubelet:
 import contextlib
 
 from ansible_collections.npuops.fleet.plugins.module_utils.apply import fileops
-from ansible_collections.npuops.fleet.plugins.module_utils.apply import kubelet_config
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.module_utils.host.hostio import LiveHostIO
 from ansible_collections.npuops.fleet.plugins.module_utils.host.paths import check_components
-from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet as kubelet_facts
-from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet_options as ko
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.apply import config as kubelet_config
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.model import facts as kubelet_facts
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.model import options as ko
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.parse import files as parse
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.plan import state as kubelet_state
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.plan.checks import start_errors
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.plan.profile import kubelet_profile
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules, schema
-from ansible_collections.npuops.fleet.plugins.module_utils.parse import kubelet as parse
-from ansible_collections.npuops.fleet.plugins.module_utils.plan import kubelet_state
-from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_checks import start_errors
-from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_profile import kubelet_profile
 
 DEFAULT_DIR = "/etc/kubernetes/kubelet.conf.d"
 MEMORY_OPTIONS = ("kube_reserved_memory", "system_reserved_memory", "eviction_hard_memory", "memory_reserved_node")

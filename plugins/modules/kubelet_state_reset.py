@@ -129,10 +129,10 @@ steps:
            "moved /var/lib/kubelet/cpu_manager_state aside", "wrote /var/lib/kubelet/config.yaml"]
 """
 
-from ansible_collections.npuops.fleet.plugins.module_utils.apply import kubelet_reset
 from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner import run
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import command
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.apply import reset as kubelet_reset
 
 RUNNING = ("active", "activating", "deactivating", "reloading", "refreshing")
 DEPRECATED = ("node_name", "kubeconfig", "healthz_url", "drain_timeout", "start_timeout")

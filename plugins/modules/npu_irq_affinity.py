@@ -220,10 +220,11 @@ from ansible_collections.npuops.fleet.plugins.module_utils.apply.module_runner i
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import IrqError, ParseError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import command
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.plan import profile as kubelet_profile
 from ansible_collections.npuops.fleet.plugins.module_utils.model import instance_files
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules as host_rules
-from ansible_collections.npuops.fleet.plugins.module_utils.plan import irq_pins, kubelet_profile
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import irqbalance_conf
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import irq_pins
 from ansible_collections.npuops.fleet.plugins.module_utils.render import irqbalance
 
 

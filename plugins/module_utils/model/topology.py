@@ -17,10 +17,11 @@ import re
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, ParseError
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.model import facts as kubelet
 from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_facts, device_nodes, rules
-from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_partition_facts, inventory, kubelet
-from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_ascend_version
+from ansible_collections.npuops.fleet.plugins.module_utils.model import cpu_partition_facts, inventory
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_version
+from ansible_collections.npuops.fleet.plugins.module_utils.vllm_ascend.model import version as vllm_ascend_version
 from ansible_collections.npuops.fleet.plugins.module_utils.parse import (
     cgroup,
     cpu_topology,

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """``npu_topology.vllm`` and an instance's own vLLM: which vLLM runs, read, never imported.
 
-vLLM is read exactly as vllm-ascend is (``vllm_ascend_version``, ``package=VLLM``: the same
+vLLM is read exactly as vllm-ascend is (``vllm_ascend/model/version``, ``package=VLLM``: the same
 site-packages rules and the same bounds against hostile images): the facts look in the roots
 of the accelerator workers, then in the environments the user names, then in the host's
 site-packages. An instance looks in its own environment first - the virtual environment or
@@ -18,8 +18,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import WrapperError
-from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_ascend_version as reader
 from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_flags
+from ansible_collections.npuops.fleet.plugins.module_utils.vllm_ascend.model import version as reader
 
 
 def gather(io, paths=None, pids=(), errors=None, warnings=None):

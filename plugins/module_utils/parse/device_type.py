@@ -23,7 +23,7 @@ __metaclass__ = type
 
 import re
 
-# the plan modes a type's vllm-ascend binding starts from (plan/vllm_ascend.py has the same
+# the plan modes a type's vllm-ascend binding starts from (vllm_ascend/plan/allocator.py has the same
 # names: vllm_ascend/cpu_binding.py TOPO_AFFINITY_MODE / GLOBAL_SLICE_MODE)
 TOPO_AFFINITY = "topo_affinity"
 GLOBAL_SLICE = "global_slice"

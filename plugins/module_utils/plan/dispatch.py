@@ -4,7 +4,7 @@
 """``make_plan``: topology facts + options -> the CPU plan (schema in docs/dev/architecture.md).
 
 Dispatch only: validation of the options, the inputs each policy needs, and the plan dict.
-The allocators live in strict.py and vllm_ascend.py, GPU pools and pairing in gpu.py, the
+The allocators live in strict.py and vllm_ascend/plan/allocator.py, GPU pools and pairing in gpu.py, the
 frontend of each instance and the host's ``cpu_budget`` (strict and gpu_numa) in frontend.py.
 """
 
@@ -22,13 +22,13 @@ from ansible_collections.npuops.fleet.plugins.module_utils.plan.instance_input i
     int_list as _int_list,
     validate_instances,
 )
+from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import gpu as gpu_plan
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import layout
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import roles as cpu_roles
 from ansible_collections.npuops.fleet.plugins.module_utils.plan import strict as policy_strict
-from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_predict as va_predict
-from ansible_collections.npuops.fleet.plugins.module_utils.plan import vllm_ascend_releases
-from ansible_collections.npuops.fleet.plugins.module_utils.errors import ParseError, PlanError
+from ansible_collections.npuops.fleet.plugins.module_utils.vllm_ascend.plan import predict as va_predict
+from ansible_collections.npuops.fleet.plugins.module_utils.vllm_ascend.plan import releases as vllm_ascend_releases
 
 
 def _node_cpus(topology):

@@ -14,7 +14,7 @@ node's kubelet admits the pod and which CPUs and NUMA nodes it gets.
     error: why no shape could be run, or None
 
 The shapes are the host's ``npuops_vllm_instances`` (each instance's devices, the CPUs the plan
-gives them less the kubelet's reserved CPUs; ``plan/kubelet_policy_choice.pod_shapes``) and the
+gives them less the kubelet's reserved CPUs; ``kubelet/plan/policy_choice.pod_shapes``) and the
 role's ``npuops_audit_pod_shapes`` ({name, devices: count or [ids], cpus}). The node's settings
 are its effective kubelet configuration (``facts.kubernetes.kubelet.effective``) and version;
 "now" takes away the CPUs the CPU Manager state gave pods and the devices the device checkpoint
@@ -30,12 +30,10 @@ __metaclass__ = type
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError, PlanError
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.plan import merge as kubelet_merge
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.plan import policy_choice as kubelet_policy_choice
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.plan import whatif as kubelet_whatif
 from ansible_collections.npuops.fleet.plugins.module_utils.model import rules
-from ansible_collections.npuops.fleet.plugins.module_utils.plan import (
-    kubelet_merge,
-    kubelet_policy_choice,
-    kubelet_whatif,
-)
 
 SHAPES_VARIABLE = "npuops_audit_pod_shapes"
 _TRUE = ("true", "True", True)

@@ -33,7 +33,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.npuops.fleet.plugins.module_utils.parse.kubelet_devices import ascend_device_id
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.parse.devices import ascend_device_id
 
 # device-plugin resources audited: Ascend whole chips, static vNPUs (huawei.com/Ascend910-2c),
 # the 950 series (huawei.com/npu, ascend-common/api/default_name.go HuaweiNPU), GPUs
@@ -65,7 +65,7 @@ DRA_DRIVERS = {
 }
 
 
-RECORDS = ("/kubelet_internal_checkpoint", "/dra_manager_state")  # model/kubelet.py paths
+RECORDS = ("/kubelet_internal_checkpoint", "/dra_manager_state")  # kubelet/model/facts.py paths
 
 
 def is_device_resource(name):

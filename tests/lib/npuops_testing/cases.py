@@ -4,7 +4,8 @@ real fixture -> expected values is a YAML file, one data-driven test runs it.
 
 A case file ``tests/unit/plugins/module_utils/parse/cases/<parser>.yml``::
 
-    module: npu_smi             # plugins/module_utils/parse/<module>.py
+    module: npu_smi             # plugins/module_utils/parse/<module>.py; a path with a slash
+                                # is under module_utils/ (kubelet/parse/files: a feature package)
     function: parse_info        # default parser function of the cases (a case may override)
     cases:
       - fixture: ascend/a2-910b3x8_npu-smi-info_v23.0.7.txt    # under tests/fixtures/real
@@ -36,7 +37,8 @@ import yaml
 
 from npuops_testing import fixture_text
 
-PARSE_PACKAGE = "ansible_collections.npuops.fleet.plugins.module_utils.parse"
+MODULE_UTILS = "ansible_collections.npuops.fleet.plugins.module_utils"
+PARSE_PACKAGE = MODULE_UTILS + ".parse"
 _STEP = re.compile(r"^([^\[\]]*)(?:\[([^\]]*)\])?$")
 _FUNC = re.compile(r"^(len|set|keys)\((.*)\)$")
 
@@ -50,7 +52,11 @@ class Case(object):
 
     def run(self):
         """The parser's result on the fixture's text."""
-        parser = getattr(importlib.import_module(PARSE_PACKAGE + "." + self.module), self.function)
+        if "/" in self.module:
+            name = MODULE_UTILS + "." + self.module.replace("/", ".")
+        else:
+            name = PARSE_PACKAGE + "." + self.module
+        parser = getattr(importlib.import_module(name), self.function)
         return parser(fixture_text(self.fixture))
 
     def __repr__(self):

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Hostile container images for the vllm-ascend version reader (``model/vllm_ascend_version``),
+"""Hostile container images for the vllm-ascend version reader (``vllm_ascend/model/version``),
 built under a sandbox root as ``/proc/<pid>/root`` trees a tenant's worker could run in, and
 ``measure``: the reader on each image (time, error rows, the version found or the exception).
 
@@ -17,7 +17,7 @@ import os
 import time
 
 from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
-from ansible_collections.npuops.fleet.plugins.module_utils.model import vllm_ascend_version
+from ansible_collections.npuops.fleet.plugins.module_utils.vllm_ascend.model import version as vllm_ascend_version
 
 PIDS = {"sparse": 101, "many": 102, "nel": 103, "vt": 104, "folded": 105, "stale": 106}
 SITE = "usr/lib/python3/site-packages"

@@ -9,9 +9,10 @@ from hypothesis import strategies as st
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.plan import whatif as kubelet_whatif
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.plan.profile import kubelet_profile
 from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
-from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch, kubelet_whatif
-from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_profile import kubelet_profile
+from ansible_collections.npuops.fleet.plugins.module_utils.plan import dispatch
 from ansible_collections.npuops.fleet.plugins.modules import kubelet_cpu_profile as mod
 from npuops_testing import SNAPSHOTS, fixture_text
 from npuops_testing.hostile import fuzz_examples, mutated_value

@@ -8,8 +8,8 @@ import pytest
 
 from ansible_collections.npuops.fleet.plugins.module_utils.errors import NpuopsError
 from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.parse import files as parse
 from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
-from ansible_collections.npuops.fleet.plugins.module_utils.parse import kubelet as parse
 from ansible_collections.npuops.fleet.plugins.module_utils.plan.dispatch import make_plan
 from ansible_collections.npuops.fleet.plugins.modules import kubelet_cpu_profile as mod
 from npuops_testing import SNAPSHOTS, fixture_text

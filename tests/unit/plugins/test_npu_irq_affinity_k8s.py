@@ -8,9 +8,9 @@ import pytest
 
 from ansible_collections.npuops.fleet.plugins.module_utils.cpus import cpulist
 from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio, snapshot
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.plan.profile import kubelet_profile
 from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
 from ansible_collections.npuops.fleet.plugins.module_utils.plan.dispatch import make_plan
-from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_profile import kubelet_profile
 from ansible_collections.npuops.fleet.plugins.modules import npu_irq_affinity as mod
 from npuops_testing import SNAPSHOTS
 

@@ -6,13 +6,19 @@ dispatch`` is resolved against the file's package), and every ``importlib.import
 ``__import__("x")`` with a literal name; a string import whose name is not a literal cannot be
 checked and is refused as such.
 
-- every module_utils file lives in a layer folder (only ``errors.py`` sits at the base);
+- every module_utils file lives in a layer folder (only ``errors.py`` sits at the base), or in a
+  layer folder of a feature package (``FEATURES``: ``kubelet/``, ``vllm_ascend/``), a feature
+  that crosses layers kept together: ``module_utils/<feature>/<layer>/x.py`` has layer
+  ``<layer>`` (a feature holds no ``errors``, ``standalone`` or deeper folders);
 - a layer imports only from the layers below it (and ``errors``): cpus < host < parse < model <
   plan, softshare < render < apply; plan and softshare are one level and may not import each
-  other's code;
+  other's code. The rank is the layer's, whatever package holds it: a feature's plan file may
+  import its own or the global parse/model/plan and the global cpus/host; a global plan file may
+  import ``kubelet/model/``; nothing imports a higher layer, in a feature package or out of it;
 - ``standalone/`` (the binder, shipped as a zipapp with the files it imports: render/binder_app)
   imports itself and the layers the zipapp ships - errors, cpus, host, parse, model - never
-  plan/, softshare/, render/ or apply/; no other layer imports it;
+  plan/, softshare/, render/, apply/ or a feature package (not shipped); no other layer imports
+  it;
 - module_utils imports nothing from modules/, filter/, plugin_utils/ or doc_fragments/;
 - ``modules/`` may import any module_utils layer, never plugin_utils/ (controller side),
   filter/ or another module;
@@ -41,6 +47,9 @@ MODULE_UTILS = os.path.join(PLUGINS, "module_utils")
 ROOT = "ansible_collections.npuops.fleet.plugins"
 RANK = {"errors": -1, "cpus": 0, "host": 1, "parse": 2, "model": 3, "plan": 4, "softshare": 4, "render": 5, "apply": 6}
 LAYERS = sorted(RANK) + ["standalone"]
+# feature packages: a feature that crosses layers, its layer folders inside (as amazon.aws' _elbv2/)
+FEATURES = ("kubelet", "vllm_ascend")
+FEATURE_LAYERS = tuple(layer for layer in sorted(RANK) if layer != "errors")
 # the layers the binder zipapp ships beside standalone/ (render/binder_app.SHIPPED_LAYERS)
 STANDALONE_MAY_IMPORT = ("errors", "cpus", "host", "parse", "model")
 AREAS = ("module_utils", "modules", "filter", "plugin_utils", "doc_fragments")
@@ -57,12 +66,48 @@ def _files(base=PLUGINS):
     return out
 
 
+def _utils_area(parts):
+    """The area of a module_utils path (its parts below module_utils/, a file's or a dotted
+    name's): ``module_utils/<layer>``, ``module_utils/<feature>/<layer>`` in a feature package, or
+    ``module_utils/<feature>`` for a feature package's own top (which is no layer)."""
+    if parts[0] in ("errors", "errors.py"):
+        return "module_utils/errors"
+    if parts[0] in FEATURES and len(parts) > 1 and not parts[1].endswith(".py"):
+        return "module_utils/%s/%s" % (parts[0], parts[1])
+    return "module_utils/" + parts[0]
+
+
 def _area(rel):
-    """The rule area of a file under plugins/: ``module_utils/<layer>`` or the plugin folder."""
+    """The rule area of a file under plugins/: a module_utils area or the plugin folder."""
     parts = rel.split("/")
     if parts[0] == "module_utils" and len(parts) > 1:
-        return "module_utils/" + ("errors" if parts[1] == "errors.py" else parts[1])
+        return _utils_area(parts[1:])
     return parts[0]
+
+
+def layer_of(area):
+    """The layer of a module_utils area (``module_utils/kubelet/plan`` -> ``plan``); a feature
+    package's own top has none (None)."""
+    parts = area.split("/")[1:]
+    if parts[0] in FEATURES:
+        return parts[1] if len(parts) > 1 else None
+    return parts[0]
+
+
+def misplaced(utils):
+    """The module_utils files (paths below module_utils/) that sit in no layer folder."""
+    stray = []
+    for rel in utils:
+        parts = rel.split("/")
+        if len(parts) == 1:
+            ok = rel in ("errors.py", "__init__.py")
+        elif parts[0] in FEATURES:
+            ok = (len(parts) == 2 and parts[1] == "__init__.py") or (len(parts) == 3 and parts[1] in FEATURE_LAYERS)
+        else:
+            ok = parts[0] in LAYERS and len(parts) == 2
+        if not ok:
+            stray.append(rel)
+    return stray
 
 
 def _package(rel):
@@ -131,7 +176,7 @@ def _target_area(name):
         if not rest[0]:
             return "<outside>"
         if rest[0] == "module_utils":
-            return "module_utils/" + rest[1] if len(rest) > 1 else "<outside>"
+            return _utils_area(rest[1:]) if len(rest) > 1 else "<outside>"
         return rest[0]
     return None
 
@@ -140,16 +185,18 @@ def _allowed(mine, target):
     if target.startswith("<"):
         return False
     if mine.startswith("module_utils/"):
-        layer = mine.split("/")[1]
         if not target.startswith("module_utils/"):
             return False
-        other = target.split("/")[1]
-        if other == layer:
-            return True
-        if layer == "standalone":
-            return other in STANDALONE_MAY_IMPORT
+        layer, other = layer_of(mine), layer_of(target)
+        if mine == "module_utils/standalone":
+            # the zipapp ships the global lower layers only, no feature package
+            return target == mine or target in ["module_utils/" + name for name in STANDALONE_MAY_IMPORT]
         if other == "standalone":
             return False
+        if layer is None or other is None:
+            return False
+        if other == layer:
+            return True
         return RANK.get(other, 99) < RANK.get(layer, -99)
     if mine == "modules":
         return target.startswith("module_utils/")
@@ -178,10 +225,38 @@ def _read(rel):
 
 def test_every_file_is_in_a_layer_folder():
     utils = [rel[len("module_utils/") :] for rel in _files() if rel.startswith("module_utils/")]
-    stray = [rel for rel in utils if "/" not in rel and rel not in ("errors.py", "__init__.py")]
-    assert stray == []
-    unknown = sorted(set(rel.split("/")[0] for rel in utils if "/" in rel) - set(LAYERS))
+    assert misplaced(utils) == []
+    unknown = sorted(set(rel.split("/")[0] for rel in utils if "/" in rel) - set(LAYERS) - set(FEATURES))
     assert unknown == []
+    # every feature package is a package, with its layer folders (no empty name in FEATURES)
+    for feature in FEATURES:
+        assert "%s/__init__.py" % feature in utils
+        layers = set(rel.split("/")[1] for rel in utils if rel.startswith(feature + "/") and rel.count("/") == 2)
+        assert layers and all("%s/%s/__init__.py" % (feature, layer) in utils for layer in layers)
+
+
+def test_feature_files_are_placed_and_classified():
+    assert misplaced(["errors.py", "plan/x.py", "kubelet/__init__.py", "kubelet/plan/x.py"]) == []
+    assert misplaced(
+        ["x.py", "plan/deep/x.py", "kubelet/x.py", "kubelet/errors/x.py", "kubelet/standalone/x.py"]
+        + ["kubelet/plan/deep/x.py", "other/plan/x.py"]
+    ) == [
+        "x.py",
+        "plan/deep/x.py",
+        "kubelet/x.py",
+        "kubelet/errors/x.py",
+        "kubelet/standalone/x.py",
+        "kubelet/plan/deep/x.py",
+        "other/plan/x.py",
+    ]
+    assert _area("module_utils/kubelet/plan/profile.py") == "module_utils/kubelet/plan"
+    assert _area("module_utils/kubelet/__init__.py") == "module_utils/kubelet"
+    assert _area("module_utils/plan/dispatch.py") == "module_utils/plan"
+    assert _target_area(U + ".vllm_ascend.model.version") == "module_utils/vllm_ascend/model"
+    assert _target_area(U + ".kubelet") == "module_utils/kubelet"
+    assert layer_of("module_utils/kubelet/plan") == "plan"
+    assert layer_of("module_utils/plan") == "plan"
+    assert layer_of("module_utils/kubelet") is None
     assert sorted(set(rel.split("/")[0] for rel in _files() if "/" in rel)) == sorted(AREAS)
 
 
@@ -255,6 +330,35 @@ SELF_TEST = [
     ("filter/x.py", "from %s.softshare import scheduler\n" % U, False),
     ("doc_fragments/x.py", "from %s import errors\n" % U, True),
     ("module_utils/model/x.py", "from ...... import x\n", True),
+    # feature packages: the rank is the layer's, inside a package and across packages
+    ("module_utils/kubelet/plan/x.py", "from ..model import options\n", False),
+    ("module_utils/kubelet/plan/x.py", "from . import checks\n", False),
+    ("module_utils/kubelet/plan/x.py", "from ...model import rules\n", False),
+    ("module_utils/kubelet/plan/x.py", "from %s.kubelet.parse import files\n" % U, False),
+    ("module_utils/kubelet/plan/x.py", "from %s.cpus import cpulist\n" % U, False),
+    ("module_utils/kubelet/plan/x.py", "from %s.plan import roles\n" % U, False),
+    ("module_utils/kubelet/plan/x.py", "from %s import errors\n" % U, False),
+    ("module_utils/kubelet/plan/x.py", "from ..apply import config\n", True),
+    ("module_utils/kubelet/plan/x.py", "from %s.kubelet.apply import config\n" % U, True),
+    ("module_utils/kubelet/plan/x.py", "from %s.render import launch\n" % U, True),
+    ("module_utils/kubelet/plan/x.py", "from %s.softshare import scheduler\n" % U, True),
+    ("module_utils/kubelet/plan/x.py", "from %s.standalone import irqs\n" % U, True),
+    ("module_utils/kubelet/plan/x.py", "from %s import kubelet\n" % U, True),
+    ("module_utils/kubelet/model/x.py", "from ..plan import profile\n", True),
+    ("module_utils/kubelet/model/x.py", "from %s.plan import dispatch\n" % U, True),
+    ("module_utils/kubelet/parse/x.py", "from %s.vllm_ascend.model import version\n" % U, True),
+    ("module_utils/vllm_ascend/plan/x.py", "from %s.kubelet.model import options\n" % U, False),
+    ("module_utils/plan/x.py", "from %s.kubelet.model import options\n" % U, False),
+    ("module_utils/plan/x.py", "from %s.vllm_ascend.plan import predict\n" % U, False),
+    ("module_utils/model/x.py", "from %s.kubelet.plan import profile\n" % U, True),
+    ("module_utils/parse/x.py", "import %s.kubelet.model.facts\n" % U, True),
+    ("module_utils/apply/x.py", "from %s.kubelet.plan import state\n" % U, False),
+    ("module_utils/softshare/x.py", "from %s.vllm_ascend.plan import allocator\n" % U, True),
+    ("module_utils/standalone/x.py", "from %s.kubelet.model import facts\n" % U, True),
+    ("module_utils/standalone/x.py", "from %s.vllm_ascend.model import version\n" % U, True),
+    ("modules/x.py", "from %s.kubelet.plan import profile\n" % U, False),
+    ("plugin_utils/report/x.py", "from %s.kubelet.plan import whatif\n" % U, False),
+    ("filter/x.py", "from %s.vllm_ascend.plan import releases\n" % U, False),
 ]
 
 

@@ -10,9 +10,10 @@ import shutil
 import pytest
 
 from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio, snapshot
-from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet, topology
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.model import facts as kubelet
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.plan.profile import kubelet_profile
+from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
 from ansible_collections.npuops.fleet.plugins.module_utils.plan.dispatch import make_plan
-from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_profile import kubelet_profile
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubernetes import kubernetes_audit
 from npuops_testing import SNAPSHOTS, fixture_text
 
@@ -52,7 +53,7 @@ def profiled():
     facts = topology.gather(hostio.SnapshotHostIO(os.path.join(SNAPSHOTS, "a2-910b3x8")))
     plan = make_plan(facts)
     profile = kubelet_profile(facts, plan, kubelet_version="v1.35.0")
-    from ansible_collections.npuops.fleet.plugins.module_utils.apply.kubelet_config import merge_text
+    from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.apply.config import merge_text
 
     text = merge_text(fixture_text("kubernetes/kubeadm_var-lib-kubelet_config.yaml"), profile["config"])
     return plan, profile, text

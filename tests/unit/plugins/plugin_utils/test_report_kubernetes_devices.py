@@ -10,14 +10,15 @@ import shutil
 
 import pytest
 
-from ansible_collections.npuops.fleet.plugins.module_utils.apply.kubelet_config import merge_text
 from ansible_collections.npuops.fleet.plugins.module_utils.host import hostio, snapshot
-from ansible_collections.npuops.fleet.plugins.module_utils.model import kubelet, topology
-from ansible_collections.npuops.fleet.plugins.module_utils.parse import kubelet as parse
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.apply.config import merge_text
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.model import facts as kubelet
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.parse import files as parse
+from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.plan.profile import kubelet_profile
+from ansible_collections.npuops.fleet.plugins.module_utils.model import topology
 from ansible_collections.npuops.fleet.plugins.module_utils.plan.dispatch import make_plan
-from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_profile import kubelet_profile
-from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubernetes import kubernetes_audit
 from ansible_collections.npuops.fleet.plugins.plugin_utils.report import kubernetes_devices as kd
+from ansible_collections.npuops.fleet.plugins.plugin_utils.report.kubernetes import kubernetes_audit
 from npuops_testing import SNAPSHOTS, fixture_text
 
 P950 = "3f2a9c1e-0b7d-4e5a-8c6f-1d2e3f4a5b60"  # npu-0,1 = chips 0,1 (node 0), CPUs node 0

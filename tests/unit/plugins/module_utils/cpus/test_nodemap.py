@@ -64,7 +64,7 @@ def test_agrees_with_the_plain_dict(node_cpus, cpus):
 def test_every_layer_asks_the_one_map():
     """The kubelet profile's IRQ targets, the report (its pools' nodes and a pod's CPU nodes)
     and the binder name the node NodeMap names, on a layout with gaps and unsorted nodes."""
-    from ansible_collections.npuops.fleet.plugins.module_utils.plan.kubelet_profile import irq_targets_on_reserved
+    from ansible_collections.npuops.fleet.plugins.module_utils.kubelet.plan.profile import irq_targets_on_reserved
     from ansible_collections.npuops.fleet.plugins.module_utils.standalone import targets
     from ansible_collections.npuops.fleet.plugins.plugin_utils.report import kubernetes, schema
 

@@ -165,7 +165,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 plan:
-  description: The plan; cpulists are strings. Schema in the collection's C(docs/dev/architecture.md).
+  description: The plan; cpulists are strings. Schema in the collection's C(docs/dev/plan.md).
   returned: success
   type: dict
   contains:

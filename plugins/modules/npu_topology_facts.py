@@ -271,7 +271,7 @@ ansible_facts:
   contains:
     npu_topology:
       description:
-        - Host topology, schema 2 (see the collection's C(docs/dev/architecture.md)); schema 2
+        - Host topology, schema 2 (see the collection's C(docs/dev/facts-schema.md)); schema 2
           added C(cpu.allowed_self), C(cpu.allowed_source), C(cpu.numa_distance),
           C(cpu.packages), C(cpu.smt_siblings), C(cpu.isolated), C(cpu.nohz_full) and the NIC
           port keys, and C(cpu.allowed) became the CPUs a service gets.

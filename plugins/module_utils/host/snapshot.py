@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Host snapshot directories: ``snapshot.yml`` (read and written with ``yaml_subset``, no
 PyYAML on managed hosts), ``cmd/`` for multi-line command outputs, ``fs/`` mirroring the host
-paths read. The format is a public contract (docs/dev/architecture.md).
+paths read. The format is a public contract (docs/modules/npu_topology_facts.md).
 
 On disk a host path component is escaped so that no snapshot path holds a ``:`` (PCI
 addresses such as ``0000:c1:00.0``; some tools and file systems refuse it): ``%`` is written

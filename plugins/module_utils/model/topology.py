@@ -2,7 +2,7 @@
 # Copyright: npuops.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """``gather(io, timeout)``: walk one host through a HostIO and build the topology facts
-(``ansible_facts.npu_topology``, schema 2; see docs/dev/architecture.md).
+(``ansible_facts.npu_topology``, schema 2; see docs/dev/facts-schema.md).
 
 Every command runs concurrently (``io.run_many``), each under ``timeout``: npu-smi takes
 0.5-2 s per call on real hosts and a wedged driver must not hang the play. A source that

@@ -12,7 +12,7 @@ or left pending until its title carries its ranks (``standalone/binder``). The p
 the decision (``worker_start``, from the facts' versions) and the binder looks it up again
 here, with what the instance's own environment says.
 
-What was read (docs/dev/architecture.md: upstream behaviour is a row, never an ``if``):
+What was read (CONTRIBUTING.md: upstream behaviour is a row, never an ``if``):
 
 - vLLM up to 0.32: ``MultiprocExecutor._init_executor`` (``vllm/v1/executor/
   multiproc_executor.py``) starts each local rank's process in a ``for`` loop over the local

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: npuops.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""``make_plan``: topology facts + options -> the CPU plan (schema in docs/dev/architecture.md).
+"""``make_plan``: topology facts + options -> the CPU plan (schema in docs/dev/plan.md).
 
 Dispatch only: validation of the options, the inputs each policy needs, and the plan dict.
 The allocators live in strict.py and vllm_ascend/plan/allocator.py, GPU pools and pairing in gpu.py, the

@@ -66,8 +66,9 @@ molecule: venv ## molecule scenarios default (local) and chroot (Debian bookworm
 	@scripts/check.sh molecule
 
 docs: venv ## regenerate docs/modules/*.md from the modules' DOCUMENTATION/EXAMPLES/RETURN, role pages' variables from the argument specs
-	@$(PY) scripts/gen_module_docs.py
+	@# argument specs first: they rewrite the modules' documented device-type choices the pages show
 	@$(PY) scripts/gen_argument_specs.py
+	@$(PY) scripts/gen_module_docs.py
 	@$(PY) scripts/gen_role_docs.py
 
 changelog: venv ## lint fragments, regenerate CHANGELOG.rst preview

@@ -60,10 +60,13 @@ def _assert_closed_loop(demo, out1, out2):
         report = json.load(handle)
     hosts = dict((h["name"], h) for h in report["hosts"])
     # site.yml wrote the bans into each sandbox and the audit read them over the snapshot: no
-    # irqbalance finding where every pinned IRQ is banned; only h100-cgroup (no strict plan
-    # from its cut cpuset, so which IRQs to ban is unknown) keeps it
-    warned = set(p["host"] for p in report["problems"] if p["kind"] == "irqbalance_running")
-    assert warned == {"h100-cgroup"}
+    # irqbalance warning where every pinned IRQ is banned; only h100-cgroup (no strict plan
+    # from its cut cpuset, so which IRQs to ban is unknown) keeps it. The standin's NPUs 2-7
+    # serve no instance: site.yml leaves their IRQs to irqbalance (npuops_irq_devices:
+    # instances), which the report says in an info note, not a warning.
+    irq = [p for p in report["problems"] if p["kind"] == "irqbalance_running"]
+    assert set(p["host"] for p in irq if p["severity"] != "info") == {"h100-cgroup"}
+    assert set(p["host"] for p in irq if p["severity"] == "info") == {"standin"}
     assert hosts["a2-910b3x8"]["irqbalance_bans"]["state"] == "banned"
     if not {0, 1} <= set(os.sched_getaffinity(0)):
         return  # the drift loop needs CPUs 0 and 1

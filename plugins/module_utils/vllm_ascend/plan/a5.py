@@ -21,6 +21,14 @@ A950_INSUFFICIENT = (
 A950_NO_UVB = "[cpu_bind_ascend_950] no available NUMA0 CPUs for uvb_poll_window_thread."
 
 
+def nodes_of(cpu_node, cpus, npu):
+    """The set of NUMA nodes of ``cpus`` (the reference's ``{cpu_node[c] for c in ...}``)."""
+    missing = cpu_node.first_missing(cpus)
+    if missing is not None:
+        raise PlanError("CPU %s is on no NUMA node in lscpu's output (vllm-ascend fails with KeyError)" % missing, npu)
+    return cpu_node.nodes(cpus)
+
+
 def uvb_pool(numa_to_cpu, allowed_cpus):
     """Ascend 950 UVB poll-thread pool: NUMA0's allowed CPUs minus CPU 0 (lscpu order)."""
     return cpuset.subtract(cpuset.keep(numa_to_cpu.get(0, cpuset.EMPTY), allowed_cpus), [0])
@@ -35,12 +43,10 @@ def ascend950(
     numa_to_cpu,
     threads_per_core,
     uvb_cpus,
-    nodes_of,
     cores=cpu_roles.ASCEND_950_PHYSICAL_CPUS_PER_CLUSTER,
 ):
     """Ascend 950 clusters. Returns ``(pools, warning)``; pools None means the worker skips.
-    ``candidates``: ``candidate_npus``; ``nodes_of``: the NUMA nodes of CPUs (KeyError text);
-    ``cores``: physical cores per cluster (the device type's ``cluster_cores``)."""
+    ``candidates``: ``candidate_npus``; ``cores``: physical cores per cluster (the device type's ``cluster_cores``)."""
     if not npu_affinity:
         return None, A950_NO_AFFINITY
     size = cpu_roles.cluster_size(threads_per_core, cores)

@@ -128,14 +128,6 @@ def build_cpu_node_map(node_cpus, cpu_node=None):
     return cpu_node, numa_to_cpu
 
 
-def _nodes_of(cpu_node, cpus, npu):
-    """The set of NUMA nodes of ``cpus`` (the reference's ``{cpu_node[c] for c in ...}``)."""
-    missing = cpu_node.first_missing(cpus)
-    if missing is not None:
-        raise PlanError("CPU %s is on no NUMA node in lscpu's output (vllm-ascend fails with KeyError)" % missing, npu)
-    return cpu_node.nodes(cpus)
-
-
 def global_slice(
     running,
     allowed_cpus,
@@ -191,7 +183,7 @@ def extend_numa(cpu_list, cpu_node, numa_to_cpu, allowed_cpus, npu=None):
     cpu_list = cpuset.CpuSeq.from_cpus(cpu_list)
     if not cpu_list:
         return cpu_list
-    nodes = _nodes_of(cpu_node, cpu_list, npu)
+    nodes = va_a5.nodes_of(cpu_node, cpu_list, npu)
     if len(nodes) != 1:
         return cpu_list
     node = list(nodes)[0]
@@ -276,7 +268,6 @@ def ascend950(
         numa_to_cpu,
         threads_per_core,
         uvb_cpus,
-        _nodes_of,
         cores,
     )
 

@@ -25,7 +25,7 @@ gate_cmd() {
         docs)   echo "scripts/check-docs.sh" ;;
         ruff)   echo "scripts/ruff.sh" ;;
         # one pytest run over both trees, so the closing "N passed" counts every test
-        unit)   echo "$VENV/bin/python -m pytest tests/unit tests/integration -q -n ${PYTEST_WORKERS:-2} --dist worksteal --durations=5 $PYTEST_ARGS" ;;
+        unit)   echo "$VENV/bin/python -m pytest tests/unit tests/integration -q -n ${PYTEST_WORKERS:-2} --durations=5 $PYTEST_ARGS" ;;
         realvllm) echo "scripts/real-vllm-tier.sh" ;;
         sanity) echo "scripts/sanity.sh" ;;
         lint)   echo "scripts/lint.sh" ;;

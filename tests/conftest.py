@@ -29,31 +29,11 @@ importlib.invalidate_caches()
 INTEGRATION = "tests/integration/"
 
 
-# The longest tests (minutes each on two cores), started first so that a parallel run
-# (scripts/check.sh: pytest -n 2 --dist worksteal) does not end on one of them alone.
-LONGEST_FIRST = (
-    "tests/integration/playbooks/test_demo.py",
-    "tests/integration/roles/test_fleet_audit.py",
-    "tests/integration/roles/test_vllm_launch.py",
-)
-
-
-def _start_rank(item):
-    """0: the longest tests, 1: the rest of tests/integration, 2: the pure unit tests."""
-    path = str(item.path).replace("\\", "/")
-    if any(path.endswith(name) for name in LONGEST_FIRST):
-        return 0
-    return 1 if INTEGRATION in path else 2
-
-
 def pytest_collection_modifyitems(config, items):
-    """Everything under tests/integration is slow (ansible-playbook, sshd, a browser); slow
-    tests run first, the longest of them before the others (a stable sort: each file keeps its
-    own order)."""
+    """Everything under tests/integration is slow (ansible-playbook, sshd, a browser)."""
     for item in items:
         if INTEGRATION in str(item.path).replace("\\", "/") and "slow" not in item.keywords:
             item.add_marker(pytest.mark.slow)
-    items.sort(key=_start_rank)
 
 
 STRICT_SKIPS = os.environ.get("NPUOPS_STRICT_SKIPS") == "1" and os.environ.get("NPUOPS_ALLOW_SKIPS") != "1"

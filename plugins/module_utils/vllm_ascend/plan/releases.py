@@ -195,21 +195,7 @@ def _group_of(key):
     return found
 
 
-_SELECTED = {}  # (version, source) -> the selection (read only: every plan of a fleet asks)
-
-
 def select(version, source=None):
-    """``_select``, once per (version, source)."""
-    if not isinstance(version, (str, type(None))):
-        return _select(version, source)
-    key = (version, source)
-    found = _SELECTED.get(key)
-    if found is None:
-        found = _SELECTED[key] = _select(version, source)
-    return found
-
-
-def _select(version, source=None):
     """The release to predict: a dict ``version, source, group, rules, texts, warnings``.
 
     ``version`` None: the newest known release, with a warning. A known release: its group.

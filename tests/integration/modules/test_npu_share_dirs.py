@@ -3,40 +3,12 @@
 and one that changes nothing prove the wiring (diff included). Check mode, vnpu.cfg, pruning and
 the refused roots: tests/unit/plugins/modules/test_npu_share_dirs_module.py, in-process."""
 
-import os
-import stat
-
 import pytest
 
 from npuops_testing.runner import run_module
+from npuops_testing.share_dirs import EXPECTED_DIRS, mode_of, sandbox, topology
 
 pytestmark = pytest.mark.slow
-
-EXPECTED_DIRS = [
-    "share_device",
-    "share_device/0",
-    "share_device/1",
-    "share_device/15",
-    "etc/enpu",
-    "var/log/mindx-dl/devicePlugin",
-]
-
-
-def sandbox(tmp_path):
-    root = tmp_path / "host"
-    (root / "etc").mkdir(parents=True)
-    return root
-
-
-def topology(phys):
-    return {
-        "device_type": "A3",
-        "npus": [{"npu_id": i // 2, "logic_id": i, "phy_id": p, "health": "OK"} for i, p in enumerate(phys)],
-    }
-
-
-def mode_of(path):
-    return stat.S_IMODE(os.stat(str(path)).st_mode)
 
 
 def test_creates_then_unchanged_and_keeps_vnpu_cfg(tmp_path):

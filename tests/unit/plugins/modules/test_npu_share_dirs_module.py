@@ -5,37 +5,11 @@ ansible-playbook runs; tests/integration/modules/test_npu_share_dirs.py keeps on
 wiring."""
 
 import os
-import stat
 
 import pytest
 
 from npuops_testing.module_harness import call_module
-
-EXPECTED_DIRS = [
-    "share_device",
-    "share_device/0",
-    "share_device/1",
-    "share_device/15",
-    "etc/enpu",
-    "var/log/mindx-dl/devicePlugin",
-]
-
-
-def sandbox(tmp_path):
-    root = tmp_path / "host"
-    (root / "etc").mkdir(parents=True)
-    return root
-
-
-def topology(phys):
-    return {
-        "device_type": "A3",
-        "npus": [{"npu_id": i // 2, "logic_id": i, "phy_id": p, "health": "OK"} for i, p in enumerate(phys)],
-    }
-
-
-def mode_of(path):
-    return stat.S_IMODE(os.stat(str(path)).st_mode)
+from npuops_testing.share_dirs import EXPECTED_DIRS, mode_of, sandbox, topology
 
 
 def test_check_mode_creates_nothing(tmp_path):
